@@ -1,0 +1,48 @@
+// luaopen_lmkit: the entry point shared by the `lmkit` executable and the `require "lmkit"` C module.
+#include <cstring>
+#include <stdexcept>
+
+#include "bindings/embedded_lua.h"
+#include "bindings/lua_call.h"
+#include "bindings/lua_config.h"
+#include "bindings/lua_module.h"
+#include "bindings/lua_tensor.h"
+
+namespace lmkit::lua {
+namespace {
+
+// package.preload[name] = loader for each embedded Lua module.
+void preload_embedded(lua_State* L) {
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+  for (const auto& chunk : embedded_chunks()) {
+    if (luaL_loadbuffer(L, chunk.source, std::strlen(chunk.source), chunk.chunkname) != LUA_OK) {
+      lua_error(L);  // a broken embedded file is a build bug; no C++ objects live here
+    }
+    lua_setfield(L, -2, chunk.module);
+  }
+  lua_pop(L, 1);
+}
+
+int open_module(lua_State* L) {
+  preload_embedded(L);
+  lua_newtable(L);
+  const int module = lua_gettop(L);
+  open_tensor(L);
+  luaL_getmetatable(L, kTensorMetatable);
+  lua_setfield(L, module, "Tensor");
+  open_lmkit_functions(L, module);
+  open_config(L, module);
+  // Lua-side additions (help, show, ...) extend the table in place.
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "lmkit.init");
+  lua_call(L, 1, 1);
+  lua_pushvalue(L, module);
+  lua_call(L, 1, 0);
+  lua_settop(L, module);
+  return 1;
+}
+
+}  // namespace
+}  // namespace lmkit::lua
+
+extern "C" int luaopen_lmkit(lua_State* L) { return lmkit::lua::open_module(L); }

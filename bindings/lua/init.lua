@@ -1,0 +1,122 @@
+-- The Lua-side part of the lmkit module: help() and the value display used by the REPL.
+-- Receives the module table built in C++ and extends it.
+return function(lmkit)
+  local function first_line(s)
+    return (s or ""):match("^[^\n]*")
+  end
+
+  local function sorted_keys(t)
+    local keys = {}
+    for k in pairs(t) do
+      if type(k) == "string" then keys[#keys + 1] = k end
+    end
+    table.sort(keys)
+    return keys
+  end
+
+  local function is_identifier(s)
+    return type(s) == "string" and s:match("^[%a_][%w_]*$") ~= nil
+  end
+
+  local function quote(s)
+    return (("%q"):format(s):gsub("\\\n", "\\n"))
+  end
+
+  -- A one-line description of any value, shallow for tables.
+  local function show(value, max_entries)
+    max_entries = max_entries or 30
+    local kind = type(value)
+    if kind == "string" then return quote(value) end
+    if kind == "function" then
+      local name = lmkit.doc(value)
+      return name and ("function: " .. name) or tostring(value)
+    end
+    if kind ~= "table" then return tostring(value) end
+    local meta = getmetatable(value)
+    if meta and meta.__tostring then return tostring(value) end
+    local parts, n = {}, #value
+    local function brief(v)
+      if type(v) == "table" and not (getmetatable(v) or {}).__tostring then
+        return next(v) == nil and "{}" or "{...}"
+      end
+      if lmkit.is_tensor(v) then
+        return ("Tensor(%s, size %s)"):format(v:dtype(), table.concat(v:size(), "x"))
+      end
+      return show(v)
+    end
+    for i = 1, math.min(n, max_entries) do parts[#parts + 1] = brief(value[i]) end
+    local shown = #parts
+    local named = {}
+    for k in pairs(value) do
+      if not (math.type(k) == "integer" and k >= 1 and k <= n) then named[#named + 1] = k end
+    end
+    table.sort(named, function(a, b) return tostring(a) < tostring(b) end)
+    for _, k in ipairs(named) do
+      if shown >= max_entries then break end
+      local key = is_identifier(k) and k or ("[" .. show(k) .. "]")
+      parts[#parts + 1] = key .. " = " .. brief(value[k])
+      shown = shown + 1
+    end
+    local total = n + #named
+    if total > shown then parts[#parts + 1] = ("... (%d more)"):format(total - shown) end
+    return "{" .. table.concat(parts, ", ") .. "}"
+  end
+
+  local function print_doc(name, doc)
+    io.write(name, "\n")
+    for line in (doc .. "\n"):gmatch("([^\n]*)\n") do io.write("  ", line, "\n") end
+  end
+
+  local function list_functions(title, t, separator)
+    io.write(title, "\n")
+    for _, key in ipairs(sorted_keys(t)) do
+      local value = t[key]
+      local _, doc = lmkit.doc(value)
+      if doc then
+        io.write(("  %-14s %s\n"):format(key, first_line(doc)))
+      elseif type(value) == "table" and key ~= "settings" and key ~= "Tensor" then
+        io.write(("  %-14s (module: help(%s%s%s))\n"):format(key, "lmkit", separator, key))
+      end
+    end
+  end
+
+  local function help(x)
+    if x == nil or x == lmkit then
+      io.write("lmkit — softmax-bottleneck research toolkit. help(f) shows one function; ",
+               "help(lmkit.Tensor) the tensor methods.\n\n")
+      list_functions("Functions:", lmkit, ".")
+      return
+    end
+    if type(x) == "string" then
+      local name, doc = lmkit.doc(x)
+      if not name then name, doc = lmkit.doc("lmkit." .. x) end
+      if not name then name, doc = lmkit.doc("Tensor:" .. x) end
+      if not name then
+        io.write(("no documentation for '%s' (try help() for the list)\n"):format(x))
+        return
+      end
+      print_doc(name, doc)
+      return
+    end
+    if lmkit.is_tensor(x) or x == lmkit.Tensor then
+      local name, doc = lmkit.doc(lmkit.Tensor)
+      print_doc(name, doc)
+      io.write("\n")
+      list_functions("Methods (t:name(...)):", lmkit.Tensor.methods, ":")
+      return
+    end
+    local name, doc = lmkit.doc(x)
+    if name then
+      print_doc(name, doc)
+    elseif type(x) == "table" then
+      list_functions("Fields:", x, ".")
+    else
+      io.write(("no documentation for %s\n"):format(show(x)))
+    end
+  end
+
+  lmkit.help = help
+  lmkit.show = show
+  lmkit.document(help, "lmkit.help", "help([value | name])\nPrints the documentation of an lmkit function, class or module (no argument: all of lmkit).")
+  lmkit.document(show, "lmkit.show", "lmkit.show(value[, max_entries]) -> string\nA one-line description of a value (tables shallowly), as the REPL echoes it.")
+end

@@ -1,0 +1,298 @@
+#include "bindings/lua_call.h"
+
+#include <c10/util/Exception.h>
+
+#include <cmath>
+#include <vector>
+
+namespace lmkit::lua {
+namespace {
+
+constexpr const char* kDocsKey = "lmkit.docs";          // registry: function → {name=, doc=}
+constexpr const char* kDocsByNameKey = "lmkit.docs_by_name";
+
+// Pushes "file:line: bad argument #N to 'name' (message)" following Lua's own conventions.
+void push_argument_error(lua_State* L, const char* name, bool method, const ArgError& e) {
+  luaL_where(L, 1);
+  int position = e.position;
+  if (method) {
+    --position;
+    if (position == 0) {
+      lua_pushfstring(L, "calling '%s' on bad self (%s)", name, e.what());
+      lua_concat(L, 2);
+      return;
+    }
+  }
+  lua_pushfstring(L, "bad argument #%d to '%s' (%s)", position, name, e.what());
+  lua_concat(L, 2);
+}
+
+void push_failure(lua_State* L, const char* name, const char* what) {
+  luaL_where(L, 1);
+  lua_pushfstring(L, "%s: %s", name, what);
+  lua_concat(L, 2);
+}
+
+// Runs the binding; on a C++ exception pushes its message and returns -1. All C++ objects of the
+// call are gone when this returns, so the caller may lua_error safely.
+int invoke(lua_State* L) noexcept {
+  const auto* fn = static_cast<const Function*>(lua_touserdata(L, lua_upvalueindex(1)));
+  const char* name = lua_tostring(L, lua_upvalueindex(2));
+  const bool method = lua_toboolean(L, lua_upvalueindex(3));
+  try {
+    return fn->fn(L);
+  } catch (const PendingLuaError&) {
+    // the error value is already on top of the stack
+  } catch (const ArgError& e) {
+    push_argument_error(L, name, method, e);
+  } catch (const c10::Error& e) {
+    push_failure(L, name, e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    push_failure(L, name, e.what());
+  } catch (...) {
+    push_failure(L, name, "unknown C++ exception");
+  }
+  return -1;
+}
+
+int trampoline(lua_State* L) {
+  const int results = invoke(L);
+  if (results < 0) return lua_error(L);
+  return results;
+}
+
+int traceback_handler(lua_State* L) {
+  const char* msg = lua_tostring(L, 1);
+  if (msg == nullptr) {
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
+    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  }
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+void push_registry_table(lua_State* L, const char* key, bool weak_keys) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, key) == LUA_TTABLE) return;
+  lua_pop(L, 1);
+  lua_newtable(L);
+  if (weak_keys) {
+    lua_newtable(L);
+    lua_pushliteral(L, "k");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+  }
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, key);
+}
+
+}  // namespace
+
+[[noreturn]] void type_error(lua_State* L, int position, const char* expected) {
+  std::string got = luaL_typename(L, position);
+  const int name_type = luaL_getmetafield(L, position, "__name");  // raw: no metamethods run
+  if (name_type != LUA_TNIL) {
+    if (name_type == LUA_TSTRING) got = lua_tostring(L, -1);
+    lua_pop(L, 1);
+  }
+  throw ArgError(position, std::string(expected) + " expected, got " + got);
+}
+
+lua_Integer check_integer(lua_State* L, int position) {
+  int is_integer = 0;
+  const lua_Integer value = lua_tointegerx(L, position, &is_integer);
+  if (!is_integer) {
+    if (lua_type(L, position) == LUA_TNUMBER) {
+      throw ArgError(position, "number has no integer representation");
+    }
+    type_error(L, position, "integer");
+  }
+  return value;
+}
+
+double check_number(lua_State* L, int position) {
+  if (lua_type(L, position) != LUA_TNUMBER) type_error(L, position, "number");
+  return lua_tonumber(L, position);
+}
+
+std::string check_string(lua_State* L, int position) {
+  if (lua_type(L, position) != LUA_TSTRING) type_error(L, position, "string");
+  std::size_t length = 0;
+  const char* s = lua_tolstring(L, position, &length);
+  return std::string(s, length);
+}
+
+bool check_boolean(lua_State* L, int position) {
+  if (lua_type(L, position) != LUA_TBOOLEAN) type_error(L, position, "boolean");
+  return lua_toboolean(L, position);
+}
+
+void check_type(lua_State* L, int position, int lua_type_code, const char* expected) {
+  if (lua_type(L, position) != lua_type_code) type_error(L, position, expected);
+}
+
+std::optional<lua_Integer> opt_integer(lua_State* L, int position) {
+  if (lua_isnoneornil(L, position)) return std::nullopt;
+  return check_integer(L, position);
+}
+
+std::optional<double> opt_number(lua_State* L, int position) {
+  if (lua_isnoneornil(L, position)) return std::nullopt;
+  return check_number(L, position);
+}
+
+std::optional<bool> opt_boolean(lua_State* L, int position) {
+  if (lua_isnoneornil(L, position)) return std::nullopt;
+  return check_boolean(L, position);
+}
+
+std::optional<std::string> opt_string(lua_State* L, int position) {
+  if (lua_isnoneornil(L, position)) return std::nullopt;
+  return check_string(L, position);
+}
+
+bool is_options_table(lua_State* L, int position) {
+  if (lua_type(L, position) != LUA_TTABLE) return false;
+  position = lua_absindex(L, position);
+  lua_pushnil(L);
+  while (lua_next(L, position) != 0) {
+    const bool named = lua_type(L, -2) == LUA_TSTRING;
+    lua_pop(L, 1);
+    if (named) {
+      lua_pop(L, 1);
+      return true;
+    }
+  }
+  return false;
+}
+
+Options::Options(lua_State* L, int position, std::initializer_list<const char*> accepted)
+    : L_(L), position_(0) {
+  if (lua_isnoneornil(L, position)) return;
+  if (lua_type(L, position) != LUA_TTABLE) type_error(L, position, "table of options");
+  position_ = lua_absindex(L, position);
+  lua_pushnil(L);
+  while (lua_next(L, position_) != 0) {
+    lua_pop(L, 1);
+    bool known = false;
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      const char* key = lua_tostring(L, -1);
+      for (const char* a : accepted) known = known || std::string(a) == key;
+    }
+    if (!known) {
+      std::string key = lua_type(L, -1) == LUA_TSTRING ? "'" + std::string(lua_tostring(L, -1)) + "'"
+                                                      : std::string("a ") + luaL_typename(L, -1) + " key";
+      lua_pop(L, 1);
+      std::string list;
+      for (const char* a : accepted) list += (list.empty() ? "" : ", ") + std::string(a);
+      throw ArgError(position_, "unknown option " + key + " (accepted: " + list + ")");
+    }
+  }
+}
+
+int Options::push_field(const char* key) const {
+  if (!present()) {
+    lua_pushnil(L_);
+    return LUA_TNIL;
+  }
+  lua_pushstring(L_, key);
+  return lua_rawget(L_, position_);
+}
+
+void Options::field_error(const char* key, const char* expected) const {
+  const std::string got = luaL_typename(L_, -1);
+  lua_pop(L_, 1);
+  throw ArgError(position_, "option '" + std::string(key) + "' must be " + expected + ", got " + got);
+}
+
+std::optional<std::string> Options::string(const char* key) const {
+  const int type = push_field(key);
+  if (type == LUA_TNIL) return lua_pop(L_, 1), std::nullopt;
+  if (type != LUA_TSTRING) field_error(key, "a string");
+  std::string value = lua_tostring(L_, -1);
+  lua_pop(L_, 1);
+  return value;
+}
+
+std::optional<double> Options::number(const char* key) const {
+  const int type = push_field(key);
+  if (type == LUA_TNIL) return lua_pop(L_, 1), std::nullopt;
+  if (type != LUA_TNUMBER) field_error(key, "a number");
+  const double value = lua_tonumber(L_, -1);
+  lua_pop(L_, 1);
+  return value;
+}
+
+std::optional<lua_Integer> Options::integer(const char* key) const {
+  const int type = push_field(key);
+  if (type == LUA_TNIL) return lua_pop(L_, 1), std::nullopt;
+  int ok = 0;
+  const lua_Integer value = lua_tointegerx(L_, -1, &ok);
+  if (!ok) field_error(key, "an integer");
+  lua_pop(L_, 1);
+  return value;
+}
+
+std::optional<bool> Options::boolean(const char* key) const {
+  const int type = push_field(key);
+  if (type == LUA_TNIL) return lua_pop(L_, 1), std::nullopt;
+  if (type != LUA_TBOOLEAN) field_error(key, "a boolean");
+  const bool value = lua_toboolean(L_, -1);
+  lua_pop(L_, 1);
+  return value;
+}
+
+void set_functions(lua_State* L, int table_index, const char* qualifier,
+                   const Function* functions, std::size_t count, bool methods) {
+  table_index = lua_absindex(L, table_index);
+  for (std::size_t i = 0; i < count; ++i) {
+    const Function& f = functions[i];
+    const std::string full = std::string(qualifier) + (methods ? ":" : ".") + f.name;
+    lua_pushlightuserdata(L, const_cast<Function*>(&f));
+    lua_pushstring(L, f.display_name ? f.display_name : full.c_str());
+    lua_pushboolean(L, methods);
+    lua_pushcclosure(L, trampoline, 3);
+    register_doc(L, -1, full, f.doc ? f.doc : "");
+    lua_setfield(L, table_index, f.name);
+  }
+}
+
+void register_doc(lua_State* L, int value_index, const std::string& name, const std::string& doc) {
+  value_index = lua_absindex(L, value_index);
+  push_registry_table(L, kDocsKey, /*weak_keys=*/true);
+  lua_pushvalue(L, value_index);
+  lua_createtable(L, 0, 2);
+  lua_pushlstring(L, name.data(), name.size());
+  lua_setfield(L, -2, "name");
+  lua_pushlstring(L, doc.data(), doc.size());
+  lua_setfield(L, -2, "doc");
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+  push_registry_table(L, kDocsByNameKey, /*weak_keys=*/false);
+  lua_pushlstring(L, name.data(), name.size());
+  lua_pushvalue(L, value_index);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+}
+
+int call_with_traceback(lua_State* L, int nargs, int nresults) {
+  const int base = lua_gettop(L) - nargs;
+  lua_pushcfunction(L, traceback_handler);
+  lua_insert(L, base);
+  const int status = lua_pcall(L, nargs, nresults, base);
+  lua_remove(L, base);
+  return status;
+}
+
+std::string describe_exception(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const c10::Error& e) {
+    return e.what_without_backtrace();
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown C++ exception";
+  }
+}
+
+}  // namespace lmkit::lua

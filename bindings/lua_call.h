@@ -1,0 +1,97 @@
+// The one exception boundary between Lua and C++.
+//
+// Every bound function runs through a trampoline that catches C++ exceptions (c10::Error included)
+// and raises the Lua error only after the catch block has ended, so lua_error never longjmps over a
+// live C++ object. For the same reason the argument checks below throw ArgError instead of calling
+// luaL_argerror, and bound code touches Lua values only through raw (metamethod-free) API calls.
+#pragma once
+#include <lua.hpp>
+
+#include <cstddef>
+#include <initializer_list>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace lmkit::lua {
+
+// A bad argument at Lua stack position `position` (1-based, self included for methods).
+class ArgError : public std::runtime_error {
+ public:
+  ArgError(int position, const std::string& message)
+      : std::runtime_error(message), position(position) {}
+  int position;
+};
+
+// Thrown by a binding whose Lua call failed: the error value is on top of the stack and is
+// re-raised unchanged (with its traceback) once the binding's C++ frames are gone.
+class PendingLuaError {};
+
+// "number expected, got string" for the value at `position`.
+[[noreturn]] void type_error(lua_State* L, int position, const char* expected);
+
+lua_Integer check_integer(lua_State* L, int position);
+double check_number(lua_State* L, int position);
+std::string check_string(lua_State* L, int position);
+bool check_boolean(lua_State* L, int position);
+void check_type(lua_State* L, int position, int lua_type, const char* expected);
+
+std::optional<lua_Integer> opt_integer(lua_State* L, int position);
+std::optional<double> opt_number(lua_State* L, int position);
+std::optional<bool> opt_boolean(lua_State* L, int position);
+std::optional<std::string> opt_string(lua_State* L, int position);
+
+// A table of named options at `position` (or absent/nil): reads fields raw, checks their types,
+// and rejects keys not in `accepted` with an error listing them.
+class Options {
+ public:
+  Options(lua_State* L, int position, std::initializer_list<const char*> accepted);
+  bool present() const { return position_ != 0; }
+  std::optional<std::string> string(const char* key) const;
+  std::optional<double> number(const char* key) const;
+  std::optional<lua_Integer> integer(const char* key) const;
+  std::optional<bool> boolean(const char* key) const;
+
+ private:
+  // Pushes the field (raw) and returns its type; the caller pops.
+  int push_field(const char* key) const;
+  [[noreturn]] void field_error(const char* key, const char* expected) const;
+  lua_State* L_;
+  int position_;  // absolute stack index, or 0 when no table was given
+};
+
+// True when the value at `position` is a table with at least one non-integer key.
+bool is_options_table(lua_State* L, int position);
+
+using Binding = int (*)(lua_State* L);
+
+struct Function {
+  const char* name;  // Lua-visible name, e.g. "zeros"
+  Binding fn;
+  const char* doc;   // first line: the signature with return values; then a description
+  const char* display_name = nullptr;  // overrides the qualified name in errors ("Tensor indexing")
+};
+
+// Sets `functions` as fields of the table at `table_index`, each wrapped in the trampoline.
+// `qualifier` names their owner in error messages and help ("lmkit" → 'lmkit.zeros', "Tensor" with
+// methods=true → 'Tensor:sum', whose argument numbers then exclude self, as Lua's own do).
+void set_functions(lua_State* L, int table_index, const char* qualifier,
+                   const Function* functions, std::size_t count, bool methods);
+
+template <std::size_t N>
+void set_functions(lua_State* L, int table_index, const char* qualifier,
+                   const Function (&functions)[N], bool methods = false) {
+  set_functions(L, table_index, qualifier, functions, N, methods);
+}
+
+// The documentation registry behind help(): doc strings keyed by the function value, and by name.
+void register_doc(lua_State* L, int value_index, const std::string& name, const std::string& doc);
+
+// Calls the function at the top of the stack under a traceback handler, like lua.c's docall.
+// Returns the lua_pcall status; on error the message (with traceback) is on the stack.
+int call_with_traceback(lua_State* L, int nargs, int nresults);
+
+// The message of a caught exception (c10::Error without its C++ backtrace).
+std::string describe_exception(std::exception_ptr error);
+
+}  // namespace lmkit::lua

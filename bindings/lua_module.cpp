@@ -1,0 +1,312 @@
+// lmkit's top-level functions: tensor constructors, process settings, autograd switches.
+#include <string>
+
+#include "bindings/lua_call.h"
+#include "bindings/lua_config.h"
+#include "bindings/lua_module.h"
+#include "bindings/lua_tensor.h"
+#include "runtime/core/device.h"
+#include "runtime/core/error.h"
+#include "runtime/core/version.h"
+#include "runtime/tensor/nested_list.h"
+#include "runtime/tensor/tensor_index.h"
+#include "runtime/tensor/tensor_format.h"
+
+namespace lmkit::lua {
+namespace {
+
+// {dtype=, device=, requires_grad=} at `position` (absent is fine) on top of `defaults`.
+torch::TensorOptions tensor_options(lua_State* L, int position,
+                                    torch::TensorOptions defaults = torch::TensorOptions()) {
+  Options options(L, position, {"dtype", "device", "requires_grad"});
+  auto result = defaults;
+  if (auto dtype = options.string("dtype")) result = result.dtype(parse_dtype(*dtype));
+  if (auto device = options.string("device")) result = result.device(parse_device(*device));
+  if (auto grad = options.boolean("requires_grad")) result = result.requires_grad(*grad);
+  return result;
+}
+
+void walk_nested(lua_State* L, int position, NestedListBuilder& builder, int depth) {
+  if (depth > 64) throw ArgError(1, "nested tables deeper than 64 levels (a cycle?)");
+  position = lua_absindex(L, position);
+  switch (lua_type(L, position)) {
+    case LUA_TNUMBER:
+      builder.add_number(lua_tonumber(L, position), lua_isinteger(L, position));
+      return;
+    case LUA_TBOOLEAN:
+      builder.add_boolean(lua_toboolean(L, position));
+      return;
+    case LUA_TTABLE: {
+      builder.open_list();
+      const auto n = lua_rawlen(L, position);
+      for (lua_Unsigned k = 1; k <= n; ++k) {
+        lua_rawgeti(L, position, static_cast<lua_Integer>(k));
+        walk_nested(L, -1, builder, depth + 1);
+        lua_pop(L, 1);
+      }
+      builder.close_list();
+      return;
+    }
+    default:
+      throw ArgError(1, std::string("tensor data must be numbers, booleans or nested tables of them, "
+                                    "found a ") + luaL_typename(L, position));
+  }
+}
+
+int lmkit_tensor(lua_State* L) {
+  if (auto* t = test_tensor(L, 1)) {  // lmkit.tensor(t) copies, like torch.tensor
+    auto options = tensor_options(L, 2, t->options().requires_grad(false));
+    return push_tensor(L, t->detach().to(options).clone().requires_grad_(options.requires_grad())), 1;
+  }
+  const int type = lua_type(L, 1);
+  if (type != LUA_TTABLE && type != LUA_TNUMBER && type != LUA_TBOOLEAN) {
+    type_error(L, 1, "table, number or boolean");
+  }
+  NestedListBuilder builder;
+  walk_nested(L, 1, builder, 0);
+  Options raw(L, 2, {"dtype", "device", "requires_grad"});
+  std::optional<torch::ScalarType> dtype;
+  if (auto name = raw.string("dtype")) dtype = parse_dtype(*name);
+  auto t = builder.build(dtype);
+  if (auto device = raw.string("device")) t = t.to(parse_device(*device));
+  if (raw.boolean("requires_grad").value_or(false)) t.requires_grad_(true);
+  push_tensor(L, t);
+  return 1;
+}
+
+// zeros/ones/rand/randn: (sizes...[, options]) or ({sizes}[, options]).
+template <torch::Tensor (*Make)(torch::IntArrayRef, const torch::TensorOptions&)>
+int sized_factory(lua_State* L) {
+  int next = 1;
+  const auto sizes = check_sizes(L, 1, next);
+  if (!lua_isnoneornil(L, next) && lua_type(L, next) != LUA_TTABLE) {
+    type_error(L, next, "size (integer) or options table");
+  }
+  push_tensor(L, Make(sizes, tensor_options(L, next)));
+  return 1;
+}
+
+torch::Tensor make_zeros(torch::IntArrayRef s, const torch::TensorOptions& o) { return torch::zeros(s, o); }
+torch::Tensor make_ones(torch::IntArrayRef s, const torch::TensorOptions& o) { return torch::ones(s, o); }
+torch::Tensor make_rand(torch::IntArrayRef s, const torch::TensorOptions& o) { return torch::rand(s, o); }
+torch::Tensor make_randn(torch::IntArrayRef s, const torch::TensorOptions& o) { return torch::randn(s, o); }
+
+int lmkit_full(lua_State* L) {
+  int next = 1;
+  const auto sizes = check_sizes(L, 1, next);
+  if (lua_type(L, next) != LUA_TNUMBER && lua_type(L, next) != LUA_TBOOLEAN) {
+    type_error(L, next, "fill value (number)");
+  }
+  const int value_at = next;
+  torch::Scalar value = lua_type(L, value_at) == LUA_TBOOLEAN ? torch::Scalar(static_cast<bool>(lua_toboolean(L, value_at)))
+                        : lua_isinteger(L, value_at) ? torch::Scalar(static_cast<int64_t>(lua_tointeger(L, value_at)))
+                                                    : torch::Scalar(lua_tonumber(L, value_at));
+  auto defaults = torch::TensorOptions().dtype(lua_type(L, value_at) == LUA_TBOOLEAN ? torch::kBool
+                                               : lua_isinteger(L, value_at)          ? torch::kInt64
+                                                                                     : torch::kFloat32);
+  push_tensor(L, torch::full(sizes, value, tensor_options(L, value_at + 1, defaults)));
+  return 1;
+}
+
+// arange(stop) | arange(start, stop[, step]) — values, half-open as in Torch: arange(1, 4) = {1, 2, 3}.
+int lmkit_arange(lua_State* L) {
+  int options_at = 1;
+  while (lua_type(L, options_at) == LUA_TNUMBER) ++options_at;
+  const int count = options_at - 1;
+  if (count < 1 || count > 3) throw ArgError(1, "arange(stop) or arange(start, stop[, step])");
+  bool all_integers = true;
+  for (int i = 1; i <= count; ++i) all_integers = all_integers && lua_isinteger(L, i);
+  auto defaults = torch::TensorOptions().dtype(all_integers ? torch::kInt64 : torch::kFloat32);
+  auto options = tensor_options(L, options_at, defaults);
+  const double start = count == 1 ? 0.0 : check_number(L, 1);
+  const double stop = count == 1 ? check_number(L, 1) : check_number(L, 2);
+  const double step = count == 3 ? check_number(L, 3) : 1.0;
+  if (step == 0) throw ArgError(3, "step must not be 0");
+  push_tensor(L, torch::arange(start, stop, step, options));
+  return 1;
+}
+
+int lmkit_linspace(lua_State* L) {
+  const double start = check_number(L, 1);
+  const double stop = check_number(L, 2);
+  const auto steps = check_integer(L, 3);
+  if (steps < 1) throw ArgError(3, "steps must be at least 1");
+  push_tensor(L, torch::linspace(start, stop, steps, tensor_options(L, 4)));
+  return 1;
+}
+
+int lmkit_eye(lua_State* L) {
+  const auto n = check_integer(L, 1);
+  const int options_at = lua_type(L, 2) == LUA_TNUMBER ? 3 : 2;
+  const auto m = options_at == 3 ? check_integer(L, 2) : n;
+  if (n < 0 || m < 0) throw ArgError(1, "sizes must be non-negative");
+  push_tensor(L, torch::eye(n, m, tensor_options(L, options_at)));
+  return 1;
+}
+
+std::vector<torch::Tensor> check_tensor_list(lua_State* L, int position) {
+  check_type(L, position, LUA_TTABLE, "table of tensors");
+  std::vector<torch::Tensor> tensors;
+  const auto n = lua_rawlen(L, position);
+  for (lua_Unsigned k = 1; k <= n; ++k) {
+    lua_rawgeti(L, position, static_cast<lua_Integer>(k));
+    auto* t = test_tensor(L, -1);
+    lua_pop(L, 1);
+    if (!t) throw ArgError(position, "entry " + std::to_string(k) + " is not a Tensor");
+    tensors.push_back(*t);
+  }
+  if (tensors.empty()) throw ArgError(position, "needs at least one tensor");
+  return tensors;
+}
+
+template <bool Stack>
+int join(lua_State* L) {
+  const auto tensors = check_tensor_list(L, 1);
+  const auto ndim = tensors.front().dim() + (Stack ? 1 : 0);
+  const auto dim = lua_isnoneornil(L, 2) ? 1 : check_integer(L, 2);
+  std::int64_t d;
+  try {
+    d = resolve_dim(dim, ndim);
+  } catch (const UsageError& e) {
+    throw ArgError(2, e.what());
+  }
+  push_tensor(L, Stack ? torch::stack(tensors, d) : torch::cat(tensors, d));
+  return 1;
+}
+
+int lmkit_where(lua_State* L) {
+  push_tensor(L, torch::where(check_tensor(L, 1), check_operand(L, 2), check_operand(L, 3)));
+  return 1;
+}
+
+int lmkit_matmul(lua_State* L) {
+  push_tensor(L, torch::matmul(check_tensor(L, 1), check_tensor(L, 2)));
+  return 1;
+}
+
+// Runs fn(...) with gradient recording off; returns fn's results. The guard is released before
+// any error is re-raised (no C++ object may live across lua_error).
+int lmkit_no_grad(lua_State* L) {
+  check_type(L, 1, LUA_TFUNCTION, "function");
+  const int base = lua_gettop(L);
+  int status;
+  {
+    torch::NoGradGuard guard;
+    status = lua_pcall(L, base - 1, LUA_MULTRET, 0);
+  }
+  if (status != LUA_OK) throw PendingLuaError();
+  return lua_gettop(L);
+}
+
+int lmkit_seed(lua_State* L) {
+  const auto seed = check_integer(L, 1);
+  seed_torch(static_cast<std::uint64_t>(seed));
+  // Lua's own generator too, so recipes that draw with math.random are reproducible.
+  lua_getglobal(L, "math");
+  if (lua_type(L, -1) == LUA_TTABLE) {
+    lua_pushliteral(L, "randomseed");
+    if (lua_rawget(L, -2) == LUA_TFUNCTION) {
+      lua_pushinteger(L, seed);
+      if (lua_pcall(L, 1, 0, 0) != LUA_OK) throw PendingLuaError();
+    } else {
+      lua_pop(L, 1);
+    }
+  }
+  lua_settop(L, 0);
+  return 0;
+}
+
+int lmkit_device(lua_State* L) {
+  lua_pushstring(L, default_device_name().c_str());
+  return 1;
+}
+
+int lmkit_set_threads(lua_State* L) {
+  set_threads(static_cast<int>(check_integer(L, 1)));
+  return 0;
+}
+
+int lmkit_get_threads(lua_State* L) {
+  lua_pushinteger(L, get_threads());
+  return 1;
+}
+
+int lmkit_version(lua_State* L) {
+  const auto info = build_info();
+  lua_createtable(L, 0, 5);
+  lua_pushstring(L, info.lmkit_version.c_str());
+  lua_setfield(L, -2, "lmkit");
+  lua_pushstring(L, info.torch_version.c_str());
+  lua_setfield(L, -2, "torch");
+  lua_pushstring(L, LUA_RELEASE);
+  lua_setfield(L, -2, "lua");
+  lua_pushboolean(L, info.cuda_compiled);
+  lua_setfield(L, -2, "cuda_compiled");
+  lua_pushboolean(L, info.cuda_usable);
+  lua_setfield(L, -2, "cuda_usable");
+  return 1;
+}
+
+int lmkit_is_tensor(lua_State* L) {
+  lua_pushboolean(L, test_tensor(L, 1) != nullptr);
+  return 1;
+}
+
+// lmkit.doc(value) -> name, doc | nil: the registry behind help().
+int lmkit_doc(lua_State* L) {
+  luaL_checkany(L, 1);
+  if (lua_type(L, 1) == LUA_TSTRING) {
+    if (lua_getfield(L, LUA_REGISTRYINDEX, "lmkit.docs_by_name") != LUA_TTABLE) return 0;
+    lua_pushvalue(L, 1);
+    if (lua_rawget(L, -2) == LUA_TNIL) return 0;
+    lua_replace(L, 1);
+  }
+  if (lua_getfield(L, LUA_REGISTRYINDEX, "lmkit.docs") != LUA_TTABLE) return 0;
+  lua_pushvalue(L, 1);
+  if (lua_rawget(L, -2) != LUA_TTABLE) return 0;
+  lua_getfield(L, -1, "name");
+  lua_getfield(L, -2, "doc");
+  return 2;
+}
+
+int lmkit_document(lua_State* L) {
+  if (lua_isnoneornil(L, 1)) throw ArgError(1, "value to document expected");
+  const auto name = check_string(L, 2);
+  const auto doc = check_string(L, 3);
+  register_doc(L, 1, name, doc);
+  lua_settop(L, 1);
+  return 1;
+}
+
+const Function kFunctions[] = {
+    {"tensor", lmkit_tensor, "lmkit.tensor(data[, {dtype=, device=, requires_grad=}]) -> Tensor\nFrom nested tables of numbers or booleans (or a copy of a Tensor). dtype is inferred: booleans → bool, integers → int64, else float32."},
+    {"zeros", sized_factory<make_zeros>, "lmkit.zeros(sizes...[, options]) -> Tensor\nZeros, e.g. lmkit.zeros(2, 3) or lmkit.zeros({2, 3}, {dtype=\"float64\"})."},
+    {"ones", sized_factory<make_ones>, "lmkit.ones(sizes...[, options]) -> Tensor\nOnes."},
+    {"rand", sized_factory<make_rand>, "lmkit.rand(sizes...[, options]) -> Tensor\nU(0, 1) draws from Torch's generator (see lmkit.seed)."},
+    {"randn", sized_factory<make_randn>, "lmkit.randn(sizes...[, options]) -> Tensor\nN(0, 1) draws from Torch's generator (see lmkit.seed)."},
+    {"full", lmkit_full, "lmkit.full(sizes..., value[, options]) -> Tensor\nEvery element set to value."},
+    {"arange", lmkit_arange, "lmkit.arange([start,] stop[, step][, options]) -> Tensor\nValues start, start+step, ... below stop (half-open, as in Torch): arange(1, 4) = {1, 2, 3}."},
+    {"linspace", lmkit_linspace, "lmkit.linspace(start, stop, steps[, options]) -> Tensor\n`steps` evenly spaced values from start to stop inclusive."},
+    {"eye", lmkit_eye, "lmkit.eye(n[, m][, options]) -> Tensor\nIdentity matrix n×m."},
+    {"cat", join<false>, "lmkit.cat({tensors...}[, dim]) -> Tensor\nConcatenates along an existing dimension (default 1)."},
+    {"stack", join<true>, "lmkit.stack({tensors...}[, dim]) -> Tensor\nStacks along a new dimension (default 1)."},
+    {"where", lmkit_where, "lmkit.where(condition, a, b) -> Tensor\na where condition is true, else b (tensors or numbers, broadcasting)."},
+    {"matmul", lmkit_matmul, "lmkit.matmul(a, b) -> Tensor\nMatrix product with broadcasting."},
+    {"no_grad", lmkit_no_grad, "lmkit.no_grad(fn, ...) -> results of fn\nCalls fn(...) without recording operations for autograd (e.g. for parameter updates)."},
+    {"seed", lmkit_seed, "lmkit.seed(n)\nSeeds Torch's CPU and CUDA generators and Lua's math.random."},
+    {"device", lmkit_device, "lmkit.device() -> string\n\"cuda\" when a CUDA device is usable, else \"cpu\"."},
+    {"set_threads", lmkit_set_threads, "lmkit.set_threads(n)\nThreads for Torch's CPU kernels and for OpenBLAS."},
+    {"get_threads", lmkit_get_threads, "lmkit.get_threads() -> integer\nThreads Torch's CPU kernels use."},
+    {"version", lmkit_version, "lmkit.version() -> {lmkit=, torch=, lua=, cuda_compiled=, cuda_usable=}\nWhat this build is made of."},
+    {"is_tensor", lmkit_is_tensor, "lmkit.is_tensor(value) -> boolean\nTrue for an lmkit.Tensor."},
+    {"document", lmkit_document, "lmkit.document(value, name, doc) -> value\nAttaches documentation to a function or table of yours, so help() shows it: the doc's first line is the signature with return values."},
+    {"doc", lmkit_doc, "lmkit.doc(value | name) -> name, doc\nThe documentation of an lmkit function or class (nil if it has none); help() prints it."},
+};
+
+}  // namespace
+
+void open_lmkit_functions(lua_State* L, int module_index) {
+  set_functions(L, module_index, "lmkit", kFunctions);
+}
+
+}  // namespace lmkit::lua

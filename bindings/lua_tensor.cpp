@@ -1,0 +1,362 @@
+#include "bindings/lua_tensor.h"
+
+#include <new>
+#include <type_traits>
+#include <string>
+
+#include "bindings/lua_call.h"
+#include "runtime/core/error.h"
+#include "runtime/tensor/tensor_format.h"
+#include "runtime/tensor/tensor_index.h"
+
+namespace lmkit::lua {
+namespace {
+
+struct TensorBox {
+  torch::Tensor tensor;
+};
+
+torch::Tensor wrapped_number(const torch::Scalar& value) {
+  auto t = torch::scalar_tensor(value, torch::TensorOptions().dtype(value.type()));
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
+
+// One Lua index value (a number, a {start, stop[, step]} table, {} or a tensor) → IndexSpec.
+IndexSpec to_index_spec(lua_State* L, int position, int argument) {
+  position = lua_absindex(L, position);
+  switch (lua_type(L, position)) {
+    case LUA_TNUMBER: {
+      int ok = 0;
+      const auto i = lua_tointegerx(L, position, &ok);
+      if (!ok) throw ArgError(argument, "index must be an integer");
+      return IndexSpec::select(i);
+    }
+    case LUA_TTABLE: {
+      const auto n = lua_rawlen(L, position);
+      if (n > 3) throw ArgError(argument, "a range is {start, stop[, step]}, got a table of " + std::to_string(n));
+      std::int64_t bounds[3] = {1, -1, 1};
+      for (lua_Unsigned k = 1; k <= n; ++k) {
+        lua_rawgeti(L, position, static_cast<lua_Integer>(k));
+        int ok = 0;
+        bounds[k - 1] = lua_tointegerx(L, -1, &ok);
+        lua_pop(L, 1);
+        if (!ok) throw ArgError(argument, "range bounds must be integers");
+      }
+      return n == 0 ? IndexSpec::all() : IndexSpec::range(bounds[0], bounds[1], bounds[2]);
+    }
+    default:
+      if (auto* t = test_tensor(L, position)) return IndexSpec::of(*t);
+      throw ArgError(argument, std::string("index must be an integer, a {start, stop} range, {} or a "
+                                           "tensor, got ") + luaL_typename(L, position));
+  }
+}
+
+// The key of t[key]: one spec, or a table of per-dimension specs.
+std::vector<IndexSpec> to_index_specs(lua_State* L, int position) {
+  std::vector<IndexSpec> specs;
+  if (lua_type(L, position) == LUA_TTABLE) {
+    const auto n = lua_rawlen(L, position);
+    for (lua_Unsigned k = 1; k <= n; ++k) {
+      lua_rawgeti(L, position, static_cast<lua_Integer>(k));
+      specs.push_back(to_index_spec(L, -1, position));
+      lua_pop(L, 1);
+    }
+  } else {
+    specs.push_back(to_index_spec(L, position, position));
+  }
+  return specs;
+}
+
+int tensor_gc(lua_State* L) {
+  auto* box = static_cast<TensorBox*>(luaL_testudata(L, 1, kTensorMetatable));
+  if (box) box->tensor = torch::Tensor();  // releases the storage; the box stays valid
+  return 0;
+}
+
+int tensor_tostring(lua_State* L) {
+  const std::string text = format_tensor(check_tensor(L, 1));
+  lua_pushlstring(L, text.data(), text.size());
+  return 1;
+}
+
+// t.grad, t.requires_grad, t.is_leaf, t.grad_fn; t[i], t[{...}], t[mask]; methods.
+int tensor_index(lua_State* L) {
+  auto& t = check_tensor(L, 1);
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    if (luaL_getmetafield(L, 1, "methods") == LUA_TTABLE) {
+      lua_pushvalue(L, 2);
+      if (lua_rawget(L, -2) != LUA_TNIL) return 1;
+      lua_pop(L, 2);
+    }
+    const std::string key = lua_tostring(L, 2);
+    if (key == "grad") {
+      if (t.grad().defined()) {
+        push_tensor(L, t.grad());
+      } else {
+        lua_pushnil(L);
+      }
+    } else if (key == "requires_grad") {
+      lua_pushboolean(L, t.requires_grad());
+    } else if (key == "is_leaf") {
+      lua_pushboolean(L, t.is_leaf());
+    } else if (key == "grad_fn") {
+      if (t.grad_fn()) {
+        lua_pushstring(L, t.grad_fn()->name().c_str());
+      } else {
+        lua_pushnil(L);
+      }
+    } else {
+      throw UsageError("Tensor has no method or field '" + key + "' (see help(lmkit.Tensor))");
+    }
+    return 1;
+  }
+  push_tensor(L, index_tensor(t, to_index_specs(L, 2)));
+  return 1;
+}
+
+int tensor_newindex(lua_State* L) {
+  auto& t = check_tensor(L, 1);
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    const std::string key = lua_tostring(L, 2);
+    if (key == "requires_grad") {
+      t.requires_grad_(check_boolean(L, 3));
+    } else if (key == "grad") {
+      if (lua_isnil(L, 3)) {
+        t.mutable_grad() = torch::Tensor();
+      } else {
+        t.mutable_grad() = check_tensor(L, 3);
+      }
+    } else {
+      throw UsageError("cannot set field '" + key + "' of a Tensor (settable: requires_grad, grad)");
+    }
+    return 0;
+  }
+  assign_index(t, to_index_specs(L, 2), check_operand(L, 3));
+  return 0;
+}
+
+int tensor_len(lua_State* L) {
+  auto& t = check_tensor(L, 1);
+  if (t.dim() == 0) throw ArgError(1, "#t of a 0-d tensor: it has no first dimension (use :item())");
+  lua_pushinteger(L, t.size(0));
+  return 1;
+}
+
+template <torch::Tensor (*Op)(const torch::Tensor&, const torch::Tensor&)>
+int binary_metamethod(lua_State* L) {
+  push_tensor(L, Op(check_operand(L, 1), check_operand(L, 2)));
+  return 1;
+}
+
+torch::Tensor op_add(const torch::Tensor& a, const torch::Tensor& b) { return torch::add(a, b); }
+torch::Tensor op_sub(const torch::Tensor& a, const torch::Tensor& b) { return torch::sub(a, b); }
+torch::Tensor op_mul(const torch::Tensor& a, const torch::Tensor& b) { return torch::mul(a, b); }
+torch::Tensor op_div(const torch::Tensor& a, const torch::Tensor& b) { return torch::div(a, b); }
+torch::Tensor op_pow(const torch::Tensor& a, const torch::Tensor& b) { return torch::pow(a, b); }
+// Lua's % and // floor, as torch.remainder and floor division do.
+torch::Tensor op_mod(const torch::Tensor& a, const torch::Tensor& b) { return torch::remainder(a, b); }
+torch::Tensor op_idiv(const torch::Tensor& a, const torch::Tensor& b) {
+  return torch::div(a, b, "floor");
+}
+
+int tensor_unm(lua_State* L) {
+  push_tensor(L, torch::neg(check_tensor(L, 1)));
+  return 1;
+}
+
+// a == b: same shape and equal elements (Lua needs a boolean here; t:eq(u) is elementwise).
+int tensor_eq(lua_State* L) {
+  auto* a = test_tensor(L, 1);
+  auto* b = test_tensor(L, 2);
+  bool equal = a && b && a->sizes() == b->sizes() &&
+               torch::equal(a->to(torch::kFloat64).to(torch::kCPU), b->to(torch::kFloat64).to(torch::kCPU));
+  lua_pushboolean(L, equal);
+  return 1;
+}
+
+// a < b and a <= b compare one-element tensors (or a tensor and a number) as numbers.
+double one_element_value(lua_State* L, int position) {
+  if (lua_type(L, position) == LUA_TNUMBER) return lua_tonumber(L, position);
+  auto& t = check_tensor(L, position);
+  if (t.numel() != 1) {
+    throw ArgError(position, "'<' and '<=' compare one-element tensors; use :lt()/:le() elementwise "
+                             "(this one has size " + format_shape(t.sizes()) + ")");
+  }
+  return t.item<double>();
+}
+
+int tensor_lt(lua_State* L) {
+  lua_pushboolean(L, one_element_value(L, 1) < one_element_value(L, 2));
+  return 1;
+}
+
+int tensor_le(lua_State* L) {
+  lua_pushboolean(L, one_element_value(L, 1) <= one_element_value(L, 2));
+  return 1;
+}
+
+const Function kMetamethods[] = {
+    {"__gc", tensor_gc, nullptr, "Tensor finalizer"},
+    {"__close", tensor_gc, nullptr, "Tensor close"},
+    {"__tostring", tensor_tostring, nullptr, "tostring(Tensor)"},
+    {"__index", tensor_index, nullptr, "Tensor indexing"},
+    {"__newindex", tensor_newindex, nullptr, "Tensor assignment"},
+    {"__len", tensor_len, nullptr, "'#' on a Tensor"},
+    {"__add", binary_metamethod<op_add>, nullptr, "'+' on Tensors"},
+    {"__sub", binary_metamethod<op_sub>, nullptr, "'-' on Tensors"},
+    {"__mul", binary_metamethod<op_mul>, nullptr, "'*' on Tensors"},
+    {"__div", binary_metamethod<op_div>, nullptr, "'/' on Tensors"},
+    {"__pow", binary_metamethod<op_pow>, nullptr, "'^' on Tensors"},
+    {"__mod", binary_metamethod<op_mod>, nullptr, "'%' on Tensors"},
+    {"__idiv", binary_metamethod<op_idiv>, nullptr, "'//' on Tensors"},
+    {"__unm", tensor_unm, nullptr, "unary '-' on a Tensor"},
+    {"__eq", tensor_eq, nullptr, "'==' on Tensors"},
+    {"__lt", tensor_lt, nullptr, "'<' on Tensors"},
+    {"__le", tensor_le, nullptr, "'<=' on Tensors"},
+};
+
+const char* kTensorDoc =
+    "lmkit.Tensor — an n-dimensional array (LibTorch) with autograd.\n"
+    "Indexing is 1-based: t[i] selects along the first dimension, t[{i, {a, b}, {}}] selects/ranges\n"
+    "per dimension (ranges inclusive, -1 = last, {} = all), t[mask] and t[ids] take a boolean mask\n"
+    "or a tensor of 1-based indices; assignment t[...] = value writes in place.\n"
+    "Operators: + - * / % // ^ (elementwise, broadcasting), unary -, == (same shape and values),\n"
+    "< <= (one-element tensors). Fields: t.grad, t.requires_grad (settable), t.is_leaf, t.grad_fn.";
+
+}  // namespace
+
+torch::Tensor* test_tensor(lua_State* L, int position) {
+  auto* box = static_cast<TensorBox*>(luaL_testudata(L, position, kTensorMetatable));
+  return box ? &box->tensor : nullptr;
+}
+
+torch::Tensor& check_tensor(lua_State* L, int position) {
+  auto* t = test_tensor(L, position);
+  if (!t) type_error(L, position, "Tensor");
+  if (!t->defined()) throw ArgError(position, "tensor was already closed or collected");
+  return *t;
+}
+
+torch::Tensor& push_new_tensor(lua_State* L) {
+  void* memory = lua_newuserdatauv(L, sizeof(TensorBox), 0);
+  auto* box = new (memory) TensorBox();
+  luaL_setmetatable(L, kTensorMetatable);
+  return box->tensor;
+}
+
+void push_tensor(lua_State* L, torch::Tensor tensor) { push_new_tensor(L) = std::move(tensor); }
+
+torch::Tensor check_operand(lua_State* L, int position) {
+  switch (lua_type(L, position)) {
+    case LUA_TNUMBER:
+      if (lua_isinteger(L, position)) return wrapped_number(static_cast<int64_t>(lua_tointeger(L, position)));
+      return wrapped_number(lua_tonumber(L, position));
+    case LUA_TBOOLEAN:
+      return wrapped_number(static_cast<bool>(lua_toboolean(L, position)));
+    default:
+      if (auto* t = test_tensor(L, position)) return *t;
+      type_error(L, position, "Tensor or number");
+  }
+}
+
+std::vector<std::int64_t> check_sizes(lua_State* L, int position, int& next) {
+  std::vector<std::int64_t> sizes;
+  if (lua_type(L, position) == LUA_TTABLE && !is_options_table(L, position)) {
+    const auto n = lua_rawlen(L, position);
+    for (lua_Unsigned k = 1; k <= n; ++k) {
+      lua_rawgeti(L, position, static_cast<lua_Integer>(k));
+      int ok = 0;
+      const auto size = lua_tointegerx(L, -1, &ok);
+      lua_pop(L, 1);
+      if (!ok || size < 0) {
+        throw ArgError(position, "sizes must be non-negative integers (entry " + std::to_string(k) + ")");
+      }
+      sizes.push_back(size);
+    }
+    next = position + 1;
+    return sizes;
+  }
+  next = position;
+  while (lua_type(L, next) == LUA_TNUMBER) {
+    const auto size = check_integer(L, next);
+    if (size < 0) throw ArgError(next, "size must be non-negative, got " + std::to_string(size));
+    sizes.push_back(size);
+    ++next;
+  }
+  return sizes;
+}
+
+std::int64_t check_dim(lua_State* L, int position, const torch::Tensor& t) {
+  const auto dim = check_integer(L, position);
+  try {
+    return resolve_dim(dim, t.dim());
+  } catch (const UsageError& e) {
+    throw ArgError(position, e.what());
+  }
+}
+
+namespace {
+
+template <typename T>
+void push_nested(lua_State* L, const T* data, const std::vector<std::int64_t>& sizes,
+                 std::size_t dim, std::int64_t& offset) {
+  const auto n = sizes[dim];
+  lua_createtable(L, static_cast<int>(n), 0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (dim + 1 == sizes.size()) {
+      const T v = data[offset++];
+      if constexpr (std::is_same_v<T, bool>) {
+        lua_pushboolean(L, v);
+      } else if constexpr (std::is_integral_v<T>) {
+        lua_pushinteger(L, v);
+      } else {
+        lua_pushnumber(L, v);
+      }
+    } else {
+      push_nested(L, data, sizes, dim + 1, offset);
+    }
+    lua_rawseti(L, -2, i + 1);
+  }
+}
+
+}  // namespace
+
+void push_tensor_as_table(lua_State* L, const torch::Tensor& tensor) {
+  auto t = tensor.detach().to(torch::kCPU);
+  if (t.dim() == 0) {
+    if (t.scalar_type() == torch::kBool) {
+      lua_pushboolean(L, t.item<bool>());
+    } else if (torch::isIntegralType(t.scalar_type(), false)) {
+      lua_pushinteger(L, t.item<int64_t>());
+    } else {
+      lua_pushnumber(L, t.item<double>());
+    }
+    return;
+  }
+  const auto sizes = t.sizes().vec();
+  std::int64_t offset = 0;
+  if (t.scalar_type() == torch::kBool) {
+    auto c = t.contiguous();
+    push_nested(L, c.data_ptr<bool>(), sizes, 0, offset);
+  } else if (torch::isIntegralType(t.scalar_type(), false)) {
+    auto c = t.to(torch::kInt64).contiguous();
+    push_nested(L, c.data_ptr<int64_t>(), sizes, 0, offset);
+  } else {
+    auto c = t.to(torch::kFloat64).contiguous();
+    push_nested(L, c.data_ptr<double>(), sizes, 0, offset);
+  }
+}
+
+void open_tensor(lua_State* L) {
+  luaL_newmetatable(L, kTensorMetatable);
+  lua_pushliteral(L, "Tensor");  // shown in "Tensor expected, got ..." messages
+  lua_setfield(L, -2, "__name");
+  set_functions(L, -1, "Tensor", kMetamethods);
+  push_tensor_methods(L);
+  lua_setfield(L, -2, "methods");  // read by __index, the REPL's completion and help()
+  register_doc(L, -1, "lmkit.Tensor", kTensorDoc);
+  lua_pop(L, 1);
+}
+
+}  // namespace lmkit::lua

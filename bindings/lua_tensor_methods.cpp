@@ -1,0 +1,457 @@
+// The methods of lmkit.Tensor. Each is a thin call into Torch (or runtime/) with 1-based
+// dimensions and indices converted at this boundary.
+#include <string>
+
+#include "bindings/lua_call.h"
+#include "bindings/lua_tensor.h"
+#include "runtime/core/device.h"
+#include "runtime/core/error.h"
+#include "runtime/tensor/tensor_format.h"
+#include "runtime/tensor/tensor_index.h"
+
+namespace lmkit::lua {
+namespace {
+
+torch::Tensor& self(lua_State* L) { return check_tensor(L, 1); }
+
+int push(lua_State* L, torch::Tensor t) {
+  push_tensor(L, std::move(t));
+  return 1;
+}
+
+// Lua returns values + 1-based indices where Torch returns 0-based ones.
+int push_values_indices(lua_State* L, std::tuple<torch::Tensor, torch::Tensor> result) {
+  push_tensor(L, std::get<0>(result));
+  push_tensor(L, to_lua_indices(std::get<1>(result)));
+  return 2;
+}
+
+// Dimensions given as an integer or a table of integers at `position` (absent → none).
+std::vector<std::int64_t> opt_dims(lua_State* L, int position, const torch::Tensor& t) {
+  std::vector<std::int64_t> dims;
+  if (lua_isnoneornil(L, position)) return dims;
+  if (lua_type(L, position) == LUA_TTABLE) {
+    const auto n = lua_rawlen(L, position);
+    for (lua_Unsigned k = 1; k <= n; ++k) {
+      lua_rawgeti(L, position, static_cast<lua_Integer>(k));
+      int ok = 0;
+      const auto d = lua_tointegerx(L, -1, &ok);
+      lua_pop(L, 1);
+      if (!ok) throw ArgError(position, "dimensions must be integers");
+      try {
+        dims.push_back(resolve_dim(d, t.dim()));
+      } catch (const UsageError& e) {
+        throw ArgError(position, e.what());
+      }
+    }
+    return dims;
+  }
+  dims.push_back(check_dim(L, position, t));
+  return dims;
+}
+
+// Reductions: t:sum() over everything, t:sum(dim[, keepdim]) or t:sum({d1, d2}[, keepdim]).
+template <torch::Tensor (*All)(const torch::Tensor&),
+          torch::Tensor (*Dims)(const torch::Tensor&, torch::IntArrayRef, bool)>
+int reduction(lua_State* L) {
+  auto& t = self(L);
+  if (lua_isnoneornil(L, 2)) return push(L, All(t));
+  const auto dims = opt_dims(L, 2, t);
+  return push(L, Dims(t, dims, opt_boolean(L, 3).value_or(false)));
+}
+
+torch::Tensor sum_all(const torch::Tensor& t) { return t.sum(); }
+torch::Tensor sum_dims(const torch::Tensor& t, torch::IntArrayRef d, bool k) { return t.sum(d, k); }
+torch::Tensor mean_all(const torch::Tensor& t) { return t.mean(); }
+torch::Tensor mean_dims(const torch::Tensor& t, torch::IntArrayRef d, bool k) { return t.mean(d, k); }
+torch::Tensor logsumexp_all(const torch::Tensor& t) { return t.flatten().logsumexp(0); }
+torch::Tensor logsumexp_dims(const torch::Tensor& t, torch::IntArrayRef d, bool k) { return t.logsumexp(d, k); }
+torch::Tensor std_all(const torch::Tensor& t) { return t.std(); }
+torch::Tensor std_dims(const torch::Tensor& t, torch::IntArrayRef d, bool k) { return t.std(d, /*unbiased=*/true, k); }
+torch::Tensor var_all(const torch::Tensor& t) { return t.var(); }
+torch::Tensor var_dims(const torch::Tensor& t, torch::IntArrayRef d, bool k) { return t.var(d, /*unbiased=*/true, k); }
+
+// max/min: the largest element, or (values, 1-based indices) along a dimension.
+template <bool Max>
+int extremum(lua_State* L) {
+  auto& t = self(L);
+  if (lua_isnoneornil(L, 2)) return push(L, Max ? t.max() : t.min());
+  const auto dim = check_dim(L, 2, t);
+  const bool keepdim = opt_boolean(L, 3).value_or(false);
+  return push_values_indices(L, Max ? t.max(dim, keepdim) : t.min(dim, keepdim));
+}
+
+template <bool Max>
+int arg_extremum(lua_State* L) {
+  auto& t = self(L);
+  c10::optional<int64_t> dim;  // c10::optional is std::optional only from Torch 2.x on
+  if (!lua_isnoneornil(L, 2)) dim = check_dim(L, 2, t);
+  const bool keepdim = opt_boolean(L, 3).value_or(false);
+  return push(L, to_lua_indices(Max ? t.argmax(dim, keepdim) : t.argmin(dim, keepdim)));
+}
+
+// Elementwise functions of one tensor.
+#define LMKIT_UNARY(name, expr, doc)                                   \
+  {                                                                   \
+    #name, [](lua_State* L) -> int {                                  \
+      auto& t = self(L);                                              \
+      return push(L, expr);                                           \
+    },                                                                \
+    doc                                                               \
+  }
+
+#define LMKIT_COMPARISON(name, fn)                                           \
+  {                                                                         \
+    #name, [](lua_State* L) -> int { return push(L, fn(self(L), check_operand(L, 2))); }, \
+    "t:" #name "(other) -> bool Tensor\nElementwise comparison with a tensor or number (broadcasting)." \
+  }
+
+// In-place arithmetic with an optional scale: t:add_(other[, alpha]) is t += alpha*other.
+#define LMKIT_INPLACE(name, expr, doc)                                 \
+  {                                                                   \
+    #name, [](lua_State* L) -> int {                                  \
+      auto& t = self(L);                                              \
+      auto other = check_operand(L, 2);                               \
+      expr;                                                           \
+      lua_settop(L, 1);                                               \
+      return 1;                                                       \
+    },                                                                \
+    doc                                                               \
+  }
+
+int method_size(lua_State* L) {
+  auto& t = self(L);
+  if (!lua_isnoneornil(L, 2)) {
+    lua_pushinteger(L, t.size(check_dim(L, 2, t)));
+    return 1;
+  }
+  lua_createtable(L, static_cast<int>(t.dim()), 0);
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    lua_pushinteger(L, t.size(d));
+    lua_rawseti(L, -2, d + 1);
+  }
+  return 1;
+}
+
+int method_item(lua_State* L) {
+  auto& t = self(L);
+  if (t.numel() != 1) {
+    throw UsageError("item() needs a one-element tensor, this one has size " + format_shape(t.sizes()));
+  }
+  if (t.scalar_type() == torch::kBool) {
+    lua_pushboolean(L, t.item<bool>());
+  } else if (torch::isIntegralType(t.scalar_type(), false)) {
+    lua_pushinteger(L, t.item<int64_t>());
+  } else {
+    lua_pushnumber(L, t.item<double>());
+  }
+  return 1;
+}
+
+int method_to(lua_State* L) {
+  auto& t = self(L);
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    const std::string target = lua_tostring(L, 2);
+    const bool is_device = target == "cpu" || target.rfind("cuda", 0) == 0;
+    if (is_device) return push(L, t.to(parse_device(target)));
+    try {
+      return push(L, t.to(parse_dtype(target)));
+    } catch (const UsageError& e) {
+      throw ArgError(2, std::string(e.what()) + "; or a device: \"cpu\", \"cuda\", \"cuda:N\"");
+    }
+  }
+  Options options(L, 2, {"dtype", "device"});
+  if (!options.present()) type_error(L, 2, "dtype name, device name or {dtype=, device=}");
+  auto result = t;
+  if (auto device = options.string("device")) result = result.to(parse_device(*device));
+  if (auto dtype = options.string("dtype")) result = result.to(parse_dtype(*dtype));
+  return push(L, result);
+}
+
+std::vector<int64_t> check_signed_sizes(lua_State* L, int position) {
+  std::vector<int64_t> sizes;
+  if (lua_type(L, position) == LUA_TTABLE) {
+    const auto n = lua_rawlen(L, position);
+    for (lua_Unsigned k = 1; k <= n; ++k) {
+      lua_rawgeti(L, position, static_cast<lua_Integer>(k));
+      int ok = 0;
+      sizes.push_back(lua_tointegerx(L, -1, &ok));
+      lua_pop(L, 1);
+      if (!ok) throw ArgError(position, "sizes must be integers");
+    }
+    return sizes;
+  }
+  for (int i = position; !lua_isnone(L, i); ++i) sizes.push_back(check_integer(L, i));
+  return sizes;
+}
+
+int method_view(lua_State* L) { return push(L, self(L).view(check_signed_sizes(L, 2))); }
+int method_reshape(lua_State* L) { return push(L, self(L).reshape(check_signed_sizes(L, 2))); }
+int method_expand(lua_State* L) { return push(L, self(L).expand(check_signed_sizes(L, 2))); }
+
+int method_permute(lua_State* L) {
+  auto& t = self(L);
+  std::vector<int64_t> dims;
+  if (lua_type(L, 2) == LUA_TTABLE) {
+    dims = opt_dims(L, 2, t);
+  } else {
+    for (int i = 2; !lua_isnone(L, i); ++i) dims.push_back(check_dim(L, i, t));
+  }
+  return push(L, t.permute(dims));
+}
+
+int method_unsqueeze(lua_State* L) {
+  auto& t = self(L);
+  // Inserting: positions run 1..dim+1 (and -1 appends).
+  const auto d = check_integer(L, 2);
+  try {
+    return push(L, t.unsqueeze(resolve_position(d, t.dim() + 1, "dimension")));
+  } catch (const UsageError& e) {
+    throw ArgError(2, e.what());
+  }
+}
+
+int method_squeeze(lua_State* L) {
+  auto& t = self(L);
+  if (lua_isnoneornil(L, 2)) return push(L, t.squeeze());
+  return push(L, t.squeeze(check_dim(L, 2, t)));
+}
+
+int method_narrow(lua_State* L) {
+  auto& t = self(L);
+  const auto dim = check_dim(L, 2, t);
+  const auto start = check_integer(L, 3);
+  const auto length = check_integer(L, 4);
+  try {
+    const auto from = start == t.size(dim) + 1 ? t.size(dim) : resolve_position(start, t.size(dim), "start");
+    if (length < 0 || from + length > t.size(dim)) {
+      throw UsageError("narrow: " + std::to_string(length) + " elements from " + std::to_string(start) +
+                       " run past the end of dimension " + std::to_string(dim + 1) + " (size " +
+                       std::to_string(t.size(dim)) + ")");
+    }
+    return push(L, t.narrow(dim, from, length));
+  } catch (const UsageError& e) {
+    throw ArgError(3, e.what());
+  }
+}
+
+int method_select(lua_State* L) {
+  auto& t = self(L);
+  const auto dim = check_dim(L, 2, t);
+  try {
+    return push(L, t.select(dim, resolve_position(check_integer(L, 3), t.size(dim), "index")));
+  } catch (const UsageError& e) {
+    throw ArgError(3, e.what());
+  }
+}
+
+int method_index_select(lua_State* L) {
+  auto& t = self(L);
+  const auto dim = check_dim(L, 2, t);
+  std::vector<IndexSpec> specs(static_cast<size_t>(dim), IndexSpec::all());
+  specs.push_back(IndexSpec::of(check_tensor(L, 3)));
+  return push(L, index_tensor(t, specs));
+}
+
+int method_transpose(lua_State* L) {
+  auto& t = self(L);
+  return push(L, t.transpose(check_dim(L, 2, t), check_dim(L, 3, t)));
+}
+
+int method_flatten(lua_State* L) {
+  auto& t = self(L);
+  if (t.dim() == 0) return push(L, t.reshape({1}));
+  const auto start = lua_isnoneornil(L, 2) ? 0 : check_dim(L, 2, t);
+  const auto end = lua_isnoneornil(L, 3) ? t.dim() - 1 : check_dim(L, 3, t);
+  return push(L, t.flatten(start, end));
+}
+
+int method_softmax_like(lua_State* L, bool log) {
+  auto& t = self(L);
+  const auto dim = lua_isnoneornil(L, 2) ? t.dim() - 1 : check_dim(L, 2, t);
+  return push(L, log ? torch::log_softmax(t, dim) : torch::softmax(t, dim));
+}
+
+int method_cumsum(lua_State* L) {
+  auto& t = self(L);
+  return push(L, t.cumsum(check_dim(L, 2, t)));
+}
+
+int method_clamp(lua_State* L) {
+  auto& t = self(L);
+  const auto lo = opt_number(L, 2);
+  const auto hi = opt_number(L, 3);
+  if (!lo && !hi) throw ArgError(2, "clamp needs a lower or an upper bound");
+  return push(L, t.clamp(lo ? c10::optional<torch::Scalar>(*lo) : c10::nullopt,
+                         hi ? c10::optional<torch::Scalar>(*hi) : c10::nullopt));
+}
+
+int method_norm(lua_State* L) {
+  auto& t = self(L);
+  const double p = opt_number(L, 2).value_or(2.0);
+  if (lua_isnoneornil(L, 3)) return push(L, t.norm(p));
+  return push(L, t.norm(p, opt_dims(L, 3, t), opt_boolean(L, 4).value_or(false)));
+}
+
+int method_topk(lua_State* L) {
+  auto& t = self(L);
+  const auto k = check_integer(L, 2);
+  const auto dim = lua_isnoneornil(L, 3) ? t.dim() - 1 : check_dim(L, 3, t);
+  const bool largest = opt_boolean(L, 4).value_or(true);
+  if (k < 0 || k > t.size(dim)) {
+    throw ArgError(2, "k = " + std::to_string(k) + " is not in 0.." + std::to_string(t.size(dim)));
+  }
+  return push_values_indices(L, t.topk(k, dim, largest, /*sorted=*/true));
+}
+
+int method_sort(lua_State* L) {
+  auto& t = self(L);
+  const auto dim = lua_isnoneornil(L, 2) ? t.dim() - 1 : check_dim(L, 2, t);
+  return push_values_indices(L, t.sort(dim, opt_boolean(L, 3).value_or(false)));
+}
+
+int method_backward(lua_State* L) {
+  auto& t = self(L);
+  if (lua_isnoneornil(L, 2)) {
+    if (t.numel() != 1) {
+      throw UsageError("backward() without a gradient needs a one-element tensor (a loss); this one "
+                       "has size " + format_shape(t.sizes()) + ": pass the gradient, t:backward(g)");
+    }
+    t.backward();
+  } else {
+    t.backward(check_tensor(L, 2));
+  }
+  return 0;
+}
+
+int method_allclose(lua_State* L) {
+  auto& t = self(L);
+  auto& other = check_tensor(L, 2);
+  const double rtol = opt_number(L, 3).value_or(1e-5);
+  const double atol = opt_number(L, 4).value_or(1e-8);
+  lua_pushboolean(L, t.sizes() == other.sizes() && torch::allclose(t, other.to(t.scalar_type()), rtol, atol));
+  return 1;
+}
+
+const Function kMethods[] = {
+    // Shape, type and device.
+    {"size", method_size, "t:size([dim]) -> {sizes...} | integer\nAll sizes as a table, or the size of one (1-based) dimension."},
+    {"dim", [](lua_State* L) -> int { lua_pushinteger(L, self(L).dim()); return 1; }, "t:dim() -> integer\nNumber of dimensions."},
+    {"numel", [](lua_State* L) -> int { lua_pushinteger(L, self(L).numel()); return 1; }, "t:numel() -> integer\nNumber of elements."},
+    {"dtype", [](lua_State* L) -> int { lua_pushstring(L, dtype_name(self(L).scalar_type()).c_str()); return 1; }, "t:dtype() -> string\nElement type: \"float32\", \"float64\", \"int64\", \"bool\", ..."},
+    {"device", [](lua_State* L) -> int { lua_pushstring(L, self(L).device().str().c_str()); return 1; }, "t:device() -> string\n\"cpu\" or \"cuda:N\"."},
+    {"to", method_to, "t:to(dtype | device | {dtype=, device=}) -> Tensor\nConverts, e.g. t:to(\"float64\"), t:to(\"cuda\")."},
+    LMKIT_UNARY(float, t.to(torch::kFloat32), "t:float() -> Tensor\nAs float32."),
+    LMKIT_UNARY(double, t.to(torch::kFloat64), "t:double() -> Tensor\nAs float64."),
+    LMKIT_UNARY(half, t.to(torch::kFloat16), "t:half() -> Tensor\nAs float16."),
+    LMKIT_UNARY(long, t.to(torch::kInt64), "t:long() -> Tensor\nAs int64."),
+    LMKIT_UNARY(int, t.to(torch::kInt32), "t:int() -> Tensor\nAs int32."),
+    LMKIT_UNARY(bool, t.to(torch::kBool), "t:bool() -> Tensor\nAs bool (non-zero is true)."),
+    LMKIT_UNARY(cpu, t.to(torch::kCPU), "t:cpu() -> Tensor\nCopy on the CPU (itself if there already)."),
+    LMKIT_UNARY(cuda, t.to(parse_device("cuda")), "t:cuda() -> Tensor\nCopy on the current CUDA device; an error naming why when CUDA is not usable."),
+    {"item", method_item, "t:item() -> number | integer | boolean\nThe value of a one-element tensor."},
+    {"totable", [](lua_State* L) -> int { push_tensor_as_table(L, self(L)); return 1; }, "t:totable() -> table | number\nNested Lua tables of the values (a number for a 0-d tensor)."},
+    LMKIT_UNARY(clone, t.clone(), "t:clone() -> Tensor\nA copy with its own storage (differentiable)."),
+    LMKIT_UNARY(detach, t.detach(), "t:detach() -> Tensor\nThe same data, cut from the autograd graph."),
+    LMKIT_UNARY(contiguous, t.contiguous(), "t:contiguous() -> Tensor\nItself if contiguous, else a contiguous copy."),
+    {"view", method_view, "t:view(sizes...) -> Tensor\nThe same storage seen with other sizes (one may be -1)."},
+    {"reshape", method_reshape, "t:reshape(sizes...) -> Tensor\nLike view, copying when needed."},
+    {"expand", method_expand, "t:expand(sizes...) -> Tensor\nBroadcast view to larger sizes (-1 keeps a size)."},
+    LMKIT_UNARY(t, t.dim() < 2 ? t : t.t(), "t:t() -> Tensor\nTranspose of a matrix (a vector is returned as is)."),
+    {"transpose", method_transpose, "t:transpose(dim1, dim2) -> Tensor\nSwaps two dimensions."},
+    {"permute", method_permute, "t:permute(dims...) -> Tensor\nReorders dimensions, e.g. t:permute(2, 1, 3)."},
+    {"unsqueeze", method_unsqueeze, "t:unsqueeze(dim) -> Tensor\nInserts a dimension of size 1 at position dim (1..t:dim()+1)."},
+    {"squeeze", method_squeeze, "t:squeeze([dim]) -> Tensor\nRemoves dimensions of size 1 (all, or the one given)."},
+    {"flatten", method_flatten, "t:flatten([start_dim[, end_dim]]) -> Tensor\nMerges dimensions start..end (default: all) into one."},
+    {"narrow", method_narrow, "t:narrow(dim, start, length) -> Tensor\nView of `length` entries from `start` (1-based) along dim."},
+    {"select", method_select, "t:select(dim, index) -> Tensor\nView at one (1-based) index of dim, removing that dimension."},
+    {"index_select", method_index_select, "t:index_select(dim, ids) -> Tensor\nEntries at the 1-based indices `ids` (int64 Tensor) along dim."},
+    // Arithmetic and elementwise math.
+    {"add", [](lua_State* L) -> int { return push(L, torch::add(self(L), check_operand(L, 2), opt_number(L, 3).value_or(1.0))); }, "t:add(other[, alpha]) -> Tensor\nt + alpha*other."},
+    {"sub", [](lua_State* L) -> int { return push(L, torch::sub(self(L), check_operand(L, 2), opt_number(L, 3).value_or(1.0))); }, "t:sub(other[, alpha]) -> Tensor\nt - alpha*other."},
+    {"mul", [](lua_State* L) -> int { return push(L, torch::mul(self(L), check_operand(L, 2))); }, "t:mul(other) -> Tensor\nElementwise product (also t * other)."},
+    {"div", [](lua_State* L) -> int { return push(L, torch::div(self(L), check_operand(L, 2))); }, "t:div(other) -> Tensor\nElementwise true division (also t / other)."},
+    {"pow", [](lua_State* L) -> int { return push(L, torch::pow(self(L), check_operand(L, 2))); }, "t:pow(exponent) -> Tensor\nElementwise power (also t ^ e)."},
+    {"matmul", [](lua_State* L) -> int { return push(L, torch::matmul(self(L), check_tensor(L, 2))); }, "t:matmul(other) -> Tensor\nMatrix product with broadcasting (vectors, matrices, batches)."},
+    {"dot", [](lua_State* L) -> int { return push(L, torch::dot(self(L), check_tensor(L, 2))); }, "t:dot(other) -> Tensor\nInner product of two vectors."},
+    {"outer", [](lua_State* L) -> int { return push(L, torch::outer(self(L), check_tensor(L, 2))); }, "t:outer(other) -> Tensor\nOuter product of two vectors."},
+    LMKIT_UNARY(neg, torch::neg(t), "t:neg() -> Tensor\n-t."),
+    LMKIT_UNARY(abs, torch::abs(t), "t:abs() -> Tensor\n|t|."),
+    LMKIT_UNARY(sign, torch::sign(t), "t:sign() -> Tensor\n-1, 0 or 1 per element."),
+    LMKIT_UNARY(exp, torch::exp(t), "t:exp() -> Tensor\ne^t."),
+    LMKIT_UNARY(log, torch::log(t), "t:log() -> Tensor\nNatural logarithm."),
+    LMKIT_UNARY(log1p, torch::log1p(t), "t:log1p() -> Tensor\nlog(1 + t), exact for small t."),
+    LMKIT_UNARY(expm1, torch::expm1(t), "t:expm1() -> Tensor\ne^t - 1, exact for small t."),
+    LMKIT_UNARY(sqrt, torch::sqrt(t), "t:sqrt() -> Tensor\nSquare root."),
+    LMKIT_UNARY(square, torch::square(t), "t:square() -> Tensor\nt^2."),
+    LMKIT_UNARY(reciprocal, torch::reciprocal(t), "t:reciprocal() -> Tensor\n1/t."),
+    LMKIT_UNARY(sin, torch::sin(t), "t:sin() -> Tensor\nSine."),
+    LMKIT_UNARY(cos, torch::cos(t), "t:cos() -> Tensor\nCosine."),
+    LMKIT_UNARY(tanh, torch::tanh(t), "t:tanh() -> Tensor\nHyperbolic tangent."),
+    LMKIT_UNARY(sigmoid, torch::sigmoid(t), "t:sigmoid() -> Tensor\n1/(1+e^-t)."),
+    LMKIT_UNARY(relu, torch::relu(t), "t:relu() -> Tensor\nmax(t, 0)."),
+    LMKIT_UNARY(softplus, torch::softplus(t), "t:softplus() -> Tensor\nlog(1 + e^t), computed stably."),
+    LMKIT_UNARY(floor, torch::floor(t), "t:floor() -> Tensor\nRounds down."),
+    LMKIT_UNARY(ceil, torch::ceil(t), "t:ceil() -> Tensor\nRounds up."),
+    LMKIT_UNARY(round, torch::round(t), "t:round() -> Tensor\nRounds half to even."),
+    {"clamp", method_clamp, "t:clamp(min[, max]) -> Tensor\nLimits values to [min, max]; pass nil for an open end."},
+    {"softmax", [](lua_State* L) -> int { return method_softmax_like(L, false); }, "t:softmax([dim]) -> Tensor\nexp(t)/sum(exp(t)) along dim (default: last), stable."},
+    {"log_softmax", [](lua_State* L) -> int { return method_softmax_like(L, true); }, "t:log_softmax([dim]) -> Tensor\nt - logsumexp(t) along dim (default: last)."},
+    {"cumsum", method_cumsum, "t:cumsum(dim) -> Tensor\nCumulative sum along dim."},
+    // Reductions.
+    {"sum", reduction<sum_all, sum_dims>, "t:sum([dims[, keepdim]]) -> Tensor\nSum of all elements, or along a dimension or a table of them."},
+    {"mean", reduction<mean_all, mean_dims>, "t:mean([dims[, keepdim]]) -> Tensor\nMean of all elements, or along dimensions."},
+    {"std", reduction<std_all, std_dims>, "t:std([dims[, keepdim]]) -> Tensor\nSample standard deviation (n-1)."},
+    {"var", reduction<var_all, var_dims>, "t:var([dims[, keepdim]]) -> Tensor\nSample variance (n-1)."},
+    {"logsumexp", reduction<logsumexp_all, logsumexp_dims>, "t:logsumexp([dims[, keepdim]]) -> Tensor\nlog(sum(exp(t))), stable."},
+    LMKIT_UNARY(prod, t.prod(), "t:prod() -> Tensor\nProduct of all elements."),
+    {"max", extremum<true>, "t:max([dim[, keepdim]]) -> Tensor | values, indices\nLargest element, or values and 1-based indices along dim."},
+    {"min", extremum<false>, "t:min([dim[, keepdim]]) -> Tensor | values, indices\nSmallest element, or values and 1-based indices along dim."},
+    {"argmax", arg_extremum<true>, "t:argmax([dim[, keepdim]]) -> Tensor\n1-based index of the largest element (flattened, or along dim)."},
+    {"argmin", arg_extremum<false>, "t:argmin([dim[, keepdim]]) -> Tensor\n1-based index of the smallest element (flattened, or along dim)."},
+    {"norm", method_norm, "t:norm([p[, dims[, keepdim]]]) -> Tensor\np-norm (default 2) of all elements or along dims."},
+    {"topk", method_topk, "t:topk(k[, dim[, largest]]) -> values, indices\nThe k largest (or smallest) entries along dim (default: last), sorted; 1-based indices."},
+    {"sort", method_sort, "t:sort([dim[, descending]]) -> values, indices\nSorted along dim (default: last); 1-based indices."},
+    LMKIT_UNARY(all, t.all(), "t:all() -> bool Tensor\nTrue when every element is non-zero."),
+    LMKIT_UNARY(any, t.any(), "t:any() -> bool Tensor\nTrue when some element is non-zero."),
+    LMKIT_UNARY(isfinite, torch::isfinite(t), "t:isfinite() -> bool Tensor\nElementwise: neither inf nor nan."),
+    LMKIT_UNARY(isnan, torch::isnan(t), "t:isnan() -> bool Tensor\nElementwise: nan."),
+    // Comparisons.
+    LMKIT_COMPARISON(eq, torch::eq),
+    LMKIT_COMPARISON(ne, torch::ne),
+    LMKIT_COMPARISON(lt, torch::lt),
+    LMKIT_COMPARISON(le, torch::le),
+    LMKIT_COMPARISON(gt, torch::gt),
+    LMKIT_COMPARISON(ge, torch::ge),
+    {"equal", [](lua_State* L) -> int { auto& a = self(L); auto& b = check_tensor(L, 2); lua_pushboolean(L, a.sizes() == b.sizes() && torch::equal(a, b.to(a.scalar_type()))); return 1; }, "t:equal(other) -> boolean\nSame sizes and the same elements (also t == other)."},
+    {"allclose", method_allclose, "t:allclose(other[, rtol[, atol]]) -> boolean\n|t - other| <= atol + rtol*|other| everywhere (defaults 1e-5, 1e-8)."},
+    // Linear algebra.
+    LMKIT_UNARY(svdvals, torch::linalg_svdvals(t), "t:svdvals() -> Tensor\nSingular values of a matrix (or batch), descending, in the tensor's precision."),
+    // In place.
+    LMKIT_INPLACE(add_, t.add_(other, opt_number(L, 3).value_or(1.0)), "t:add_(other[, alpha]) -> t\nt += alpha*other, in place."),
+    LMKIT_INPLACE(sub_, t.sub_(other, opt_number(L, 3).value_or(1.0)), "t:sub_(other[, alpha]) -> t\nt -= alpha*other, in place."),
+    LMKIT_INPLACE(mul_, t.mul_(other), "t:mul_(other) -> t\nt *= other, in place."),
+    LMKIT_INPLACE(div_, t.div_(other), "t:div_(other) -> t\nt /= other, in place."),
+    LMKIT_INPLACE(copy_, t.copy_(other), "t:copy_(src) -> t\nCopies src's values into t (broadcasting, converting)."),
+    LMKIT_INPLACE(fill_, t.fill_(other), "t:fill_(value) -> t\nSets every element to a number (or one-element tensor)."),
+    {"zero_", [](lua_State* L) -> int { self(L).zero_(); lua_settop(L, 1); return 1; }, "t:zero_() -> t\nSets every element to 0."},
+    {"uniform_", [](lua_State* L) -> int { self(L).uniform_(opt_number(L, 2).value_or(0.0), opt_number(L, 3).value_or(1.0)); lua_settop(L, 1); return 1; }, "t:uniform_([a[, b]]) -> t\nFills with U(a, b) draws (default U(0, 1))."},
+    {"normal_", [](lua_State* L) -> int { self(L).normal_(opt_number(L, 2).value_or(0.0), opt_number(L, 3).value_or(1.0)); lua_settop(L, 1); return 1; }, "t:normal_([mean[, std]]) -> t\nFills with N(mean, std^2) draws (default N(0, 1))."},
+    // Autograd.
+    {"backward", method_backward, "t:backward([gradient])\nBack-propagates from t (a one-element loss, or with the gradient given); fills .grad of leaves."},
+    {"requires_grad_", [](lua_State* L) -> int { self(L).requires_grad_(opt_boolean(L, 2).value_or(true)); lua_settop(L, 1); return 1; }, "t:requires_grad_([flag]) -> t\nStarts (or stops) recording operations on t for autograd."},
+    {"retain_grad", [](lua_State* L) -> int { self(L).retain_grad(); lua_settop(L, 1); return 1; }, "t:retain_grad() -> t\nKeeps .grad of a non-leaf tensor after backward."},
+};
+
+#undef LMKIT_UNARY
+#undef LMKIT_COMPARISON
+#undef LMKIT_INPLACE
+
+}  // namespace
+
+void push_tensor_methods(lua_State* L) {
+  lua_newtable(L);
+  set_functions(L, -1, "Tensor", kMethods, /*methods=*/true);
+}
+
+}  // namespace lmkit::lua

@@ -1,0 +1,38 @@
+#include "repl/interrupt.h"
+
+#include <csignal>
+
+namespace lmkit::repl {
+namespace {
+
+lua_State* g_running_state = nullptr;
+struct sigaction g_previous_action;
+
+void stop_hook(lua_State* L, lua_Debug*) {
+  lua_sethook(L, nullptr, 0, 0);
+  luaL_error(L, "interrupted!");
+}
+
+void on_sigint(int signal_number) {
+  std::signal(signal_number, SIG_DFL);  // a second Ctrl-C ends the process
+  // lua_sethook is safe in a signal handler (Lua's own interpreter relies on it).
+  if (g_running_state) lua_sethook(g_running_state, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+}
+
+}  // namespace
+
+InterruptGuard::InterruptGuard(lua_State* L) {
+  g_running_state = L;
+  struct sigaction action {};
+  action.sa_handler = on_sigint;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, &g_previous_action);
+}
+
+InterruptGuard::~InterruptGuard() {
+  sigaction(SIGINT, &g_previous_action, nullptr);
+  if (g_running_state) lua_sethook(g_running_state, nullptr, 0, 0);
+  g_running_state = nullptr;
+}
+
+}  // namespace lmkit::repl

@@ -1,0 +1,187 @@
+#include "repl/repl_session.h"
+
+#include <readline/history.h>
+#include <readline/readline.h>
+#include <sys/select.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+
+#include "bindings/lua_config.h"
+#include "bindings/lua_module.h"
+#include "repl/completion.h"
+#include "repl/lua_state_handle.h"
+#include "repl/repl_evaluator.h"
+#include "runtime/core/version.h"
+
+namespace lmkit::repl {
+namespace {
+
+constexpr int kHistoryLength = 1000;
+constexpr const char* kPrompt = "lmkit> ";
+constexpr const char* kContinuationPrompt = "   >> ";
+
+// Readline's callback interface, so that Ctrl-C can abandon a line cleanly (select() returns
+// EINTR and we reset the line) instead of being handled inside readline.
+volatile std::sig_atomic_t g_interrupted = 0;
+std::optional<std::string> g_line;
+bool g_line_ready = false;
+bool g_end_of_input = false;
+lua_State* g_completion_state = nullptr;
+std::vector<std::string> g_matches;
+
+void on_sigint_while_reading(int) { g_interrupted = 1; }
+
+void on_line(char* line) {
+  g_line_ready = true;
+  if (!line) {
+    g_end_of_input = true;
+    g_line.reset();
+  } else {
+    g_line = line;
+    std::free(line);
+  }
+  rl_callback_handler_remove();
+}
+
+char* match_generator(const char*, int state) {
+  static std::size_t next;
+  if (state == 0) next = 0;
+  if (next >= g_matches.size()) return nullptr;
+  return strdup(g_matches[next++].c_str());
+}
+
+char** attempt_completion(const char* text, int, int) {
+  rl_attempted_completion_over = 1;  // never fall back to file names
+  g_matches = complete(g_completion_state, text);
+  if (g_matches.empty()) return nullptr;
+  return rl_completion_matches(text, match_generator);
+}
+
+enum class ReadResult { Line, Interrupted, EndOfInput };
+
+ReadResult read_terminal_line(const char* prompt, std::string& line) {
+  struct sigaction action {}, previous {};
+  action.sa_handler = on_sigint_while_reading;
+  sigemptyset(&action.sa_mask);  // no SA_RESTART: select() must return on Ctrl-C
+  sigaction(SIGINT, &action, &previous);
+  g_interrupted = 0;
+  g_line_ready = false;
+  g_end_of_input = false;
+  rl_callback_handler_install(prompt, on_line);
+  ReadResult result = ReadResult::Line;
+  while (!g_line_ready) {
+    fd_set inputs;
+    FD_ZERO(&inputs);
+    FD_SET(fileno(rl_instream), &inputs);
+    const int ready = select(fileno(rl_instream) + 1, &inputs, nullptr, nullptr, nullptr);
+    if (ready < 0) {
+      if (errno == EINTR && g_interrupted) {
+        g_interrupted = 0;
+        rl_free_line_state();
+        rl_callback_sigcleanup();
+        rl_callback_handler_remove();
+        std::cout << "^C\n" << std::flush;
+        result = ReadResult::Interrupted;
+        break;
+      }
+      if (errno == EINTR) continue;
+      rl_callback_handler_remove();
+      result = ReadResult::EndOfInput;
+      break;
+    }
+    rl_callback_read_char();
+  }
+  sigaction(SIGINT, &previous, nullptr);
+  if (result != ReadResult::Line) return result;
+  if (g_end_of_input) return ReadResult::EndOfInput;
+  line = *g_line;
+  return ReadResult::Line;
+}
+
+std::string history_path(const ReplOptions& options) {
+  if (!options.history_file.empty()) return options.history_file;
+  if (const char* env = std::getenv("LMKIT_HISTORY")) return env;
+  if (const char* home = std::getenv("HOME")) return std::string(home) + "/.lmkit_history";
+  return "";
+}
+
+void print_outcome(const ReplEvaluator::Outcome& outcome) {
+  if (outcome.output.empty()) return;
+  (outcome.failed ? std::cerr : std::cout) << outcome.output << "\n" << std::flush;
+}
+
+int run_terminal(lua_State* L, const ReplOptions& options) {
+  const auto info = build_info();
+  std::cout << "lmkit " << info.lmkit_version << " — " << LUA_RELEASE << ", Torch " << info.torch_version
+            << " (" << (info.cuda_usable ? "cuda" : "cpu") << ")\n"
+            << "help() lists the functions, help(x) documents x; Tab completes; Ctrl-D quits.\n";
+  rl_readline_name = "lmkit";
+  rl_catch_signals = 0;
+  rl_completer_word_break_characters = const_cast<char*>(kWordBreakCharacters);
+  rl_completion_append_character = '\0';
+  rl_attempted_completion_function = attempt_completion;
+  g_completion_state = L;
+  const std::string history = history_path(options);
+  using_history();
+  stifle_history(kHistoryLength);
+  if (!history.empty()) read_history(history.c_str());
+
+  ReplEvaluator evaluator(L);
+  while (true) {
+    std::string line;
+    const auto read = read_terminal_line(evaluator.pending() ? kContinuationPrompt : kPrompt, line);
+    if (read == ReadResult::EndOfInput) {
+      std::cout << "\n";
+      break;
+    }
+    if (read == ReadResult::Interrupted) {
+      evaluator.reset();
+      continue;
+    }
+    if (!evaluator.pending() && line.find_first_not_of(" \t") == std::string::npos) continue;
+    const auto outcome = evaluator.feed(line);
+    if (outcome.status == ReplEvaluator::Status::NeedsMore) continue;
+    add_history(outcome.chunk.c_str());
+    if (!history.empty() && append_history(1, history.c_str()) != 0) {
+      write_history(history.c_str());  // the file did not exist yet
+    }
+    print_outcome(outcome);
+  }
+  if (!history.empty()) history_truncate_file(history.c_str(), kHistoryLength);
+  return 0;
+}
+
+// Lines from a pipe or file: no prompts, no editing; the exit status reports whether every
+// chunk succeeded (so `lmkit repl < session.lua` can be used in scripts).
+int run_piped(lua_State* L) {
+  ReplEvaluator evaluator(L);
+  bool any_failed = false;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    const auto outcome = evaluator.feed(line);
+    if (outcome.status == ReplEvaluator::Status::NeedsMore) continue;
+    any_failed = any_failed || outcome.failed;
+    print_outcome(outcome);
+  }
+  if (evaluator.pending()) {
+    std::cerr << "lmkit: input ended inside an unfinished statement\n";
+    return 1;
+  }
+  return any_failed ? 1 : 0;
+}
+
+}  // namespace
+
+int run_repl(const ReplOptions& options) {
+  LuaStateHandle state(lua::new_lmkit_state());
+  lua::set_cli_settings(state.get(), options.settings);
+  if (isatty(STDIN_FILENO)) return run_terminal(state.get(), options);
+  return run_piped(state.get());
+}
+
+}  // namespace lmkit::repl

@@ -1,0 +1,57 @@
+#include "runtime/core/device.h"
+
+#include <dlfcn.h>
+
+#include "runtime/core/error.h"
+
+namespace lmkit {
+
+std::string default_device_name() { return torch::cuda::is_available() ? "cuda" : "cpu"; }
+
+torch::Device parse_device(const std::string& name) {
+  const bool is_cuda = name == "cuda" || name.rfind("cuda:", 0) == 0;
+  if (name != "cpu" && !is_cuda) {
+    throw UsageError("unknown device '" + name + "' (expected \"cpu\", \"cuda\" or \"cuda:N\")");
+  }
+  if (is_cuda && !torch::cuda::is_available()) {
+    throw UsageError("device '" + name +
+                     "' is not usable here: no CUDA device is visible to this Torch build "
+                     "(see `lmkit --version`); use \"cpu\" or lmkit.device()");
+  }
+  try {
+    torch::Device device(name);
+    if (device.is_cuda() && device.has_index() &&
+        device.index() >= static_cast<int>(torch::cuda::device_count())) {
+      throw UsageError("device '" + name + "' does not exist: " +
+                       std::to_string(torch::cuda::device_count()) + " CUDA device(s) visible");
+    }
+    return device;
+  } catch (const c10::Error&) {
+    throw UsageError("malformed device '" + name + "' (expected \"cpu\", \"cuda\" or \"cuda:N\")");
+  }
+}
+
+void seed_torch(std::uint64_t seed) {
+  torch::manual_seed(seed);  // seeds the CUDA generators too when CUDA is present
+}
+
+namespace {
+// OpenBLAS is found at run time: Torch may be linked against another BLAS, in which case the
+// call is simply absent and only Torch's pool is set.
+using OpenBlasSetThreads = void (*)(int);
+OpenBlasSetThreads find_openblas_set_threads() {
+  return reinterpret_cast<OpenBlasSetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+}
+}  // namespace
+
+void set_threads(int threads) {
+  if (threads < 1) {
+    throw UsageError("thread count must be at least 1, got " + std::to_string(threads));
+  }
+  torch::set_num_threads(threads);
+  if (auto set_blas = find_openblas_set_threads()) set_blas(threads);
+}
+
+int get_threads() { return torch::get_num_threads(); }
+
+}  // namespace lmkit

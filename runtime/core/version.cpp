@@ -1,0 +1,36 @@
+#include "runtime/core/version.h"
+
+#include "runtime/core/torch.h"
+
+#include <torch/version.h>
+
+#include "lmkit_version_config.h"
+
+namespace lmkit {
+
+BuildInfo build_info() {
+  BuildInfo info;
+  info.lmkit_version = LMKIT_VERSION;
+  info.torch_version = TORCH_VERSION;
+#ifdef LMKIT_WITH_CUDA
+  info.cuda_compiled = true;
+#endif
+  info.cuda_usable = torch::cuda::is_available();
+  info.cuda_device_count = info.cuda_usable ? static_cast<int>(torch::cuda::device_count()) : 0;
+  return info;
+}
+
+std::string describe_build(const BuildInfo& info, const std::string& lua_version) {
+  std::string cuda;
+  if (info.cuda_usable) {
+    cuda = "usable, " + std::to_string(info.cuda_device_count) + " device(s)";
+  } else if (info.cuda_compiled) {
+    cuda = "compiled in, no usable device";
+  } else {
+    cuda = "not compiled in";
+  }
+  return "lmkit " + info.lmkit_version + "\n" + lua_version + "\nTorch " + info.torch_version +
+         " (CUDA: " + cuda + ")";
+}
+
+}  // namespace lmkit

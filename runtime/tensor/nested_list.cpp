@@ -1,0 +1,82 @@
+#include "runtime/tensor/nested_list.h"
+
+#include "runtime/core/error.h"
+
+namespace lmkit {
+
+std::string NestedListBuilder::path() const {
+  std::string p;
+  for (auto c : counts_) p += "[" + std::to_string(c + 1) + "]";
+  return p.empty() ? "the top level" : "element " + p;
+}
+
+void NestedListBuilder::open_list() {
+  if (closed_root_) throw UsageError("nested list: data after the outermost list was closed");
+  if (leaf_depth_ >= 0 && depth_ >= leaf_depth_) {
+    throw UsageError("nested list is ragged: " + path() + " is a list where numbers were found before");
+  }
+  if (depth_ > 0) ++counts_.back();
+  ++depth_;
+  counts_.push_back(0);
+  if (static_cast<int>(shape_.size()) < depth_) shape_.push_back(-1);
+}
+
+void NestedListBuilder::close_list() {
+  if (depth_ == 0) throw UsageError("nested list: close without open");
+  auto& expected = shape_[depth_ - 1];
+  const auto got = counts_.back();
+  if (expected < 0) {
+    expected = got;
+  } else if (expected != got) {
+    counts_.pop_back();
+    throw UsageError("nested list is ragged: a list at depth " + std::to_string(depth_) + " has " +
+                     std::to_string(got) + " elements where an earlier one had " +
+                     std::to_string(expected));
+  }
+  // An empty list fixes no leaf depth, so {{}, {}} is a 2x0 tensor.
+  counts_.pop_back();
+  --depth_;
+  if (depth_ == 0) closed_root_ = true;
+}
+
+void NestedListBuilder::add_leaf(double value) {
+  if (leaf_depth_ < 0) {
+    leaf_depth_ = depth_;
+  } else if (leaf_depth_ != depth_) {
+    throw UsageError("nested list is ragged: " + path() + " holds a number at depth " +
+                     std::to_string(depth_) + " where lists were found before");
+  }
+  if (depth_ > 0) ++counts_.back();
+  values_.push_back(value);
+}
+
+void NestedListBuilder::add_number(double value, bool is_integer) {
+  add_leaf(value);
+  (is_integer ? any_integer_ : any_float_) = true;
+}
+
+void NestedListBuilder::add_boolean(bool value) {
+  add_leaf(value ? 1.0 : 0.0);
+  any_boolean_ = true;
+}
+
+torch::Tensor NestedListBuilder::build(std::optional<torch::ScalarType> dtype) const {
+  if (depth_ != 0) throw UsageError("nested list: unclosed list");
+  if (any_boolean_ && (any_integer_ || any_float_)) {
+    throw UsageError("nested list mixes booleans and numbers; convert one of them first");
+  }
+  std::vector<std::int64_t> sizes;
+  if (leaf_depth_ < 0) {
+    sizes = shape_;  // no scalars at all: every list empty, e.g. {} or {{}, {}}
+  } else {
+    sizes.assign(shape_.begin(), shape_.begin() + leaf_depth_);
+  }
+  auto values = torch::tensor(values_, torch::kFloat64).reshape(sizes);
+  torch::ScalarType inferred = any_boolean_ ? torch::kBool
+                               : any_float_ ? torch::kFloat32
+                               : any_integer_ ? torch::kInt64
+                                              : torch::kFloat32;
+  return values.to(dtype.value_or(inferred));
+}
+
+}  // namespace lmkit
