@@ -91,19 +91,32 @@ torch::Tensor make_ones(torch::IntArrayRef s, const torch::TensorOptions& o) { r
 torch::Tensor make_rand(torch::IntArrayRef s, const torch::TensorOptions& o) { return torch::rand(s, o); }
 torch::Tensor make_randn(torch::IntArrayRef s, const torch::TensorOptions& o) { return torch::randn(s, o); }
 
+// full(sizes..., value[, options]) or full({sizes}, value[, options]): the last number is the value.
 int lmkit_full(lua_State* L) {
-  int next = 1;
-  const auto sizes = check_sizes(L, 1, next);
-  if (lua_type(L, next) != LUA_TNUMBER && lua_type(L, next) != LUA_TBOOLEAN) {
-    type_error(L, next, "fill value (number)");
+  int value_at;
+  std::vector<std::int64_t> sizes;
+  if (lua_type(L, 1) == LUA_TTABLE) {
+    int next = 1;
+    sizes = check_sizes(L, 1, next);
+    value_at = next;
+  } else {
+    value_at = 1;
+    while (lua_type(L, value_at + 1) == LUA_TNUMBER || lua_type(L, value_at + 1) == LUA_TBOOLEAN) ++value_at;
+    for (int i = 1; i < value_at; ++i) {
+      const auto size = check_integer(L, i);
+      if (size < 0) throw ArgError(i, "size must be non-negative, got " + std::to_string(size));
+      sizes.push_back(size);
+    }
   }
-  const int value_at = next;
-  torch::Scalar value = lua_type(L, value_at) == LUA_TBOOLEAN ? torch::Scalar(static_cast<bool>(lua_toboolean(L, value_at)))
-                        : lua_isinteger(L, value_at) ? torch::Scalar(static_cast<int64_t>(lua_tointeger(L, value_at)))
-                                                    : torch::Scalar(lua_tonumber(L, value_at));
-  auto defaults = torch::TensorOptions().dtype(lua_type(L, value_at) == LUA_TBOOLEAN ? torch::kBool
-                                               : lua_isinteger(L, value_at)          ? torch::kInt64
-                                                                                     : torch::kFloat32);
+  const int type = lua_type(L, value_at);
+  if (type != LUA_TNUMBER && type != LUA_TBOOLEAN) type_error(L, value_at, "fill value (number or boolean)");
+  const bool is_bool = type == LUA_TBOOLEAN;
+  const bool is_int = !is_bool && lua_isinteger(L, value_at);
+  const torch::Scalar value = is_bool  ? torch::Scalar(static_cast<bool>(lua_toboolean(L, value_at)))
+                              : is_int ? torch::Scalar(static_cast<int64_t>(lua_tointeger(L, value_at)))
+                                       : torch::Scalar(lua_tonumber(L, value_at));
+  // As torch.full: the value's kind decides the default dtype.
+  const auto defaults = torch::TensorOptions().dtype(is_bool ? torch::kBool : is_int ? torch::kInt64 : torch::kFloat32);
   push_tensor(L, torch::full(sizes, value, tensor_options(L, value_at + 1, defaults)));
   return 1;
 }

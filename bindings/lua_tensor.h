@@ -7,6 +7,7 @@
 #include <lua.hpp>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "runtime/core/torch.h"
@@ -40,6 +41,8 @@ void open_tensor(lua_State* L);
 
 // The method table of lmkit.Tensor (defined in lua_tensor_methods.cpp).
 void push_tensor_methods(lua_State* L);
+// The names registered in it, in declaration order (duplicates would show here, not in the table).
+std::vector<std::string> tensor_method_names();
 
 // Pushes a Lua value (number, boolean or nested table) with the contents of `t`.
 void push_tensor_as_table(lua_State* L, const torch::Tensor& t);

@@ -449,6 +449,12 @@ const Function kMethods[] = {
 
 }  // namespace
 
+std::vector<std::string> tensor_method_names() {
+  std::vector<std::string> names;
+  for (const auto& f : kMethods) names.emplace_back(f.name);
+  return names;
+}
+
 void push_tensor_methods(lua_State* L) {
   lua_newtable(L);
   set_functions(L, -1, "Tensor", kMethods, /*methods=*/true);

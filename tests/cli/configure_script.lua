@@ -1,0 +1,2 @@
+local cfg = lmkit.configure({lr = 20, epochs = 10})
+print(cfg.lr)

@@ -1,0 +1,1 @@
+local x = lmkti.zeros(2)

@@ -1,0 +1,43 @@
+-- help() and lmkit.doc: documentation reaches the REPL user.
+local T = require "lmkit.testing"
+
+local function captured(fn)
+  local chunks = {}
+  local real = io.write
+  io.write = function(...) for _, s in ipairs({...}) do chunks[#chunks + 1] = tostring(s) end end
+  local ok, err = pcall(fn)
+  io.write = real
+  assert(ok, err)
+  return table.concat(chunks)
+end
+
+T.test("functions have signatures", function()
+  local name, doc = lmkit.doc(lmkit.zeros)
+  T.eq(name, "lmkit.zeros")
+  T.truthy(doc:find("^lmkit%.zeros%(sizes%.%.%.%[, options%]%) %-> Tensor"))
+  T.truthy(captured(function() help(lmkit.zeros) end):find("lmkit.zeros\n  lmkit.zeros(sizes", 1, true))
+end)
+
+T.test("help by name, for tensors and for everything", function()
+  T.truthy(captured(function() help("log_softmax") end):find("Tensor:log_softmax", 1, true))
+  local tensor_help = captured(function() help(lmkit.ones(1)) end)
+  T.truthy(tensor_help:find("1-based", 1, true))
+  T.truthy(tensor_help:find("backward", 1, true))
+  T.truthy(captured(function() help() end):find("zeros", 1, true))
+  T.truthy(captured(function() help("no_such_thing") end):find("no documentation for 'no_such_thing'", 1, true))
+end)
+
+T.test("your own functions can be documented", function()
+  local function my_head(logits) return logits:log_softmax() end
+  lmkit.document(my_head, "my_head", "my_head(logits) -> Tensor\nA plain softmax head.")
+  T.truthy(captured(function() help(my_head) end):find("A plain softmax head.", 1, true))
+end)
+
+T.test("show describes values shallowly", function()
+  T.eq(lmkit.show({1, 2, x = {3}}), "{1, 2, x = {...}}")
+  T.eq(lmkit.show("a\nb"), '"a\\nb"')
+  T.eq(lmkit.show(lmkit.zeros), "function: lmkit.zeros")
+  T.eq(lmkit.show({lmkit.zeros(2, 3)}), "{Tensor(float32, size 2x3)}")
+end)
+
+T.run()
