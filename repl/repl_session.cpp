@@ -2,11 +2,11 @@
 
 #include <readline/history.h>
 #include <readline/readline.h>
-#include <sys/select.h>
 #include <unistd.h>
 
-#include <cerrno>
+#include <csetjmp>
 #include <csignal>
+#include <cstring>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -25,27 +25,16 @@ constexpr int kHistoryLength = 1000;
 constexpr const char* kPrompt = "lmkit> ";
 constexpr const char* kContinuationPrompt = "   >> ";
 
-// Readline's callback interface, so that Ctrl-C can abandon a line cleanly (select() returns
-// EINTR and we reset the line) instead of being handled inside readline.
-volatile std::sig_atomic_t g_interrupted = 0;
-std::optional<std::string> g_line;
-bool g_line_ready = false;
-bool g_end_of_input = false;
+// Ctrl-C while typing abandons the line: readline's own SIGINT handler cleans up the terminal and
+// then calls ours, which jumps back out of readline() (the approach of lua.c-style REPLs that keeps
+// readline's normal, type-ahead preserving input path).
+sigjmp_buf g_input_jump;
+volatile std::sig_atomic_t g_reading = 0;
 lua_State* g_completion_state = nullptr;
 std::vector<std::string> g_matches;
 
-void on_sigint_while_reading(int) { g_interrupted = 1; }
-
-void on_line(char* line) {
-  g_line_ready = true;
-  if (!line) {
-    g_end_of_input = true;
-    g_line.reset();
-  } else {
-    g_line = line;
-    std::free(line);
-  }
-  rl_callback_handler_remove();
+void on_sigint_while_reading(int) {
+  if (g_reading) siglongjmp(g_input_jump, 1);
 }
 
 char* match_generator(const char*, int state) {
@@ -56,7 +45,8 @@ char* match_generator(const char*, int state) {
 }
 
 char** attempt_completion(const char* text, int, int) {
-  rl_attempted_completion_over = 1;  // never fall back to file names
+  rl_attempted_completion_over = 1;      // never fall back to file names
+  rl_completion_append_character = '\0';  // readline resets it to ' ' before every completion
   g_matches = complete(g_completion_state, text);
   if (g_matches.empty()) return nullptr;
   return rl_completion_matches(text, match_generator);
@@ -67,40 +57,29 @@ enum class ReadResult { Line, Interrupted, EndOfInput };
 ReadResult read_terminal_line(const char* prompt, std::string& line) {
   struct sigaction action {}, previous {};
   action.sa_handler = on_sigint_while_reading;
-  sigemptyset(&action.sa_mask);  // no SA_RESTART: select() must return on Ctrl-C
+  sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, &previous);
-  g_interrupted = 0;
-  g_line_ready = false;
-  g_end_of_input = false;
-  rl_callback_handler_install(prompt, on_line);
-  ReadResult result = ReadResult::Line;
-  while (!g_line_ready) {
-    fd_set inputs;
-    FD_ZERO(&inputs);
-    FD_SET(fileno(rl_instream), &inputs);
-    const int ready = select(fileno(rl_instream) + 1, &inputs, nullptr, nullptr, nullptr);
-    if (ready < 0) {
-      if (errno == EINTR && g_interrupted) {
-        g_interrupted = 0;
-        rl_free_line_state();
-        rl_callback_sigcleanup();
-        rl_callback_handler_remove();
-        std::cout << "^C\n" << std::flush;
-        result = ReadResult::Interrupted;
-        break;
-      }
-      if (errno == EINTR) continue;
-      rl_callback_handler_remove();
+  ReadResult result;
+  if (sigsetjmp(g_input_jump, 1) != 0) {
+    g_reading = 0;
+    rl_free_line_state();
+    rl_cleanup_after_signal();
+    std::cout << "\n" << std::flush;
+    result = ReadResult::Interrupted;
+  } else {
+    g_reading = 1;
+    char* raw = readline(prompt);
+    g_reading = 0;
+    if (raw) {
+      line = raw;
+      std::free(raw);
+      result = ReadResult::Line;
+    } else {
       result = ReadResult::EndOfInput;
-      break;
     }
-    rl_callback_read_char();
   }
   sigaction(SIGINT, &previous, nullptr);
-  if (result != ReadResult::Line) return result;
-  if (g_end_of_input) return ReadResult::EndOfInput;
-  line = *g_line;
-  return ReadResult::Line;
+  return result;
 }
 
 std::string history_path(const ReplOptions& options) {
@@ -121,7 +100,6 @@ int run_terminal(lua_State* L, const ReplOptions& options) {
             << " (" << (info.cuda_usable ? "cuda" : "cpu") << ")\n"
             << "help() lists the functions, help(x) documents x; Tab completes; Ctrl-D quits.\n";
   rl_readline_name = "lmkit";
-  rl_catch_signals = 0;
   rl_completer_word_break_characters = const_cast<char*>(kWordBreakCharacters);
   rl_completion_append_character = '\0';
   rl_attempted_completion_function = attempt_completion;

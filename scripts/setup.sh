@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs every Debian package lmkit needs (idempotent, non-interactive), then configures and
+# builds lmkit in ./build.
+#
+#   bash scripts/setup.sh               # packages + build
+#   bash scripts/setup.sh --no-build    # packages only
+#   bash scripts/setup.sh --sanitize    # packages + the ASan/UBSan build in ./build-asan
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+build=yes
+build_dir=$root/build
+cmake_extra=()
+for option in "$@"; do
+  case $option in
+    --no-build) build=no ;;
+    --sanitize) build_dir=$root/build-asan; cmake_extra+=(-DLMKIT_SANITIZE=ON) ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown option '$option' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libtorch-dev                      # LibTorch 1.13 (CPU) with its CMake config
+  libopenblas-dev liblapacke-dev    # fast BLAS/LAPACK for Torch and our SVDs
+  liblua5.4-dev lua5.4              # the scripting language, and the stock interpreter for `require "lmkit"`
+  libreadline-dev                   # line editing and history in the REPL
+  libfmt-dev nlohmann-json3-dev libcli11-dev
+  libgtest-dev libgmock-dev         # the C++ tests
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup.sh: installing ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "setup.sh: run as root, or install sudo" >&2; exit 1; }
+    sudo=sudo
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup.sh: all packages present"
+fi
+
+[ "$build" = yes ] || exit 0
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" "${cmake_extra[@]}"
+cmake --build "$build_dir"
+echo "setup.sh: built $build_dir/lmkit"
