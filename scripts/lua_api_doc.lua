@@ -1,0 +1,67 @@
+-- Writes docs/lua-api.md from the doc strings registered with every lmkit function and method,
+-- so the reference cannot drift from the code (tests/CMakeLists.txt checks it is current).
+--
+--   ./build/lmkit run scripts/lua_api_doc.lua > docs/lua-api.md
+local out = {}
+local function w(...) for _, s in ipairs({...}) do out[#out + 1] = s end end
+
+local function entries(t, include)
+  local list = {}
+  for name, value in pairs(t) do
+    local full, doc = lmkit.doc(value)
+    if type(name) == "string" and full and (not include or include(name, value)) then
+      list[#list + 1] = {name = name, full = full, doc = doc}
+    end
+  end
+  table.sort(list, function(a, b) return a.name < b.name end)
+  return list
+end
+
+local function section(list)
+  for _, e in ipairs(list) do
+    local signature, rest = e.doc:match("^([^\n]*)\n?(.*)$")
+    w("### `", e.full, "`\n\n```lua\n", signature, "\n```\n\n")
+    if rest ~= "" then w(rest, "\n\n") end
+  end
+end
+
+w([[
+# Lua API reference
+
+Generated from lmkit's own doc strings by `scripts/lua_api_doc.lua` — `help(x)` in the REPL shows
+the same text. Conventions:
+
+- **1-based**: dimensions, indices and index tensors count from 1, as Lua does; -1 is the last.
+  Ranges `{a, b}` include both ends. (Token ids and other *values* are not indices and keep their meaning.)
+- **Options tables** `{dtype=, device=, requires_grad=}` are checked: an unknown key is an error that lists the accepted ones.
+- **Errors** follow Lua's style: `bad argument #2 to 'lmkit.zeros' (integer expected, got string)`;
+  failures inside Torch are reported with the operation's name and Torch's message.
+- dtypes: `float32` (default), `float64`, `float16`, `bfloat16`, `int64`, `int32`, `int16`, `int8`, `uint8`, `bool`;
+  devices: `cpu`, `cuda`, `cuda:N`.
+
+]])
+
+w("## Module `lmkit`\n\n")
+section(entries(lmkit, function(_, v) return type(v) == "function" end))
+local submodules = {}
+for name, value in pairs(lmkit) do
+  if type(value) == "table" and name ~= "Tensor" and name ~= "settings" then submodules[#submodules + 1] = name end
+end
+table.sort(submodules)
+for _, name in ipairs(submodules) do
+  w("## Module `lmkit.", name, "`\n\n")
+  section(entries(lmkit[name], function(_, v) return type(v) == "function" end))
+end
+local _, tensor_doc = lmkit.doc(lmkit.Tensor)
+w("## Class `lmkit.Tensor`\n\n", tensor_doc, "\n\n")
+section(entries(lmkit.Tensor.methods))
+w([[
+## Command-line settings
+
+`lmkit run recipe.lua --set key=value ...` makes the settings visible as `lmkit.settings` (types
+inferred: integers, numbers, `true`/`false`, comma-separated lists, `"quoted"` strings; dotted keys
+nest) and applies them to a recipe's defaults through `lmkit.configure(defaults)`, where each value is
+read as the type of the default it replaces and an unknown key is an error naming the nearest known one.
+Scripts run with strict globals: reading an undefined global is an error (`--no-strict` turns this off).
+]])
+io.write(table.concat(out))
