@@ -5,7 +5,9 @@
 #include "bindings/embedded_lua.h"
 #include "bindings/lua_call.h"
 #include "bindings/lua_config.h"
+#include "bindings/lua_analysis.h"
 #include "bindings/lua_module.h"
+#include "bindings/lua_stats.h"
 #include "bindings/lua_tensor.h"
 
 namespace lmkit::lua {
@@ -32,6 +34,8 @@ int open_module(lua_State* L) {
   lua_setfield(L, module, "Tensor");
   open_lmkit_functions(L, module);
   open_config(L, module);
+  open_stats(L, module);
+  open_analysis(L, module);
   // Lua-side additions (help, show, ...) extend the table in place.
   lua_getglobal(L, "require");
   lua_pushliteral(L, "lmkit.init");

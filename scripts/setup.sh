@@ -27,6 +27,7 @@ packages=(
   liblua5.4-dev lua5.4              # the scripting language, and the stock interpreter for `require "lmkit"`
   libreadline-dev                   # line editing and history in the REPL
   libfmt-dev nlohmann-json3-dev libcli11-dev
+  libboost-math-dev                 # distributions for lmkit.stats
   libgtest-dev libgmock-dev         # the C++ tests
 )
 

@@ -1,0 +1,82 @@
+#include "runtime/analysis/matrix_rank.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "runtime/core/error.h"
+#include "runtime/tensor/tensor_format.h"
+
+namespace lmkit::analysis {
+namespace {
+
+double machine_epsilon(torch::ScalarType type) {
+  switch (type) {
+    case torch::kFloat64: return std::numeric_limits<double>::epsilon();
+    case torch::kFloat32: return std::numeric_limits<float>::epsilon();
+    case torch::kFloat16: return 9.765625e-4;  // 2^-10
+    case torch::kBFloat16: return 7.8125e-3;   // 2^-7
+    default: throw UsageError("no machine epsilon for dtype " + dtype_name(type));
+  }
+}
+
+torch::Tensor check_singular_values(const torch::Tensor& sv) {
+  if (sv.dim() != 1) throw UsageError("singular values must be a 1-D tensor, got size " + format_shape(sv.sizes()));
+  auto values = sv.detach().to(torch::kCPU).to(torch::kFloat64);
+  if (values.numel() > 0 && !torch::isfinite(values).all().item<bool>()) {
+    throw UsageError("singular values contain nan or inf (was the matrix finite?)");
+  }
+  return values;
+}
+
+}  // namespace
+
+torch::Tensor svdvals(const torch::Tensor& matrix, bool as_float64) {
+  if (matrix.dim() != 2) throw UsageError("svdvals needs a matrix, got size " + format_shape(matrix.sizes()));
+  if (!torch::isFloatingType(matrix.scalar_type())) {
+    throw UsageError("svdvals needs a floating-point matrix, got " + dtype_name(matrix.scalar_type()));
+  }
+  auto m = matrix.detach();
+  if (as_float64) m = m.to(torch::kFloat64);
+  if (!torch::isfinite(m).all().item<bool>()) throw UsageError("svdvals: the matrix contains nan or inf");
+  return torch::linalg_svdvals(m);
+}
+
+double press_tolerance(double sigma_max, std::int64_t rows, std::int64_t cols, torch::ScalarType eps_dtype) {
+  return 0.5 * std::sqrt(static_cast<double>(rows + cols + 1)) * sigma_max * machine_epsilon(eps_dtype);
+}
+
+std::int64_t press_rank(const torch::Tensor& singular_values, std::int64_t rows, std::int64_t cols,
+                        torch::ScalarType eps_dtype) {
+  const auto sv = check_singular_values(singular_values);
+  if (sv.numel() == 0) return 0;
+  const double tol = press_tolerance(sv.max().item<double>(), rows, cols, eps_dtype);
+  return (sv > tol).sum().item<std::int64_t>();
+}
+
+std::int64_t effective_rank(const torch::Tensor& singular_values, double epsilon) {
+  if (!(epsilon > 0.0 && epsilon < 1.0)) throw UsageError("ε must lie in (0, 1), got " + std::to_string(epsilon));
+  const auto sv = check_singular_values(singular_values);
+  if (sv.numel() == 0) return 0;
+  const auto energy = sv.square().sort(/*dim=*/0, /*descending=*/true);
+  const auto cumulative = std::get<0>(energy).cumsum(0);
+  const double total = cumulative[-1].item<double>();
+  if (total == 0.0) return 0;
+  const auto reached = (cumulative >= (1.0 - epsilon) * total).nonzero();
+  return reached[0][0].item<std::int64_t>() + 1;
+}
+
+RankReport rank_report(const torch::Tensor& matrix, torch::ScalarType eps_dtype) {
+  RankReport report;
+  report.rows = matrix.size(0);
+  report.cols = matrix.dim() == 2 ? matrix.size(1) : 0;
+  report.eps_dtype = eps_dtype;
+  const auto sv = svdvals(matrix);
+  report.sigma_max = sv.numel() ? sv.max().item<double>() : 0.0;
+  report.tolerance = press_tolerance(report.sigma_max, report.rows, report.cols, eps_dtype);
+  report.press = press_rank(sv, report.rows, report.cols, eps_dtype);
+  for (double eps : {1e-3, 1e-4, 1e-5}) report.effective.emplace_back(eps, effective_rank(sv, eps));
+  return report;
+}
+
+}  // namespace lmkit::analysis

@@ -1,0 +1,43 @@
+// Numerical ranks of a log-probability matrix Q (m contexts × n words) from its singular values.
+//
+// Press rank (Numerical Recipes; the thesis's "rank"): the number of singular values above
+//   tol = 0.5 · sqrt(m + n + 1) · σ_max · eps(dtype),
+// with eps of the precision the SVD was computed in — float32 by default, as the reference computed
+// it (so a Softmax model with a decoder bias shows rank d + 2, e.g. 402 on PTB).
+//
+// ε-effective rank: the smallest k whose leading singular values hold a share 1 − ε of the
+// energy, Σ_{i≤k} σ_i² ≥ (1 − ε) Σ_i σ_i² (reported for ε = 1e-3, 1e-4, 1e-5).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "runtime/core/torch.h"
+
+namespace lmkit::analysis {
+
+// Singular values of a matrix, descending, never through the Gram matrix QᵀQ (squaring would lose
+// every σ below sqrt(eps)·σ_max — exactly the ones Press rank counts). In the matrix's own precision
+// unless `as_float64`. CPU: LAPACK gesdd (via Torch); CUDA: cuSOLVER (via Torch).
+torch::Tensor svdvals(const torch::Tensor& matrix, bool as_float64 = false);
+
+double press_tolerance(double sigma_max, std::int64_t rows, std::int64_t cols, torch::ScalarType eps_dtype);
+
+// `singular_values` descending (any dtype); rows/cols of the matrix they came from.
+std::int64_t press_rank(const torch::Tensor& singular_values, std::int64_t rows, std::int64_t cols,
+                        torch::ScalarType eps_dtype = torch::kFloat32);
+
+std::int64_t effective_rank(const torch::Tensor& singular_values, double epsilon);
+
+struct RankReport {
+  std::int64_t rows = 0, cols = 0;
+  torch::ScalarType eps_dtype = torch::kFloat32;
+  double sigma_max = 0.0;
+  double tolerance = 0.0;
+  std::int64_t press = 0;
+  std::vector<std::pair<double, std::int64_t>> effective;  // (ε, rank) for ε = 1e-3, 1e-4, 1e-5
+};
+
+// Press rank and ε-effective ranks of `matrix` (singular values in its own precision).
+RankReport rank_report(const torch::Tensor& matrix, torch::ScalarType eps_dtype = torch::kFloat32);
+
+}  // namespace lmkit::analysis

@@ -1,0 +1,63 @@
+// Ranks of matrices whose rank is known by construction.
+#include "runtime/analysis/matrix_rank.h"
+
+#include <gtest/gtest.h>
+
+#include "runtime/core/error.h"
+
+namespace lmkit::analysis {
+namespace {
+
+// U·diag(s)·Vᵀ with orthonormal U, V from QR of Gaussian matrices: singular values exactly s.
+torch::Tensor with_singular_values(const torch::Tensor& s, std::int64_t rows, std::int64_t cols) {
+  auto u = std::get<0>(torch::linalg_qr(torch::randn({rows, s.numel()}, torch::kFloat64)));
+  auto v = std::get<0>(torch::linalg_qr(torch::randn({cols, s.numel()}, torch::kFloat64)));
+  return u.matmul(torch::diag(s)).matmul(v.t());
+}
+
+TEST(MatrixRankTest, PressRankCountsAboveTheFloat32Threshold) {
+  torch::manual_seed(0);
+  const std::int64_t m = 300, n = 200;
+  const double tol_ratio = 0.5 * std::sqrt(m + n + 1.0) * std::numeric_limits<float>::epsilon();
+  // 10 clear values, 5 just above the float32 threshold, 5 just below it.
+  auto s = torch::cat({torch::linspace(10, 1, 10, torch::kFloat64),
+                       torch::full({5}, 10 * tol_ratio * 1.5, torch::kFloat64),
+                       torch::full({5}, 10 * tol_ratio * 0.5, torch::kFloat64)});
+  const auto q = with_singular_values(s, m, n);
+  const auto sv = svdvals(q);  // float64: the tiny values are resolved exactly
+  EXPECT_EQ(press_rank(sv, m, n, torch::kFloat32), 15);
+  EXPECT_EQ(press_rank(sv, m, n, torch::kFloat64), 20);  // float64 eps: all 20 count
+}
+
+TEST(MatrixRankTest, RankOfAProductWithTinyNoise) {
+  torch::manual_seed(1);
+  const auto q = torch::randn({500, 12}, torch::kFloat64).matmul(torch::randn({12, 400}, torch::kFloat64));
+  const auto noisy = q + 1e-13 * torch::randn({500, 400}, torch::kFloat64);
+  EXPECT_EQ(press_rank(svdvals(noisy), 500, 400, torch::kFloat32), 12);
+  EXPECT_EQ(press_rank(svdvals(q.to(torch::kFloat32)), 500, 400, torch::kFloat32), 12);
+}
+
+TEST(MatrixRankTest, EffectiveRankIsTheEnergyShare) {
+  // σ² = {0.9, 0.09, 0.009, 0.001}: 1 − ε = 0.999 needs 3 values, 0.99 needs 2, 0.9 needs 1.
+  const auto sv = torch::tensor({0.9, 0.09, 0.009, 0.001}, torch::kFloat64).sqrt();
+  EXPECT_EQ(effective_rank(sv, 1e-3 * 0.999), 4);
+  EXPECT_EQ(effective_rank(sv, 1e-3 + 1e-12), 3);
+  EXPECT_EQ(effective_rank(sv, 1e-2 + 1e-12), 2);
+  EXPECT_EQ(effective_rank(sv, 0.1 + 1e-12), 1);
+  EXPECT_THROW(effective_rank(sv, 0.0), UsageError);
+}
+
+TEST(MatrixRankTest, ReportAndBadInput) {
+  torch::manual_seed(2);
+  const auto q = torch::randn({60, 5}).matmul(torch::randn({5, 40}));
+  const auto report = rank_report(q);
+  EXPECT_EQ(report.press, 5);
+  EXPECT_EQ(report.effective.size(), 3u);
+  EXPECT_LE(report.effective[0].second, 5);
+  EXPECT_THROW(svdvals(torch::ones({2, 2, 2})), UsageError);
+  EXPECT_THROW(svdvals(torch::full({2, 2}, NAN)), UsageError);
+  EXPECT_THROW(svdvals(torch::ones({2, 2}, torch::kInt64)), UsageError);
+}
+
+}  // namespace
+}  // namespace lmkit::analysis
