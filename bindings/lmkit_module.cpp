@@ -6,6 +6,7 @@
 #include "bindings/lua_call.h"
 #include "bindings/lua_config.h"
 #include "bindings/lua_analysis.h"
+#include "bindings/lua_data.h"
 #include "bindings/lua_module.h"
 #include "bindings/lua_stats.h"
 #include "bindings/lua_tensor.h"
@@ -36,6 +37,7 @@ int open_module(lua_State* L) {
   open_config(L, module);
   open_stats(L, module);
   open_analysis(L, module);
+  open_data(L, module);
   // Lua-side additions (help, show, ...) extend the table in place.
   lua_getglobal(L, "require");
   lua_pushliteral(L, "lmkit.init");

@@ -1,0 +1,52 @@
+#include "runtime/data/batching.h"
+
+#include "runtime/core/error.h"
+#include "runtime/tensor/tensor_format.h"
+
+namespace lmkit::data {
+
+torch::Tensor batchify(const torch::Tensor& tokens, std::int64_t bsz) {
+  if (tokens.dim() != 1) throw UsageError("batchify expects a 1-D token tensor, got size " + format_shape(tokens.sizes()));
+  if (bsz <= 0) throw UsageError("batch size must be positive, got " + std::to_string(bsz));
+  const std::int64_t nbatch = tokens.size(0) / bsz;
+  if (nbatch == 0) {
+    throw UsageError("batchify: " + std::to_string(tokens.size(0)) + " tokens do not fill one row of " +
+                     std::to_string(bsz) + " columns");
+  }
+  return tokens.narrow(0, 0, nbatch * bsz).view({bsz, nbatch}).t().contiguous();
+}
+
+Batch get_batch(const torch::Tensor& source, std::int64_t i, std::int64_t seq_len) {
+  if (source.dim() != 2) throw UsageError("batches come from a batchified [nbatch, bsz] tensor, got size " + format_shape(source.sizes()));
+  const std::int64_t rows = source.size(0);
+  if (i < 0 || i >= rows - 1) {
+    throw UsageError("batch position " + std::to_string(i) + " is outside [0, " + std::to_string(rows - 1) + ")");
+  }
+  if (seq_len <= 0) throw UsageError("sequence length must be positive, got " + std::to_string(seq_len));
+  const std::int64_t len = std::min(seq_len, rows - 1 - i);
+  Batch b;
+  b.input = source.narrow(0, i, len);
+  b.target = source.narrow(0, i + 1, len);
+  b.position = i;
+  b.seq_len = len;
+  return b;
+}
+
+EvalBatches::EvalBatches(torch::Tensor source, std::int64_t bptt) : source_(std::move(source)), bptt_(bptt) {
+  if (source_.dim() != 2 || source_.size(0) < 2) {
+    throw UsageError("evaluation batches need a batchified [nbatch, bsz] tensor with nbatch ≥ 2, got size " +
+                     format_shape(source_.sizes()));
+  }
+  if (bptt_ <= 0) throw UsageError("bptt must be positive, got " + std::to_string(bptt_));
+}
+
+bool EvalBatches::next(Batch& batch) {
+  if (position_ >= source_.size(0) - 1) return false;
+  batch = get_batch(source_, position_, bptt_);
+  position_ += bptt_;
+  return true;
+}
+
+std::int64_t EvalBatches::size() const { return (source_.size(0) - 1 + bptt_ - 1) / bptt_; }
+
+}  // namespace lmkit::data

@@ -1,0 +1,78 @@
+#include "runtime/data/bptt_sampler.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "runtime/core/error.h"
+#include "runtime/tensor/tensor_format.h"
+
+namespace lmkit::data {
+namespace {
+constexpr const char* kStateTag = "lmkit.bptt_sampler.v1";
+}
+
+BpttSampler::BpttSampler(torch::Tensor source, BpttSamplerOptions options)
+    : source_(std::move(source)), options_(options), engine_(options.seed) {
+  if (source_.dim() != 2 || source_.size(0) < 2) {
+    throw UsageError("the sampler needs a batchified [nbatch, bsz] tensor with nbatch ≥ 2, got size " +
+                     format_shape(source_.sizes()));
+  }
+  if (options_.bptt <= 0) throw UsageError("bptt must be positive, got " + std::to_string(options_.bptt));
+  if (!(options_.p_full >= 0 && options_.p_full <= 1)) throw UsageError("p_full must be in [0, 1]");
+  if (!(options_.sd >= 0)) throw UsageError("sd must be non-negative");
+  if (options_.min_len <= 0) throw UsageError("min_len must be positive");
+  if (options_.max_delta < 0 || options_.bptt + options_.max_delta < options_.min_len) {
+    throw UsageError("bptt + max_delta must be at least min_len");
+  }
+}
+
+double BpttSampler::uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
+
+double BpttSampler::normal(double mean, double sd) {
+  const double u1 = 1.0 - uniform();  // (0, 1]: log stays finite
+  const double u2 = uniform();
+  return mean + sd * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+}
+
+std::int64_t BpttSampler::draw_length() {
+  const double bptt = static_cast<double>(options_.bptt);
+  const double base = uniform() < options_.p_full ? bptt : bptt / 2.0;
+  auto len = static_cast<std::int64_t>(std::trunc(normal(base, options_.sd)));  // Python's int()
+  len = std::max(options_.min_len, len);
+  return std::min(len, options_.bptt + options_.max_delta);
+}
+
+bool BpttSampler::next(Batch& batch) {
+  if (position_ >= source_.size(0) - 2) {
+    position_ = 0;
+    ++epoch_;
+    return false;
+  }
+  const std::int64_t len = draw_length();
+  batch = get_batch(source_, position_, len);
+  batch.lr_scale = static_cast<double>(len) / static_cast<double>(options_.bptt);
+  position_ += len;
+  return true;
+}
+
+std::string BpttSampler::state() const {
+  std::ostringstream out;
+  out << kStateTag << ' ' << position_ << ' ' << epoch_ << ' ' << engine_;
+  return out.str();
+}
+
+void BpttSampler::set_state(const std::string& state) {
+  std::istringstream in(state);
+  std::string tag;
+  std::int64_t position = 0, epoch = 0;
+  std::mt19937_64 engine;
+  in >> tag >> position >> epoch >> engine;
+  if (in.fail() || tag != kStateTag || position < 0 || epoch < 0) {
+    throw UsageError("not a sampler state (expected the string returned by sampler:state())");
+  }
+  position_ = position;
+  epoch_ = epoch;
+  engine_ = engine;
+}
+
+}  // namespace lmkit::data
