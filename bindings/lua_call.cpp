@@ -130,6 +130,38 @@ void check_type(lua_State* L, int position, int lua_type_code, const char* expec
   if (lua_type(L, position) != lua_type_code) type_error(L, position, expected);
 }
 
+std::vector<lua_Integer> check_integer_list(lua_State* L, int position, const char* what) {
+  if (lua_type(L, position) != LUA_TTABLE) type_error(L, position, what);
+  std::vector<lua_Integer> values;
+  const auto n = lua_rawlen(L, position);
+  values.reserve(n);
+  for (lua_Unsigned k = 1; k <= n; ++k) {
+    lua_rawgeti(L, position, static_cast<lua_Integer>(k));
+    int ok = 0;
+    const lua_Integer v = lua_tointegerx(L, -1, &ok);
+    lua_pop(L, 1);
+    if (!ok) throw ArgError(position, std::string(what) + ": entry " + std::to_string(k) + " is not an integer");
+    values.push_back(v);
+  }
+  return values;
+}
+
+std::vector<double> check_number_list(lua_State* L, int position, const char* what) {
+  if (lua_type(L, position) != LUA_TTABLE) type_error(L, position, what);
+  std::vector<double> values;
+  const auto n = lua_rawlen(L, position);
+  values.reserve(n);
+  for (lua_Unsigned k = 1; k <= n; ++k) {
+    lua_rawgeti(L, position, static_cast<lua_Integer>(k));
+    const bool is_number = lua_type(L, -1) == LUA_TNUMBER;
+    const double v = lua_tonumber(L, -1);
+    lua_pop(L, 1);
+    if (!is_number) throw ArgError(position, std::string(what) + ": entry " + std::to_string(k) + " is not a number");
+    values.push_back(v);
+  }
+  return values;
+}
+
 std::optional<lua_Integer> opt_integer(lua_State* L, int position) {
   if (lua_isnoneornil(L, position)) return std::nullopt;
   return check_integer(L, position);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace lmkit::lua {
 
@@ -35,6 +36,11 @@ double check_number(lua_State* L, int position);
 std::string check_string(lua_State* L, int position);
 bool check_boolean(lua_State* L, int position);
 void check_type(lua_State* L, int position, int lua_type, const char* expected);
+
+// The entries of a Lua array at `position`, each checked: "entry 3 is not an integer" names the
+// offending one (`what` describes the whole, e.g. "sizes").
+std::vector<lua_Integer> check_integer_list(lua_State* L, int position, const char* what);
+std::vector<double> check_number_list(lua_State* L, int position, const char* what);
 
 std::optional<lua_Integer> opt_integer(lua_State* L, int position);
 std::optional<double> opt_number(lua_State* L, int position);

@@ -96,18 +96,8 @@ std::vector<std::int64_t> ids_argument(lua_State* L, int position) {
     auto flat = t->detach().to(torch::kCPU).to(torch::kInt64).reshape({-1}).contiguous();
     return std::vector<std::int64_t>(flat.data_ptr<std::int64_t>(), flat.data_ptr<std::int64_t>() + flat.numel());
   }
-  check_type(L, position, LUA_TTABLE, "Tensor or table of ids");
-  std::vector<std::int64_t> ids;
-  const auto n = lua_rawlen(L, position);
-  for (lua_Unsigned k = 1; k <= n; ++k) {
-    lua_rawgeti(L, position, static_cast<lua_Integer>(k));
-    int ok = 0;
-    const auto id = lua_tointegerx(L, -1, &ok);
-    lua_pop(L, 1);
-    if (!ok) throw ArgError(position, "entry " + std::to_string(k) + " is not an integer id");
-    ids.push_back(id);
-  }
-  return ids;
+  const auto listed = check_integer_list(L, position, "Tensor or table of ids");
+  return std::vector<std::int64_t>(listed.begin(), listed.end());
 }
 
 // ---- Vocab ----------------------------------------------------------------------------------

@@ -19,19 +19,7 @@ std::vector<double> check_sample(lua_State* L, int position) {
     auto values = t->detach().to(torch::kCPU).to(torch::kFloat64).contiguous();
     return std::vector<double>(values.data_ptr<double>(), values.data_ptr<double>() + values.numel());
   }
-  if (lua_type(L, position) != LUA_TTABLE) type_error(L, position, "array of numbers or 1-D Tensor");
-  std::vector<double> values;
-  const auto n = lua_rawlen(L, position);
-  values.reserve(n);
-  for (lua_Unsigned k = 1; k <= n; ++k) {
-    lua_rawgeti(L, position, static_cast<lua_Integer>(k));
-    const bool is_number = lua_type(L, -1) == LUA_TNUMBER;
-    const double v = lua_tonumber(L, -1);
-    lua_pop(L, 1);
-    if (!is_number) throw ArgError(position, "entry " + std::to_string(k) + " is not a number");
-    values.push_back(v);
-  }
-  return values;
+  return check_number_list(L, position, "array of numbers or 1-D Tensor");
 }
 
 int push_result(lua_State* L, const stats::TestResult& r) {

@@ -31,13 +31,7 @@ std::vector<std::int64_t> opt_dims(lua_State* L, int position, const torch::Tens
   std::vector<std::int64_t> dims;
   if (lua_isnoneornil(L, position)) return dims;
   if (lua_type(L, position) == LUA_TTABLE) {
-    const auto n = lua_rawlen(L, position);
-    for (lua_Unsigned k = 1; k <= n; ++k) {
-      lua_rawgeti(L, position, static_cast<lua_Integer>(k));
-      int ok = 0;
-      const auto d = lua_tointegerx(L, -1, &ok);
-      lua_pop(L, 1);
-      if (!ok) throw ArgError(position, "dimensions must be integers");
+    for (const auto d : check_integer_list(L, position, "dimensions")) {
       try {
         dims.push_back(resolve_dim(d, t.dim()));
       } catch (const UsageError& e) {
@@ -169,18 +163,11 @@ int method_to(lua_State* L) {
 }
 
 std::vector<int64_t> check_signed_sizes(lua_State* L, int position) {
-  std::vector<int64_t> sizes;
   if (lua_type(L, position) == LUA_TTABLE) {
-    const auto n = lua_rawlen(L, position);
-    for (lua_Unsigned k = 1; k <= n; ++k) {
-      lua_rawgeti(L, position, static_cast<lua_Integer>(k));
-      int ok = 0;
-      sizes.push_back(lua_tointegerx(L, -1, &ok));
-      lua_pop(L, 1);
-      if (!ok) throw ArgError(position, "sizes must be integers");
-    }
-    return sizes;
+    const auto listed = check_integer_list(L, position, "sizes");
+    return std::vector<int64_t>(listed.begin(), listed.end());
   }
+  std::vector<int64_t> sizes;
   for (int i = position; !lua_isnone(L, i); ++i) sizes.push_back(check_integer(L, i));
   return sizes;
 }
