@@ -2,8 +2,14 @@
 # uninstrumented (Debian's builds); leaks inside them are suppressed in tests/sanitizers/lsan.supp.
 if(LMKIT_SANITIZE)
   set(_lmkit_san -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
-  # Torch's headers rely on vptr casts across shared-library boundaries the checker cannot see.
-  list(APPEND _lmkit_san -fno-sanitize=vptr)
+  # Torch's headers rely on vptr casts across shared-library boundaries the checker cannot see, and
+  # at::indexing::TensorIndex (ATen/TensorIndexing.h) copies its uninitialized `boolean_` member
+  # whenever a non-boolean index is copied or moved, which the `bool` check reports as UB.
+  list(APPEND _lmkit_san -fno-sanitize=vptr,bool)
   add_compile_options(${_lmkit_san})
+  # -O1 keeps ASan's reports exact and the build cheap (the sanitizer pass runs in CI after the
+  # normal one); -g1 keeps line numbers in stack traces without full debug info.
+  string(REPLACE "-O2" "-O1" CMAKE_CXX_FLAGS_RELWITHDEBINFO "${CMAKE_CXX_FLAGS_RELWITHDEBINFO}")
+  string(REPLACE "-g" "-g1" CMAKE_CXX_FLAGS_RELWITHDEBINFO "${CMAKE_CXX_FLAGS_RELWITHDEBINFO}")
   add_link_options(${_lmkit_san})
 endif()
