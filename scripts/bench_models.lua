@@ -1,8 +1,8 @@
 -- Forward + backward time per batch of a model on this machine (CPU), e.g.
 --   ./build/lmkit run scripts/bench_models.lua --set size=ptb --set head=softmax --set threads=1
 -- size: tiny (N=1000, d=32) or ptb (N=10000, emb 400, nhid 1150; MoS heads: emb 280, nhid 960,
--- nhidlast 620). Batch: bptt × bsz tokens. Times are wall-clock (lmkit.clock when present, else
--- os.clock, which is CPU time and equals wall time only with threads = 1).
+-- nhidlast 620). Batch: bptt × bsz tokens. Times come from os.clock (process CPU time): with
+-- threads = 1 that is the wall time of the batch; with more threads it is their sum.
 local cfg = lmkit.configure({size = "tiny", head = "softmax", K = 15, bptt = 70, bsz = 20, steps = 3, threads = 1})
 lmkit.set_threads(cfg.threads)
 lmkit.seed(1)

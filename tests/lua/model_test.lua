@@ -164,4 +164,52 @@ T.test("save and load round trip; damaged and foreign files are named", function
   os.remove(path)
 end)
 
+T.test("every Model method is documented with its signature", function()
+  local n = 0
+  for name, fn in pairs(lmkit.Model.methods) do
+    n = n + 1
+    local full, doc = lmkit.doc(fn)
+    T.eq(full, "Model:" .. name)
+    T.truthy(doc:sub(1, #name + 3) == "m:" .. name .. "(", "doc of Model:" .. name .. " opens with its signature")
+  end
+  T.truthy(n >= 15)
+  local full = lmkit.doc(lmkit.model)
+  T.eq(full, "lmkit.model")
+  for name, fn in pairs(lmkit.heads) do
+    local _, doc = lmkit.doc(fn)
+    T.truthy(doc and doc:find("^lmkit%.heads%." .. name .. "[%(%{]"), "doc of lmkit.heads." .. name)
+  end
+end)
+
+T.test("method errors name Model and count arguments without self", function()
+  local m = tiny(lmkit.heads.softmax())
+  T.raises(function() m:init_hidden("x") end, "bad argument #1 to 'Model:init_hidden' (integer expected, got string)")
+  T.raises(function() m:forward(lmkit.ones(2, 2)) end, "bad argument #1 to 'Model:forward' (token ids must be an int64 Tensor [T, B])")
+  T.raises(function() lmkit.Model.methods.eval(3) end, "calling 'Model:eval' on bad self")
+end)
+
+T.test("Lua heads run inside coroutines", function()
+  local m = tiny(lmkit.heads.pointwise(function(l)
+    coroutine.running()  -- runs in the caller's thread
+    return l
+  end)):eval()
+  local co = coroutine.wrap(function()
+    local logp = m:log_probs(lmkit.tensor({{1, 2}}, {dtype = "int64"}))
+    coroutine.yield(logp:size(1))
+    return "done"
+  end)
+  T.eq(co(), 2)
+  T.eq(co(), "done")
+end)
+
+T.test("carrying hidden state across batches equals one long batch (evaluation)", function()
+  lmkit.seed(4)
+  local m = tiny(lmkit.heads.gss{c = 0.5, k = 1.5}):eval()
+  local ids = (lmkit.rand(8, 2) * 19):to("int64")
+  local whole = m:log_probs(ids)
+  local first, hidden = m:log_probs(ids[{{1, 5}, {}}])
+  local second = m:log_probs(ids[{{6, 8}, {}}], hidden)
+  T.near(lmkit.cat({first, second}), whole, 1e-5)
+end)
+
 T.run()
