@@ -54,6 +54,23 @@ T.test("PTB MoS parameter count", function()
   T.eq(m:parameter_count().total, 21500620)
 end)
 
+T.test("WT2 LMS-PLIF parameter count (conference paper: 33.65M)", function()
+  local m = lmkit.model{vocab_size = 33278, emb = 400, nhid = 1150, nhidlast = 400, head = lmkit.heads.plif{K = 100000}}
+  T.eq(m:parameter_count().total, 33656078)
+end)
+
+T.test("a collected model releases its Lua head function", function()
+  local weak = setmetatable({}, {__mode = "v"})
+  do
+    local fn = function(l) return l end
+    weak[1] = fn
+    local m = tiny(lmkit.heads.pointwise(fn))
+    T.truthy(m)
+  end
+  for _ = 1, 4 do collectgarbage() end
+  T.eq(weak[1], nil)
+end)
+
 T.test("unknown options and bad heads are errors", function()
   T.raises(function() lmkit.model{vocab_size = 10, embb = 4} end, "unknown option 'embb'")
   T.raises(function() lmkit.heads.gss{c = 0, kk = 2} end, "unknown option 'kk'")
