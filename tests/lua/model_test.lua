@@ -135,6 +135,28 @@ T.test("a pointwise identity head is the softmax head", function()
   T.near(a:log_probs(ids), b:log_probs(ids), 1e-6)
 end)
 
+T.test("a custom head's nll is used for the loss and agrees with its forward", function()
+  local calls = 0
+  local function logp(h, weight, bias) return (h:matmul(weight:transpose(1, 2)) + bias):log_softmax() end
+  local spec = lmkit.heads.custom{
+    forward = logp,
+    nll = function(h, targets, weight, bias)
+      calls = calls + 1
+      local l = h:matmul(weight:transpose(1, 2)) + bias
+      local onehot = lmkit.eye(l:size(2))[targets + 1]  -- ids are 0-based, indices 1-based
+      return l:logsumexp(2) - (l * onehot):sum(2)
+    end,
+  }
+  lmkit.seed(6)
+  local with_nll = tiny(spec):eval()
+  lmkit.seed(6)
+  local plain = tiny(lmkit.heads.custom{forward = logp}):eval()
+  local ids = lmkit.tensor({{1, 2}, {3, 4}}, {dtype = "int64"})
+  local targets = lmkit.tensor({{5, 6}, {7, 8}}, {dtype = "int64"})
+  T.near(with_nll:loss(ids, targets), plain:loss(ids, targets), 1e-6)
+  T.eq(calls, 1)
+end)
+
 T.test("errors inside a Lua head keep their message", function()
   local m = tiny(lmkit.heads.pointwise(function(l) error("my head broke") end))
   T.raises(function() m:log_probs(lmkit.tensor({{1}}, {dtype = "int64"})) end, "my head broke")
