@@ -10,6 +10,12 @@ torch::Tensor component_logits(const torch::Tensor& h, const torch::Tensor& weig
   return bias.defined() ? torch::addmm(bias, h, weight.t()) : torch::mm(h, weight.t());
 }
 
+// l = h·Eᵀ + b written into `out` [M, N].
+torch::Tensor& logits_into(torch::Tensor& out, const torch::Tensor& h, const torch::Tensor& weight,
+                           const torch::Tensor& bias) {
+  return torch::addmm_out(out, bias, h, weight.t());
+}
+
 class MixtureNll : public torch::autograd::Function<MixtureNll> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& latent,
@@ -20,8 +26,11 @@ class MixtureNll : public torch::autograd::Function<MixtureNll> {
     auto t = targets.view({-1, 1});
     auto a = torch::empty_like(log_prior);
     auto lse = torch::empty_like(log_prior);
+    // One [M, N] buffer for all K blocks: re-allocating vocabulary-sized blocks per component
+    // costs page faults on CPU (docs: cpu-performance notes).
+    auto block = torch::empty({latent.size(0), weight.size(0)}, latent.options());
     for (int64_t k = 0; k < K; ++k) {
-      auto z = component_logits(latent.select(1, k), weight, bias);
+      auto z = logits_into(block, latent.select(1, k), weight, bias);
       if (kappa != 1.0) z = gss_transform(z, c, kappa);
       auto norm = torch::logsumexp(z, 1);
       lse.select(1, k).copy_(norm);
@@ -46,9 +55,10 @@ class MixtureNll : public torch::autograd::Function<MixtureNll> {
     auto grad_latent = torch::empty_like(latent);
     auto grad_weight = torch::zeros_like(weight);
     auto grad_bias = bias.defined() ? torch::zeros_like(bias) : torch::Tensor();
+    auto block = torch::empty({latent.size(0), weight.size(0)}, latent.options());
     for (int64_t k = 0; k < K; ++k) {
       auto h = latent.select(1, k);
-      auto l = component_logits(h, weight, bias);
+      auto l = logits_into(block, h, weight, bias);
       auto z = kappa != 1.0 ? gss_transform(l, c, kappa) : l;
       auto ck = coef.select(1, k).unsqueeze(1);  // [M, 1]
       // ∂/∂z = ck·(onehot − p), built in place in z's buffer.
