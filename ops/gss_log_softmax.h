@@ -1,4 +1,4 @@
-// Fused Generalized-SigSoftmax transform + log-softmax (thesis §4.2, conference paper eq. 3).
+// Fused Generalized-SigSoftmax transform + log-softmax (thesis §4.2.2, eq. 4.16; conference paper eq. 3).
 //
 //   z = k·(l − c) + c − (k − 1)·softplus(l − c)          (smooth two-piece linear PL̃(l; c, k))
 //   out = z − logsumexp(z)                              along the last dimension

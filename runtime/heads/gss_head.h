@@ -1,4 +1,4 @@
-// Generalized SigSoftmax GSS(c, k) (thesis ch. 4, eq. 4.4; conference paper eq. 3–4):
+// Generalized SigSoftmax GSS(c, k) (thesis §4.2.2, eq. 4.16–4.18; conference paper eq. 3–4):
 //   log P = log_softmax(k(l − c) + c − (k − 1)·softplus(l − c))
 // the smooth version of the two-piece linear map PL(x; c, k) = x for x > c, k(x − c) + c below.
 // GSS(0, 2) = SigSoftmax, GSS(c, 1) = Softmax. Fused op: ops::gss_log_softmax.

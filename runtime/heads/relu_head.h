@@ -1,5 +1,6 @@
-// ReLU-based head (thesis §4.x, Kanai et al.'s comparison): P ∝ relu(l) + ε, computed in log
-// space as u − logsumexp(u) with u = log(relu(l) + ε). ε = 1e−8 by default. h [..., d] → [M, N].
+// ReLU-based head (Kanai et al. 2018, "Sigsoftmax", §4 and appendix B.1, the stabilized form):
+//   P ∝ relu(l) + ε, computed in log space as u − logsumexp(u), u = log(relu(l) + ε)
+// ε = 1e−8 by default. h [..., d] → [M, N]. No parameters.
 #pragma once
 #include "runtime/heads/head.h"
 

@@ -1,5 +1,6 @@
-// Sigmoid-based head: P ∝ σ(l), computed as log_sigmoid(l) − logsumexp(log_sigmoid(l)) so that
-// no probability is formed. h [..., d] → [M, N]. No parameters.
+// Sigmoid-based head (Kanai et al. 2018, "Sigsoftmax", §3.2 and appendix B):
+//   P ∝ σ(l), computed as log_sigmoid(l) − logsumexp(log_sigmoid(l)) so no probability is formed.
+// h [..., d] → [M, N]. No parameters.
 #pragma once
 #include "runtime/heads/head.h"
 
