@@ -7,6 +7,8 @@
 #include "bindings/lua_config.h"
 #include "bindings/lua_analysis.h"
 #include "bindings/lua_data.h"
+#include "bindings/lua_heads.h"
+#include "bindings/lua_model.h"
 #include "bindings/lua_module.h"
 #include "bindings/lua_stats.h"
 #include "bindings/lua_tensor.h"
@@ -38,6 +40,8 @@ int open_module(lua_State* L) {
   open_stats(L, module);
   open_analysis(L, module);
   open_data(L, module);
+  open_heads(L, module);
+  open_model(L, module);
   // Lua-side additions (help, show, ...) extend the table in place.
   lua_getglobal(L, "require");
   lua_pushliteral(L, "lmkit.init");

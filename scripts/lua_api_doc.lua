@@ -45,7 +45,7 @@ w("## Module `lmkit`\n\n")
 section(entries(lmkit, function(_, v) return type(v) == "function" end))
 local submodules = {}
 for name, value in pairs(lmkit) do
-  if type(value) == "table" and name ~= "Tensor" and name ~= "settings" then submodules[#submodules + 1] = name end
+  if type(value) == "table" and name ~= "Tensor" and name ~= "Model" and name ~= "settings" then submodules[#submodules + 1] = name end
 end
 table.sort(submodules)
 for _, name in ipairs(submodules) do
@@ -55,6 +55,9 @@ end
 local _, tensor_doc = lmkit.doc(lmkit.Tensor)
 w("## Class `lmkit.Tensor`\n\n", tensor_doc, "\n\n")
 section(entries(lmkit.Tensor.methods))
+local _, model_doc = lmkit.doc(lmkit.Model)
+w("## Class `lmkit.Model`\n\n", model_doc, "\n\n")
+section(entries(lmkit.Model.methods))
 w([[
 ## Command-line settings
 

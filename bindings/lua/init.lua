@@ -74,7 +74,7 @@ return function(lmkit)
       local _, doc = lmkit.doc(value)
       if doc then
         io.write(("  %-14s %s\n"):format(key, first_line(doc)))
-      elseif type(value) == "table" and key ~= "settings" and key ~= "Tensor" then
+      elseif type(value) == "table" and key ~= "settings" and key ~= "Tensor" and key ~= "Model" then
         io.write(("  %-14s (module: help(%s%s%s))\n"):format(key, "lmkit", separator, key))
       end
     end
@@ -91,6 +91,7 @@ return function(lmkit)
       local name, doc = lmkit.doc(x)
       if not name then name, doc = lmkit.doc("lmkit." .. x) end
       if not name then name, doc = lmkit.doc("Tensor:" .. x) end
+      if not name then name, doc = lmkit.doc("Model:" .. x) end
       if not name then
         io.write(("no documentation for '%s' (try help() for the list)\n"):format(x))
         return
@@ -103,6 +104,13 @@ return function(lmkit)
       print_doc(name, doc)
       io.write("\n")
       list_functions("Methods (t:name(...)):", lmkit.Tensor.methods, ":")
+      return
+    end
+    if x == lmkit.Model or (type(x) == "userdata" and getmetatable(x) == lmkit.Model) then
+      local name, doc = lmkit.doc(lmkit.Model)
+      print_doc(name, doc)
+      io.write("\n")
+      list_functions("Methods (m:name(...)):", lmkit.Model.methods, ":")
       return
     end
     local name, doc = lmkit.doc(x)

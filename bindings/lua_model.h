@@ -1,0 +1,19 @@
+// lmkit.Model: a LanguageModel (AWD-LSTM + head) held by value in a Lua full userdata, and the
+// functions lmkit.model{...} and lmkit.load(path).
+#pragma once
+#include <lua.hpp>
+
+#include <string>
+#include <vector>
+
+namespace lmkit::lua {
+
+constexpr const char* kModelMetatable = "lmkit.Model";
+
+// Registers the Model metatable (as lmkit.Model) and lmkit.model / lmkit.load.
+void open_model(lua_State* L, int module_index);
+
+// The names in Model's method table, in declaration order.
+std::vector<std::string> model_method_names();
+
+}  // namespace lmkit::lua

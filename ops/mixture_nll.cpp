@@ -1,0 +1,111 @@
+#include "ops/mixture_nll.h"
+
+#include "ops/check.h"
+#include "ops/gss_log_softmax.h"
+
+namespace lmkit::ops {
+namespace {
+
+torch::Tensor component_logits(const torch::Tensor& h, const torch::Tensor& weight, const torch::Tensor& bias) {
+  return bias.defined() ? torch::addmm(bias, h, weight.t()) : torch::mm(h, weight.t());
+}
+
+// l = h·Eᵀ + b written into `out` [M, N].
+torch::Tensor& logits_into(torch::Tensor& out, const torch::Tensor& h, const torch::Tensor& weight,
+                           const torch::Tensor& bias) {
+  return torch::addmm_out(out, bias, h, weight.t());
+}
+
+class MixtureNll : public torch::autograd::Function<MixtureNll> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& latent,
+                               const torch::Tensor& log_prior, const torch::Tensor& weight,
+                               const torch::Tensor& bias, const torch::Tensor& targets, double c,
+                               double kappa) {
+    const int64_t K = latent.size(1);
+    auto t = targets.view({-1, 1});
+    auto a = torch::empty_like(log_prior);
+    auto lse = torch::empty_like(log_prior);
+    // One [M, N] buffer for all K blocks: re-allocating vocabulary-sized blocks per component
+    // costs page faults on CPU (docs: cpu-performance notes).
+    auto block = torch::empty({latent.size(0), weight.size(0)}, latent.options());
+    for (int64_t k = 0; k < K; ++k) {
+      auto z = logits_into(block, latent.select(1, k), weight, bias);
+      if (kappa != 1.0) z = gss_transform(z, c, kappa);
+      auto norm = torch::logsumexp(z, 1);
+      lse.select(1, k).copy_(norm);
+      a.select(1, k).copy_(log_prior.select(1, k) + z.gather(1, t).squeeze(1) - norm);
+    }
+    auto nll = -torch::logsumexp(a, 1);
+    ctx->save_for_backward({latent, log_prior, weight, bias, targets, a, lse});
+    ctx->saved_data["c"] = c;
+    ctx->saved_data["kappa"] = kappa;
+    return nll;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto s = ctx->get_saved_variables();
+    const auto &latent = s[0], &weight = s[2], &bias = s[3], &targets = s[4], &a = s[5], &lse = s[6];
+    const double c = ctx->saved_data["c"].toDouble();
+    const double kappa = ctx->saved_data["kappa"].toDouble();
+    const int64_t K = latent.size(1);
+    auto t = targets.view({-1, 1});
+    auto coef = -grads[0].unsqueeze(1) * torch::softmax(a, 1);  // [M, K]: −g·r
+    auto grad_latent = torch::empty_like(latent);
+    auto grad_weight = torch::zeros_like(weight);
+    auto grad_bias = bias.defined() ? torch::zeros_like(bias) : torch::Tensor();
+    auto block = torch::empty({latent.size(0), weight.size(0)}, latent.options());
+    for (int64_t k = 0; k < K; ++k) {
+      auto h = latent.select(1, k);
+      auto l = logits_into(block, h, weight, bias);
+      auto z = kappa != 1.0 ? gss_transform(l, c, kappa) : l;
+      auto ck = coef.select(1, k).unsqueeze(1);  // [M, 1]
+      // ∂/∂z = ck·(onehot − p), built in place in z's buffer.
+      auto gz = z.sub_(lse.select(1, k).unsqueeze(1)).exp_().mul_(-ck);
+      gz.scatter_add_(1, t, ck);
+      if (kappa != 1.0) gz.mul_(kappa - (kappa - 1) * torch::sigmoid(l - c));
+      grad_latent.select(1, k).copy_(torch::mm(gz, weight));
+      grad_weight.addmm_(gz.t(), h);
+      if (grad_bias.defined()) grad_bias.add_(gz.sum(0));
+    }
+    return {grad_latent, coef, grad_weight, grad_bias, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor mixture_nll(const torch::Tensor& latent, const torch::Tensor& log_prior,
+                          const torch::Tensor& weight, const torch::Tensor& bias,
+                          const torch::Tensor& targets, double c, double kappa) {
+  check_floating(latent, "mixture_nll", "latent");
+  LMKIT_OP_CHECK(latent.dim() == 3, "mixture_nll: latent must be [M, K, d], got " + shape_of(latent));
+  const auto M = latent.size(0), K = latent.size(1), d = latent.size(2);
+  LMKIT_OP_CHECK(log_prior.dim() == 2 && log_prior.size(0) == M && log_prior.size(1) == K,
+                 "mixture_nll: log_prior must be [M, K] = [" + std::to_string(M) + ", " + std::to_string(K) + "], got " + shape_of(log_prior));
+  LMKIT_OP_CHECK(weight.dim() == 2 && weight.size(1) == d,
+                 "mixture_nll: weight must be [N, " + std::to_string(d) + "], got " + shape_of(weight));
+  LMKIT_OP_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)),
+                 "mixture_nll: bias must be [N], got " + shape_of(bias));
+  LMKIT_OP_CHECK(targets.scalar_type() == torch::kInt64 && targets.numel() == M,
+                 "mixture_nll: targets must be int64 with M = " + std::to_string(M) + " entries");
+  // autograd::Function cannot take an undefined tensor input: a zero bias stands in (its gradient
+  // is computed and dropped; N floats).
+  const auto b = bias.defined() ? bias : torch::zeros({weight.size(0)}, weight.options());
+  return MixtureNll::apply(latent, log_prior, weight, b, targets.reshape({-1}), c, kappa);
+}
+
+torch::Tensor mixture_log_probs(const torch::Tensor& latent, const torch::Tensor& log_prior,
+                                const torch::Tensor& weight, const torch::Tensor& bias, double c,
+                                double kappa) {
+  torch::Tensor acc;
+  for (int64_t k = 0; k < latent.size(1); ++k) {
+    auto l = component_logits(latent.select(1, k), weight, bias);
+    auto logp = (kappa != 1.0 ? gss_log_softmax(l, c, kappa) : torch::log_softmax(l, 1)) +
+                log_prior.select(1, k).unsqueeze(1);
+    acc = acc.defined() ? torch::logaddexp(acc, logp) : logp;
+  }
+  return acc;
+}
+
+}  // namespace lmkit::ops

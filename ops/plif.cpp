@@ -1,0 +1,147 @@
+#include "ops/plif.h"
+
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <vector>
+
+#include "ops/check.h"
+
+namespace lmkit::ops {
+namespace {
+
+// Knot values y_0..y_{K−1} (the left end of each piece), accumulated in double.
+torch::Tensor knot_values(const torch::Tensor& slopes, double T) {
+  const int64_t K = slopes.size(0);
+  const double w = 2 * T / static_cast<double>(K);
+  auto s = slopes.to(torch::kFloat64);
+  auto y = torch::empty({K}, s.options());
+  y[0] = -T * s[0];
+  if (K > 1) y.slice(0, 1) = -T * s[0] + w * torch::cumsum(s.slice(0, 0, K - 1), 0);
+  return y;
+}
+
+// Interval index of every logit (clamped so the end pieces extend).
+torch::Tensor interval_of(const torch::Tensor& l, int64_t K, double T) {
+  const double w = 2 * T / static_cast<double>(K);
+  return torch::floor((l.to(torch::kFloat64) + T) / w).clamp(0, K - 1).to(torch::kInt64);
+}
+
+template <typename scalar_t>
+inline int64_t interval(scalar_t x, double T, double w, int64_t K) {
+  const double i = std::floor((static_cast<double>(x) + T) / w);
+  if (!(i >= 0)) return 0;  // also catches NaN
+  return i >= static_cast<double>(K) ? K - 1 : static_cast<int64_t>(i);
+}
+
+class Plif : public torch::autograd::Function<Plif> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
+                               const torch::Tensor& slopes, double T) {
+    const int64_t K = slopes.size(0);
+    const double w = 2 * T / static_cast<double>(K);
+    auto y = knot_values(slopes, T);
+    torch::Tensor out;
+    auto l = logits.contiguous();
+    if (l.device().is_cpu()) {
+      out = torch::empty_like(l);
+      auto s = slopes.to(torch::kFloat64).contiguous();
+      const double* sp = s.data_ptr<double>();
+      const double* yp = y.data_ptr<double>();
+      AT_DISPATCH_FLOATING_TYPES(l.scalar_type(), "plif_cpu", [&] {
+        const scalar_t* x = l.data_ptr<scalar_t>();
+        scalar_t* o = out.data_ptr<scalar_t>();
+        at::parallel_for(0, l.numel(), 4096, [&](int64_t begin, int64_t end) {
+          for (int64_t e = begin; e < end; ++e) {
+            const int64_t i = interval(x[e], T, w, K);
+            const double offset = static_cast<double>(x[e]) - (-T + static_cast<double>(i) * w);
+            o[e] = static_cast<scalar_t>(yp[i] + sp[i] * offset);
+          }
+        });
+      });
+    } else {
+      auto i = interval_of(l, K, T);
+      auto offset = l.to(torch::kFloat64) - (-T + i.to(torch::kFloat64) * w);
+      out = (y.index({i}) + slopes.to(torch::kFloat64).index({i}) * offset).to(l.scalar_type());
+    }
+    ctx->save_for_backward({l, slopes});
+    ctx->saved_data["T"] = T;
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto& l = saved[0];
+    const auto& slopes = saved[1];
+    const double T = ctx->saved_data["T"].toDouble();
+    const int64_t K = slopes.size(0);
+    const double w = 2 * T / static_cast<double>(K);
+    auto g = grads[0].contiguous();
+    torch::Tensor grad_l, grad_s;
+    if (l.device().is_cpu()) {
+      grad_l = torch::empty_like(l);
+      auto s = slopes.to(torch::kFloat64).contiguous();
+      const double* sp = s.data_ptr<double>();
+      std::vector<double> offset_sum(K, 0.0), grad_sum(K, 0.0);
+      AT_DISPATCH_FLOATING_TYPES(l.scalar_type(), "plif_backward_cpu", [&] {
+        const scalar_t* x = l.data_ptr<scalar_t>();
+        const scalar_t* gy = g.data_ptr<scalar_t>();
+        scalar_t* gx = grad_l.data_ptr<scalar_t>();
+        // Sequential on purpose: a fixed summation order makes the slope gradients reproducible.
+        for (int64_t e = 0, n = l.numel(); e < n; ++e) {
+          const int64_t i = interval(x[e], T, w, K);
+          const double ge = static_cast<double>(gy[e]);
+          gx[e] = static_cast<scalar_t>(ge * sp[i]);
+          offset_sum[i] += ge * (static_cast<double>(x[e]) - (-T + static_cast<double>(i) * w));
+          grad_sum[i] += ge;
+        }
+      });
+      auto gs = torch::empty({K}, torch::kFloat64);
+      double* out = gs.data_ptr<double>();
+      double later = 0, total = 0;  // later = Σ_{i>j} grad_sum[i]
+      for (int64_t j = K - 1; j >= 0; --j) {
+        out[j] = offset_sum[j] + w * later;
+        later += grad_sum[j];
+      }
+      total = later;
+      out[0] += -T * total;
+      grad_s = gs.to(slopes.scalar_type());
+    } else {
+      auto i = interval_of(l, K, T).view(-1);
+      auto gd = g.to(torch::kFloat64).view(-1);
+      auto offset = l.to(torch::kFloat64).view(-1) - (-T + i.to(torch::kFloat64) * w);
+      grad_l = g * slopes.index({interval_of(l, K, T)});
+      auto offset_sum = torch::zeros({K}, gd.options()).index_add_(0, i, gd * offset);
+      auto grad_sum = torch::zeros({K}, gd.options()).index_add_(0, i, gd);
+      auto later = grad_sum.flip(0).cumsum(0).flip(0) - grad_sum;
+      grad_s = offset_sum + w * later;
+      grad_s[0] += -T * gd.sum();
+      grad_s = grad_s.to(slopes.scalar_type());
+    }
+    return {grad_l, grad_s, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor plif(const torch::Tensor& logits, const torch::Tensor& slopes, double T) {
+  check_floating(logits, "plif", "logits");
+  check_floating(slopes, "plif", "slopes");
+  LMKIT_OP_CHECK(slopes.dim() == 1 && slopes.size(0) > 0, "plif: slopes must be a non-empty vector, got " + shape_of(slopes));
+  LMKIT_OP_CHECK(T > 0, "plif: T must be positive");
+  LMKIT_OP_CHECK(slopes.device() == logits.device(), "plif: logits and slopes on different devices");
+  return Plif::apply(logits, slopes, T);
+}
+
+torch::Tensor plif_reference(const torch::Tensor& logits, const torch::Tensor& slopes, double T) {
+  const int64_t K = slopes.size(0);
+  const double w = 2 * T / static_cast<double>(K);
+  auto y0 = -T * slopes.slice(0, 0, 1);
+  auto y = torch::cat({y0, y0 + w * torch::cumsum(slopes.slice(0, 0, K - 1), 0)});
+  auto i = interval_of(logits.detach(), K, T);
+  auto offset = logits - (-T + i.to(logits.scalar_type()) * w);
+  return y.index({i}) + slopes.index({i}) * offset;
+}
+
+}  // namespace lmkit::ops

@@ -1,0 +1,27 @@
+// Generalized SigSoftmax GSS(c, k) (thesis §4.2.2, eq. 4.16–4.18; conference paper eq. 3–4):
+//   log P = log_softmax(k(l − c) + c − (k − 1)·softplus(l − c))
+// the smooth version of the two-piece linear map PL(x; c, k) = x for x > c, k(x − c) + c below.
+// GSS(0, 2) = SigSoftmax, GSS(c, 1) = Softmax. Fused op: ops::gss_log_softmax.
+// h [..., d] → [M, N]. c, k are hyperparameters, not parameters.
+#pragma once
+#include "runtime/heads/head.h"
+
+namespace lmkit {
+
+struct GssHeadOptions {
+  TORCH_ARG(double, c) = 0.0;
+  TORCH_ARG(double, k) = 2.0;
+};
+
+class GssHeadImpl : public HeadImpl {
+ public:
+  explicit GssHeadImpl(GssHeadOptions options = {});
+  std::string kind() const override { return "gss"; }
+  nlohmann::json config() const override;
+  torch::Tensor log_probs(const torch::Tensor& h, const Decoder& decoder) override;
+  GssHeadOptions options;
+};
+
+TORCH_MODULE(GssHead);
+
+}  // namespace lmkit

@@ -1,0 +1,60 @@
+// MoS, MoSS and MoC: the heads that mix K latent contexts (one shared implementation of the
+// latents and priors; they differ in where the mixture is taken).
+#include "ops/mixture_nll.h"
+#include "runtime/core/error.h"
+#include "runtime/heads/moc_head.h"
+#include "runtime/heads/mos_head.h"
+#include "runtime/heads/moss_head.h"
+#include "runtime/models/dropout.h"
+
+namespace lmkit {
+
+MosHeadImpl::MosHeadImpl(MosHeadOptions o) : options(o) {
+  if (o.K() <= 0) throw ConfigError("mos: K must be positive, got " + std::to_string(o.K()));
+  if (o.dropoutl() < 0 || o.dropoutl() >= 1) throw ConfigError("mos: dropoutl must be in [0, 1)");
+  latent = register_module("latent", torch::nn::Linear(o.in_dim(), o.K() * o.latent_dim()));
+  prior = register_module("prior", torch::nn::Linear(torch::nn::LinearOptions(o.in_dim(), o.K()).bias(false)));
+}
+
+nlohmann::json MosHeadImpl::config() const {
+  return {{"kind", kind()}, {"K", options.K()}, {"dropoutl", options.dropoutl()}};
+}
+
+std::tuple<torch::Tensor, torch::Tensor> MosHeadImpl::mixture(const torch::Tensor& h) {
+  // Locked dropout needs the [T, B, ·] layout; the mask is shared across time.
+  auto hk = locked_dropout(torch::tanh(latent(h)), options.dropoutl(), is_training());
+  auto log_prior = torch::log_softmax(prior(rows_of(h)), 1);
+  return {hk.reshape({-1, options.K(), options.latent_dim()}), log_prior};
+}
+
+torch::Tensor MosHeadImpl::log_probs(const torch::Tensor& h, const Decoder& decoder) {
+  auto [hk, log_prior] = mixture(h);
+  return ops::mixture_log_probs(hk, log_prior, decoder.weight, decoder.bias, component_c_, component_kappa_);
+}
+
+torch::Tensor MosHeadImpl::nll(const torch::Tensor& h, const torch::Tensor& targets, const Decoder& decoder) {
+  auto [hk, log_prior] = mixture(h);
+  return ops::mixture_nll(hk, log_prior, decoder.weight, decoder.bias, targets.reshape({-1}),
+                          component_c_, component_kappa_);
+}
+
+MossHeadImpl::MossHeadImpl(MosHeadOptions o) : MosHeadImpl(o) {
+  component_c_ = 0.0;
+  component_kappa_ = 2.0;
+}
+
+MocHeadImpl::MocHeadImpl(MosHeadOptions o) : MosHeadImpl(o) {}
+
+torch::Tensor MocHeadImpl::log_probs(const torch::Tensor& h, const Decoder& decoder) {
+  auto [hk, log_prior] = mixture(h);
+  auto context = (hk * log_prior.exp().unsqueeze(2)).sum(1);  // Σ_k π_k h_k  [M, d]
+  return torch::log_softmax(decoder.logits(context), 1);
+}
+
+torch::Tensor MocHeadImpl::nll(const torch::Tensor& h, const torch::Tensor& targets, const Decoder& decoder) {
+  auto [hk, log_prior] = mixture(h);
+  auto l = decoder.logits((hk * log_prior.exp().unsqueeze(2)).sum(1));
+  return torch::logsumexp(l, 1) - l.gather(1, targets.reshape({-1, 1})).squeeze(1);
+}
+
+}  // namespace lmkit

@@ -1,0 +1,24 @@
+// ReLU-based head (Kanai et al. 2018, "Sigsoftmax", §4 and appendix B.1, the stabilized form):
+//   P ∝ relu(l) + ε, computed in log space as u − logsumexp(u), u = log(relu(l) + ε)
+// ε = 1e−8 by default. h [..., d] → [M, N]. No parameters.
+#pragma once
+#include "runtime/heads/head.h"
+
+namespace lmkit {
+
+struct ReluHeadOptions {
+  TORCH_ARG(double, eps) = 1e-8;
+};
+
+class ReluHeadImpl : public HeadImpl {
+ public:
+  explicit ReluHeadImpl(ReluHeadOptions options = {});
+  std::string kind() const override { return "relu"; }
+  nlohmann::json config() const override;
+  torch::Tensor log_probs(const torch::Tensor& h, const Decoder& decoder) override;
+  ReluHeadOptions options;
+};
+
+TORCH_MODULE(ReluHead);
+
+}  // namespace lmkit

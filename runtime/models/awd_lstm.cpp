@@ -1,0 +1,111 @@
+#include "runtime/models/awd_lstm.h"
+
+#include <cmath>
+#include <string>
+
+#include "runtime/core/error.h"
+#include "runtime/models/dropout.h"
+
+namespace lmkit {
+
+torch::Tensor locked_dropout(const torch::Tensor& x, double p, bool training) {
+  if (!training || p == 0.0) return x;
+  if (p < 0.0 || p >= 1.0) throw UsageError("dropout probability must be in [0, 1), got " + std::to_string(p));
+  auto mask_shape = x.sizes().vec();
+  if (x.dim() == 3) mask_shape[0] = 1;
+  auto mask = torch::empty(mask_shape, x.options()).bernoulli_(1.0 - p).div_(1.0 - p);
+  return x * mask;
+}
+
+torch::Tensor embedding_dropout(const torch::Tensor& weight, const torch::Tensor& ids, double p, bool training) {
+  auto rows = torch::embedding(weight, ids);
+  if (!training || p == 0.0) return rows;
+  if (p < 0.0 || p >= 1.0) throw UsageError("dropoute must be in [0, 1), got " + std::to_string(p));
+  auto keep = torch::empty({weight.size(0)}, weight.options()).bernoulli_(1.0 - p).div_(1.0 - p);
+  return rows * keep.index({ids}).unsqueeze(-1);
+}
+
+AwdLstmImpl::AwdLstmImpl(AwdLstmOptions opts) : options(std::move(opts)) {
+  const auto& o = options;
+  if (o.vocab_size() <= 0 || o.emb() <= 0 || o.nhid() <= 0 || o.nhidlast() <= 0 || o.nlayers() <= 0) {
+    throw ConfigError("AWD-LSTM sizes must be positive (vocab_size, emb, nhid, nhidlast, nlayers)");
+  }
+  for (double p : {o.dropout(), o.dropouth(), o.dropouti(), o.dropoute(), o.wdrop()}) {
+    if (p < 0.0 || p >= 1.0) throw ConfigError("AWD-LSTM dropout rates must be in [0, 1), got " + std::to_string(p));
+  }
+  embedding = register_parameter("embedding", torch::empty({o.vocab_size(), o.emb()}));
+  for (int64_t l = 0; l < o.nlayers(); ++l) {
+    const int64_t in = l == 0 ? o.emb() : layer_size(l - 1);
+    const int64_t h = layer_size(l);
+    const auto p = "lstm" + std::to_string(l) + "_";
+    layers.push_back({register_parameter(p + "w_ih", torch::empty({4 * h, in})),
+                      register_parameter(p + "w_hh", torch::empty({4 * h, h})),
+                      register_parameter(p + "b_ih", torch::empty({4 * h})),
+                      register_parameter(p + "b_hh", torch::empty({4 * h}))});
+  }
+  reset_parameters();
+}
+
+int64_t AwdLstmImpl::layer_size(int64_t layer) const {
+  return layer == options.nlayers() - 1 ? options.nhidlast() : options.nhid();
+}
+
+void AwdLstmImpl::reset_parameters() {
+  torch::NoGradGuard no_grad;
+  embedding.uniform_(-0.1, 0.1);
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(layer_size(static_cast<int64_t>(l))));
+    for (auto* w : {&layers[l].w_ih, &layers[l].w_hh, &layers[l].b_ih, &layers[l].b_hh}) w->uniform_(-bound, bound);
+  }
+}
+
+LstmState AwdLstmImpl::init_hidden(int64_t batch_size) const {
+  LstmState state;
+  for (int64_t l = 0; l < options.nlayers(); ++l) {
+    auto zeros = torch::zeros({1, batch_size, layer_size(l)}, embedding.options().requires_grad(false));
+    state.emplace_back(zeros, zeros.clone());
+  }
+  return state;
+}
+
+AwdLstmOutput AwdLstmImpl::forward(const torch::Tensor& ids, const LstmState& hidden) {
+  if (ids.dim() != 2 || ids.scalar_type() != torch::kInt64) {
+    throw UsageError("AWD-LSTM input must be int64 token ids [T, B]");
+  }
+  if (hidden.size() != layers.size()) {
+    throw UsageError("hidden state has " + std::to_string(hidden.size()) + " layers, the model " +
+                     std::to_string(layers.size()) + " (use init_hidden(batch_size))");
+  }
+  const bool train = is_training();
+  auto x = embedding_dropout(embedding, ids, options.dropoute(), train);
+  if (train && options.emb_noise() > 0) x = x + torch::randn_like(x) * options.emb_noise();
+  x = locked_dropout(x, options.dropouti(), train);
+  AwdLstmOutput result;
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const auto& w = layers[l];
+    const auto& [h0, c0] = hidden[l];
+    if (h0.dim() != 3 || h0.size(1) != ids.size(1)) {
+      throw UsageError("hidden state of layer " + std::to_string(l + 1) + " does not match batch size " +
+                       std::to_string(ids.size(1)));
+    }
+    // DropConnect on the recurrent matrix: one mask for this whole sequence.
+    auto w_hh = train && options.wdrop() > 0 ? torch::dropout(w.w_hh, options.wdrop(), true) : w.w_hh;
+    auto out = at::lstm(x, {h0, c0}, {w.w_ih, w_hh, w.b_ih, w.b_hh}, /*has_biases=*/true,
+                        /*num_layers=*/1, /*dropout=*/0.0, train, /*bidirectional=*/false,
+                        /*batch_first=*/false);
+    x = std::get<0>(out);
+    result.hidden.emplace_back(std::get<1>(out), std::get<2>(out));
+    if (l + 1 < layers.size()) x = locked_dropout(x, options.dropouth(), train);
+  }
+  result.raw = x;
+  result.output = locked_dropout(x, options.dropout(), train);
+  return result;
+}
+
+LstmState detach_state(const LstmState& state) {
+  LstmState out;
+  for (const auto& [h, c] : state) out.emplace_back(h.detach(), c.detach());
+  return out;
+}
+
+}  // namespace lmkit

@@ -1,0 +1,66 @@
+// The AWD-LSTM encoder (Merity, Keskar, Socher 2018; SPEC §1; thesis §2.3):
+//   x = embedding_dropout(E, ids, dropoute)              [T, B, emb]
+//   x = x + N(0, emb_noise²) (training, optional: AdvSoft's "embedding noise")
+//   x = locked_dropout(x, dropouti)
+//   for layer l = 1..nlayers: x = LSTM_l(x; W_hh dropped by DropConnect wdrop, fresh mask each
+//       forward, shared over time); between layers locked_dropout(x, dropouth)
+//   raw = x (undropped last output, for TAR);  out = locked_dropout(raw, dropout)   [T, B, nhidlast]
+// Layer sizes: emb → nhid → … → nhid → nhidlast. Each layer runs through at::lstm with its
+// (dropped) weights passed functionally, so CUDA keeps the fused cuDNN kernel.
+// Init: embedding U(−0.1, 0.1); LSTM weights and biases U(−1/√h, 1/√h) (Torch's default).
+// Parameters per layer: 4h·(in + h) + 8h.
+#pragma once
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "runtime/core/torch.h"
+
+namespace lmkit {
+
+struct AwdLstmOptions {
+  TORCH_ARG(int64_t, vocab_size) = 10000;
+  TORCH_ARG(int64_t, emb) = 400;
+  TORCH_ARG(int64_t, nhid) = 1150;
+  TORCH_ARG(int64_t, nhidlast) = 400;
+  TORCH_ARG(int64_t, nlayers) = 3;
+  TORCH_ARG(double, dropout) = 0.4;
+  TORCH_ARG(double, dropouth) = 0.3;
+  TORCH_ARG(double, dropouti) = 0.4;
+  TORCH_ARG(double, dropoute) = 0.1;
+  TORCH_ARG(double, wdrop) = 0.5;
+  TORCH_ARG(double, emb_noise) = 0.0;
+};
+
+// One (h, c) pair per layer, each [1, B, size].
+using LstmState = std::vector<std::pair<torch::Tensor, torch::Tensor>>;
+
+struct AwdLstmOutput {
+  torch::Tensor output;  // [T, B, nhidlast], after `dropout`
+  torch::Tensor raw;     // [T, B, nhidlast], before it (TAR)
+  LstmState hidden;      // the state after the last step (not detached)
+};
+
+class AwdLstmImpl : public torch::nn::Module {
+ public:
+  explicit AwdLstmImpl(AwdLstmOptions options);
+  // ids: int64 [T, B] of token ids (0-based values); hidden from init_hidden or a previous call.
+  AwdLstmOutput forward(const torch::Tensor& ids, const LstmState& hidden);
+  LstmState init_hidden(int64_t batch_size) const;
+  int64_t layer_size(int64_t layer) const;  // output width of layer (0-based)
+  void reset_parameters();
+
+  AwdLstmOptions options;
+  torch::Tensor embedding;  // [N, emb]
+  struct Layer {
+    torch::Tensor w_ih, w_hh, b_ih, b_hh;
+  };
+  std::vector<Layer> layers;
+};
+
+TORCH_MODULE(AwdLstm);
+
+// The state with its history cut (carried across batches without backpropagating into them).
+LstmState detach_state(const LstmState& state);
+
+}  // namespace lmkit

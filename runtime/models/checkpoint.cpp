@@ -1,0 +1,125 @@
+#include "runtime/models/checkpoint.h"
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include "runtime/core/error.h"
+#include "runtime/core/version.h"
+
+namespace lmkit {
+namespace {
+
+constexpr char kMagic[8] = {'L', 'M', 'K', 'I', 'T', 'C', 'K', 'P'};
+constexpr std::uint32_t kFormat = 1;
+
+std::uint64_t fnv1a(const std::string& bytes, std::size_t n) {
+  std::uint64_t hash = 1469598103934665603ULL;
+  for (std::size_t i = 0; i < n; ++i) {
+    hash ^= static_cast<unsigned char>(bytes[i]);
+    hash *= 1099511628211ULL;
+  }
+  return hash;
+}
+
+template <typename T>
+void put(std::string& out, T value) {
+  char buf[sizeof(T)];
+  std::memcpy(buf, &value, sizeof(T));  // little-endian hosts only (x86-64, aarch64)
+  out.append(buf, sizeof(T));
+}
+
+template <typename T>
+T take(const std::string& in, std::size_t& at, const std::string& path) {
+  if (at + sizeof(T) > in.size()) throw EnvironmentError("checkpoint '" + path + "' is truncated");
+  T value;
+  std::memcpy(&value, in.data() + at, sizeof(T));
+  at += sizeof(T);
+  return value;
+}
+
+}  // namespace
+
+void save_checkpoint(const LanguageModel& model, const std::string& path) {
+  const nlohmann::json header = {{"lmkit", build_info().lmkit_version}, {"config", to_json(model->options)}};
+  std::ostringstream archive_bytes;
+  {
+    torch::serialize::OutputArchive archive;
+    model->save(archive);
+    archive.save_to(archive_bytes);
+  }
+  const std::string json = header.dump();
+  const std::string archive = archive_bytes.str();
+  std::string out(kMagic, sizeof(kMagic));
+  put<std::uint32_t>(out, kFormat);
+  put<std::uint64_t>(out, json.size());
+  out += json;
+  put<std::uint64_t>(out, archive.size());
+  out += archive;
+  put<std::uint64_t>(out, fnv1a(out, out.size()));
+
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
+    if (!file) throw EnvironmentError("cannot write checkpoint '" + tmp + "': " + std::strerror(errno));
+    file.write(out.data(), static_cast<std::streamsize>(out.size()));
+    file.flush();
+    if (!file) {
+      std::remove(tmp.c_str());
+      throw EnvironmentError("writing checkpoint '" + tmp + "' failed (disk full?)");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw EnvironmentError("cannot move checkpoint into place at '" + path + "': " + reason);
+  }
+}
+
+Checkpoint load_checkpoint(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw EnvironmentError("cannot open checkpoint '" + path + "': " + std::strerror(errno));
+  const std::string in((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (in.size() < sizeof(kMagic) || std::memcmp(in.data(), kMagic, sizeof(kMagic)) != 0) {
+    throw EnvironmentError("'" + path + "' is not an lmkit checkpoint (no LMKITCKP header)");
+  }
+  std::size_t at = sizeof(kMagic);
+  const auto format = take<std::uint32_t>(in, at, path);
+  if (format != kFormat) {
+    throw EnvironmentError("checkpoint '" + path + "' has format " + std::to_string(format) +
+                           "; this lmkit reads format " + std::to_string(kFormat));
+  }
+  const auto json_size = take<std::uint64_t>(in, at, path);
+  if (json_size > in.size() - at) throw EnvironmentError("checkpoint '" + path + "' is truncated");
+  const std::string json = in.substr(at, json_size);
+  at += json_size;
+  const auto archive_size = take<std::uint64_t>(in, at, path);
+  if (archive_size > in.size() - at) throw EnvironmentError("checkpoint '" + path + "' is truncated");
+  const std::size_t archive_at = at;
+  at += archive_size;
+  const auto stored = take<std::uint64_t>(in, at, path);
+  if (at != in.size()) throw EnvironmentError("checkpoint '" + path + "' has trailing bytes (corrupted)");
+  if (stored != fnv1a(in, archive_at + archive_size)) {
+    throw EnvironmentError("checkpoint '" + path + "' is corrupted (checksum mismatch)");
+  }
+  Checkpoint result;
+  try {
+    result.header = nlohmann::json::parse(json);
+    result.model = LanguageModel(language_model_options_from_json(result.header.at("config")));
+  } catch (const nlohmann::json::exception& e) {
+    throw EnvironmentError("checkpoint '" + path + "' has an unreadable header: " + e.what());
+  } catch (const ConfigError& e) {
+    throw EnvironmentError("checkpoint '" + path + "': " + e.what());
+  }
+  std::istringstream archive_bytes(in.substr(archive_at, archive_size));
+  torch::serialize::InputArchive archive;
+  archive.load_from(archive_bytes);
+  result.model->load(archive);
+  return result;
+}
+
+}  // namespace lmkit

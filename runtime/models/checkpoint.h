@@ -1,0 +1,28 @@
+// Checkpoint files: one file holding a model's weights, its full config (JSON) and the lmkit
+// version that wrote it, with a checksum.
+//
+// Layout: "LMKITCKP" magic, u32 format version, u64 JSON length, JSON header, u64 archive length,
+// Torch archive (the module's parameters and buffers), u64 FNV-1a checksum of all preceding bytes.
+// Written to a temporary file beside the target and renamed over it, so a crash never leaves a
+// half-written checkpoint under the real name. Loading checks magic, lengths and checksum and
+// names the file in every error (EnvironmentError).
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/models/language_model.h"
+
+namespace lmkit {
+
+void save_checkpoint(const LanguageModel& model, const std::string& path);
+
+struct Checkpoint {
+  nlohmann::json header;  // {"lmkit": version, "config": {...}}
+  LanguageModel model{nullptr};
+};
+
+// Rebuilds the model from the stored config and loads the weights.
+Checkpoint load_checkpoint(const std::string& path);
+
+}  // namespace lmkit

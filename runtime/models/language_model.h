@@ -1,0 +1,66 @@
+// A word-level language model: the AWD-LSTM encoder plus an output head (SPEC §1).
+//   encoder: ids [T, B] → h [T, B, nhidlast]
+//   decoder: weight E [N, d] (tied: the embedding itself, d = emb) and bias b [N]
+//   head:    h → log-probabilities [T·B, N] / per-token NLL [T·B]
+// With tied weights the decoder width is emb, so nhidlast must equal emb unless the head projects
+// (MoS/MoSS/MoC map nhidlast → emb themselves). Untied: a separate E [N, d] (d = emb for projecting
+// heads, nhidlast otherwise), initialized U(−0.1, 0.1). Decoder bias starts at 0.
+// Training loss: mean NLL; AR = α·mean(out²) on the dropped last output and
+// TAR = β·mean((raw_t − raw_{t−1})²) on the undropped one are returned beside it (α = 2, β = 1).
+#pragma once
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/heads/head.h"
+#include "runtime/models/awd_lstm.h"
+
+namespace lmkit {
+
+struct LanguageModelOptions {
+  TORCH_ARG(AwdLstmOptions, encoder);
+  TORCH_ARG(bool, tie_weights) = true;
+  TORCH_ARG(bool, decoder_bias) = true;
+  TORCH_ARG(double, alpha) = 2.0;
+  TORCH_ARG(double, beta) = 1.0;
+  TORCH_ARG(nlohmann::json, head) = nlohmann::json{{"kind", "softmax"}};
+};
+
+// Config ⇄ JSON (every field, head included); unknown keys throw ConfigError.
+nlohmann::json to_json(const LanguageModelOptions& options);
+LanguageModelOptions language_model_options_from_json(const nlohmann::json& config);
+
+struct LossOutput {
+  torch::Tensor loss;  // mean NLL over the T·B tokens (scalar)
+  torch::Tensor ar;    // α·mean(output²)
+  torch::Tensor tar;   // β·mean((raw_t − raw_{t−1})²)
+  LstmState hidden;
+};
+
+class LanguageModelImpl : public torch::nn::Module {
+ public:
+  // head: an already built head (e.g. one defined in Lua); nullptr builds options.head().
+  explicit LanguageModelImpl(LanguageModelOptions options, Head head = nullptr);
+
+  AwdLstmOutput encode(const torch::Tensor& ids, const LstmState& hidden);
+  // [T·B, N] log-probabilities and the new state.
+  std::pair<torch::Tensor, LstmState> log_probs(const torch::Tensor& ids, const LstmState& hidden);
+  // targets: int64 [T, B] or [T·B].
+  LossOutput loss(const torch::Tensor& ids, const torch::Tensor& targets, const LstmState& hidden);
+  LstmState init_hidden(int64_t batch_size) const { return encoder->init_hidden(batch_size); }
+
+  Decoder decoder() const;
+  // {"embedding", "lstm", "decoder", "head", "total"} → number of parameters (frozen ones included).
+  std::map<std::string, int64_t> parameter_count() const;
+
+  LanguageModelOptions options;
+  AwdLstm encoder{nullptr};
+  torch::Tensor decoder_weight;  // undefined when tied
+  torch::Tensor decoder_bias;    // undefined without bias
+  Head head{nullptr};
+};
+
+TORCH_MODULE(LanguageModel);
+
+}  // namespace lmkit

@@ -1,0 +1,151 @@
+// The custom ops against their composed ATen references and against finite differences (float64).
+#include <gtest/gtest.h>
+
+#include "ops/gss_log_softmax.h"
+#include "ops/mixture_nll.h"
+#include "ops/plif.h"
+#include "tests/support/gradcheck.h"
+
+namespace lmkit::ops {
+namespace {
+
+using lmkit::testing::gradient_error;
+const auto kDouble = torch::TensorOptions().dtype(torch::kFloat64);
+
+TEST(GssLogSoftmaxTest, MatchesComposedExpression) {
+  torch::manual_seed(0);
+  auto l = torch::randn({7, 13}, kDouble) * 3;
+  for (auto [c, k] : std::vector<std::pair<double, double>>{{0, 2}, {-1.5, 3}, {2, 1.25}, {0.5, 1}}) {
+    auto expected = torch::log_softmax(gss_transform(l, c, k), 1);
+    EXPECT_TRUE(torch::allclose(gss_log_softmax(l, c, k), expected, 1e-12, 1e-12)) << c << " " << k;
+    auto lf = l.to(torch::kFloat32);
+    EXPECT_TRUE(torch::allclose(gss_log_softmax(lf, c, k), expected.to(torch::kFloat32), 1e-5, 1e-5));
+  }
+}
+
+TEST(GssLogSoftmaxTest, BackwardMatchesAutogradAndFiniteDifferences) {
+  torch::manual_seed(1);
+  auto l = (torch::randn({4, 9}, kDouble) * 2).requires_grad_();
+  for (auto [c, k] : std::vector<std::pair<double, double>>{{0, 2}, {-1, 2.5}, {1, 1.5}}) {
+    auto g = torch::randn({4, 9}, kDouble);
+    auto a = torch::autograd::grad({gss_log_softmax(l, c, k)}, {l}, {g})[0];
+    auto b = torch::autograd::grad({torch::log_softmax(gss_transform(l, c, k), 1)}, {l}, {g})[0];
+    EXPECT_TRUE(torch::allclose(a, b, 1e-10, 1e-12));
+    const double cc = c, kk = k;
+    EXPECT_LT(gradient_error([&](const auto& in) { return gss_log_softmax(in[0], cc, kk); }, {l}), 1e-7);
+  }
+}
+
+TEST(GssLogSoftmaxTest, FiniteForHugeLogits) {
+  auto l = torch::tensor({{1e4, -1e4, 0.0, 5.0}, {-1e4, -1e4, -1e4, -1e4}}).requires_grad_();
+  auto out = gss_log_softmax(l, 0.0, 2.0);
+  EXPECT_TRUE(torch::isfinite(out).all().item<bool>());
+  EXPECT_NEAR(out.exp().sum(1)[0].item<double>(), 1.0, 1e-5);
+  out.select(1, 0).sum().backward();
+  EXPECT_TRUE(torch::isfinite(l.grad()).all().item<bool>());
+}
+
+TEST(PlifTest, MatchesReferenceAndIsIdentityWithUnitSlopes) {
+  torch::manual_seed(2);
+  const double T = 3.0;
+  auto l = torch::randn({5, 11}, kDouble) * 4;  // many outside [−T, T]
+  auto ones = torch::ones({6}, kDouble);
+  EXPECT_TRUE(torch::allclose(plif(l, ones, T), l, 1e-12, 1e-12));
+  auto s = torch::rand({6}, kDouble) + 0.1;
+  EXPECT_TRUE(torch::allclose(plif(l, s, T), plif_reference(l, s, T), 1e-12, 1e-12));
+}
+
+TEST(PlifTest, ContinuousAtKnotsAndIncreasing) {
+  torch::manual_seed(3);
+  const double T = 2.0;
+  auto s = torch::rand({4}, kDouble) + 0.2;
+  auto knots = torch::linspace(-T, T, 5, kDouble);
+  auto below = plif(knots - 1e-9, s, T), above = plif(knots + 1e-9, s, T);
+  EXPECT_TRUE(torch::allclose(below, above, 0, 1e-7));
+  auto grid = torch::linspace(-5, 5, 1001, kDouble);
+  auto f = plif(grid, s, T);
+  EXPECT_TRUE((f.slice(0, 1) > f.slice(0, 0, -1)).all().item<bool>());
+}
+
+TEST(PlifTest, GradientsMatchFiniteDifferences) {
+  torch::manual_seed(4);
+  const double T = 2.0;
+  // Keep logits away from knots so the finite differences stay on one piece.
+  auto l = (torch::rand({3, 7}, kDouble) * 5.6 - 2.8);
+  l = (l + 0.013).requires_grad_();
+  auto s = (torch::rand({4}, kDouble) + 0.5).requires_grad_();
+  EXPECT_LT(gradient_error([&](const auto& in) { return plif(in[0], in[1], T); }, {l, s}), 1e-7);
+}
+
+TEST(PlifTest, SlopeGradientIsDeterministic) {
+  torch::manual_seed(5);
+  auto l = torch::randn({64, 500}) * 10;
+  auto v = torch::randn({1000}).requires_grad_();
+  auto g = torch::randn({64, 500});
+  auto first = torch::autograd::grad({plif(l, torch::softplus(v), 20.0)}, {v}, {g})[0];
+  auto second = torch::autograd::grad({plif(l, torch::softplus(v), 20.0)}, {v}, {g})[0];
+  EXPECT_TRUE(torch::equal(first, second));
+}
+
+struct MixtureCase {
+  torch::Tensor latent, log_prior, weight, bias, targets;
+};
+
+MixtureCase mixture_case(int64_t M, int64_t K, int64_t d, int64_t N, bool requires_grad) {
+  torch::manual_seed(6);
+  MixtureCase m;
+  m.latent = torch::randn({M, K, d}, kDouble).tanh().requires_grad_(requires_grad);
+  m.log_prior = torch::log_softmax(torch::randn({M, K}, kDouble), 1).detach().requires_grad_(requires_grad);
+  m.weight = torch::randn({N, d}, kDouble).requires_grad_(requires_grad);
+  m.bias = (torch::randn({N}, kDouble) * 0.1).requires_grad_(requires_grad);
+  m.targets = torch::randint(N, {M}, torch::kInt64);
+  return m;
+}
+
+TEST(MixtureNllTest, EqualsExplicitMixtureOfSoftmaxes) {
+  auto m = mixture_case(6, 3, 4, 9, false);
+  for (double kappa : {1.0, 2.0}) {
+    auto logp = mixture_log_probs(m.latent, m.log_prior, m.weight, m.bias, 0.0, kappa);
+    // log Σ_k π_k P_k computed the naive way (fine in float64 at this scale).
+    auto l = torch::einsum("mkd,nd->mkn", {m.latent, m.weight}) + m.bias;
+    auto pk = kappa == 1.0 ? torch::softmax(l, 2) : torch::softmax(gss_transform(l, 0.0, kappa), 2);
+    auto naive = (m.log_prior.exp().unsqueeze(2) * pk).sum(1).log();
+    EXPECT_TRUE(torch::allclose(logp, naive, 1e-10, 1e-12));
+    auto nll = mixture_nll(m.latent, m.log_prior, m.weight, m.bias, m.targets, 0.0, kappa);
+    EXPECT_TRUE(torch::allclose(nll, -logp.gather(1, m.targets.view({-1, 1})).squeeze(1), 1e-10, 1e-12));
+  }
+}
+
+TEST(MixtureNllTest, GradientsMatchFiniteDifferences) {
+  for (double kappa : {1.0, 2.0}) {
+    auto m = mixture_case(4, 3, 3, 7, true);
+    auto f = [&](const std::vector<torch::Tensor>& in) {
+      return mixture_nll(in[0], in[1], in[2], in[3], m.targets, 0.0, kappa);
+    };
+    EXPECT_LT(gradient_error(f, {m.latent, m.log_prior, m.weight, m.bias}), 1e-7) << kappa;
+  }
+}
+
+TEST(MixtureNllTest, WorksWithoutBiasAndFiniteForHugeLogits) {
+  auto m = mixture_case(3, 2, 3, 5, false);
+  auto big_weight = (m.weight * 1e4).requires_grad_();
+  auto nll = mixture_nll(m.latent, m.log_prior, big_weight, torch::Tensor(), m.targets);
+  EXPECT_TRUE(torch::isfinite(nll).all().item<bool>());
+  nll.sum().backward();
+  EXPECT_TRUE(torch::isfinite(big_weight.grad()).all().item<bool>());
+}
+
+TEST(OpsTest, BadArgumentsAreNamed) {
+  auto l = torch::randn({2, 3});
+  EXPECT_THROW(plif(l, torch::ones({2, 2}), 1.0), std::invalid_argument);
+  EXPECT_THROW(gss_log_softmax(torch::ones({2}, torch::kInt64), 0, 2), std::invalid_argument);
+  try {
+    mixture_nll(torch::randn({2, 3}), torch::randn({2, 3}), torch::randn({4, 3}), {}, torch::zeros({2}, torch::kInt64));
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("latent must be [M, K, d]"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace lmkit::ops
