@@ -182,6 +182,22 @@ std::optional<std::string> opt_string(lua_State* L, int position) {
   return check_string(L, position);
 }
 
+bool push_method(lua_State* L, int object, int key) {
+  key = lua_absindex(L, key);
+  const int type = luaL_getmetafield(L, object, "methods");  // pushes nothing when absent
+  if (type != LUA_TTABLE) {
+    if (type != LUA_TNIL) lua_pop(L, 1);
+    return false;
+  }
+  lua_pushvalue(L, key);
+  if (lua_rawget(L, -2) != LUA_TNIL) {
+    lua_remove(L, -2);
+    return true;
+  }
+  lua_pop(L, 2);
+  return false;
+}
+
 bool is_options_table(lua_State* L, int position) {
   if (lua_type(L, position) != LUA_TTABLE) return false;
   position = lua_absindex(L, position);

@@ -66,6 +66,10 @@ class Options {
   int position_;  // absolute stack index, or 0 when no table was given
 };
 
+// For __index of userdata: pushes the method named by the string at `key` from the metatable's
+// `methods` table of the value at `object` and returns true; otherwise leaves the stack unchanged.
+bool push_method(lua_State* L, int object, int key);
+
 // True when the value at `position` is a table with at least one non-integer key.
 bool is_options_table(lua_State* L, int position);
 

@@ -69,11 +69,7 @@ int box_gc(lua_State* L) {
 template <bool (*Field)(lua_State*, const std::string&)>
 int index_with_fields(lua_State* L) {
   if (lua_type(L, 2) == LUA_TSTRING) {
-    if (luaL_getmetafield(L, 1, "methods") == LUA_TTABLE) {
-      lua_pushvalue(L, 2);
-      if (lua_rawget(L, -2) != LUA_TNIL) return 1;
-      lua_pop(L, 2);
-    }
+    if (push_method(L, 1, 2)) return 1;
     const std::string key = lua_tostring(L, 2);
     if (Field(L, key)) return 1;
     const char* name = "object";

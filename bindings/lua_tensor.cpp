@@ -84,11 +84,7 @@ int tensor_tostring(lua_State* L) {
 int tensor_index(lua_State* L) {
   auto& t = check_tensor(L, 1);
   if (lua_type(L, 2) == LUA_TSTRING) {
-    if (luaL_getmetafield(L, 1, "methods") == LUA_TTABLE) {
-      lua_pushvalue(L, 2);
-      if (lua_rawget(L, -2) != LUA_TNIL) return 1;
-      lua_pop(L, 2);
-    }
+    if (push_method(L, 1, 2)) return 1;
     const std::string key = lua_tostring(L, 2);
     if (key == "grad") {
       if (t.grad().defined()) {
