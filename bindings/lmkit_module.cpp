@@ -12,6 +12,7 @@
 #include "bindings/lua_module.h"
 #include "bindings/lua_stats.h"
 #include "bindings/lua_tensor.h"
+#include "bindings/lua_train.h"
 
 namespace lmkit::lua {
 namespace {
@@ -42,6 +43,7 @@ int open_module(lua_State* L) {
   open_data(L, module);
   open_heads(L, module);
   open_model(L, module);
+  open_train(L, module);
   // Lua-side additions (help, show, ...) extend the table in place.
   lua_getglobal(L, "require");
   lua_pushliteral(L, "lmkit.init");

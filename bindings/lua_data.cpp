@@ -232,6 +232,14 @@ void push_corpus(lua_State* L, LuaCorpus corpus) {
   push_box<LuaCorpus, kCorpusMeta>(L) = std::make_shared<LuaCorpus>(std::move(corpus));
 }
 
+}  // namespace
+
+const data::Corpus& check_corpus_value(lua_State* L, int position) { return check_corpus(L, position).corpus; }
+
+void push_corpus_value(lua_State* L, data::Corpus corpus) { push_corpus(L, LuaCorpus{std::move(corpus), std::nullopt}); }
+
+namespace {
+
 // ---- Synthetic languages --------------------------------------------------------------------
 
 SyntheticLanguage& check_language(lua_State* L, int position) {

@@ -2,10 +2,16 @@
 #pragma once
 #include <lua.hpp>
 
+#include "runtime/data/corpus.h"
+
 namespace lmkit::lua {
 
 // Sets lmkit.data (a table of functions) in the module table at module_index and registers the
 // metatables of Corpus, Vocab, BpttSampler, EvalBatches and SyntheticLanguage.
 void open_data(lua_State* L, int module_index);
+
+// The corpus in the Corpus userdata at `position` (ArgError otherwise); a new Corpus userdata.
+const data::Corpus& check_corpus_value(lua_State* L, int position);
+void push_corpus_value(lua_State* L, data::Corpus corpus);
 
 }  // namespace lmkit::lua

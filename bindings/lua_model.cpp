@@ -25,6 +25,8 @@ ModelBox& check_box(lua_State* L, int position) {
   return *box;
 }
 
+}  // namespace
+
 LanguageModel& check_model(lua_State* L, int position) { return check_box(L, position).model; }
 
 void push_model(lua_State* L, LanguageModel model) {
@@ -33,6 +35,8 @@ void push_model(lua_State* L, LanguageModel model) {
   luaL_setmetatable(L, kModelMetatable);
   box->model = std::move(model);
 }
+
+namespace {
 
 int model_gc(lua_State* L) {
   auto* box = static_cast<ModelBox*>(luaL_testudata(L, 1, kModelMetatable));

@@ -6,12 +6,18 @@
 #include <string>
 #include <vector>
 
+#include "runtime/models/language_model.h"
+
 namespace lmkit::lua {
 
 constexpr const char* kModelMetatable = "lmkit.Model";
 
 // Registers the Model metatable (as lmkit.Model) and lmkit.model / lmkit.load.
 void open_model(lua_State* L, int module_index);
+
+// The model in the Model userdata at `position` (ArgError otherwise); a new Model userdata.
+LanguageModel& check_model(lua_State* L, int position);
+void push_model(lua_State* L, LanguageModel model);
 
 // The names in Model's method table, in declaration order.
 std::vector<std::string> model_method_names();

@@ -1,63 +1,69 @@
--- Quickstart: recover the rank of a noisy low-rank matrix by gradient descent, all in Lua on lmkit
--- tensors. The same question — how many singular values does a matrix really have? — is the one the
--- softmax-bottleneck analysis asks of a language model's log-probability matrix.
+-- Quickstart: train a small AWD-LSTM on a synthetic language whose true next-word distributions
+-- are known, and see how close it gets to the best perplexity any model can reach (the language's
+-- entropy rate). Needs no download; about a minute on 2 CPU cores.
 --
---   lmkit run recipes/quickstart.lua [--set rank=5 --set steps=400 ...]
+--   lmkit run recipes/quickstart.lua [--set epochs=10 --set nhid=128 --set switch=et ...]
 --
--- (Once the data, model and training layers exist, this recipe grows into the tiny end-to-end
--- experiment: a small AWD-LSTM on a synthetic language of known rank.)
+-- The language is a "softmax" language (docs/data.md): its log-probability matrix has rank
+-- dim + 2, so a softmax head of width emb ≥ dim + 1 can express it exactly; what remains between
+-- the model and the entropy rate is estimation from finite data. The run directory keeps the
+-- config, the metrics per step and epoch, the checkpoints and summary.json (docs/training.md).
 local cfg = lmkit.configure({
-  rows = 60, cols = 40,   -- the target matrix
-  rank = 3,               -- its true rank
-  noise = 0.01,           -- std of the Gaussian noise added to it
-  width = 10,             -- inner dimension of the fitted factors U (rows×width) and V (width×cols)
-  steps = 300,
-  lr = 0.004,             -- below 1/σ_max² of the target, so gradient descent is stable
-  weight_decay = 0.5,     -- L2 on U and V = a nuclear-norm penalty: shrinks σ below it to 0
-  threshold = 0.05,       -- singular values above threshold·σ_max count toward the rank
+  -- the language
+  vocab = 200, states = 48, dim = 8, language_seed = 1,
+  train_tokens = 100000, valid_tokens = 10000, test_tokens = 10000,
+  -- the model (tied weights: nhidlast = emb)
+  emb = 24, nhid = 96, nlayers = 2,
+  dropout = 0.1, dropouth = 0.1, dropouti = 0.1, dropoute = 0.0, wdrop = 0.1,
+  -- training (AWD-LSTM protocol, scaled down)
+  epochs = 6, lr = 20, batch_size = 20, bptt = 35, switch = "nt", nonmono = 2,
   seed = 141,
+  run_dir = "",  -- default: runs/quickstart-<date>-<time>
 })
 
+local language = lmkit.data.synthetic{vocab = cfg.vocab, states = cfg.states, dim = cfg.dim,
+                                      seed = cfg.language_seed}
+local corpus = language:corpus{train = cfg.train_tokens, valid = cfg.valid_tokens, test = cfg.test_tokens}
+print(corpus:summary())
+
 lmkit.seed(cfg.seed)
-local opts = {dtype = "float64"}
-local target = lmkit.randn(cfg.rows, cfg.rank, opts):matmul(lmkit.randn(cfg.rank, cfg.cols, opts))
-target = target + lmkit.randn(cfg.rows, cfg.cols, opts) * cfg.noise
+local model = lmkit.model{
+  vocab_size = cfg.vocab, emb = cfg.emb, nhid = cfg.nhid, nhidlast = cfg.emb, nlayers = cfg.nlayers,
+  dropout = cfg.dropout, dropouth = cfg.dropouth, dropouti = cfg.dropouti, dropoute = cfg.dropoute,
+  wdrop = cfg.wdrop, head = lmkit.heads.softmax(),
+}
+print(model)
 
-local U = (lmkit.randn(cfg.rows, cfg.width, opts) * 0.1):requires_grad_()
-local V = (lmkit.randn(cfg.width, cfg.cols, opts) * 0.1):requires_grad_()
+local run_dir = cfg.run_dir ~= "" and cfg.run_dir or ("runs/quickstart-" .. os.date("%Y%m%d-%H%M%S"))
+local run = lmkit.train{
+  model = model, corpus = corpus, run_dir = run_dir,
+  lr = cfg.lr, batch_size = cfg.batch_size, bptt = cfg.bptt, epochs = cfg.epochs,
+  switch = cfg.switch, nonmono = cfg.nonmono, seed = cfg.seed,
+  eval_batch_size = 10, test_batch_size = 1, log_interval = 50,
+}
+local s = run:summary()
 
-local function step_update(p)
-  p:sub_(p.grad, cfg.lr)
-  p:mul_(1 - cfg.lr * cfg.weight_decay)
-  p.grad = nil
+-- Two yardsticks: the unigram model (word frequencies of the training split, no context) and the
+-- true distribution (the entropy rate of the language, estimated on a long fresh sample).
+local counts, n_train = {}, corpus.train:size(1)
+for _, w in ipairs(corpus.train:totable()) do counts[w] = (counts[w] or 0) + 1 end
+local unigram_nll, test_ids = 0, corpus.test:totable()
+for _, w in ipairs(test_ids) do
+  unigram_nll = unigram_nll - math.log(((counts[w] or 0) + 0.5) / (n_train + 0.5 * cfg.vocab))  -- add-½ smoothing
 end
+local unigram_ppl = math.exp(unigram_nll / #test_ids)
+local best_ppl = language:best_perplexity(200000)
 
-io.write(("fitting a %dx%d matrix of rank %d with factors of width %d\n"):format(cfg.rows, cfg.cols, cfg.rank, cfg.width))
-io.write(("%8s  %14s\n"):format("step", "½‖UV − M‖²"))
-local loss
-for step = 1, cfg.steps do
-  loss = ((U:matmul(V) - target) ^ 2):sum() / 2
-  loss:backward()
-  lmkit.no_grad(function()
-    step_update(U)
-    step_update(V)
-  end)
-  if step == 1 or step % math.max(1, cfg.steps // 6) == 0 or step == cfg.steps then
-    io.write(("%8d  %14.6f\n"):format(step, loss:item()))
-  end
+print(("\n%-28s %10s"):format("", "perplexity"))
+print(("%-28s %10.2f"):format("unigram (no context)", unigram_ppl))
+print(("%-28s %10.2f"):format("AWD-LSTM, valid", s.valid_ppl))
+print(("%-28s %10.2f"):format("AWD-LSTM, test", s.test_ppl))
+print(("%-28s %10.2f"):format("true distribution (bound)", best_ppl))
+print(("\nThe model closes %.0f%% of the gap from the unigram model to the bound, in %.1f s per epoch."):format(
+  100 * (math.log(unigram_ppl) - math.log(s.test_ppl)) / (math.log(unigram_ppl) - math.log(best_ppl)),
+  s.seconds_per_epoch))
+print("run directory: " .. run:dir())
+if not (s.test_ppl < unigram_ppl) then
+  error(("the model (test ppl %.2f) did not beat the unigram model (%.2f): training failed"):format(s.test_ppl, unigram_ppl))
 end
-
-local fitted = lmkit.no_grad(function() return U:matmul(V) end)
-local sv = fitted:svdvals()
-local largest = sv[1]:item()
-io.write("\nsingular values of the fit (σ / σ_max):\n")
-local rank = 0
-for i = 1, math.min(cfg.width, sv:numel()) do
-  local ratio = sv[i]:item() / largest
-  local counted = ratio > cfg.threshold
-  if counted then rank = rank + 1 end
-  io.write(("  σ%-3d %10.4f  %-40s%s\n"):format(i, ratio, ("#"):rep(math.floor(ratio * 40 + 0.5)), counted and " counted" or ""))
-end
-local relative_error = ((fitted - target):norm() / target:norm()):item()
-io.write(("\nrecovered rank: %d (true rank %d); relative error ‖UV − M‖/‖M‖ = %.3f\n")
-  :format(rank, cfg.rank, relative_error))
+print(("test perplexity %.2f (bound %.2f)"):format(s.test_ppl, best_ppl))

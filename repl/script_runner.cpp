@@ -8,6 +8,7 @@
 #include "bindings/lua_module.h"
 #include "repl/interrupt.h"
 #include "repl/lua_state_handle.h"
+#include "runtime/training/preemption.h"
 
 namespace lmkit::repl {
 namespace {
@@ -58,7 +59,8 @@ int run_script(const ScriptOptions& options) {
   if (status != LUA_OK) {
     const char* message = lua_tostring(L, -1);
     std::cerr << "lmkit: " << (message ? message : "(error object is not a string)") << "\n";
-    return 1;
+    // A preempted training run saved its state: tell the batch system to requeue, not to fail.
+    return training::was_preempted() ? training::kPreemptedExitStatus : 1;
   }
   return 0;
 }

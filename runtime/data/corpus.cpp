@@ -105,6 +105,7 @@ Corpus load_corpus(const CorpusOptions& options, LoadReport* report) {
   corpus.name = canonical_corpus_name(options.name.empty() ? dir.filename().string() : options.name);
   corpus.protocol = options.protocol;
   corpus.source = dir.string();
+  corpus.origin = {{"kind", "files"}, {"name", corpus.name}, {"path", dir.string()}, {"protocol", options.protocol}};
   corpus.vocab = std::make_shared<const Vocabulary>(std::move(tokens->vocab));
   corpus.train = to_tensor(std::move(tokens->splits[0].ids));
   corpus.valid = to_tensor(std::move(tokens->splits[1].ids));

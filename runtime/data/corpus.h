@@ -7,6 +7,7 @@
 // Tokenized splits are cached (token_cache.h). Token tensors are int64 [n_tokens] on the CPU,
 // holding 0-based vocabulary ids; they share the loader's buffers (8 bytes per token, no copy).
 #pragma once
+#include <nlohmann/json.hpp>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -24,6 +25,9 @@ struct Corpus {
   std::string source;    // the folder read, or the generator's description
   std::shared_ptr<const Vocabulary> vocab;
   torch::Tensor train, valid, test;  // int64 [n]
+  // How to make this corpus again (a run's resume rebuilds it from here; corpus_origin.h):
+  // {"kind": "files", "name", "path", "protocol"} or {"kind": "synthetic", ...}; null if unknown.
+  nlohmann::json origin;
 };
 
 struct CorpusOptions {

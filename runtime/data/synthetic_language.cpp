@@ -119,9 +119,15 @@ void SyntheticLanguage::sample_into(std::int64_t* out, std::int64_t n, std::mt19
 
 torch::Tensor SyntheticLanguage::generate(std::int64_t n, std::optional<std::uint64_t> seed) {
   if (n < 0) throw UsageError("token count must be non-negative, got " + std::to_string(n));
-  if (seed) stream_.seed(*seed);
+  if (seed) {
+    stream_.seed(*seed);
+    stream_seed_ = seed;
+    stream_calls_.clear();
+  }
   auto tokens = torch::empty({n}, torch::kInt64);
+  if (n == 0) return tokens;  // draws nothing (not even the initial state), so nothing to record
   sample_into(tokens.data_ptr<std::int64_t>(), n, stream_);
+  stream_calls_.push_back(n);
   return tokens;
 }
 
@@ -206,6 +212,21 @@ Corpus SyntheticLanguage::corpus(std::int64_t train, std::int64_t valid, std::in
   auto vocab = std::make_shared<Vocabulary>();
   for (std::int64_t w = 0; w < options_.vocab; ++w) vocab->add("w" + std::to_string(w));
   c.vocab = vocab;
+  c.origin = {{"kind", "synthetic"},
+              {"options",
+               {{"vocab", options_.vocab},
+                {"states", options_.states},
+                {"dim", options_.dim},
+                {"bias", options_.bias},
+                {"kind", options_.kind},
+                {"scale", options_.scale},
+                {"transition_scale", options_.transition_scale},
+                {"seed", options_.seed}}},
+              {"stream_seed", stream_seed_ ? nlohmann::json(*stream_seed_) : nlohmann::json()},
+              {"stream_calls", stream_calls_},
+              {"train", train},
+              {"valid", valid},
+              {"test", test}};
   c.train = generate(train);
   c.valid = generate(valid);
   c.test = generate(test);

@@ -91,6 +91,8 @@ class SyntheticLanguage {
   std::vector<AliasTable> emit_tables_;
   std::vector<AliasTable> move_tables_;
   std::mt19937_64 stream_;
+  std::optional<std::uint64_t> stream_seed_;  // the last explicit seed; none: seeded from the parameters
+  std::vector<std::int64_t> stream_calls_;    // generate() sizes since that seed (each restarts the chain)
 };
 
 }  // namespace lmkit::data

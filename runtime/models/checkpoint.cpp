@@ -1,13 +1,10 @@
 #include "runtime/models/checkpoint.h"
 
-#include <cerrno>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <sstream>
-#include <unistd.h>
 
+#include "runtime/core/atomic_file.h"
 #include "runtime/core/error.h"
 #include "runtime/core/version.h"
 
@@ -44,16 +41,8 @@ T take(const std::string& in, std::size_t& at, const std::string& path) {
 
 }  // namespace
 
-void save_checkpoint(const LanguageModel& model, const std::string& path) {
-  const nlohmann::json header = {{"lmkit", build_info().lmkit_version}, {"config", to_json(model->options)}};
-  std::ostringstream archive_bytes;
-  {
-    torch::serialize::OutputArchive archive;
-    model->save(archive);
-    archive.save_to(archive_bytes);
-  }
+std::string encode_container(const nlohmann::json& header, const std::string& archive) {
   const std::string json = header.dump();
-  const std::string archive = archive_bytes.str();
   std::string out(kMagic, sizeof(kMagic));
   put<std::uint32_t>(out, kFormat);
   put<std::uint64_t>(out, json.size());
@@ -61,29 +50,10 @@ void save_checkpoint(const LanguageModel& model, const std::string& path) {
   put<std::uint64_t>(out, archive.size());
   out += archive;
   put<std::uint64_t>(out, fnv1a(out, out.size()));
-
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
-    if (!file) throw EnvironmentError("cannot write checkpoint '" + tmp + "': " + std::strerror(errno));
-    file.write(out.data(), static_cast<std::streamsize>(out.size()));
-    file.flush();
-    if (!file) {
-      std::remove(tmp.c_str());
-      throw EnvironmentError("writing checkpoint '" + tmp + "' failed (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw EnvironmentError("cannot move checkpoint into place at '" + path + "': " + reason);
-  }
+  return out;
 }
 
-Checkpoint load_checkpoint(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw EnvironmentError("cannot open checkpoint '" + path + "': " + std::strerror(errno));
-  const std::string in((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+Container decode_container(const std::string& in, const std::string& path) {
   if (in.size() < sizeof(kMagic) || std::memcmp(in.data(), kMagic, sizeof(kMagic)) != 0) {
     throw EnvironmentError("'" + path + "' is not an lmkit checkpoint (no LMKITCKP header)");
   }
@@ -106,16 +76,46 @@ Checkpoint load_checkpoint(const std::string& path) {
   if (stored != fnv1a(in, archive_at + archive_size)) {
     throw EnvironmentError("checkpoint '" + path + "' is corrupted (checksum mismatch)");
   }
-  Checkpoint result;
+  Container result;
   try {
     result.header = nlohmann::json::parse(json);
-    result.model = LanguageModel(language_model_options_from_json(result.header.at("config")));
+  } catch (const nlohmann::json::exception& e) {
+    throw EnvironmentError("checkpoint '" + path + "' has an unreadable header: " + e.what());
+  }
+  result.archive = in.substr(archive_at, archive_size);
+  return result;
+}
+
+nlohmann::json checkpoint_header(const LanguageModel& model) {
+  return {{"lmkit", build_info().lmkit_version}, {"config", to_json(model->options)}};
+}
+
+void save_checkpoint(const LanguageModel& model, const std::string& path) {
+  std::ostringstream archive_bytes;
+  {
+    torch::serialize::OutputArchive archive;
+    model->save(archive);
+    archive.save_to(archive_bytes);
+  }
+  write_file_atomically(path, encode_container(checkpoint_header(model), archive_bytes.str()));
+}
+
+LanguageModel model_from_header(const nlohmann::json& header, const std::string& path) {
+  try {
+    return LanguageModel(language_model_options_from_json(header.at("config")));
   } catch (const nlohmann::json::exception& e) {
     throw EnvironmentError("checkpoint '" + path + "' has an unreadable header: " + e.what());
   } catch (const ConfigError& e) {
     throw EnvironmentError("checkpoint '" + path + "': " + e.what());
   }
-  std::istringstream archive_bytes(in.substr(archive_at, archive_size));
+}
+
+Checkpoint load_checkpoint(const std::string& path) {
+  const auto container = decode_container(read_file(path, "checkpoint"), path);
+  Checkpoint result;
+  result.header = container.header;
+  result.model = model_from_header(container.header, path);
+  std::istringstream archive_bytes(container.archive);
   torch::serialize::InputArchive archive;
   archive.load_from(archive_bytes);
   result.model->load(archive);

@@ -25,4 +25,18 @@ struct Checkpoint {
 // Rebuilds the model from the stored config and loads the weights.
 Checkpoint load_checkpoint(const std::string& path);
 
+// The container under both checkpoints and training states (runtime/training/train_state.h):
+// a JSON header and a Torch archive's bytes, framed and checksummed as described above.
+struct Container {
+  nlohmann::json header;
+  std::string archive;
+};
+std::string encode_container(const nlohmann::json& header, const std::string& archive);
+// Checks magic, format, lengths and checksum; errors name `path`.
+Container decode_container(const std::string& bytes, const std::string& path);
+// {"lmkit": version, "config": the model's full config}.
+nlohmann::json checkpoint_header(const LanguageModel& model);
+// A fresh model of the config in a checkpoint header (EnvironmentError naming `path` if unusable).
+LanguageModel model_from_header(const nlohmann::json& header, const std::string& path);
+
 }  // namespace lmkit

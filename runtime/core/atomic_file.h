@@ -1,0 +1,16 @@
+// Files that are either fully written or not there at all: results and checkpoints are written to
+// a temporary file beside the target, flushed to disk and renamed over it, so an interrupted run
+// (a crash, a preemption, a full disk) never leaves a half-written file under the real name.
+#pragma once
+#include <string>
+
+namespace lmkit {
+
+// Writes `bytes` to `path` atomically. Throws EnvironmentError naming the file on any failure
+// (the temporary file is removed then).
+void write_file_atomically(const std::string& path, const std::string& bytes);
+
+// The whole file as bytes; EnvironmentError "cannot open <what> '<path>': <reason>" otherwise.
+std::string read_file(const std::string& path, const std::string& what = "file");
+
+}  // namespace lmkit

@@ -1,0 +1,150 @@
+#include "runtime/training/evaluation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "runtime/core/error.h"
+#include "runtime/data/batching.h"
+
+namespace lmkit::training {
+namespace {
+
+torch::Device model_device(LanguageModel& model) { return model->encoder->embedding.device(); }
+
+void check_stream(const torch::Tensor& tokens, std::int64_t batch_size, std::int64_t bptt, const char* what) {
+  if (!tokens.defined() || tokens.dim() != 1 || tokens.scalar_type() != torch::kInt64) {
+    throw UsageError(std::string(what) + ": tokens must be a 1-D int64 tensor");
+  }
+  if (batch_size < 1) throw UsageError(std::string(what) + ": batch_size must be ≥ 1, got " + std::to_string(batch_size));
+  if (bptt < 1) throw UsageError(std::string(what) + ": bptt must be ≥ 1, got " + std::to_string(bptt));
+  if (tokens.numel() / batch_size < 2) {
+    throw UsageError(std::string(what) + ": " + std::to_string(tokens.numel()) + " tokens are too few for batch_size " +
+                     std::to_string(batch_size) + " (each column needs at least 2)");
+  }
+}
+
+}  // namespace
+
+EvalResult evaluate(LanguageModel& model, const torch::Tensor& tokens, std::int64_t batch_size, std::int64_t bptt,
+                    const EvalProgress& progress) {
+  check_stream(tokens, batch_size, bptt, "evaluate");
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const auto source = data::batchify(tokens, batch_size).to(model_device(model));
+  data::EvalBatches batches(source, bptt);
+  const auto total_windows = batches.size();
+  auto hidden = model->init_hidden(batch_size);
+  data::Batch batch;
+  double total = 0;
+  std::int64_t count = 0, done = 0;
+  while (batches.next(batch)) {
+    auto out = model->loss(batch.input, batch.target, hidden);
+    const auto n = batch.input.numel();
+    total += out.loss.item<double>() * static_cast<double>(n);
+    count += n;
+    hidden = detach_state(out.hidden);
+    if (progress) progress(++done, total_windows);
+  }
+  EvalResult result;
+  result.tokens = count;
+  result.loss = total / static_cast<double>(count);
+  result.perplexity = std::exp(result.loss);
+  return result;
+}
+
+EvalResult dynamic_evaluate(LanguageModel& model, const torch::Tensor& train_tokens, const torch::Tensor& tokens,
+                            const DynamicEvalOptions& options, const EvalProgress& progress) {
+  check_stream(train_tokens, options.stats_batch_size, options.bptt, "dynamic_evaluate (training stream)");
+  check_stream(tokens, options.batch_size, options.bptt, "dynamic_evaluate");
+  if (!(options.lr >= 0) || !(options.lamb >= 0) || !(options.epsilon > 0)) {
+    throw UsageError("dynamic_evaluate: lr and lamb must be ≥ 0 and epsilon > 0");
+  }
+  model->eval();
+  const auto device = model_device(model);
+  std::vector<torch::Tensor> params;
+  for (auto& p : model->parameters()) {
+    if (p.requires_grad()) params.push_back(p);
+  }
+  std::vector<torch::Tensor> original, rms, decay;
+  for (auto& p : params) {
+    original.push_back(p.detach().clone());
+    rms.push_back(torch::zeros_like(p));
+  }
+  auto zero_grads = [&] {
+    for (auto& p : params) p.mutable_grad().reset();
+  };
+
+  // 1. RMS gradient statistics on the training stream.
+  {
+    const auto source = data::batchify(train_tokens, options.stats_batch_size).to(device);
+    data::EvalBatches batches(source, options.bptt);
+    auto hidden = model->init_hidden(options.stats_batch_size);
+    data::Batch batch;
+    std::int64_t windows = 0;
+    while ((options.max_stats_windows < 0 || windows < options.max_stats_windows) && batches.next(batch)) {
+      zero_grads();
+      auto out = model->loss(batch.input, batch.target, hidden);
+      out.loss.backward();
+      torch::NoGradGuard no_grad;
+      for (std::size_t i = 0; i < params.size(); ++i) {
+        if (params[i].grad().defined()) rms[i].addcmul_(params[i].grad(), params[i].grad());
+      }
+      hidden = detach_state(out.hidden);
+      ++windows;
+    }
+    torch::NoGradGuard no_grad;
+    double mean_sum = 0;
+    for (auto& r : rms) {
+      r.div_(static_cast<double>(std::max<std::int64_t>(windows, 1))).sqrt_();
+      mean_sum += r.mean().item<double>();
+    }
+    if (!(mean_sum > 0)) throw UsageError("dynamic_evaluate: the training gradients are all zero; nothing to adapt with");
+    // The decay toward θ₀ per weight, capped at 1 so that it never overshoots θ₀.
+    for (auto& r : rms) decay.push_back((r / mean_sum * options.lamb).clamp_max_(1.0));
+  }
+
+  // 2. Score each window, then adapt to it.
+  const auto source = data::batchify(tokens, options.batch_size).to(device);
+  data::EvalBatches batches(source, options.bptt);
+  const auto total_windows = batches.size();
+  auto hidden = model->init_hidden(options.batch_size);
+  data::Batch batch;
+  double total = 0;
+  std::int64_t count = 0, done = 0;
+  try {
+    while (batches.next(batch)) {
+      zero_grads();
+      auto out = model->loss(batch.input, batch.target, hidden);
+      const auto n = batch.input.numel();
+      total += out.loss.item<double>() * static_cast<double>(n);
+      count += n;
+      out.loss.backward();
+      torch::NoGradGuard no_grad;
+      for (std::size_t i = 0; i < params.size(); ++i) {
+        auto& p = params[i];
+        if (p.grad().defined()) p.sub_(p.grad() / (rms[i] + options.epsilon) * options.lr);
+        p.add_((original[i] - p) * decay[i]);
+      }
+      hidden = detach_state(out.hidden);
+      if (progress) progress(++done, total_windows);
+    }
+  } catch (...) {
+    torch::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < params.size(); ++i) params[i].copy_(original[i]);
+    zero_grads();
+    throw;
+  }
+  {
+    torch::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < params.size(); ++i) params[i].copy_(original[i]);
+  }
+  zero_grads();
+  EvalResult result;
+  result.tokens = count;
+  result.loss = total / static_cast<double>(count);
+  result.perplexity = std::exp(result.loss);
+  return result;
+}
+
+}  // namespace lmkit::training

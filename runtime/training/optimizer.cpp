@@ -1,0 +1,156 @@
+#include "runtime/training/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/core/error.h"
+
+namespace lmkit::training {
+
+Optimizer::Optimizer(std::string kind, std::vector<ParameterGroup> groups)
+    : kind_(std::move(kind)), groups_(std::move(groups)) {
+  if (kind_ != "sgd" && kind_ != "asgd" && kind_ != "adam") {
+    throw UsageError("optimizer: unknown kind '" + kind_ + "' (use \"sgd\", \"asgd\" or \"adam\")");
+  }
+  for (const auto& g : groups_) state_.emplace_back(g.params.size());
+}
+
+void Optimizer::zero_grad() {
+  for (auto& g : groups_) {
+    for (auto& p : g.params) {
+      if (p.grad().defined()) {
+        p.mutable_grad().detach_();
+        p.mutable_grad().zero_();
+      }
+    }
+  }
+}
+
+void Optimizer::step() {
+  torch::NoGradGuard no_grad;
+  for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+    auto& group = groups_[gi];
+    for (std::size_t pi = 0; pi < group.params.size(); ++pi) {
+      auto& p = group.params[pi];
+      if (!p.grad().defined()) continue;
+      auto& s = state_[gi][pi];
+      torch::Tensor grad = p.grad();
+      if (group.weight_decay != 0) grad = grad.add(p, group.weight_decay);
+      ++s.step;
+      if (kind_ == "sgd") {
+        p.add_(grad, -group.lr);
+      } else if (kind_ == "asgd") {
+        if (s.step == 1) {
+          s.eta = group.lr;
+          s.mu = 1;
+          s.ax = torch::zeros_like(p);
+        }
+        p.add_(grad, -s.eta);
+        if (s.mu != 1) {
+          s.ax.add_(p.sub(s.ax).mul(s.mu));
+        } else {
+          s.ax.copy_(p);
+        }
+        s.eta = group.lr;  // lr / (1 + λ·lr·step)^α with λ = 0
+        s.mu = 1.0 / static_cast<double>(std::max<std::int64_t>(1, s.step));
+      } else {  // adam
+        constexpr double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+        if (s.step == 1) {
+          s.exp_avg = torch::zeros_like(p);
+          s.exp_avg_sq = torch::zeros_like(p);
+        }
+        s.exp_avg.mul_(beta1).add_(grad, 1 - beta1);
+        s.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2);
+        const double bias1 = 1 - std::pow(beta1, static_cast<double>(s.step));
+        const double bias2 = 1 - std::pow(beta2, static_cast<double>(s.step));
+        auto denom = s.exp_avg_sq.sqrt().div_(std::sqrt(bias2)).add_(eps);
+        p.addcdiv_(s.exp_avg, denom, -group.lr / bias1);
+      }
+    }
+  }
+}
+
+void Optimizer::swap_with_average() {
+  if (!averages()) throw UsageError("optimizer: only \"asgd\" keeps an average to swap in");
+  torch::NoGradGuard no_grad;
+  for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+    for (std::size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
+      auto& s = state_[gi][pi];
+      if (!s.ax.defined()) continue;
+      auto& p = groups_[gi].params[pi];
+      auto kept = p.clone();
+      p.copy_(s.ax);
+      s.ax.copy_(kept);
+    }
+  }
+}
+
+torch::Tensor Optimizer::average_of(std::size_t group, std::size_t index) const {
+  const auto& s = state_.at(group).at(index);
+  return s.ax.defined() ? s.ax : groups_.at(group).params.at(index);
+}
+
+namespace {
+std::string slot_key(std::size_t g, std::size_t p, const char* slot) {
+  return std::to_string(g) + "." + std::to_string(p) + "." + slot;
+}
+}  // namespace
+
+nlohmann::json Optimizer::state_json() const {
+  nlohmann::json groups = nlohmann::json::array();
+  for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+    nlohmann::json slots = nlohmann::json::array();
+    for (const auto& s : state_[gi]) slots.push_back({{"step", s.step}, {"eta", s.eta}, {"mu", s.mu}});
+    groups.push_back({{"name", groups_[gi].name},
+                      {"lr", groups_[gi].lr},
+                      {"weight_decay", groups_[gi].weight_decay},
+                      {"size", groups_[gi].params.size()},
+                      {"slots", slots}});
+  }
+  return {{"kind", kind_}, {"groups", groups}};
+}
+
+std::map<std::string, torch::Tensor> Optimizer::state_tensors() const {
+  std::map<std::string, torch::Tensor> out;
+  for (std::size_t gi = 0; gi < state_.size(); ++gi) {
+    for (std::size_t pi = 0; pi < state_[gi].size(); ++pi) {
+      const auto& s = state_[gi][pi];
+      if (s.ax.defined()) out[slot_key(gi, pi, "ax")] = s.ax;
+      if (s.exp_avg.defined()) out[slot_key(gi, pi, "exp_avg")] = s.exp_avg;
+      if (s.exp_avg_sq.defined()) out[slot_key(gi, pi, "exp_avg_sq")] = s.exp_avg_sq;
+    }
+  }
+  return out;
+}
+
+void Optimizer::load_state(const nlohmann::json& scalars, const std::map<std::string, torch::Tensor>& tensors) {
+  const auto kind = scalars.at("kind").get<std::string>();
+  if (kind != kind_) throw UsageError("optimizer state is for '" + kind + "', this optimizer is '" + kind_ + "'");
+  const auto& groups = scalars.at("groups");
+  if (groups.size() != groups_.size()) throw UsageError("optimizer state has a different number of parameter groups");
+  torch::NoGradGuard no_grad;
+  for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+    const auto& g = groups[gi];
+    if (g.at("size").get<std::size_t>() != groups_[gi].params.size()) {
+      throw UsageError("optimizer state: group '" + groups_[gi].name + "' has a different number of parameters");
+    }
+    groups_[gi].lr = g.at("lr").get<double>();
+    groups_[gi].weight_decay = g.at("weight_decay").get<double>();
+    for (std::size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
+      auto& s = state_[gi][pi];
+      const auto& slot = g.at("slots").at(pi);
+      s.step = slot.at("step").get<std::int64_t>();
+      s.eta = slot.at("eta").get<double>();
+      s.mu = slot.at("mu").get<double>();
+      auto take = [&](const char* name) -> torch::Tensor {
+        const auto it = tensors.find(slot_key(gi, pi, name));
+        return it == tensors.end() ? torch::Tensor() : it->second.to(groups_[gi].params[pi].device()).clone();
+      };
+      s.ax = take("ax");
+      s.exp_avg = take("exp_avg");
+      s.exp_avg_sq = take("exp_avg_sq");
+    }
+  }
+}
+
+}  // namespace lmkit::training

@@ -1,0 +1,74 @@
+// The optimizers of the AWD-LSTM protocol, written out so that their state is explicit (for exact
+// resume) and their semantics are those of the reference code (PyTorch 0.4–1.x), not a guess.
+//
+// Parameter groups: each has its own learning rate (LMS-PLIF's slopes train with their own) and
+// weight decay; gradients are L2-coupled as in torch.optim (g ← g + wd·p). Parameters without a
+// gradient (frozen, or unused in this step) are skipped, as torch.optim skips p.grad = None.
+//
+//   "sgd":  p ← p − lr·g                                                   (no momentum)
+//   "asgd": torch.optim.ASGD with t0 = 0, λ = 0, α = 0.75 — plain SGD steps with a step size η
+//           plus a running average ax of the iterates. Per parameter, at its k-th step:
+//             p ← p − η_k·g;   ax ← p if μ_k = 1 else ax + μ_k·(p − ax)
+//             η_{k+1} = lr (the group's lr at that moment);   μ_{k+1} = 1 / max(1, k)
+//           with η_1 = lr at the first step and μ_1 = 1. Two reference quirks follow and are kept:
+//           μ is 1 for the first two steps, so ax after k steps is the mean of the iterates
+//           p_2..p_k (the first is overwritten); and η lags the lr by one step, so the trainer's
+//           per-batch lr scaling (seq_len/bptt) acts one batch late while averaging.
+//   "adam": torch.optim.Adam (β = (0.9, 0.999), ε = 1e−8, no amsgrad), bias-corrected.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/core/torch.h"
+
+namespace lmkit::training {
+
+struct ParameterGroup {
+  std::string name;  // "main", "plif_slopes", ...
+  std::vector<torch::Tensor> params;
+  double lr = 1.0;
+  double weight_decay = 0.0;
+};
+
+class Optimizer {
+ public:
+  // kind: "sgd", "asgd" or "adam"; throws UsageError otherwise.
+  Optimizer(std::string kind, std::vector<ParameterGroup> groups);
+
+  void zero_grad();
+  void step();
+
+  const std::string& kind() const { return kind_; }
+  bool averages() const { return kind_ == "asgd"; }
+  std::vector<ParameterGroup>& groups() { return groups_; }
+  const std::vector<ParameterGroup>& groups() const { return groups_; }
+
+  // ASGD: swaps every parameter's values with its average (ax) in place; calling it again swaps
+  // back. Parameters never stepped keep their values (their average is themselves).
+  void swap_with_average();
+  // ASGD: the average of a parameter (the parameter itself before its first step).
+  torch::Tensor average_of(std::size_t group, std::size_t index) const;
+
+  // The full state: scalars as JSON, tensors by name ("<group>.<index>.<slot>").
+  nlohmann::json state_json() const;
+  std::map<std::string, torch::Tensor> state_tensors() const;
+  // Restores what state_json/state_tensors produced for the same groups; UsageError on mismatch.
+  void load_state(const nlohmann::json& scalars, const std::map<std::string, torch::Tensor>& tensors);
+
+ private:
+  struct SlotState {
+    std::int64_t step = 0;
+    double eta = 0;  // ASGD
+    double mu = 1;   // ASGD
+    torch::Tensor ax, exp_avg, exp_avg_sq;
+  };
+  std::string kind_;
+  std::vector<ParameterGroup> groups_;
+  std::vector<std::vector<SlotState>> state_;
+};
+
+}  // namespace lmkit::training

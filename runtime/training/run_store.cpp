@@ -1,0 +1,87 @@
+#include "runtime/training/run_store.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sstream>
+#include <unistd.h>
+
+#include "runtime/core/atomic_file.h"
+#include "runtime/core/error.h"
+
+namespace lmkit::training {
+
+RunStore::RunStore(std::filesystem::path dir) : dir_(std::move(dir)) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec || !std::filesystem::is_directory(dir_)) {
+    throw EnvironmentError("cannot create run directory '" + dir_.string() + "': " +
+                           (ec ? ec.message() : std::string("a file of that name is in the way")));
+  }
+}
+
+void RunStore::write_json(const std::string& name, const nlohmann::json& value) const {
+  write_file_atomically(path(name), value.dump(2) + "\n");
+}
+
+nlohmann::json RunStore::read_json(const std::string& name) const {
+  const auto text = read_file(path(name), "run file");
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw EnvironmentError("run file '" + path(name) + "' is not valid JSON: " + e.what());
+  }
+}
+
+void RunStore::append_line(const std::string& name, const std::string& line) const {
+  const std::string file = path(name);
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw EnvironmentError("cannot append to '" + file + "': " + std::strerror(errno));
+  const std::string text = line + "\n";
+  std::size_t written = 0;
+  while (written < text.size()) {  // one write() per line in practice; O_APPEND keeps lines whole
+    const auto n = ::write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string reason = std::strerror(errno);
+      ::close(fd);
+      throw EnvironmentError("appending to '" + file + "' failed: " + reason);
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+}
+
+void RunStore::append_metric(const nlohmann::json& record) const { append_line("metrics.jsonl", record.dump()); }
+
+void RunStore::append_log(const std::string& line) const { append_line("log.txt", line); }
+
+std::vector<nlohmann::json> RunStore::metrics() const {
+  std::vector<nlohmann::json> records;
+  if (!exists("metrics.jsonl")) return records;
+  const auto text = read_file(path("metrics.jsonl"), "metrics file");
+  std::size_t start = 0;
+  std::size_t line_number = 0;
+  while (start < text.size()) {
+    const auto end = text.find('\n', start);
+    if (end == std::string::npos) break;  // a line cut short by a crash: not a record
+    ++line_number;
+    try {
+      records.push_back(nlohmann::json::parse(text.substr(start, end - start)));
+    } catch (const nlohmann::json::exception& e) {
+      throw EnvironmentError("metrics file '" + path("metrics.jsonl") + "' line " + std::to_string(line_number) +
+                             " is not JSON: " + e.what());
+    }
+    start = end + 1;
+  }
+  return records;
+}
+
+void RunStore::truncate_metrics(std::size_t count) const {
+  const auto records = metrics();
+  std::string text;
+  for (std::size_t i = 0; i < count && i < records.size(); ++i) text += records[i].dump() + "\n";
+  write_file_atomically(path("metrics.jsonl"), text);
+}
+
+}  // namespace lmkit::training

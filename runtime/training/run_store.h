@@ -1,0 +1,50 @@
+// A run's directory: everything a training run leaves behind, in files a person or a script can
+// read without lmkit.
+//
+//   config.json     the fully resolved configuration (model, corpus, training options)
+//   metrics.jsonl   one JSON object per line: {"type": "step", ...} per log interval and
+//                   {"type": "epoch", ...} per epoch (see docs/training.md)
+//   best.ckpt       the model with the best validation loss (lmkit.load reads it)
+//   last.ckpt       the model at the end of the latest epoch
+//   state.ckpt      everything resume needs (model, optimizer, averages, RNGs, sampler, hidden state)
+//   summary.json    the final numbers (written when the run ends, however it ends)
+//   log.txt         the log lines printed during the run
+// JSON files and checkpoints are replaced atomically. metrics.jsonl and log.txt grow by appending
+// whole lines; a line cut short by a crash is ignored when reading, and resume truncates the
+// metrics back to the state it restores, so they continue step for step.
+#pragma once
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lmkit::training {
+
+class RunStore {
+ public:
+  // Creates the directory (and parents) if needed; EnvironmentError naming it otherwise.
+  explicit RunStore(std::filesystem::path dir);
+
+  const std::filesystem::path& dir() const { return dir_; }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  bool exists(const std::string& name) const { return std::filesystem::exists(dir_ / name); }
+
+  void write_json(const std::string& name, const nlohmann::json& value) const;
+  // EnvironmentError naming the file when missing or not JSON.
+  nlohmann::json read_json(const std::string& name) const;
+
+  void append_metric(const nlohmann::json& record) const;
+  std::vector<nlohmann::json> metrics() const;
+  // Keeps the first `count` complete records (resume); atomic.
+  void truncate_metrics(std::size_t count) const;
+
+  void append_log(const std::string& line) const;
+
+ private:
+  void append_line(const std::string& name, const std::string& line) const;
+  std::filesystem::path dir_;
+};
+
+}  // namespace lmkit::training

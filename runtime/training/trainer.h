@@ -1,0 +1,106 @@
+// The AWD-LSTM training protocol (SPEC §2; Merity et al. 2018 main.py/finetune.py; Yang et al.
+// 2018 for gradient accumulation; thesis ch. 4 for ET-ASGD and flooding), one run at a time.
+//
+// An epoch: BPTT windows from the sampler (bptt_sampler.h); per window the main group's lr is
+// scaled by seq_len/bptt (only group 0, as the reference scales param_groups[0]), the hidden state
+// carried (detached), loss = flood(NLL) + AR + TAR, backward, gradient norm clipped to `clip`,
+// optimizer step. With small_batch_size < batch_size, the window's columns are processed in chunks
+// that each keep their own hidden state and contribute loss·(small/batch) to one step.
+// Flooding (Ishida et al. 2020): NLL → |NLL − b| + b on the training NLL only (not AR/TAR).
+// After each epoch: validation (averaged weights while averaging), best checkpoint, switch policy
+// (switch_policy.h), metrics, callbacks, last checkpoint and resume state. Then an optional
+// finetune stage, and a final evaluation of the best model on valid and test.
+//
+// Stops: `epochs` done; `max_seconds` of wall time (resumable); a callback's stop(); a preemption
+// signal (preemption.h: state saved at the step boundary, Preempted thrown); a non-finite loss or
+// gradient norm (status "diverged" with a diagnostic naming the parameters, checkpoints of the
+// last good epoch kept). summary.json records which.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/data/corpus.h"
+#include "runtime/models/language_model.h"
+#include "runtime/training/run_store.h"
+
+namespace lmkit::training {
+
+struct TrainOptions {
+  double lr = 30;
+  std::string optimizer = "sgd";        // "sgd" (switches to ASGD by policy) or "adam"
+  double wdecay = 1.2e-6;
+  double clip = 0.25;                   // 0: no clipping
+  std::optional<double> own_lr;         // lr of the head's own-lr parameters (PLIF slopes); default lr
+  std::int64_t batch_size = 80;
+  std::int64_t small_batch_size = 0;    // 0: = batch_size (no accumulation)
+  std::int64_t bptt = 70;
+  std::int64_t max_delta = 20;          // cap on window length: bptt + max_delta
+  std::int64_t epochs = 1;
+  std::string switch_policy = "nt";     // "nt", "et" or "none"
+  std::int64_t nonmono = 5;
+  std::int64_t switch_epoch = 200;
+  std::int64_t finetune_epochs = 0;     // > 0: a finetune stage of at most this many epochs
+  std::optional<double> flood;          // flood level b
+  std::int64_t eval_batch_size = 10;
+  std::int64_t test_batch_size = 1;
+  std::int64_t log_interval = 200;      // steps between metrics lines
+  std::uint64_t seed = 141;
+  double max_seconds = 0;               // wall-time budget of the run (all sessions); 0: none
+  bool test = true;                     // evaluate the best model on the test split at the end
+};
+
+// Options ⇄ JSON. from_json rejects unknown keys and wrong types (ConfigError naming the key).
+nlohmann::json to_json(const TrainOptions& options);
+TrainOptions train_options_from_json(const nlohmann::json& json);
+
+// What the Lua layer (or any host) plugs in. The info objects are JSON (documented in
+// docs/training.md) so that every host sees the same fields.
+struct TrainCallbacks {
+  std::function<void(const nlohmann::json&)> on_step;       // every step
+  std::function<void(const nlohmann::json&)> on_epoch_end;  // after validation and checkpoints
+  std::function<void(const nlohmann::json&)> on_switch;     // when averaging starts
+  std::function<void(const nlohmann::json&)> on_eval;       // after every evaluation
+  // Host RNG state at every step boundary (captured, stored in resume states, restored).
+  std::function<nlohmann::json()> capture_host_state;
+  std::function<void(const nlohmann::json&)> restore_host_state;
+};
+
+class Trainer {
+ public:
+  // Prepares the run directory: a fresh run writes config.json; a directory holding an unfinished
+  // run of the same configuration is resumed from its state.ckpt (epochs, max_seconds and
+  // log_interval may differ); anything else is a UsageError that says what differs.
+  Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options, std::string run_dir,
+          TrainCallbacks callbacks = {});
+  ~Trainer();
+
+  // Runs to the end (see the stops above) and returns summary.json's content.
+  nlohmann::json run();
+
+  // For callbacks: stop after the current step (status "stopped"), the main group's lr, freezing.
+  void request_stop(const std::string& reason);
+  double lr() const;
+  void set_lr(double lr);
+  // Freezes/unfreezes the parameters whose names start with `prefix` ("encoder.lstm0_", "head.");
+  // returns how many matched. Frozen parameters get no gradient and no update.
+  std::int64_t set_frozen(const std::string& prefix, bool frozen);
+
+  bool resumed() const;
+  const RunStore& store() const;
+  LanguageModel& model();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+// The resolved configuration a run stores in config.json (model, head, corpus, training).
+nlohmann::json run_config(const LanguageModel& model, const data::Corpus& corpus, const TrainOptions& options);
+
+}  // namespace lmkit::training

@@ -1,0 +1,156 @@
+-- lmkit.train / resume / evaluate from Lua: callbacks, the run object, exact evaluation.
+local T = require "lmkit.testing"
+
+local root = os.tmpname()
+os.remove(root)
+
+local function corpus()
+  local lang = lmkit.data.synthetic{vocab = 30, states = 12, dim = 4, seed = 7}
+  return lang:corpus{train = 4000, valid = 800, test = 800}, lang
+end
+
+local function tiny()
+  lmkit.seed(3)
+  return lmkit.model{vocab_size = 30, emb = 8, nhid = 16, nhidlast = 8, nlayers = 2,
+                     dropout = 0.1, dropouth = 0.1, dropouti = 0.1, dropoute = 0.05, wdrop = 0.2}
+end
+
+local function options(extra)
+  local o = {lr = 5, batch_size = 4, bptt = 10, epochs = 2, log_interval = 20, eval_batch_size = 4,
+             test_batch_size = 2, seed = 11}
+  for k, v in pairs(extra or {}) do o[k] = v end
+  return o
+end
+
+local counter = 0
+local function run_dir()
+  counter = counter + 1
+  return root .. "/run" .. counter
+end
+
+T.test("train returns a run whose files and summary say what happened", function()
+  local c = corpus()
+  local o = options{model = tiny(), corpus = c, run_dir = run_dir(), switch = "et", switch_epoch = 1}
+  local run = lmkit.train(o)
+  local s = run:summary()
+  T.eq(s.status, "finished")
+  T.eq(s.switch_epoch, 1)
+  T.eq(s.epochs, 2)
+  T.truthy(s.test_ppl > 1 and s.test_ppl < 30, "test ppl " .. tostring(s.test_ppl))
+  T.eq(s.parameters.total, run:best_model():parameter_count().total)
+  local epochs = run:metrics("epoch")
+  T.eq(#epochs, 2)
+  T.eq(epochs[2].averaging, true)
+  T.truthy(#run:metrics("step") > 0)
+  T.eq(run:config().train.lr, 5)
+  T.eq(lmkit.open_run(run:dir()):summary().test_ppl, s.test_ppl)
+end)
+
+T.test("callbacks see every step and epoch and can change the run", function()
+  local c = corpus()
+  local steps, epochs, evals, switched = 0, 0, 0, nil
+  local run = lmkit.train(options{
+    model = tiny(), corpus = c, run_dir = run_dir(), epochs = 3, switch = "et", switch_epoch = 1,
+    on_step = function(info, run)
+      steps = steps + 1
+      T.eq(info.step, steps)
+      if info.step == 3 then run:set_lr(2.5) end
+      if info.step > 3 and info.epoch == 1 then T.eq(info.lr, 2.5) end  -- the switch restarts at lr
+    end,
+    on_epoch_end = function(info, run)
+      epochs = epochs + 1
+      if info.epoch == 2 then run:stop("enough") end
+    end,
+    on_switch = function(info) switched = info.epoch end,
+    on_eval = function(info) evals = evals + 1 end,
+  })
+  local s = run:summary()
+  T.eq(s.status, "stopped")
+  T.eq(s.stop_reason, "enough")
+  T.eq(epochs, 2)
+  T.eq(switched, 1)
+  T.eq(evals, 3)  -- two validations and the final test
+end)
+
+T.test("a callback's error stops the run with the callback named", function()
+  T.raises(function()
+    lmkit.train(options{model = tiny(), corpus = corpus(), run_dir = run_dir(),
+                        on_step = function() error("boom in my callback") end})
+  end, "boom in my callback")
+end)
+
+T.test("freeze keeps a layer's weights fixed from the next step on", function()
+  local m = tiny()
+  local embedding  -- shares the model's storage (m:parameters() lists the trainable ones only)
+  for _, p in ipairs(m:parameters()) do
+    local size = p:size()
+    if #size == 2 and size[1] == 30 and size[2] == 8 then embedding = p end
+  end
+  local after_first_step
+  lmkit.train(options{model = m, corpus = corpus(), run_dir = run_dir(), epochs = 1, test = false,
+    on_step = function(info, run)
+      if info.step == 1 then
+        T.truthy(run:freeze("encoder.embedding") == 1)
+        after_first_step = embedding:clone()
+      end
+    end})
+  -- The best model is loaded back at the end; an epoch-1 best equals the frozen embedding.
+  T.truthy(after_first_step:equal(embedding), "the frozen embedding changed")
+  T.raises(function()
+    lmkit.train(options{model = tiny(), corpus = corpus(), run_dir = run_dir(), epochs = 1, test = false,
+                        on_step = function(info, run) run:freeze("no.such.layer") end})
+  end, "no parameter name starts with 'no.such.layer'")
+end)
+
+T.test("options are checked by name", function()
+  T.raises(function() lmkit.train(options{model = tiny(), corpus = corpus(), run_dir = run_dir(), learning_rate = 1}) end,
+           "'learning_rate' is unknown")
+  T.raises(function() lmkit.train(options{model = tiny(), corpus = corpus()}) end, "run_dir")
+  T.raises(function() lmkit.train(options{model = tiny(), corpus = corpus(), run_dir = run_dir(), on_step = 3}) end,
+           "'on_step' must be a function")
+  T.raises(function() lmkit.resume(root .. "/nothing-here") end, "nothing to resume")
+end)
+
+T.test("evaluate equals a plain forward loop, bit for bit", function()
+  local m, c = tiny(), corpus()
+  local r = lmkit.evaluate(m, c.valid, {batch_size = 4, bptt = 10})
+  m:eval()
+  local source = lmkit.data.batchify(c.valid, 4)
+  local hidden, total, count = nil, 0, 0
+  lmkit.no_grad(function()
+    for input, target in lmkit.data.eval_batches(source, 10) do
+      local loss
+      loss, hidden = m:loss(input, target, hidden)
+      local n = input:size(1) * input:size(2)
+      total = total + loss:item() * n
+      count = count + n
+    end
+  end)
+  T.eq(r.tokens, count)
+  T.eq(r.loss, total / count)
+  T.near(r.ppl, math.exp(total / count), 1e-12)
+end)
+
+T.test("resume continues a stopped run to the same result", function()
+  local c = corpus()
+  local whole = lmkit.train(options{model = tiny(), corpus = c, run_dir = run_dir(), epochs = 3}):summary()
+  local dir = run_dir()
+  local first = lmkit.train(options{model = tiny(), corpus = c, run_dir = dir, epochs = 3,
+    on_step = function(info, run) if info.step == 150 then run:stop("pause") end end}):summary()
+  T.eq(first.status, "stopped")
+  local resumed = lmkit.resume(dir):summary()  -- model and corpus rebuilt from config.json
+  T.eq(resumed.status, "finished")
+  T.eq(resumed.test_loss, whole.test_loss)
+  T.eq(resumed.valid_loss, whole.valid_loss)
+end)
+
+T.test("dynamic evaluation runs and restores the weights", function()
+  local m, c = tiny(), corpus()
+  local before = m:parameters()[1]:clone()
+  local r = lmkit.dynamic_evaluate(m, c.train, c.test, {lr = 0.05, stats_batch_size = 4, max_stats_windows = 20})
+  T.truthy(r.ppl > 1)
+  T.truthy(before:equal(m:parameters()[1]))
+end)
+
+T.run()
+os.execute("rm -rf '" .. root .. "'")

@@ -1,0 +1,168 @@
+// The optimizers against their closed forms, and the switch policies on scripted validation losses.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "runtime/core/error.h"
+#include "runtime/training/optimizer.h"
+#include "runtime/training/switch_policy.h"
+
+namespace lmkit::training {
+namespace {
+
+const auto kDouble = torch::TensorOptions().dtype(torch::kFloat64);
+
+torch::Tensor parameter(std::vector<double> values) {
+  return torch::tensor(values, kDouble).requires_grad_(true);
+}
+
+void set_grad(torch::Tensor& p, std::vector<double> values) { p.mutable_grad() = torch::tensor(values, kDouble); }
+
+TEST(OptimizerTest, SgdWithWeightDecayIsTheL2CoupledStep) {
+  auto p = parameter({1.0, -2.0});
+  Optimizer sgd("sgd", {{"main", {p}, 0.5, 0.1}});
+  set_grad(p, {0.2, 0.4});
+  sgd.step();
+  // p − lr·(g + wd·p)
+  EXPECT_DOUBLE_EQ(p[0].item<double>(), 1.0 - 0.5 * (0.2 + 0.1 * 1.0));
+  EXPECT_DOUBLE_EQ(p[1].item<double>(), -2.0 - 0.5 * (0.4 + 0.1 * -2.0));
+}
+
+TEST(OptimizerTest, ParametersWithoutGradientAreNotStepped) {
+  auto p = parameter({1.0});
+  auto q = parameter({3.0});
+  Optimizer sgd("sgd", {{"main", {p, q}, 1.0, 0.5}});
+  set_grad(p, {1.0});
+  sgd.step();
+  EXPECT_DOUBLE_EQ(q.item<double>(), 3.0);  // no gradient: no decay either (torch.optim skips it)
+}
+
+// ax after k steps is the mean of the iterates p_2..p_k (PyTorch's μ stays 1 for two steps).
+TEST(OptimizerTest, AsgdAverageIsTheMeanOfTheIteratesFromTheSecondStep) {
+  auto p = parameter({0.5, -1.0, 2.0});
+  Optimizer asgd("asgd", {{"main", {p}, 0.1, 0.0}});
+  std::vector<torch::Tensor> iterates;
+  for (int k = 1; k <= 7; ++k) {
+    set_grad(p, {std::sin(k), std::cos(k), 0.3 * k});
+    asgd.step();
+    iterates.push_back(p.detach().clone());
+    if (k >= 2) {
+      auto mean = torch::zeros_like(p);
+      for (std::size_t i = 1; i < iterates.size(); ++i) mean += iterates[i];
+      mean /= static_cast<double>(iterates.size() - 1);
+      EXPECT_TRUE(torch::allclose(asgd.average_of(0, 0), mean, 1e-14, 1e-14)) << "after step " << k;
+    } else {
+      EXPECT_TRUE(torch::equal(asgd.average_of(0, 0), p.detach()));
+    }
+  }
+}
+
+// η lags the group's lr by one step, as in the reference (the per-window lr scaling acts late).
+TEST(OptimizerTest, AsgdStepSizeIsThePreviousStepsLearningRate) {
+  auto p = parameter({0.0});
+  Optimizer asgd("asgd", {{"main", {p}, 1.0, 0.0}});
+  const std::vector<double> lrs = {1.0, 2.0, 3.0, 4.0};
+  double expected = 0;
+  double eta = lrs[0];
+  for (double lr : lrs) {
+    asgd.groups()[0].lr = lr;
+    if (lr == lrs[0]) eta = lr;  // the first step initializes η from the lr of that step
+    set_grad(p, {1.0});
+    asgd.step();
+    expected -= eta;
+    eta = lr;
+    EXPECT_DOUBLE_EQ(p.item<double>(), expected);
+  }
+}
+
+TEST(OptimizerTest, SwapWithAverageSwapsBack) {
+  auto p = parameter({1.0, 2.0});
+  Optimizer asgd("asgd", {{"main", {p}, 0.5, 0.0}});
+  for (int k = 0; k < 3; ++k) {
+    set_grad(p, {1.0, -1.0});
+    asgd.step();
+  }
+  const auto raw = p.detach().clone();
+  const auto average = asgd.average_of(0, 0).clone();
+  asgd.swap_with_average();
+  EXPECT_TRUE(torch::equal(p.detach(), average));
+  asgd.swap_with_average();
+  EXPECT_TRUE(torch::equal(p.detach(), raw));
+}
+
+TEST(OptimizerTest, AdamFirstStepMovesByLrTimesSign) {
+  auto p = parameter({1.0, 1.0});
+  Optimizer adam("adam", {{"main", {p}, 0.01, 0.0}});
+  set_grad(p, {3.0, -0.5});
+  adam.step();
+  // m̂ = g, v̂ = g² → step lr·g/(|g| + ε)
+  EXPECT_NEAR(p[0].item<double>(), 1.0 - 0.01, 1e-9);
+  EXPECT_NEAR(p[1].item<double>(), 1.0 + 0.01, 1e-9);
+}
+
+TEST(OptimizerTest, StateRoundTripsExactly) {
+  auto p = parameter({1.0, 2.0});
+  auto q = parameter({1.0, 2.0});
+  Optimizer a("asgd", {{"main", {p}, 0.3, 0.01}});
+  Optimizer b("asgd", {{"main", {q}, 0.3, 0.01}});
+  for (int k = 0; k < 3; ++k) {
+    set_grad(p, {0.1 * k, 1.0});
+    a.step();
+  }
+  b.load_state(a.state_json(), a.state_tensors());
+  torch::NoGradGuard no_grad;
+  q.copy_(p);
+  set_grad(p, {0.7, -0.2});
+  set_grad(q, {0.7, -0.2});
+  a.step();
+  b.step();
+  EXPECT_TRUE(torch::equal(p, q));
+  EXPECT_TRUE(torch::equal(a.average_of(0, 0), b.average_of(0, 0)));
+}
+
+TEST(OptimizerTest, UnknownKindIsNamed) {
+  try {
+    Optimizer("rmsprop", {});
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'rmsprop'"), std::string::npos);
+  }
+}
+
+// ---- switch policies ----
+
+TEST(SwitchPolicyTest, NonMonotoneFiresWhenWorseThanTheBestBeforeTheLastN) {
+  // nonmono = 2: at epoch e the history holds v_1..v_{e−1}; compare with min(v_1..v_{e−3}).
+  SwitchPolicy nt("nt", 2, 200);
+  const std::vector<double> losses = {5.0, 4.0, 3.0, 3.5, 3.2, 3.1, 3.05};
+  std::vector<bool> fired;
+  for (std::size_t e = 0; e < losses.size(); ++e) fired.push_back(nt.observe(static_cast<int64_t>(e + 1), losses[e]));
+  // epochs 1–3: history too short (needs > 2 entries). epoch 4: 3.5 > min(5) ? no (5 > 3.5).
+  // epoch 5: 3.2 > min(5, 4) = 4 ? no. epoch 6: 3.1 > min(5, 4, 3) = 3 → fires.
+  EXPECT_EQ(fired, (std::vector<bool>{false, false, false, false, false, true, true}));
+}
+
+TEST(SwitchPolicyTest, NonMonotoneNeverFiresWhileImproving) {
+  SwitchPolicy nt("nt", 5, 200);
+  for (int e = 1; e <= 50; ++e) EXPECT_FALSE(nt.observe(e, 10.0 / e));
+}
+
+TEST(SwitchPolicyTest, EpochTriggeredFiresAtItsEpochOnly) {
+  SwitchPolicy et("et", 5, 3);
+  std::vector<bool> fired;
+  for (int e = 1; e <= 5; ++e) fired.push_back(et.observe(e, 1.0));
+  EXPECT_EQ(fired, (std::vector<bool>{false, false, true, false, false}));
+}
+
+TEST(SwitchPolicyTest, NoneNeverFires) {
+  SwitchPolicy none("none", 0, 1);
+  for (int e = 1; e <= 5; ++e) EXPECT_FALSE(none.observe(e, static_cast<double>(e)));
+}
+
+TEST(SwitchPolicyTest, BadPolicyIsNamed) {
+  EXPECT_THROW(SwitchPolicy("sometimes", 5, 200), UsageError);
+  EXPECT_THROW(SwitchPolicy("et", 5, 0), UsageError);
+}
+
+}  // namespace
+}  // namespace lmkit::training

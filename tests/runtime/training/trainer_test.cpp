@@ -1,0 +1,338 @@
+// The trainer end to end on a tiny model and a synthetic language: switch epochs, exact resume
+// after a preemption signal, flooding, divergence handling, the run store and evaluation.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "runtime/core/atomic_file.h"
+#include "runtime/core/device.h"
+#include "runtime/core/error.h"
+#include "runtime/data/batching.h"
+#include "runtime/data/corpus_origin.h"
+#include "runtime/data/synthetic_language.h"
+#include "runtime/models/checkpoint.h"
+#include "runtime/training/evaluation.h"
+#include "runtime/training/preemption.h"
+#include "runtime/training/run_store.h"
+#include "runtime/training/trainer.h"
+
+namespace lmkit::training {
+namespace {
+
+namespace fs = std::filesystem;
+
+data::Corpus tiny_corpus() {
+  data::SyntheticOptions o;
+  o.vocab = 30;
+  o.states = 12;
+  o.dim = 4;
+  o.seed = 7;
+  data::SyntheticLanguage language(o);
+  return language.corpus(6000, 1200, 1200);
+}
+
+LanguageModel tiny_model(std::uint64_t seed = 3, bool dropout = true) {
+  seed_torch(seed);
+  const double p = dropout ? 0.1 : 0.0;
+  LanguageModelOptions o;
+  o.encoder(AwdLstmOptions().vocab_size(30).emb(8).nhid(16).nhidlast(8).nlayers(2)
+                .dropout(p).dropouth(p).dropouti(p).dropoute(p / 2).wdrop(2 * p));
+  return LanguageModel(o);
+}
+
+// Without dropout: the loss is a deterministic function of the weights.
+LanguageModel quiet_model() { return tiny_model(3, /*dropout=*/false); }
+
+TrainOptions tiny_options() {
+  TrainOptions o;
+  o.lr = 5;
+  o.batch_size = 4;
+  o.bptt = 10;
+  o.epochs = 3;
+  o.log_interval = 25;
+  o.eval_batch_size = 4;
+  o.test_batch_size = 2;
+  o.seed = 11;
+  return o;
+}
+
+class TrainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::setenv("LMKIT_PROGRESS", "off", 1);
+    root_ = fs::temp_directory_path() / ("lmkit_trainer_test_" + std::to_string(::getpid()) + "_" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  std::string dir(const std::string& name) const { return (root_ / name).string(); }
+  fs::path root_;
+};
+
+// The metrics without their wall-clock fields, which no two runs share.
+std::vector<nlohmann::json> comparable(std::vector<nlohmann::json> records) {
+  for (auto& r : records) {
+    r.erase("tokens_per_s");
+    r.erase("seconds");
+    r.erase("epoch_seconds");
+  }
+  return records;
+}
+
+TEST_F(TrainerTest, EpochTriggeredSwitchHappensAtItsEpochAndIsRecorded) {
+  auto options = tiny_options();
+  options.switch_policy = "et";
+  options.switch_epoch = 2;
+  Trainer trainer(tiny_model(), tiny_corpus(), options, dir("et"));
+  const auto summary = trainer.run();
+  EXPECT_EQ(summary.at("status"), "finished");
+  EXPECT_EQ(summary.at("switch_epoch"), 2);
+  std::vector<bool> averaging, switched;
+  for (const auto& r : trainer.store().metrics()) {
+    if (r.at("type") != "epoch") continue;
+    averaging.push_back(r.at("averaging").get<bool>());
+    switched.push_back(r.at("switched").get<bool>());
+  }
+  EXPECT_EQ(switched, (std::vector<bool>{false, true, false}));
+  EXPECT_EQ(averaging, (std::vector<bool>{false, true, true}));
+  EXPECT_TRUE(std::isfinite(summary.at("test_ppl").get<double>()));
+  for (const char* file : {"config.json", "metrics.jsonl", "best.ckpt", "last.ckpt", "state.ckpt", "summary.json", "log.txt"}) {
+    EXPECT_TRUE(fs::exists(fs::path(dir("et")) / file)) << file;
+  }
+  EXPECT_NO_THROW(load_checkpoint(dir("et") + "/best.ckpt"));
+}
+
+TEST_F(TrainerTest, NeverSwitchesWithNone) {
+  auto options = tiny_options();
+  options.switch_policy = "none";
+  options.epochs = 2;
+  Trainer trainer(tiny_model(), tiny_corpus(), options, dir("none"));
+  EXPECT_TRUE(trainer.run().at("switch_epoch").is_null());
+}
+
+// A SIGTERM in the middle of epoch 2 saves the state at the next step boundary; resuming gives
+// the same metrics, record for record, as the run that was never interrupted.
+TEST_F(TrainerTest, ResumeAfterPreemptionReproducesTheUninterruptedRun) {
+  auto options = tiny_options();
+  options.switch_policy = "et";
+  options.switch_epoch = 1;  // the interruption falls while averaging: the ASGD state must resume too
+  std::vector<nlohmann::json> reference;
+  nlohmann::json reference_summary;
+  {
+    Trainer trainer(tiny_model(), tiny_corpus(), options, dir("whole"));
+    reference_summary = trainer.run();
+    reference = comparable(trainer.store().metrics());
+  }
+  const std::int64_t steps_per_epoch = [&] {
+    for (const auto& r : reference) if (r.at("type") == "epoch") return r.at("step").get<std::int64_t>();
+    return std::int64_t{0};
+  }();
+  ASSERT_GT(steps_per_epoch, 10);
+  {
+    TrainCallbacks callbacks;
+    const std::int64_t preempt_at = steps_per_epoch + steps_per_epoch / 2 + 3;
+    callbacks.on_step = [&](const nlohmann::json& info) {
+      if (info.at("step").get<std::int64_t>() == preempt_at) std::raise(SIGTERM);
+    };
+    Trainer trainer(tiny_model(), tiny_corpus(), options, dir("split"), callbacks);
+    EXPECT_THROW(trainer.run(), Preempted);
+    EXPECT_TRUE(was_preempted());
+    EXPECT_EQ(RunStore(dir("split")).read_json("summary.json").at("status"), "preempted");
+  }
+  // A different initialization: the resumed run must take everything from the state file.
+  Trainer resumed(tiny_model(/*seed=*/99), tiny_corpus(), options, dir("split"));
+  EXPECT_TRUE(resumed.resumed());
+  const auto summary = resumed.run();
+  EXPECT_FALSE(was_preempted());
+  EXPECT_EQ(comparable(resumed.store().metrics()), reference);
+  EXPECT_EQ(summary.at("test_loss"), reference_summary.at("test_loss"));
+  EXPECT_EQ(summary.at("valid_loss"), reference_summary.at("valid_loss"));
+}
+
+TEST_F(TrainerTest, ResumeRefusesAnotherConfiguration) {
+  auto options = tiny_options();
+  options.epochs = 1;
+  options.max_seconds = 1e-9;  // stops at once, resumable
+  Trainer(tiny_model(), tiny_corpus(), options, dir("run")).run();
+  options.lr = 7;
+  try {
+    Trainer(tiny_model(), tiny_corpus(), options, dir("run"));
+    FAIL() << "resumed with another lr";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("train.lr: stored 5"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(TrainerTest, TimeLimitStopsResumably) {
+  auto options = tiny_options();
+  options.max_seconds = 1e-9;
+  Trainer trainer(tiny_model(), tiny_corpus(), options, dir("budget"));
+  EXPECT_EQ(trainer.run().at("status"), "time_limit");
+  EXPECT_TRUE(fs::exists(fs::path(dir("budget")) / "state.ckpt"));
+}
+
+TEST_F(TrainerTest, FloodingKeepsTheTrainingLossNearTheFloodLevel) {
+  auto options = tiny_options();
+  options.switch_policy = "none";
+  options.epochs = 4;
+  options.lr = 3;  // small steps: the loss then stays within a few hundredths of b
+  auto corpus = tiny_corpus();
+  // Without flooding the training loss falls well below b ...
+  Trainer plain(quiet_model(), corpus, options, dir("plain"));
+  const double plain_loss = plain.run().at("train_loss").get<double>();
+  const double b = plain_loss + 0.5;
+  // ... with flooding it hovers at b: the gradient reverses whenever the loss goes under it.
+  options.flood = b;
+  Trainer flooded(quiet_model(), corpus, options, dir("flood"));
+  const auto summary = flooded.run();
+  const double flooded_loss = summary.at("train_loss").get<double>();
+  EXPECT_NEAR(flooded_loss, b, 0.1) << "plain " << plain_loss;
+  EXPECT_GT(flooded_loss, plain_loss + 0.4);
+}
+
+TEST_F(TrainerTest, NonFiniteLossStopsTheRunAndKeepsTheCheckpoints) {
+  auto options = tiny_options();
+  TrainCallbacks callbacks;
+  LanguageModel model = tiny_model();
+  std::int64_t steps_per_epoch = 0;
+  callbacks.on_epoch_end = [&](const nlohmann::json& info) {
+    if (steps_per_epoch == 0) steps_per_epoch = info.at("step").get<std::int64_t>();
+  };
+  callbacks.on_step = [&](const nlohmann::json& info) {
+    if (steps_per_epoch > 0 && info.at("step").get<std::int64_t>() == steps_per_epoch + 5) {
+      torch::NoGradGuard no_grad;
+      model->encoder->layers[1].w_hh[0][0] = std::numeric_limits<float>::quiet_NaN();
+    }
+  };
+  const auto state_before = [&] { return read_file(dir("nan") + "/state.ckpt"); };
+  Trainer trainer(model, tiny_corpus(), options, dir("nan"), callbacks);
+  const auto summary = trainer.run();
+  EXPECT_EQ(summary.at("status"), "diverged");
+  const auto diagnostic = summary.at("diagnostic").get<std::string>();
+  EXPECT_NE(diagnostic.find("encoder.lstm1_w_hh"), std::string::npos) << diagnostic;
+  EXPECT_NE(diagnostic.find("epoch 2"), std::string::npos) << diagnostic;
+  // The state and checkpoints are those of the last good epoch, and they load.
+  const auto best = load_checkpoint(dir("nan") + "/best.ckpt");
+  for (const auto& p : best.model->parameters()) EXPECT_TRUE(torch::isfinite(p).all().item<bool>());
+  EXPECT_NO_THROW(load_checkpoint(dir("nan") + "/last.ckpt"));
+  EXPECT_TRUE(std::isfinite(summary.at("test_ppl").get<double>()));
+  EXPECT_FALSE(state_before().empty());
+  // A diverged run is not resumed by accident.
+  EXPECT_THROW(Trainer(tiny_model(), tiny_corpus(), options, dir("nan")), UsageError);
+}
+
+TEST_F(TrainerTest, GradientAccumulationMatchesTheFullBatchWithoutDropout) {
+  // Without dropout and with chunks of 2 columns, each chunk's loss·(2/4) sums to the full loss;
+  // hidden states per chunk are the corresponding columns of the full batch's state.
+  auto options = tiny_options();
+  options.epochs = 1;
+  options.switch_policy = "none";
+  Trainer full(quiet_model(), tiny_corpus(), options, dir("full"));
+  const auto a = full.run();
+  options.small_batch_size = 2;
+  Trainer chunked(quiet_model(), tiny_corpus(), options, dir("chunked"));
+  const auto b = chunked.run();
+  EXPECT_NEAR(a.at("train_loss").get<double>(), b.at("train_loss").get<double>(), 1e-4);
+  EXPECT_NEAR(a.at("valid_loss").get<double>(), b.at("valid_loss").get<double>(), 1e-4);
+}
+
+TEST_F(TrainerTest, BadOptionsAreNamed) {
+  auto options = tiny_options();
+  options.small_batch_size = 3;
+  EXPECT_THROW(Trainer(tiny_model(), tiny_corpus(), options, dir("bad")), UsageError);
+  try {
+    train_options_from_json({{"lr", 1}, {"learning_rate", 2}});
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("'learning_rate'"), std::string::npos);
+  }
+  EXPECT_THROW(train_options_from_json({{"epochs", "many"}}), ConfigError);
+}
+
+// ---- evaluation ----
+
+TEST(EvaluationTest, MatchesAPlainForwardLoopExactly) {
+  auto model = tiny_model();
+  const auto corpus = tiny_corpus();
+  const auto result = evaluate(model, corpus.valid, 4, 10);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const auto source = data::batchify(corpus.valid, 4);
+  auto hidden = model->init_hidden(4);
+  double total = 0;
+  std::int64_t count = 0;
+  for (std::int64_t i = 0; i < source.size(0) - 1; i += 10) {
+    const auto batch = data::get_batch(source, i, 10);
+    auto out = model->loss(batch.input, batch.target, hidden);
+    total += out.loss.item<double>() * static_cast<double>(batch.input.numel());
+    count += batch.input.numel();
+    hidden = detach_state(out.hidden);
+  }
+  EXPECT_EQ(result.tokens, count);
+  EXPECT_EQ(result.tokens, (corpus.valid.numel() / 4 - 1) * 4);
+  EXPECT_EQ(result.loss, total / static_cast<double>(count));
+  EXPECT_DOUBLE_EQ(result.perplexity, std::exp(result.loss));
+}
+
+TEST(EvaluationTest, DynamicEvaluationAdaptsAndRestoresTheWeights) {
+  auto model = tiny_model();
+  const auto corpus = tiny_corpus();
+  const auto before = model->encoder->embedding.detach().clone();
+  DynamicEvalOptions options;
+  options.lr = 0.05;
+  options.stats_batch_size = 4;
+  options.max_stats_windows = 50;
+  const auto dynamic = dynamic_evaluate(model, corpus.train, corpus.test, options);
+  const auto stat = evaluate(model, corpus.test, 1, 5);
+  EXPECT_TRUE(torch::equal(model->encoder->embedding, before));
+  EXPECT_EQ(dynamic.tokens, stat.tokens);
+  // An untrained model adapts to the test stream: dynamic evaluation must help a lot.
+  EXPECT_LT(dynamic.loss, stat.loss - 0.05);
+}
+
+// ---- run store ----
+
+TEST(RunStoreTest, MetricsIgnoreACutLineAndTruncate) {
+  const auto dir = fs::temp_directory_path() / ("lmkit_run_store_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  RunStore store(dir);
+  store.append_metric({{"step", 1}});
+  store.append_metric({{"step", 2}});
+  {
+    std::ofstream out(store.path("metrics.jsonl"), std::ios::app);
+    out << "{\"step\": 3";  // a crash in the middle of a line
+  }
+  EXPECT_EQ(store.metrics().size(), 2u);
+  store.truncate_metrics(1);
+  ASSERT_EQ(store.metrics().size(), 1u);
+  EXPECT_EQ(store.metrics()[0].at("step"), 1);
+  store.write_json("summary.json", {{"status", "finished"}});
+  EXPECT_EQ(store.read_json("summary.json").at("status"), "finished");
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << "temporary file left behind";
+  }
+  fs::remove_all(dir);
+}
+
+TEST(CorpusOriginTest, SyntheticCorpusIsRebuiltExactly) {
+  data::SyntheticOptions o;
+  o.vocab = 40;
+  o.kind = "hmm";
+  o.states = 5;
+  data::SyntheticLanguage language(o);
+  language.generate(17);
+  language.generate(5, 99);
+  language.generate(3);
+  const auto corpus = language.corpus(100, 30, 20);
+  const auto again = data::corpus_from_origin(corpus.origin);
+  EXPECT_TRUE(torch::equal(corpus.train, again.train));
+  EXPECT_TRUE(torch::equal(corpus.valid, again.valid));
+  EXPECT_TRUE(torch::equal(corpus.test, again.test));
+  EXPECT_THROW(data::corpus_from_origin(nullptr), UsageError);
+}
+
+}  // namespace
+}  // namespace lmkit::training
