@@ -239,6 +239,33 @@ TEST_F(TrainerTest, GradientAccumulationMatchesTheFullBatchWithoutDropout) {
   EXPECT_NEAR(a.at("valid_loss").get<double>(), b.at("valid_loss").get<double>(), 1e-4);
 }
 
+// finetune.py: ASGD restarted from the best model; its epochs are recorded as stage "finetune" and
+// it stops by the non-monotone criterion or after finetune_epochs.
+TEST_F(TrainerTest, FinetuneStageRunsAfterTheMainOne) {
+  auto options = tiny_options();
+  options.epochs = 2;
+  options.switch_policy = "none";
+  options.finetune_epochs = 3;
+  options.nonmono = 1;
+  Trainer trainer(tiny_model(), tiny_corpus(), options, dir("finetune"));
+  const auto summary = trainer.run();
+  EXPECT_EQ(summary.at("status"), "finished");
+  std::vector<std::string> stages;
+  for (const auto& r : trainer.store().metrics()) {
+    if (r.at("type") == "epoch") stages.push_back(r.at("stage"));
+  }
+  ASSERT_GE(stages.size(), 3u);
+  EXPECT_EQ(stages[0], "train");
+  EXPECT_EQ(stages[1], "train");
+  for (std::size_t i = 2; i < stages.size(); ++i) EXPECT_EQ(stages[i], "finetune");
+  EXPECT_LE(stages.size(), 5u);
+  EXPECT_EQ(summary.at("finetune_epochs").get<std::size_t>(), stages.size() - 2);
+  // Every finetune epoch validates the averaged weights.
+  for (const auto& r : trainer.store().metrics()) {
+    if (r.at("type") == "epoch" && r.at("stage") == "finetune") EXPECT_TRUE(r.at("averaging").get<bool>());
+  }
+}
+
 TEST_F(TrainerTest, BadOptionsAreNamed) {
   auto options = tiny_options();
   options.small_batch_size = 3;
