@@ -6,7 +6,8 @@ if(LMKIT_SANITIZE)
   # at::indexing::TensorIndex (ATen/TensorIndexing.h) copies its uninitialized `boolean_` member
   # whenever a non-boolean index is copied or moved, which the `bool` check reports as UB.
   list(APPEND _lmkit_san -fno-sanitize=vptr,bool)
-  add_compile_options(${_lmkit_san})
+  # C and C++ only: nvcc (the CUDA kernels) takes host-compiler flags differently.
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${_lmkit_san}>")
   # -O1 keeps ASan's reports exact and the build cheap (the sanitizer pass runs in CI after the
   # normal one); -g1 keeps line numbers in stack traces without full debug info.
   string(REPLACE "-O2" "-O1" CMAKE_CXX_FLAGS_RELWITHDEBINFO "${CMAKE_CXX_FLAGS_RELWITHDEBINFO}")

@@ -7,6 +7,9 @@
 #include <limits>
 
 #include "ops/check.h"
+#ifdef LMKIT_OPS_CUDA
+#include "ops/cuda/dispatch.h"
+#endif
 
 namespace lmkit::ops {
 namespace {
@@ -79,6 +82,16 @@ class GssLogSoftmax : public torch::autograd::Function<GssLogSoftmax> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
                                double c, double k) {
+    ctx->saved_data["c"] = c;
+    ctx->saved_data["k"] = k;
+#ifdef LMKIT_OPS_CUDA
+    if (logits.is_cuda()) {
+      auto l = logits.contiguous();
+      auto out = cuda::gss_log_softmax_forward(l, c, k);
+      ctx->save_for_backward({l, out});
+      return out;
+    }
+#endif
     torch::Tensor out;
     if (logits.device().is_cpu()) {
       auto l = logits.contiguous();
@@ -89,8 +102,6 @@ class GssLogSoftmax : public torch::autograd::Function<GssLogSoftmax> {
       out = torch::log_softmax(gss_transform(logits, c, k), -1);
       ctx->save_for_backward({logits, out});
     }
-    ctx->saved_data["c"] = c;
-    ctx->saved_data["k"] = k;
     return out;
   }
 
@@ -101,6 +112,9 @@ class GssLogSoftmax : public torch::autograd::Function<GssLogSoftmax> {
     const auto& out = saved[1];
     const double c = ctx->saved_data["c"].toDouble();
     const double k = ctx->saved_data["k"].toDouble();
+#ifdef LMKIT_OPS_CUDA
+    if (l.is_cuda()) return {cuda::gss_log_softmax_backward(l, out, grads[0], c, k), torch::Tensor(), torch::Tensor()};
+#endif
     torch::Tensor grad;
     if (l.device().is_cpu()) {
       auto g = grads[0].contiguous();

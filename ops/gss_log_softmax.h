@@ -8,8 +8,9 @@
 // Backward (hand-written): with p = exp(out) and G = Σ_j g_j,
 //   ∂L/∂l_i = (g_i − p_i·G) · (k − (k − 1)·σ(l_i − c)),
 // so only the logits and the output are kept for it (no z, no softplus buffer).
-// The CPU kernel computes each row in three passes over memory with no temporaries; other devices
-// use the composed ATen expression until a kernel exists (ops/cuda/, built with LMKIT_WITH_CUDA).
+// The CPU kernel computes each row in three passes over memory with no temporaries; the CUDA kernel
+// (ops/cuda/gss_log_softmax_kernels.cu, built with LMKIT_WITH_CUDA) does one block per row in two
+// passes; other devices, and CUDA in builds without it, use the composed ATen expression.
 #pragma once
 #include "runtime/core/torch.h"
 

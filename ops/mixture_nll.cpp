@@ -2,6 +2,9 @@
 
 #include "ops/check.h"
 #include "ops/gss_log_softmax.h"
+#ifdef LMKIT_OPS_CUDA
+#include "ops/cuda/dispatch.h"
+#endif
 
 namespace lmkit::ops {
 namespace {
@@ -24,17 +27,31 @@ class MixtureNll : public torch::autograd::Function<MixtureNll> {
                                double kappa) {
     const int64_t K = latent.size(1);
     auto t = targets.view({-1, 1});
-    auto a = torch::empty_like(log_prior);
-    auto lse = torch::empty_like(log_prior);
+    torch::Tensor a, lse;
     // One [M, N] buffer for all K blocks: re-allocating vocabulary-sized blocks per component
     // costs page faults on CPU (docs: cpu-performance notes).
     auto block = torch::empty({latent.size(0), weight.size(0)}, latent.options());
-    for (int64_t k = 0; k < K; ++k) {
-      auto z = logits_into(block, latent.select(1, k), weight, bias);
-      if (kappa != 1.0) z = gss_transform(z, c, kappa);
-      auto norm = torch::logsumexp(z, 1);
-      lse.select(1, k).copy_(norm);
-      a.select(1, k).copy_(log_prior.select(1, k) + z.gather(1, t).squeeze(1) - norm);
+#ifdef LMKIT_OPS_CUDA
+    if (latent.is_cuda()) {
+      // The GEMM stays with cuBLAS; one kernel then does the transform, logsumexp and gather.
+      a = torch::empty({latent.size(0), K}, latent.options());
+      lse = torch::empty({latent.size(0), K}, latent.options());
+      for (int64_t k = 0; k < K; ++k) {
+        logits_into(block, latent.select(1, k), weight, bias);
+        cuda::mixture_component_forward(block, log_prior, targets, a, lse, k, c, kappa);
+      }
+    }
+#endif
+    if (!a.defined()) {
+      a = torch::empty_like(log_prior);
+      lse = torch::empty_like(log_prior);
+      for (int64_t k = 0; k < K; ++k) {
+        auto z = logits_into(block, latent.select(1, k), weight, bias);
+        if (kappa != 1.0) z = gss_transform(z, c, kappa);
+        auto norm = torch::logsumexp(z, 1);
+        lse.select(1, k).copy_(norm);
+        a.select(1, k).copy_(log_prior.select(1, k) + z.gather(1, t).squeeze(1) - norm);
+      }
     }
     auto nll = -torch::logsumexp(a, 1);
     ctx->save_for_backward({latent, log_prior, weight, bias, targets, a, lse});
@@ -59,12 +76,21 @@ class MixtureNll : public torch::autograd::Function<MixtureNll> {
     for (int64_t k = 0; k < K; ++k) {
       auto h = latent.select(1, k);
       auto l = logits_into(block, h, weight, bias);
-      auto z = kappa != 1.0 ? gss_transform(l, c, kappa) : l;
-      auto ck = coef.select(1, k).unsqueeze(1);  // [M, 1]
-      // ∂/∂z = ck·(onehot − p), built in place in z's buffer.
-      auto gz = z.sub_(lse.select(1, k).unsqueeze(1)).exp_().mul_(-ck);
-      gz.scatter_add_(1, t, ck);
-      if (kappa != 1.0) gz.mul_(kappa - (kappa - 1) * torch::sigmoid(l - c));
+      torch::Tensor gz;
+#ifdef LMKIT_OPS_CUDA
+      if (l.is_cuda()) {
+        cuda::mixture_component_backward(l, lse, coef, targets, k, c, kappa);
+        gz = l;
+      }
+#endif
+      if (!gz.defined()) {
+        auto z = kappa != 1.0 ? gss_transform(l, c, kappa) : l;
+        auto ck = coef.select(1, k).unsqueeze(1);  // [M, 1]
+        // ∂/∂z = ck·(onehot − p), built in place in z's buffer.
+        gz = z.sub_(lse.select(1, k).unsqueeze(1)).exp_().mul_(-ck);
+        gz.scatter_add_(1, t, ck);
+        if (kappa != 1.0) gz.mul_(kappa - (kappa - 1) * torch::sigmoid(l - c));
+      }
       grad_latent.select(1, k).copy_(torch::mm(gz, weight));
       grad_weight.addmm_(gz.t(), h);
       if (grad_bias.defined()) grad_bias.add_(gz.sum(0));

@@ -13,8 +13,9 @@
 // and the usual products for h, E and b. Peak extra memory: two [M, N] blocks.
 // Shapes: latent [M, K, d], log_prior [M, K], weight [N, d], bias [N] (or undefined),
 // targets [M] int64 → nll [M].
-// Written with ATen ops, so it runs on any device; a fused CUDA kernel can replace the block loop
-// (ops/cuda/, LMKIT_WITH_CUDA).
+// Written with ATen ops, so it runs on any device. On CUDA (ops/cuda/mixture_nll_kernels.cu, built
+// with LMKIT_WITH_CUDA) the GEMMs stay with cuBLAS and one kernel per component replaces the
+// elementwise work on each block: transform + logsumexp + gather forward, ∂/∂l in place backward.
 #pragma once
 #include "runtime/core/torch.h"
 

@@ -6,6 +6,9 @@
 #include <vector>
 
 #include "ops/check.h"
+#ifdef LMKIT_OPS_CUDA
+#include "ops/cuda/dispatch.h"
+#endif
 
 namespace lmkit::ops {
 namespace {
@@ -43,6 +46,11 @@ class Plif : public torch::autograd::Function<Plif> {
     auto y = knot_values(slopes, T);
     torch::Tensor out;
     auto l = logits.contiguous();
+    ctx->save_for_backward({l, slopes});
+    ctx->saved_data["T"] = T;
+#ifdef LMKIT_OPS_CUDA
+    if (l.is_cuda()) return cuda::plif_forward(l, y, slopes, T);
+#endif
     if (l.device().is_cpu()) {
       out = torch::empty_like(l);
       auto s = slopes.to(torch::kFloat64).contiguous();
@@ -64,8 +72,6 @@ class Plif : public torch::autograd::Function<Plif> {
       auto offset = l.to(torch::kFloat64) - (-T + i.to(torch::kFloat64) * w);
       out = (y.index({i}) + slopes.to(torch::kFloat64).index({i}) * offset).to(l.scalar_type());
     }
-    ctx->save_for_backward({l, slopes});
-    ctx->saved_data["T"] = T;
     return out;
   }
 
@@ -77,6 +83,12 @@ class Plif : public torch::autograd::Function<Plif> {
     const double T = ctx->saved_data["T"].toDouble();
     const int64_t K = slopes.size(0);
     const double w = 2 * T / static_cast<double>(K);
+#ifdef LMKIT_OPS_CUDA
+    if (l.is_cuda()) {
+      auto [grad_l, grad_s] = cuda::plif_backward(l, slopes, grads[0], T);
+      return {grad_l, grad_s.to(slopes.scalar_type()), torch::Tensor()};
+    }
+#endif
     auto g = grads[0].contiguous();
     torch::Tensor grad_l, grad_s;
     if (l.device().is_cpu()) {

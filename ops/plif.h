@@ -9,8 +9,10 @@
 //   ∂f/∂l = s_i;   ∂f/∂s_j = −T·[j = 0] + w·[j < i] + (l − k_i)·[j = i].
 // The K slope gradients are a segment reduction over every logit: the CPU kernel accumulates
 // per-interval sums (Σ g·offset, Σ g) in double in one sequential pass, then a suffix sum — the
-// same result on every run (no atomics). A CUDA kernel (sort by interval + segmented sums) goes in
-// ops/cuda/ with LMKIT_WITH_CUDA; until then other devices use index_add (not deterministic there).
+// same result on every run (no atomics). The CUDA kernels (ops/cuda/plif_kernels.cu, built with
+// LMKIT_WITH_CUDA) sort the logits by interval (stable) and sum each interval in a fixed order, in
+// double: also the same bits on every run, though not the CPU's bits. Other devices, and CUDA in
+// builds without the kernels, use index_add (not deterministic on GPUs).
 #pragma once
 #include "runtime/core/torch.h"
 

@@ -77,6 +77,20 @@ TEST(PlifTest, GradientsMatchFiniteDifferences) {
   EXPECT_LT(gradient_error([&](const auto& in) { return plif(in[0], in[1], T); }, {l, s}), 1e-7);
 }
 
+TEST(PlifTest, GradientsMatchReferenceWhenEndIntervalsAreCrowded) {
+  // Most logits beyond ±T: the end intervals collect long runs (the case the CUDA kernel splits
+  // over many summation chunks); against autograd through the composed reference.
+  torch::manual_seed(7);
+  const double T = 0.5;
+  auto l = (torch::randn({64, 300}, kDouble) * 5).requires_grad_();
+  auto s = (torch::rand({7}, kDouble) + 0.1).requires_grad_();
+  auto g = torch::randn({64, 300}, kDouble);
+  auto got = torch::autograd::grad({plif(l, s, T)}, {l, s}, {g});
+  auto want = torch::autograd::grad({plif_reference(l, s, T)}, {l, s}, {g});
+  EXPECT_TRUE(torch::allclose(got[0], want[0], 1e-12, 1e-12));
+  EXPECT_TRUE(torch::allclose(got[1], want[1], 1e-10, 1e-10));
+}
+
 TEST(PlifTest, SlopeGradientIsDeterministic) {
   torch::manual_seed(5);
   auto l = torch::randn({64, 500}) * 10;

@@ -1,0 +1,182 @@
+#include "ops/cuda/dispatch.h"
+
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <limits>
+#include <string>
+
+#include "ops/check.h"
+#include "ops/cuda/kernels.h"
+#include "runtime/core/error.h"
+
+namespace lmkit::ops::cuda {
+namespace {
+
+// The stream Torch is using on the current device: the kernels queue behind the ATen work
+// around them, and under a caller's torch::cuda::CUDAStreamGuard they follow it.
+Stream current_stream() { return at::cuda::getCurrentCUDAStream().stream(); }
+
+void check_launch(const char* error, const char* op) {
+  if (error != nullptr)
+    throw EnvironmentError(std::string(op) + ": CUDA kernel launch failed: " + error);
+}
+
+void check_on_cuda(const torch::Tensor& t, const char* op, const char* name) {
+  LMKIT_OP_CHECK(t.defined() && t.is_cuda(),
+                 std::string(op) + ": " + name + " must be a CUDA tensor (CUDA kernel path)");
+}
+
+void check_same_device(const torch::Tensor& a, const torch::Tensor& b, const char* op, const char* name) {
+  LMKIT_OP_CHECK(a.device() == b.device(), std::string(op) + ": " + name + " is on " +
+                                               b.device().str() + ", expected " + a.device().str());
+}
+
+torch::Tensor contiguous_as(const torch::Tensor& t, torch::ScalarType type) {
+  return t.to(type).contiguous();
+}
+
+}  // namespace
+
+torch::Tensor gss_log_softmax_forward(const torch::Tensor& logits, double c, double k) {
+  check_on_cuda(logits, "gss_log_softmax", "logits");
+  const c10::cuda::CUDAGuard device(logits.device());
+  const auto l = logits.contiguous();
+  auto out = torch::empty(l.sizes(), l.options());
+  const int64_t n = l.size(-1);
+  const int64_t rows = n == 0 ? 0 : l.numel() / n;
+  AT_DISPATCH_FLOATING_TYPES(l.scalar_type(), "gss_log_softmax_cuda", [&] {
+    check_launch(launch_gss_log_softmax_forward<scalar_t>(l.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(),
+                                                          rows, n, c, k, current_stream()),
+                 "gss_log_softmax");
+  });
+  return out;
+}
+
+torch::Tensor gss_log_softmax_backward(const torch::Tensor& logits, const torch::Tensor& out,
+                                       const torch::Tensor& grad_out, double c, double k) {
+  check_on_cuda(logits, "gss_log_softmax", "logits");
+  check_same_device(logits, out, "gss_log_softmax", "the saved output");
+  check_same_device(logits, grad_out, "gss_log_softmax", "the incoming gradient");
+  const c10::cuda::CUDAGuard device(logits.device());
+  const auto l = logits.contiguous();
+  const auto y = contiguous_as(out, l.scalar_type());
+  const auto g = contiguous_as(grad_out, l.scalar_type());
+  auto grad = torch::empty(l.sizes(), l.options());
+  const int64_t n = l.size(-1);
+  const int64_t rows = n == 0 ? 0 : l.numel() / n;
+  AT_DISPATCH_FLOATING_TYPES(l.scalar_type(), "gss_log_softmax_backward_cuda", [&] {
+    check_launch(launch_gss_log_softmax_backward<scalar_t>(
+                     l.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(),
+                     grad.data_ptr<scalar_t>(), rows, n, c, k, current_stream()),
+                 "gss_log_softmax backward");
+  });
+  return grad;
+}
+
+torch::Tensor plif_forward(const torch::Tensor& logits, const torch::Tensor& knots,
+                           const torch::Tensor& slopes, double T) {
+  check_on_cuda(logits, "plif", "logits");
+  check_same_device(logits, slopes, "plif", "slopes");
+  check_same_device(logits, knots, "plif", "the knot values");
+  const c10::cuda::CUDAGuard device(logits.device());
+  const auto l = logits.contiguous();
+  const auto s = contiguous_as(slopes, torch::kFloat64);
+  const auto y = contiguous_as(knots, torch::kFloat64);
+  const int64_t K = s.numel();
+  LMKIT_OP_CHECK(y.numel() == K, "plif: " + std::to_string(y.numel()) + " knot values for " +
+                                     std::to_string(K) + " slopes");
+  auto out = torch::empty(l.sizes(), l.options());
+  AT_DISPATCH_FLOATING_TYPES(l.scalar_type(), "plif_cuda", [&] {
+    check_launch(launch_plif_forward<scalar_t>(l.data_ptr<scalar_t>(), y.data_ptr<double>(),
+                                               s.data_ptr<double>(), out.data_ptr<scalar_t>(),
+                                               l.numel(), K, T, current_stream()),
+                 "plif");
+  });
+  return out;
+}
+
+std::pair<torch::Tensor, torch::Tensor> plif_backward(const torch::Tensor& logits,
+                                                      const torch::Tensor& slopes,
+                                                      const torch::Tensor& grad_out, double T) {
+  check_on_cuda(logits, "plif", "logits");
+  check_same_device(logits, slopes, "plif", "slopes");
+  check_same_device(logits, grad_out, "plif", "the incoming gradient");
+  const c10::cuda::CUDAGuard device(logits.device());
+  const auto l = logits.contiguous();
+  const auto g = contiguous_as(grad_out, l.scalar_type());
+  const auto s = contiguous_as(slopes, torch::kFloat64);
+  const int64_t n = l.numel(), K = s.numel();
+  // Intervals are sorted as int32 keys (half the radix-sort passes of int64).
+  LMKIT_OP_CHECK(K <= std::numeric_limits<int32_t>::max(),
+                 "plif: at most 2^31 − 1 slopes on CUDA, got " + std::to_string(K));
+  auto grad_logits = torch::empty(l.sizes(), l.options());
+  auto interval = torch::empty({n}, l.options().dtype(torch::kInt32));
+  auto doubles = l.options().dtype(torch::kFloat64);
+  auto grad_slopes = torch::empty({K}, doubles);
+  AT_DISPATCH_FLOATING_TYPES(l.scalar_type(), "plif_backward_cuda", [&] {
+    check_launch(launch_plif_backward_logits<scalar_t>(
+                     l.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(), s.data_ptr<double>(),
+                     grad_logits.data_ptr<scalar_t>(), interval.data_ptr<int32_t>(), n, K, T,
+                     current_stream()),
+                 "plif backward");
+    // A stable sort keeps equal intervals in element order, so the summation order below is a
+    // function of the data alone.
+    const auto sorted = torch::sort(interval, c10::optional<bool>(true), /*dim=*/0, /*descending=*/false);
+    const auto& sorted_interval = std::get<0>(sorted);
+    const auto& order = std::get<1>(sorted);
+    auto scratch = torch::empty({plif_slope_grad_scratch_size(n, K)}, doubles);
+    check_launch(launch_plif_slope_grad<scalar_t>(
+                     l.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(), sorted_interval.data_ptr<int32_t>(),
+                     order.data_ptr<int64_t>(), scratch.data_ptr<double>(), grad_slopes.data_ptr<double>(),
+                     n, K, T, current_stream()),
+                 "plif backward (slope gradients)");
+  });
+  return {grad_logits, grad_slopes};
+}
+
+void mixture_component_forward(const torch::Tensor& logits, const torch::Tensor& log_prior,
+                               const torch::Tensor& targets, torch::Tensor& a, torch::Tensor& lse,
+                               int64_t k, double c, double kappa) {
+  check_on_cuda(logits, "mixture_nll", "latent");
+  check_same_device(logits, targets, "mixture_nll", "targets");
+  check_same_device(logits, log_prior, "mixture_nll", "log_prior");
+  const c10::cuda::CUDAGuard device(logits.device());
+  const int64_t M = logits.size(0), N = logits.size(1), K = a.size(1);
+  // The callers in ops/mixture_nll.cpp allocate these; a mismatch is a bug there, not a user error.
+  TORCH_INTERNAL_ASSERT(logits.is_contiguous() && a.is_contiguous() && lse.is_contiguous());
+  TORCH_INTERNAL_ASSERT(a.scalar_type() == logits.scalar_type() && lse.scalar_type() == logits.scalar_type());
+  TORCH_INTERNAL_ASSERT(a.size(0) == M && lse.size(0) == M && lse.size(1) == K && k < K);
+  LMKIT_OP_CHECK(M <= std::numeric_limits<int32_t>::max(),
+                 "mixture_nll: at most 2^31 − 1 contexts per call on CUDA, got " + std::to_string(M));
+  const auto prior = contiguous_as(log_prior, logits.scalar_type());
+  const auto t = targets.contiguous();
+  AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "mixture_nll_cuda", [&] {
+    check_launch(launch_mixture_component_forward<scalar_t>(
+                     logits.data_ptr<scalar_t>(), prior.data_ptr<scalar_t>(), t.data_ptr<int64_t>(),
+                     a.data_ptr<scalar_t>(), lse.data_ptr<scalar_t>(), M, N, K, k, c, kappa,
+                     current_stream()),
+                 "mixture_nll");
+  });
+}
+
+void mixture_component_backward(torch::Tensor& logits, const torch::Tensor& lse,
+                                const torch::Tensor& coef, const torch::Tensor& targets, int64_t k,
+                                double c, double kappa) {
+  check_on_cuda(logits, "mixture_nll", "latent");
+  check_same_device(logits, targets, "mixture_nll", "targets");
+  const c10::cuda::CUDAGuard device(logits.device());
+  const int64_t M = logits.size(0), N = logits.size(1), K = lse.size(1);
+  TORCH_INTERNAL_ASSERT(logits.is_contiguous() && k < K);
+  const auto norms = contiguous_as(lse, logits.scalar_type());
+  const auto scale = contiguous_as(coef, logits.scalar_type());
+  const auto t = targets.contiguous();
+  AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "mixture_nll_backward_cuda", [&] {
+    check_launch(launch_mixture_component_backward<scalar_t>(
+                     logits.data_ptr<scalar_t>(), norms.data_ptr<scalar_t>(), scale.data_ptr<scalar_t>(),
+                     t.data_ptr<int64_t>(), M, N, K, k, c, kappa, current_stream()),
+                 "mixture_nll backward");
+  });
+}
+
+}  // namespace lmkit::ops::cuda

@@ -1,0 +1,34 @@
+// The Torch side of lmkit's CUDA kernels (ops/cuda/*_kernels.cu): argument checks, contiguous
+// layouts, the current device and stream, and launch errors turned into exceptions. Built only
+// with LMKIT_WITH_CUDA, which defines LMKIT_OPS_CUDA; the ops call these for CUDA tensors.
+#pragma once
+#include <utility>
+
+#include "runtime/core/torch.h"
+
+namespace lmkit::ops::cuda {
+
+// ops/gss_log_softmax.h. Returns the log-probabilities, contiguous.
+torch::Tensor gss_log_softmax_forward(const torch::Tensor& logits, double c, double k);
+torch::Tensor gss_log_softmax_backward(const torch::Tensor& logits, const torch::Tensor& out,
+                                       const torch::Tensor& grad_out, double c, double k);
+
+// ops/plif.h. knots: the K knot values (any floating type; used in double).
+torch::Tensor plif_forward(const torch::Tensor& logits, const torch::Tensor& knots,
+                           const torch::Tensor& slopes, double T);
+// Returns (∂/∂logits like logits, ∂/∂slopes [K] in double), the latter the same bits on every run.
+std::pair<torch::Tensor, torch::Tensor> plif_backward(const torch::Tensor& logits,
+                                                      const torch::Tensor& slopes,
+                                                      const torch::Tensor& grad_out, double T);
+
+// ops/mixture_nll.h, component k. logits: the block h_k·Eᵀ + b [M, N], contiguous. Fills column k
+// of a and lse ([M, K], contiguous, logits' dtype).
+void mixture_component_forward(const torch::Tensor& logits, const torch::Tensor& log_prior,
+                               const torch::Tensor& targets, torch::Tensor& a, torch::Tensor& lse,
+                               int64_t k, double c, double kappa);
+// Overwrites the block with ∂/∂logits for component k, given lse and coef = −g·r ([M, K]).
+void mixture_component_backward(torch::Tensor& logits, const torch::Tensor& lse,
+                                const torch::Tensor& coef, const torch::Tensor& targets, int64_t k,
+                                double c, double kappa);
+
+}  // namespace lmkit::ops::cuda

@@ -1,0 +1,124 @@
+// The per-component row work of the mixture NLL on CUDA (formula and backward: ops/mixture_nll.h).
+//
+// The op's cost on a GPU is the GEMMs (h·Eᵀ forward, gz·E and gzᵀ·h backward), which stay with
+// cuBLAS through ATen. What these kernels replace is everything between them on the [M, N] logits
+// block: on the ATen path each component spends one pass per elementwise op with a temporary
+// [M, N] for most of them (the GSS transform is five of them, logsumexp three more, the backward's
+// exp/scale/scatter/sigmoid another five). Here the forward reads the block once and the backward
+// reads and overwrites it once.
+#include <cuda_runtime.h>
+
+#include "ops/cuda/device_math.cuh"
+#include "ops/cuda/kernels.h"
+
+namespace lmkit::ops::cuda {
+namespace {
+
+using detail::block_reduce;
+using detail::kRowThreads;
+
+constexpr int kThreads = 256;
+
+// z = G(l) for MoSS components; MoS components (kappa = 1) use the logits as they are, exactly as
+// the CPU path does.
+template <typename scalar_t>
+__device__ __forceinline__ scalar_t component_logit(scalar_t l, bool transform, scalar_t c, scalar_t kappa) {
+  return transform ? detail::gss_transform(l, c, kappa) : l;
+}
+
+// One block per context row m (M fits a grid: it is a batch of positions).
+template <typename scalar_t>
+__global__ void __launch_bounds__(kRowThreads)
+    forward_kernel(const scalar_t* logits, const scalar_t* log_prior, const int64_t* targets,
+                   scalar_t* a, scalar_t* lse, int64_t N, int64_t K, int64_t k, bool transform,
+                   scalar_t c, scalar_t kappa) {
+  const scalar_t minus_inf = detail::negative_infinity<scalar_t>();
+  const int64_t m = blockIdx.x;
+  const scalar_t* row = logits + m * N;
+  scalar_t max = minus_inf, sum = 0;  // running logsumexp of this thread's elements
+  for (int64_t j = threadIdx.x; j < N; j += blockDim.x) {
+    const scalar_t z = component_logit(row[j], transform, c, kappa);
+    if (z > max) {
+      sum = sum * detail::exp_of(max - z) + scalar_t(1);
+      max = z;
+    } else if (z != minus_inf) {
+      sum += detail::exp_of(z - max);
+    }
+  }
+  const scalar_t row_max = block_reduce(max, detail::Max{}, minus_inf);
+  const scalar_t rescaled = max == minus_inf ? scalar_t(0) : sum * detail::exp_of(max - row_max);
+  const scalar_t row_sum = block_reduce(rescaled, detail::Sum{}, scalar_t(0));
+  if (threadIdx.x == 0) {
+    const scalar_t norm = row_max + detail::log_of(row_sum);
+    const int64_t slot = m * K + k;
+    lse[slot] = norm;
+    // A target outside the vocabulary gives NaN (checking the range on the host would cost a sync).
+    const int64_t t = targets[m];
+    const scalar_t target_logit = t >= 0 && t < N ? component_logit(row[t], transform, c, kappa)
+                                                  : static_cast<scalar_t>(NAN);
+    a[slot] = log_prior[slot] + target_logit - norm;
+  }
+}
+
+// ∂/∂l = coef·(onehot(t) − exp(z − lse))·G'(l), written over l.
+template <typename scalar_t>
+__global__ void backward_kernel(scalar_t* logits, const scalar_t* lse, const scalar_t* coef,
+                                const int64_t* targets, int64_t M, int64_t N, int64_t K, int64_t k,
+                                bool transform, scalar_t c, scalar_t kappa) {
+  const int64_t total = M * N;
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t m = e / N, j = e - m * N;
+    const int64_t slot = m * K + k;
+    const scalar_t l = logits[e];
+    const scalar_t p = detail::exp_of(component_logit(l, transform, c, kappa) - lse[slot]);
+    scalar_t g = coef[slot] * ((j == targets[m] ? scalar_t(1) : scalar_t(0)) - p);
+    if (transform) g *= detail::gss_transform_slope(l, c, kappa);
+    logits[e] = g;
+  }
+}
+
+}  // namespace
+
+template <typename scalar_t>
+const char* launch_mixture_component_forward(const scalar_t* logits, const scalar_t* log_prior,
+                                             const int64_t* targets, scalar_t* a, scalar_t* lse,
+                                             int64_t M, int64_t N, int64_t K, int64_t k, double c,
+                                             double kappa, Stream stream) {
+  if (M == 0) return nullptr;
+  forward_kernel<scalar_t><<<static_cast<unsigned>(M), kRowThreads, 0, stream>>>(
+      logits, log_prior, targets, a, lse, N, K, k, kappa != 1.0, static_cast<scalar_t>(c),
+      static_cast<scalar_t>(kappa));
+  return detail::launch_error();
+}
+
+template <typename scalar_t>
+const char* launch_mixture_component_backward(scalar_t* logits, const scalar_t* lse,
+                                              const scalar_t* coef, const int64_t* targets,
+                                              int64_t M, int64_t N, int64_t K, int64_t k, double c,
+                                              double kappa, Stream stream) {
+  if (M == 0 || N == 0) return nullptr;
+  backward_kernel<scalar_t><<<detail::elementwise_blocks(M * N, kThreads), kThreads, 0, stream>>>(
+      logits, lse, coef, targets, M, N, K, k, kappa != 1.0, static_cast<scalar_t>(c),
+      static_cast<scalar_t>(kappa));
+  return detail::launch_error();
+}
+
+template const char* launch_mixture_component_forward<float>(const float*, const float*,
+                                                             const int64_t*, float*, float*, int64_t,
+                                                             int64_t, int64_t, int64_t, double,
+                                                             double, Stream);
+template const char* launch_mixture_component_forward<double>(const double*, const double*,
+                                                              const int64_t*, double*, double*,
+                                                              int64_t, int64_t, int64_t, int64_t,
+                                                              double, double, Stream);
+template const char* launch_mixture_component_backward<float>(float*, const float*, const float*,
+                                                              const int64_t*, int64_t, int64_t,
+                                                              int64_t, int64_t, double, double,
+                                                              Stream);
+template const char* launch_mixture_component_backward<double>(double*, const double*,
+                                                               const double*, const int64_t*,
+                                                               int64_t, int64_t, int64_t, int64_t,
+                                                               double, double, Stream);
+
+}  // namespace lmkit::ops::cuda
