@@ -534,10 +534,13 @@ struct Trainer::State {
       metric({{"type", "step"}, {"stage", stage}, {"epoch", epoch + 1}, {"step", step}, {"batch", batch},
               {"lr", base_lr}, {"loss", loss}, {"ppl", std::exp(loss)}, {"tokens_per_s", rate},
               {"seconds", seconds()}});
-      progress.interval_line(fmt::format("| {} {:3d} | {:5d}/{:5d} batches | lr {:.4g} | ms/batch {:7.1f} | loss {:5.2f} | "
-                                         "ppl {:8.2f} | {:.0f} tok/s",
+      // Windows have random lengths, so the epoch's progress is told by position, not batch count.
+      const double done = 100.0 * static_cast<double>(window.position + window.seq_len) /
+                          static_cast<double>(train_source.size(0));
+      progress.interval_line(fmt::format("| {} {:3d} | {:5d} batches ({:3.0f}%) | lr {:.4g} | ms/batch {:7.1f} | "
+                                         "loss {:5.2f} | ppl {:8.2f} | {:.0f} tok/s",
                                          stage == "train" ? "epoch" : "finetune", epoch + 1, batch,
-                                         train_source.size(0) / options.bptt, base_lr,
+                                         std::min(100.0, done), base_lr,
                                          1000 * interval_seconds / static_cast<double>(interval_steps), loss,
                                          std::exp(loss), rate));
       interval_loss = 0;
