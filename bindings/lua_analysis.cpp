@@ -1,8 +1,17 @@
 #include "bindings/lua_analysis.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+
 #include "bindings/lua_call.h"
+#include "bindings/lua_config.h"
+#include "bindings/lua_heads.h"
+#include "bindings/lua_model.h"
 #include "bindings/lua_tensor.h"
+#include "runtime/analysis/logp_matrix.h"
 #include "runtime/analysis/matrix_rank.h"
+#include "runtime/analysis/spectra.h"
 #include "runtime/tensor/tensor_format.h"
 
 namespace lmkit::lua {
@@ -62,10 +71,134 @@ int analysis_rank_report(lua_State* L) {
   return 1;
 }
 
+// ---- model-facing: the logP matrix ----
+
+analysis::LogpMatrixOptions logp_options(const Options& o) {
+  analysis::LogpMatrixOptions options;
+  options.batch_size = o.integer("batch_size").value_or(options.batch_size);
+  options.bptt = o.integer("bptt").value_or(options.bptt);
+  options.max_contexts = o.integer("max_contexts").value_or(options.max_contexts);
+  if (auto dtype = o.string("dtype")) options.dtype = parse_dtype(*dtype);
+  options.f_logits = o.boolean("f_logits").value_or(false);
+  return options;
+}
+
+// A percentage on stderr while a matrix is built, when someone is watching.
+analysis::MatrixProgress terminal_progress(const char* what) {
+  if (!::isatty(STDERR_FILENO)) return nullptr;
+  return [what, shown = -1](std::int64_t done, std::int64_t total) mutable {
+    const int percent = total > 0 ? static_cast<int>(100 * done / total) : 100;
+    if (percent == shown) return;
+    shown = percent;
+    std::fprintf(stderr, "\r%s: %3d%% (%lld/%lld contexts)%s", what, percent, static_cast<long long>(done),
+                 static_cast<long long>(total), done >= total ? "\n" : "");
+    std::fflush(stderr);
+  };
+}
+
+torch::Tensor check_stream(lua_State* L, int position) {
+  auto& t = check_tensor(L, position);
+  if (t.dim() != 1 || t.scalar_type() != torch::kInt64) throw ArgError(position, "tokens must be a 1-D int64 Tensor (e.g. corpus.test)");
+  return t;
+}
+
+int analysis_logp_matrix(lua_State* L) {
+  auto& model = check_model(L, 1);
+  auto tokens = check_stream(L, 2);
+  Options o(L, 3, {"batch_size", "bptt", "max_contexts", "dtype", "f_logits"});
+  LuaCallScope scope(L);
+  push_tensor(L, analysis::logp_matrix(model, tokens, logp_options(o), terminal_progress("logP matrix")));
+  return 1;
+}
+
+int analysis_logp_svdvals(lua_State* L) {
+  auto& model = check_model(L, 1);
+  auto tokens = check_stream(L, 2);
+  Options o(L, 3, {"batch_size", "bptt", "max_contexts", "dtype", "f_logits", "block_rows"});
+  LuaCallScope scope(L);
+  const auto result = analysis::logp_singular_values(model, tokens, logp_options(o), o.integer("block_rows").value_or(0),
+                                                     terminal_progress("logP spectrum (streaming QR)"));
+  push_tensor(L, result.singular_values);
+  lua_pushinteger(L, result.rows);
+  lua_pushinteger(L, result.cols);
+  return 3;
+}
+
+int analysis_embedding(lua_State* L) {
+  auto& model = check_model(L, 1);
+  push_tensor(L, model->encoder->embedding.detach());
+  return 1;
+}
+
+// ---- spectra and robustness ----
+
+int analysis_normalized_spectrum(lua_State* L) {
+  push_tensor(L, analysis::normalized_spectrum(check_tensor(L, 1)));
+  return 1;
+}
+
+int analysis_cumulative_share(lua_State* L) {
+  push_tensor(L, analysis::cumulative_share(check_tensor(L, 1)));
+  return 1;
+}
+
+int analysis_projection_2d(lua_State* L) {
+  push_tensor(L, analysis::projection_2d(check_tensor(L, 1)));
+  return 1;
+}
+
+int analysis_pairwise_kl(lua_State* L) {
+  auto& q = check_tensor(L, 1);
+  Options o(L, 2, {"pairs", "seed"});
+  const auto result = analysis::pairwise_kl(q, o.integer("pairs").value_or(10000),
+                                            static_cast<std::uint64_t>(o.integer("seed").value_or(0)));
+  push_json(L, {{"mean", result.mean}, {"standard_error", result.standard_error}, {"pairs", result.pairs}});
+  return 1;
+}
+
+int analysis_refactorization(lua_State* L) {
+  auto& q = check_tensor(L, 1);
+  Options o(L, 2, {"keep", "iterations", "eps_dtype"});
+  const auto eps = o.string("eps_dtype");
+  const auto steps = analysis::refactorization_robustness(q, o.integer("keep").value_or(10), o.integer("iterations").value_or(10),
+                                                          eps ? parse_dtype(*eps) : torch::kFloat32);
+  config::Json out = config::Json::array();
+  for (const auto& s : steps) out.push_back({{"iteration", s.iteration}, {"press_rank", s.press_rank}, {"error", s.error}});
+  push_json(L, out);
+  return 1;
+}
+
+int analysis_noise(lua_State* L) {
+  auto& q = check_tensor(L, 1);
+  const auto ladder = check_number_list(L, 2, "ladder of c values");
+  Options o(L, 3, {"keep", "seed", "eps_dtype"});
+  const auto eps = o.string("eps_dtype");
+  const auto steps = analysis::noise_robustness(q, ladder, o.integer("keep").value_or(10),
+                                                static_cast<std::uint64_t>(o.integer("seed").value_or(0)),
+                                                eps ? parse_dtype(*eps) : torch::kFloat32);
+  config::Json out = config::Json::array();
+  for (const auto& s : steps) {
+    config::Json effective = config::Json::array();
+    for (const auto& [e, r] : s.effective) effective.push_back({{"eps", e}, {"rank", r}});
+    out.push_back({{"c", s.c}, {"noise_sd", s.noise_sd}, {"press_rank", s.press_rank}, {"effective", effective}});
+  }
+  push_json(L, out);
+  return 1;
+}
+
 const Function kFunctions[] = {
     {"svdvals", analysis_svdvals, "lmkit.analysis.svdvals(Q[, {float64=false}]) -> Tensor\nSingular values of a matrix, descending, in its own precision (float64 on request); LAPACK gesdd on CPU, cuSOLVER on GPU — never through QᵀQ."},
     {"press_rank", analysis_press_rank, "lmkit.analysis.press_rank(sv, rows, cols[, eps_dtype=\"float32\"]) -> integer\nNumber of singular values above 0.5·sqrt(rows+cols+1)·σ_max·eps(eps_dtype) (the thesis's rank; float32 eps as the reference computed it)."},
     {"effective_rank", analysis_effective_rank, "lmkit.analysis.effective_rank(sv, eps) -> integer\nSmallest k with Σ_{i≤k} σ_i² ≥ (1 − eps)·Σ σ_i²."},
+    {"logp_matrix", analysis_logp_matrix, "lmkit.analysis.logp_matrix(model, tokens[, {batch_size=1, bptt=70, max_contexts=nil, dtype=\"float32\", f_logits=false}]) -> Tensor\nlog P(·|c) for every context of the stream, in evaluation order: [contexts, vocab] (PTB test: 82,430 × 10,000). f_logits=true gives the head's transformed logits f(l) instead (heads of the form log_softmax(f(l)))."},
+    {"logp_svdvals", analysis_logp_svdvals, "lmkit.analysis.logp_svdvals(model, tokens[, {batch_size=1, bptt=70, max_contexts=nil, dtype=\"float32\", f_logits=false, block_rows=2·vocab}]) -> Tensor, rows, cols\nSingular values of the logP matrix without holding it: blocks of rows go through a streaming QR (R ← qr([R; block]).R), then the SVD of R. For matrices too large for memory (WikiText-2 test: 245,569 × 33,278)."},
+    {"embedding", analysis_embedding, "lmkit.analysis.embedding(model) -> Tensor\nThe input embedding matrix [vocab, emb] (the decoder's too when tied), detached."},
+    {"normalized_spectrum", analysis_normalized_spectrum, "lmkit.analysis.normalized_spectrum(sv) -> Tensor\nσ / σ_max."},
+    {"cumulative_share", analysis_cumulative_share, "lmkit.analysis.cumulative_share(sv) -> Tensor\nΣ_{j≤i} σ_j / Σ_j σ_j: the cumulative share of the (normalized) singular values."},
+    {"projection_2d", analysis_projection_2d, "lmkit.analysis.projection_2d(E) -> Tensor\nThe rows of E, centered, projected on their top two principal directions: [rows, 2] (embedding plots)."},
+    {"pairwise_kl", analysis_pairwise_kl, "lmkit.analysis.pairwise_kl(Q[, {pairs=10000, seed=0}]) -> {mean=, standard_error=, pairs=}\nExpected KL(P(·|c) ‖ P(·|c')) over context pairs c ≠ c' drawn uniformly from the rows of a log-probability matrix (MoS paper, Table 11)."},
+    {"refactorization_robustness", analysis_refactorization, "lmkit.analysis.refactorization_robustness(Q[, {keep=10, iterations=10, eps_dtype=\"float32\"}]) -> {{iteration=, press_rank=, error=}, ...}\nThe thesis's Alg. 5.1: keep the top `keep` singular values of Q, then factorize and reconstruct repeatedly; Press rank and mean squared deviation from the first reconstruction per iteration (Table 5.11)."},
+    {"noise_robustness", analysis_noise, "lmkit.analysis.noise_robustness(Q, ladder[, {keep=10, seed=0, eps_dtype=\"float32\"}]) -> {{c=, noise_sd=, press_rank=, effective={{eps=, rank=}, ...}}, ...}\nThe thesis's Alg. 5.2: the rank-`keep` truncation of Q plus Gaussian noise of standard deviation c/n² for each c of the ladder; Press and ε-effective ranks (Tables 5.12, 5.13)."},
     {"rank_report", analysis_rank_report, "lmkit.analysis.rank_report(Q[, eps_dtype=\"float32\"]) -> {press=, tolerance=, sigma_max=, rows=, cols=, effective={{eps=, rank=}, ...}}\nPress rank and the ε-effective ranks for ε = 1e-3, 1e-4, 1e-5."},
 };
 

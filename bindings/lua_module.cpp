@@ -1,4 +1,5 @@
 // lmkit's top-level functions: tensor constructors, process settings, autograd switches.
+#include <chrono>
 #include <string>
 
 #include "bindings/lua_call.h"
@@ -211,6 +212,12 @@ int lmkit_no_grad(lua_State* L) {
   return lua_gettop(L);
 }
 
+// Wall-clock seconds from a steady clock (os.clock is CPU time, summed over threads).
+int lmkit_clock(lua_State* L) {
+  lua_pushnumber(L, std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
+  return 1;
+}
+
 int lmkit_seed(lua_State* L) {
   const auto seed = check_integer(L, 1);
   seed_torch(static_cast<std::uint64_t>(seed));
@@ -306,6 +313,7 @@ const Function kFunctions[] = {
     {"where", lmkit_where, "lmkit.where(condition, a, b) -> Tensor\na where condition is true, else b (tensors or numbers, broadcasting)."},
     {"matmul", lmkit_matmul, "lmkit.matmul(a, b) -> Tensor\nMatrix product with broadcasting."},
     {"no_grad", lmkit_no_grad, "lmkit.no_grad(fn, ...) -> results of fn\nCalls fn(...) without recording operations for autograd (e.g. for parameter updates)."},
+    {"clock", lmkit_clock, "lmkit.clock() -> number\nWall-clock seconds from a steady clock, for timing (differences only; os.clock counts CPU time of all threads)."},
     {"seed", lmkit_seed, "lmkit.seed(n)\nSeeds Torch's CPU and CUDA generators and Lua's math.random."},
     {"device", lmkit_device, "lmkit.device() -> string\n\"cuda\" when a CUDA device is usable, else \"cpu\"."},
     {"set_threads", lmkit_set_threads, "lmkit.set_threads(n)\nThreads for Torch's CPU kernels and for OpenBLAS."},

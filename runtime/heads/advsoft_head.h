@@ -22,6 +22,7 @@ class AdvSoftHeadImpl : public HeadImpl {
   std::string kind() const override { return "advsoft"; }
   nlohmann::json config() const override;
   torch::Tensor log_probs(const torch::Tensor& h, const Decoder& decoder) override;
+  torch::Tensor f_logits(const torch::Tensor& h, const Decoder& decoder) override;
   torch::Tensor nll(const torch::Tensor& h, const torch::Tensor& targets, const Decoder& decoder) override;
   AdvSoftHeadOptions options;
 };

@@ -19,6 +19,7 @@ class GssHeadImpl : public HeadImpl {
   std::string kind() const override { return "gss"; }
   nlohmann::json config() const override;
   torch::Tensor log_probs(const torch::Tensor& h, const Decoder& decoder) override;
+  torch::Tensor f_logits(const torch::Tensor& h, const Decoder& decoder) override;
   GssHeadOptions options;
 };
 

@@ -42,6 +42,10 @@ class HeadImpl : public torch::nn::Module {
   virtual bool projects() const { return false; }
 
   virtual torch::Tensor log_probs(const torch::Tensor& h, const Decoder& decoder) = 0;
+  // [M, N] "f-logits": the pointwise-transformed logits f(l) that log_softmax normalizes, for heads
+  // of that form (Softmax: l; SS/GSS, PLIF, ReLU, Sigmoid: their f). Undefined for the others
+  // (mixtures have no single logit matrix). The analysis compares their rank with log P's.
+  virtual torch::Tensor f_logits(const torch::Tensor& h, const Decoder& decoder);
   // Default: gathers from log_probs. Heads override it where the target alone is cheaper.
   virtual torch::Tensor nll(const torch::Tensor& h, const torch::Tensor& targets, const Decoder& decoder);
   std::tuple<torch::Tensor, torch::Tensor> top_k(const torch::Tensor& h, const Decoder& decoder, int64_t k);

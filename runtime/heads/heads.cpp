@@ -28,6 +28,8 @@ torch::Tensor HeadImpl::nll(const torch::Tensor& h, const torch::Tensor& targets
   return -log_probs(h, decoder).gather(1, target_column(targets)).squeeze(1);
 }
 
+torch::Tensor HeadImpl::f_logits(const torch::Tensor&, const Decoder&) { return {}; }
+
 std::tuple<torch::Tensor, torch::Tensor> HeadImpl::top_k(const torch::Tensor& h, const Decoder& decoder, int64_t k) {
   auto result = log_probs(h, decoder).topk(k, 1);
   return {std::get<0>(result), std::get<1>(result)};
@@ -38,6 +40,10 @@ torch::Tensor SoftmaxHeadImpl::log_probs(const torch::Tensor& h, const Decoder& 
   return torch::log_softmax(decoder.logits(rows_of(h)), 1);
 }
 
+torch::Tensor SoftmaxHeadImpl::f_logits(const torch::Tensor& h, const Decoder& decoder) {
+  return decoder.logits(rows_of(h));
+}
+
 torch::Tensor SoftmaxHeadImpl::nll(const torch::Tensor& h, const torch::Tensor& targets, const Decoder& decoder) {
   auto l = decoder.logits(rows_of(h));
   return torch::logsumexp(l, 1) - l.gather(1, target_column(targets)).squeeze(1);
@@ -46,6 +52,15 @@ torch::Tensor SoftmaxHeadImpl::nll(const torch::Tensor& h, const torch::Tensor& 
 // --- SigSoftmax, GSS -----------------------------------------------------------------------------
 torch::Tensor SigSoftmaxHeadImpl::log_probs(const torch::Tensor& h, const Decoder& decoder) {
   return ops::gss_log_softmax(decoder.logits(rows_of(h)), 0.0, 2.0);
+}
+
+// k(l − c) + c − (k − 1)·softplus(l − c): the GSS transform (SigSoftmax: c = 0, k = 2).
+static torch::Tensor gss_transform(const torch::Tensor& l, double c, double k) {
+  return (l - c) * k + c - torch::softplus(l - c) * (k - 1);
+}
+
+torch::Tensor SigSoftmaxHeadImpl::f_logits(const torch::Tensor& h, const Decoder& decoder) {
+  return gss_transform(decoder.logits(rows_of(h)), 0.0, 2.0);
 }
 
 GssHeadImpl::GssHeadImpl(GssHeadOptions o) : options(o) {
@@ -77,6 +92,15 @@ torch::Tensor PlifHeadImpl::log_probs(const torch::Tensor& h, const Decoder& dec
   return torch::log_softmax(ops::plif(l, slopes().to(l.scalar_type()), options.T()), 1);
 }
 
+torch::Tensor GssHeadImpl::f_logits(const torch::Tensor& h, const Decoder& decoder) {
+  return gss_transform(decoder.logits(rows_of(h)), options.c(), options.k());
+}
+
+torch::Tensor PlifHeadImpl::f_logits(const torch::Tensor& h, const Decoder& decoder) {
+  auto l = decoder.logits(rows_of(h));
+  return ops::plif(l, slopes().to(l.scalar_type()), options.T());
+}
+
 std::vector<torch::Tensor> PlifHeadImpl::own_lr_parameters() {
   if (options.freeze()) return {};
   return {v};
@@ -94,6 +118,14 @@ torch::Tensor ReluHeadImpl::log_probs(const torch::Tensor& h, const Decoder& dec
   return u - torch::logsumexp(u, 1, true);
 }
 
+torch::Tensor ReluHeadImpl::f_logits(const torch::Tensor& h, const Decoder& decoder) {
+  return torch::log(torch::relu(decoder.logits(rows_of(h))) + options.eps());
+}
+
+torch::Tensor SigmoidHeadImpl::f_logits(const torch::Tensor& h, const Decoder& decoder) {
+  return torch::log_sigmoid(decoder.logits(rows_of(h)));
+}
+
 torch::Tensor SigmoidHeadImpl::log_probs(const torch::Tensor& h, const Decoder& decoder) {
   auto u = torch::log_sigmoid(decoder.logits(rows_of(h)));
   return u - torch::logsumexp(u, 1, true);
@@ -108,6 +140,10 @@ nlohmann::json AdvSoftHeadImpl::config() const { return {{"kind", kind()}, {"eps
 
 torch::Tensor AdvSoftHeadImpl::log_probs(const torch::Tensor& h, const Decoder& decoder) {
   return torch::log_softmax(decoder.logits(rows_of(h)), 1);
+}
+
+torch::Tensor AdvSoftHeadImpl::f_logits(const torch::Tensor& h, const Decoder& decoder) {
+  return decoder.logits(rows_of(h));
 }
 
 torch::Tensor AdvSoftHeadImpl::nll(const torch::Tensor& h, const torch::Tensor& targets, const Decoder& decoder) {

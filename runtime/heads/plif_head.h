@@ -23,6 +23,7 @@ class PlifHeadImpl : public HeadImpl {
   std::string kind() const override { return "plif"; }
   nlohmann::json config() const override;
   torch::Tensor log_probs(const torch::Tensor& h, const Decoder& decoder) override;
+  torch::Tensor f_logits(const torch::Tensor& h, const Decoder& decoder) override;
   std::vector<torch::Tensor> own_lr_parameters() override;
   torch::Tensor slopes() const { return torch::softplus(v); }
   PlifHeadOptions options;

@@ -16,6 +16,7 @@ class ReluHeadImpl : public HeadImpl {
   std::string kind() const override { return "relu"; }
   nlohmann::json config() const override;
   torch::Tensor log_probs(const torch::Tensor& h, const Decoder& decoder) override;
+  torch::Tensor f_logits(const torch::Tensor& h, const Decoder& decoder) override;
   ReluHeadOptions options;
 };
 

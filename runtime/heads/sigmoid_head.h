@@ -11,6 +11,7 @@ class SigmoidHeadImpl : public HeadImpl {
   std::string kind() const override { return "sigmoid"; }
   nlohmann::json config() const override { return {{"kind", kind()}}; }
   torch::Tensor log_probs(const torch::Tensor& h, const Decoder& decoder) override;
+  torch::Tensor f_logits(const torch::Tensor& h, const Decoder& decoder) override;
 };
 
 TORCH_MODULE(SigmoidHead);

@@ -10,6 +10,7 @@ class SigSoftmaxHeadImpl : public HeadImpl {
   std::string kind() const override { return "sigsoftmax"; }
   nlohmann::json config() const override { return {{"kind", kind()}}; }
   torch::Tensor log_probs(const torch::Tensor& h, const Decoder& decoder) override;
+  torch::Tensor f_logits(const torch::Tensor& h, const Decoder& decoder) override;
 };
 
 TORCH_MODULE(SigSoftmaxHead);

@@ -11,6 +11,7 @@ class SoftmaxHeadImpl : public HeadImpl {
   std::string kind() const override { return "softmax"; }
   nlohmann::json config() const override { return {{"kind", kind()}}; }
   torch::Tensor log_probs(const torch::Tensor& h, const Decoder& decoder) override;
+  torch::Tensor f_logits(const torch::Tensor& h, const Decoder& decoder) override;
   // logsumexp(l) − l_t: never forms the [M, N] log-probabilities.
   torch::Tensor nll(const torch::Tensor& h, const torch::Tensor& targets, const Decoder& decoder) override;
 };

@@ -262,7 +262,9 @@ TEST_F(TrainerTest, FinetuneStageRunsAfterTheMainOne) {
   EXPECT_EQ(summary.at("finetune_epochs").get<std::size_t>(), stages.size() - 2);
   // Every finetune epoch validates the averaged weights.
   for (const auto& r : trainer.store().metrics()) {
-    if (r.at("type") == "epoch" && r.at("stage") == "finetune") EXPECT_TRUE(r.at("averaging").get<bool>());
+    if (r.at("type") == "epoch" && r.at("stage") == "finetune") {
+      EXPECT_TRUE(r.at("averaging").get<bool>());
+    }
   }
 }
 

@@ -1,0 +1,130 @@
+#include "runtime/analysis/spectra.h"
+
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "runtime/analysis/matrix_rank.h"
+#include "runtime/core/error.h"
+
+namespace lmkit::analysis {
+namespace {
+
+void check_vector(const torch::Tensor& sv, const char* what) {
+  if (!sv.defined() || sv.dim() != 1 || sv.numel() == 0) throw UsageError(std::string(what) + ": expects a non-empty 1-D tensor of singular values");
+}
+
+void check_matrix(const torch::Tensor& m, const char* what) {
+  if (!m.defined() || m.dim() != 2 || m.numel() == 0) throw UsageError(std::string(what) + ": expects a non-empty 2-D tensor");
+  if (!m.is_floating_point()) throw UsageError(std::string(what) + ": expects a floating-point matrix");
+}
+
+// U·diag(S with all but the top `keep` zeroed)·Vᵀ.
+torch::Tensor truncated(const torch::Tensor& matrix, std::int64_t keep) {
+  auto usv = torch::linalg_svd(matrix, /*full_matrices=*/false);
+  auto s = std::get<1>(usv).clone();
+  if (keep < s.size(0)) s.narrow(0, keep, s.size(0) - keep).zero_();
+  return torch::matmul(std::get<0>(usv) * s.unsqueeze(0), std::get<2>(usv));
+}
+
+}  // namespace
+
+torch::Tensor normalized_spectrum(const torch::Tensor& sv) {
+  check_vector(sv, "normalized_spectrum");
+  const auto top = sv.max();
+  if (top.item<double>() <= 0) throw UsageError("normalized_spectrum: all singular values are zero");
+  return sv / top;
+}
+
+torch::Tensor cumulative_share(const torch::Tensor& sv) {
+  check_vector(sv, "cumulative_share");
+  const auto total = sv.sum();
+  if (total.item<double>() <= 0) throw UsageError("cumulative_share: all singular values are zero");
+  return sv.cumsum(0) / total;
+}
+
+torch::Tensor projection_2d(const torch::Tensor& matrix) {
+  check_matrix(matrix, "projection_2d");
+  if (matrix.size(1) < 2) throw UsageError("projection_2d: the matrix needs at least 2 columns");
+  const auto centered = matrix - matrix.mean(0, true);
+  const auto v = std::get<2>(torch::linalg_svd(centered, /*full_matrices=*/false));
+  return torch::matmul(centered, v.narrow(0, 0, 2).t());
+}
+
+PairwiseKl pairwise_kl(const torch::Tensor& log_probs, std::int64_t pairs, std::uint64_t seed) {
+  check_matrix(log_probs, "pairwise_kl");
+  const auto m = log_probs.size(0);
+  if (m < 2) throw UsageError("pairwise_kl: needs at least two contexts");
+  if (pairs < 1) throw UsageError("pairwise_kl: pairs must be ≥ 1");
+  std::mt19937_64 engine(seed);
+  std::uniform_int_distribution<std::int64_t> pick(0, m - 1);
+  std::vector<std::int64_t> first(static_cast<std::size_t>(pairs)), second(static_cast<std::size_t>(pairs));
+  for (std::int64_t i = 0; i < pairs; ++i) {
+    first[i] = pick(engine);
+    do second[i] = pick(engine); while (second[i] == first[i]);
+  }
+  torch::NoGradGuard no_grad;
+  const auto q = log_probs.to(torch::kFloat64);
+  const auto index_options = torch::TensorOptions().dtype(torch::kInt64).device(q.device());
+  constexpr std::int64_t kChunk = 4096;  // bounds memory at 2·chunk·vocab doubles
+  std::vector<torch::Tensor> kls;
+  for (std::int64_t start = 0; start < pairs; start += kChunk) {
+    const auto n = std::min(kChunk, pairs - start);
+    auto a = q.index_select(0, torch::from_blob(first.data() + start, {n}, torch::kInt64).to(index_options));
+    auto b = q.index_select(0, torch::from_blob(second.data() + start, {n}, torch::kInt64).to(index_options));
+    kls.push_back((a.exp() * (a - b)).sum(1));
+  }
+  const auto kl = torch::cat(kls);
+  PairwiseKl result;
+  result.pairs = pairs;
+  result.mean = kl.mean().item<double>();
+  result.standard_error = pairs > 1 ? kl.std().item<double>() / std::sqrt(static_cast<double>(pairs)) : 0.0;
+  return result;
+}
+
+std::vector<RefactorStep> refactorization_robustness(const torch::Tensor& matrix, std::int64_t keep,
+                                                     std::int64_t iterations, torch::ScalarType eps_dtype) {
+  check_matrix(matrix, "refactorization_robustness");
+  if (keep < 1 || iterations < 1) throw UsageError("refactorization_robustness: keep and iterations must be ≥ 1");
+  torch::NoGradGuard no_grad;
+  const auto m = matrix.size(0), n = matrix.size(1);
+  const auto original = truncated(matrix, keep);
+  auto current = original;
+  std::vector<RefactorStep> steps;
+  for (std::int64_t i = 1; i <= iterations; ++i) {
+    auto usv = torch::linalg_svd(current, /*full_matrices=*/false);
+    current = torch::matmul(std::get<0>(usv) * std::get<1>(usv).unsqueeze(0), std::get<2>(usv));
+    RefactorStep step;
+    step.iteration = i;
+    step.press_rank = press_rank(svdvals(current), m, n, eps_dtype);
+    step.error = (current - original).pow(2).sum().item<double>() / static_cast<double>(m * n);
+    steps.push_back(step);
+  }
+  return steps;
+}
+
+std::vector<NoiseStep> noise_robustness(const torch::Tensor& matrix, const std::vector<double>& ladder,
+                                        std::int64_t keep, std::uint64_t seed, torch::ScalarType eps_dtype) {
+  check_matrix(matrix, "noise_robustness");
+  if (keep < 1) throw UsageError("noise_robustness: keep must be ≥ 1");
+  if (ladder.empty()) throw UsageError("noise_robustness: the ladder of c values is empty");
+  torch::NoGradGuard no_grad;
+  const auto m = matrix.size(0), n = matrix.size(1);
+  const auto base = truncated(matrix, keep);
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+  std::vector<NoiseStep> steps;
+  for (double c : ladder) {
+    if (!(c >= 0)) throw UsageError("noise_robustness: every c must be ≥ 0");
+    NoiseStep step;
+    step.c = c;
+    step.noise_sd = c / (static_cast<double>(n) * static_cast<double>(n));
+    auto noise = torch::randn({m, n}, generator, torch::TensorOptions().dtype(torch::kFloat64)) * step.noise_sd;
+    const auto sv = svdvals(base + noise.to(base.device(), base.scalar_type()));
+    step.press_rank = press_rank(sv, m, n, eps_dtype);
+    for (double eps : {1e-3, 1e-4, 1e-5}) step.effective.emplace_back(eps, effective_rank(sv, eps));
+    steps.push_back(step);
+  }
+  return steps;
+}
+
+}  // namespace lmkit::analysis

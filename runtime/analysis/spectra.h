@@ -1,0 +1,58 @@
+// Spectra and the robustness experiments of the thesis (SPEC §3; thesis §4.4, §5.5, §5.6; MoS paper
+// appendix C.1).
+//
+//   normalized_spectrum(σ)  = σ / σ₁                                   (Fig. 5.11/5.12)
+//   cumulative_share(σ)     = (Σ_{j≤i} σ_j) / Σ_j σ_j                 (share of normalized σ)
+//   projection_2d(E)        = rows of E − mean, onto its top two right singular vectors (PCA)
+//   pairwise_kl(Q, pairs)   = mean over sampled context pairs c ≠ c' of
+//                             KL(P(·|c) ‖ P(·|c')) = Σ_w P(w|c)·(log P(w|c) − log P(w|c'))
+//                             with Q's rows the log-probabilities; returns mean and standard error.
+//
+// Alg. 5.1 (reconstruction errors): A₀ = U·S_k·Vᵀ keeps the top-k singular values of Q (k = 10);
+// then A_i = svd-reconstruction of A_{i−1} (U_i·S_i·V_iᵀ) for i = 1..iterations, reporting the Press
+// rank of each A_i and its error ‖A_i − A₀‖²_F / (m·n) (mean squared).
+// Alg. 5.2 (Gaussian noise): for each c of a ladder, the Press rank and ε-effective ranks of
+// A₀ + Z with Z ~ N(0, (c/n²)²) entrywise (the thesis's gaussian_random(0, c/n²), c setting the
+// standard deviation; n the number of columns).
+// Both run in Q's precision (pass float64 to follow the thesis's errors of order 1e−28); ranks use
+// `eps_dtype`.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "runtime/core/torch.h"
+
+namespace lmkit::analysis {
+
+torch::Tensor normalized_spectrum(const torch::Tensor& singular_values);
+torch::Tensor cumulative_share(const torch::Tensor& singular_values);
+torch::Tensor projection_2d(const torch::Tensor& matrix);
+
+struct PairwiseKl {
+  double mean = 0, standard_error = 0;
+  std::int64_t pairs = 0;
+};
+// Q: [contexts, vocab] log-probabilities (rows normalized). Pairs drawn uniformly with c ≠ c' from
+// a generator seeded by `seed`.
+PairwiseKl pairwise_kl(const torch::Tensor& log_probs, std::int64_t pairs, std::uint64_t seed = 0);
+
+struct RefactorStep {
+  std::int64_t iteration = 0;
+  std::int64_t press_rank = 0;
+  double error = 0;
+};
+std::vector<RefactorStep> refactorization_robustness(const torch::Tensor& matrix, std::int64_t keep = 10,
+                                                     std::int64_t iterations = 10,
+                                                     torch::ScalarType eps_dtype = torch::kFloat32);
+
+struct NoiseStep {
+  double c = 0;
+  double noise_sd = 0;
+  std::int64_t press_rank = 0;
+  std::vector<std::pair<double, std::int64_t>> effective;  // (ε, rank) for ε = 1e−3, 1e−4, 1e−5
+};
+std::vector<NoiseStep> noise_robustness(const torch::Tensor& matrix, const std::vector<double>& ladder,
+                                        std::int64_t keep = 10, std::uint64_t seed = 0,
+                                        torch::ScalarType eps_dtype = torch::kFloat32);
+
+}  // namespace lmkit::analysis

@@ -1,0 +1,164 @@
+// The logP matrix of a model, the streaming SVD, spectra and the thesis's robustness experiments,
+// against closed forms and known ranks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "runtime/analysis/logp_matrix.h"
+#include "runtime/analysis/matrix_rank.h"
+#include "runtime/analysis/spectra.h"
+#include "runtime/core/device.h"
+#include "runtime/core/error.h"
+
+namespace lmkit::analysis {
+namespace {
+
+const auto kDouble = torch::TensorOptions().dtype(torch::kFloat64);
+
+// Random weights with a random decoder bias (it starts at 0, which would hide its +1 in the rank)
+// and logits of order 1 (so that nonlinear heads are visibly nonlinear).
+LanguageModel random_model(nlohmann::json head = {{"kind", "softmax"}}, std::int64_t emb = 6) {
+  seed_torch(5);
+  LanguageModelOptions o;
+  o.encoder(AwdLstmOptions().vocab_size(40).emb(emb).nhid(16).nhidlast(emb).nlayers(2)).head(std::move(head));
+  LanguageModel model(o);
+  torch::NoGradGuard no_grad;
+  model->decoder_bias.normal_();
+  model->encoder->embedding.mul_(20);
+  return model;
+}
+
+torch::Tensor random_tokens(std::int64_t n, std::int64_t vocab = 40) {
+  seed_torch(9);
+  return torch::randint(0, vocab, {n}, torch::kInt64);
+}
+
+TEST(LogpMatrixTest, RowsAreTheModelsDistributionsInTokenOrder) {
+  auto model = random_model();
+  const auto tokens = random_tokens(300);
+  LogpMatrixOptions options;
+  options.bptt = 7;
+  const auto q = logp_matrix(model, tokens, options);
+  ASSERT_EQ(q.size(0), 299);
+  ASSERT_EQ(q.size(1), 40);
+  EXPECT_LT((q.logsumexp(1)).abs().max().item<double>(), 1e-5);
+  // One long window over the whole sequence gives the same rows.
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const auto whole = model->log_probs(tokens.narrow(0, 0, 299).unsqueeze(1), model->init_hidden(1)).first;
+  EXPECT_TRUE(torch::allclose(q, whole, 1e-5, 1e-5));
+  options.max_contexts = 50;
+  EXPECT_EQ(logp_matrix(model, tokens, options).size(0), 50);
+}
+
+// log_softmax(H·Eᵀ + b) has rank d + 2 (d from H·Eᵀ, one from b, one from the normalizer); the
+// f-logits H·Eᵀ + b have rank d + 1. Press rank in float32 sees exactly that on 2000 contexts.
+TEST(LogpMatrixTest, SoftmaxRankIsDPlusTwoAndItsLogitsDPlusOne) {
+  auto model = random_model();
+  const auto tokens = random_tokens(2100);
+  LogpMatrixOptions options;
+  const auto q = logp_matrix(model, tokens, options);
+  ASSERT_GE(q.size(0), 2000);
+  EXPECT_EQ(press_rank(svdvals(q), q.size(0), q.size(1)), 6 + 2);
+  options.f_logits = true;
+  const auto l = logp_matrix(model, tokens, options);
+  EXPECT_EQ(press_rank(svdvals(l), l.size(0), l.size(1)), 6 + 1);
+}
+
+TEST(LogpMatrixTest, SigSoftmaxBreaksTheRankLimit) {
+  auto model = random_model({{"kind", "sigsoftmax"}});
+  const auto q = logp_matrix(model, random_tokens(2100), {});
+  EXPECT_GT(press_rank(svdvals(q), q.size(0), q.size(1)), 6 + 2);
+}
+
+TEST(LogpMatrixTest, MixturesHaveNoFLogits) {
+  auto model = random_model({{"kind", "mos"}, {"K", 3}});
+  LogpMatrixOptions options;
+  options.f_logits = true;
+  EXPECT_THROW(logp_matrix(model, random_tokens(100), options), UsageError);
+}
+
+TEST(StreamingSvdTest, EqualsTheSvdOfTheWholeMatrix) {
+  seed_torch(1);
+  const auto a = torch::randn({500, 12}, kDouble).matmul(torch::randn({12, 40}, kDouble)) + 1e-6 * torch::randn({500, 40}, kDouble);
+  StreamingSvd streaming(40, torch::kFloat64, torch::kCPU);
+  for (std::int64_t start = 0; start < 500; start += 37) streaming.add_rows(a.narrow(0, start, std::min<std::int64_t>(37, 500 - start)));
+  EXPECT_EQ(streaming.rows(), 500);
+  const auto expected = svdvals(a);
+  const auto got = streaming.singular_values();
+  EXPECT_LT((got - expected).abs().max().item<double>(), 1e-10 * expected[0].item<double>());
+  // The tiny singular values (the 1e−6 noise) survive: no Gram matrix squared them away.
+  EXPECT_NEAR(got[20].item<double>() / expected[20].item<double>(), 1.0, 1e-6);
+}
+
+TEST(StreamingSvdTest, ModelSpectrumStreamedEqualsDirect) {
+  auto model = random_model({{"kind", "sigsoftmax"}});
+  const auto tokens = random_tokens(900);
+  LogpMatrixOptions options;
+  options.dtype = torch::kFloat64;
+  const auto direct = svdvals(logp_matrix(model, tokens, options));
+  const auto streamed = logp_singular_values(model, tokens, options, /*block_rows=*/100);
+  EXPECT_EQ(streamed.rows, 899);
+  EXPECT_EQ(streamed.cols, 40);
+  EXPECT_LT((streamed.singular_values - direct).abs().max().item<double>(), 1e-9 * direct[0].item<double>());
+}
+
+TEST(SpectraTest, NormalizedAndCumulativeClosedForms) {
+  const auto sv = torch::tensor({4.0, 2.0, 1.0, 1.0}, kDouble);
+  EXPECT_TRUE(torch::allclose(normalized_spectrum(sv), torch::tensor({1.0, 0.5, 0.25, 0.25}, kDouble)));
+  EXPECT_TRUE(torch::allclose(cumulative_share(sv), torch::tensor({0.5, 0.75, 0.875, 1.0}, kDouble)));
+  EXPECT_THROW(normalized_spectrum(torch::zeros({3}, kDouble)), UsageError);
+}
+
+TEST(SpectraTest, ProjectionOfPointsOnALineKeepsTheirSpread) {
+  // x_i = t_i·u + p: centered, projected on the principal direction, the first coordinate is
+  // ±(t_i − mean t)·‖u‖ and the second is 0.
+  const auto t = torch::tensor({-2.0, -1.0, 0.5, 1.0, 3.0}, kDouble);
+  const auto u = torch::tensor({1.0, 2.0, 2.0}, kDouble);  // ‖u‖ = 3
+  const auto x = t.unsqueeze(1) * u.unsqueeze(0) + torch::tensor({5.0, -1.0, 2.0}, kDouble);
+  const auto p = projection_2d(x);
+  EXPECT_LT(p.select(1, 1).abs().max().item<double>(), 1e-12);
+  const auto expected = (t - t.mean()) * 3.0;
+  EXPECT_TRUE(torch::allclose(p.select(1, 0).abs(), expected.abs(), 1e-12, 1e-12));
+}
+
+TEST(SpectraTest, PairwiseKlClosedForms) {
+  // Identical rows: 0. Two mirrored rows (a, b) and (b, a): KL is the same both ways,
+  // (a − b)·log(a/b), so every sampled pair gives it exactly.
+  const auto same = torch::log(torch::tensor({{0.2, 0.8}, {0.2, 0.8}, {0.2, 0.8}}, kDouble));
+  EXPECT_NEAR(pairwise_kl(same, 100).mean, 0.0, 1e-15);
+  const auto mirrored = torch::log(torch::tensor({{0.3, 0.7}, {0.7, 0.3}}, kDouble));
+  const auto kl = pairwise_kl(mirrored, 50, 3);
+  EXPECT_NEAR(kl.mean, (0.3 - 0.7) * std::log(0.3 / 0.7), 1e-12);
+  EXPECT_NEAR(kl.standard_error, 0.0, 1e-12);
+  EXPECT_EQ(kl.pairs, 50);
+}
+
+TEST(RobustnessTest, RefactorizationKeepsTheRank) {
+  seed_torch(2);
+  const auto q = torch::randn({60, 40}, kDouble);
+  const auto steps = refactorization_robustness(q, 10, 5, torch::kFloat64);
+  ASSERT_EQ(steps.size(), 5u);
+  for (const auto& s : steps) {
+    EXPECT_EQ(s.press_rank, 10) << "iteration " << s.iteration;
+    EXPECT_LT(s.error, 1e-26);
+  }
+}
+
+TEST(RobustnessTest, NoiseAboveTheToleranceFillsTheRank) {
+  seed_torch(2);
+  const auto q = torch::randn({60, 40}, kDouble);
+  // n = 40: sd = c/1600. c = 0 keeps rank 10; c = 16 (sd 0.01) is far above float64's tolerance.
+  const auto steps = noise_robustness(q, {0.0, 1e-30, 16.0}, 10, 1, torch::kFloat64);
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps[0].press_rank, 10);
+  EXPECT_EQ(steps[1].press_rank, 10);
+  EXPECT_EQ(steps[2].press_rank, 40);
+  EXPECT_DOUBLE_EQ(steps[2].noise_sd, 16.0 / 1600.0);
+  // The 1e−3-effective rank does not see the noise at all (Table 5.13's point).
+  EXPECT_EQ(steps[0].effective[0].second, steps[2].effective[0].second);
+  EXPECT_LE(steps[2].effective[0].second, 10);
+}
+
+}  // namespace
+}  // namespace lmkit::analysis
