@@ -6,6 +6,7 @@
 #include "bindings/lua_config.h"
 #include "bindings/lua_module.h"
 #include "bindings/lua_tensor.h"
+#include "runtime/core/atomic_file.h"
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
 #include "runtime/core/version.h"
@@ -212,6 +213,32 @@ int lmkit_no_grad(lua_State* L) {
   return lua_gettop(L);
 }
 
+// JSON for results files: Lua tables of numbers, strings, booleans ⇄ text.
+int lmkit_json_encode(lua_State* L) {
+  const auto value = to_json(L, 1, "value");
+  const bool pretty = opt_boolean(L, 2).value_or(false);
+  const auto text = pretty ? value.dump(2) : value.dump();
+  lua_pushlstring(L, text.data(), text.size());
+  return 1;
+}
+
+int lmkit_json_decode(lua_State* L) {
+  const auto text = check_string(L, 1);
+  config::Json value;
+  try {
+    value = config::Json::parse(text);
+  } catch (const config::Json::exception& e) {
+    throw ArgError(1, std::string("not valid JSON: ") + e.what());
+  }
+  push_json(L, value);
+  return 1;
+}
+
+int lmkit_write_file(lua_State* L) {
+  write_file_atomically(check_string(L, 1), check_string(L, 2));
+  return 0;
+}
+
 // Wall-clock seconds from a steady clock (os.clock is CPU time, summed over threads).
 int lmkit_clock(lua_State* L) {
   lua_pushnumber(L, std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
@@ -313,6 +340,9 @@ const Function kFunctions[] = {
     {"where", lmkit_where, "lmkit.where(condition, a, b) -> Tensor\na where condition is true, else b (tensors or numbers, broadcasting)."},
     {"matmul", lmkit_matmul, "lmkit.matmul(a, b) -> Tensor\nMatrix product with broadcasting."},
     {"no_grad", lmkit_no_grad, "lmkit.no_grad(fn, ...) -> results of fn\nCalls fn(...) without recording operations for autograd (e.g. for parameter updates)."},
+    {"json_encode", lmkit_json_encode, "lmkit.json_encode(value[, pretty=false]) -> string\nJSON text of a Lua value (tables of numbers, strings, booleans; arrays become lists)."},
+    {"json_decode", lmkit_json_decode, "lmkit.json_decode(text) -> value\nThe Lua value of a JSON text (objects become tables, null becomes nil)."},
+    {"write_file", lmkit_write_file, "lmkit.write_file(path, text)\nWrites text to path atomically (temporary file, fsync, rename): readers see the old file or the new one, never a part."},
     {"clock", lmkit_clock, "lmkit.clock() -> number\nWall-clock seconds from a steady clock, for timing (differences only; os.clock counts CPU time of all threads)."},
     {"seed", lmkit_seed, "lmkit.seed(n)\nSeeds Torch's CPU and CUDA generators and Lua's math.random."},
     {"device", lmkit_device, "lmkit.device() -> string\n\"cuda\" when a CUDA device is usable, else \"cpu\"."},

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <string>
 
 #include "bindings/lua_call.h"
 #include "bindings/lua_config.h"
@@ -34,6 +35,22 @@ bool make_globals_strict(lua_State* L) {
   return lua_pcall(L, 1, 0, 0) == LUA_OK;
 }
 
+// Modules beside the script come first on package.path, so a recipe can `require "presets.x"`
+// for recipes/presets/x.lua wherever it is run from.
+void prepend_script_dir_to_path(lua_State* L, const std::string& script) {
+  const auto slash = script.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : script.substr(0, slash);
+  lua_getglobal(L, "package");
+  if (lua_type(L, -1) == LUA_TTABLE) {
+    lua_getfield(L, -1, "path");
+    const std::string path = dir + "/?.lua;" + dir + "/?/init.lua;" + (lua_isstring(L, -1) ? lua_tostring(L, -1) : "");
+    lua_pop(L, 1);
+    lua_pushlstring(L, path.data(), path.size());
+    lua_setfield(L, -2, "path");
+  }
+  lua_pop(L, 1);
+}
+
 }  // namespace
 
 int run_script(const ScriptOptions& options) {
@@ -41,6 +58,7 @@ int run_script(const ScriptOptions& options) {
   lua_State* L = state.get();
   lua::set_cli_settings(L, options.settings);
   set_arg_table(L, options);
+  prepend_script_dir_to_path(L, options.path);
   if (options.strict_globals && !make_globals_strict(L)) {
     std::cerr << "lmkit: " << lua_tostring(L, -1) << "\n";
     return 1;
@@ -53,7 +71,18 @@ int run_script(const ScriptOptions& options) {
   int status;
   {
     InterruptGuard guard(L);
-    status = lua::call_with_traceback(L, static_cast<int>(options.args.size()), 0);
+    status = lua::call_with_traceback(L, static_cast<int>(options.args.size()), 1);
+    // A script that returns a recipe (lmkit.recipe.define{...}) has it run: cells, then report.
+    if (status == LUA_OK) {
+      lua_getglobal(L, "require");
+      lua_pushliteral(L, "lmkit.recipe");
+      status = lua::call_with_traceback(L, 1, 1);
+      if (status == LUA_OK) {
+        lua_getfield(L, -1, "run_returned");
+        lua_pushvalue(L, -3);
+        status = lua::call_with_traceback(L, 1, 0);
+      }
+    }
   }
   std::fflush(stdout);
   if (status != LUA_OK) {

@@ -1,0 +1,166 @@
+-- lmkit.recipe: the shape every experiment recipe has, and the runner that executes it.
+--
+--   local recipe = require "lmkit.recipe"
+--   return recipe.define{
+--     name = "gss_grid",
+--     description = "GSS(c, k) grid on PTB (thesis Table 4.4)",
+--     settings = {scale = "tiny", dataset = "ptb", seeds = 1},       -- overridable with --set
+--     grid = function(cfg) return {{c = 0, k = 2, seed = 1}, ...} end, -- the cells
+--     run = function(cell, ctx) ... return {test_ppl = ..., rank = ...} end,
+--     report = function(results, ctx) ... end,                        -- results[i] = {cell=, result=}
+--   }
+--
+-- `lmkit run recipes/gss_grid.lua` runs every cell in order, then the report. Each cell has its own
+-- folder <out>/cells/<id> (ctx.dir: give it to lmkit.train as run_dir) and leaves result.json there;
+-- a cell whose result.json exists is never run again, so an interrupted recipe continues where it
+-- stopped. `--set task=I` runs only cell I (1-based; what a batch system's array task does), and
+-- `--set report_only=true` renders the report from whatever cells have finished, marking the rest.
+-- The output folder is `--set out=DIR` (default runs/<name>-<scale>).
+local lmkit = require "lmkit"
+local recipe = {}
+
+local Recipe = {}
+Recipe.__index = Recipe
+recipe.Recipe = Recipe
+
+local function check(spec, key, kind)
+  if type(spec[key]) ~= kind then
+    error(("recipe.define: '%s' must be a %s, got %s"):format(key, kind, type(spec[key])), 3)
+  end
+end
+
+function recipe.define(spec)
+  if type(spec) ~= "table" then error("recipe.define expects a table", 2) end
+  check(spec, "name", "string")
+  check(spec, "grid", "function")
+  check(spec, "run", "function")
+  check(spec, "report", "function")
+  spec.settings = spec.settings or {}
+  spec.description = spec.description or spec.name
+  for _, reserved in ipairs{"task", "out", "report_only"} do
+    if spec.settings[reserved] ~= nil then
+      error(("recipe.define: setting '%s' is the runner's; choose another name"):format(reserved), 2)
+    end
+  end
+  return setmetatable(spec, Recipe)
+end
+
+function recipe.is_recipe(value)
+  return getmetatable(value) == Recipe
+end
+
+-- A stable, readable id for a cell: its fields in key order ("c=0,k=2,seed=1"), made safe for a
+-- folder name. Two cells with the same fields are a recipe bug.
+function recipe.cell_id(cell)
+  local keys = {}
+  for k, v in pairs(cell) do
+    if type(v) ~= "table" and type(v) ~= "function" then keys[#keys + 1] = k end
+  end
+  table.sort(keys)
+  local parts = {}
+  for _, k in ipairs(keys) do parts[#parts + 1] = ("%s=%s"):format(k, tostring(cell[k])) end
+  local id = table.concat(parts, ","):gsub("[^%w%.,=_%-]", "_")
+  return id ~= "" and id or "cell"
+end
+
+-- The resolved settings: the recipe's defaults (then `overrides`, e.g. from a test) with --set
+-- overrides on top (strict: unknown keys are errors), plus the runner's own settings.
+function Recipe:configure(overrides)
+  local defaults = {task = 0, out = "", report_only = false}
+  for k, v in pairs(self.settings) do defaults[k] = v end
+  for k, v in pairs(overrides or {}) do
+    if defaults[k] == nil then error(("recipe %s: unknown setting '%s'"):format(self.name, k), 2) end
+    defaults[k] = v
+  end
+  local cfg = lmkit.configure(defaults)
+  if cfg.out == "" then cfg.out = ("runs/%s-%s"):format(self.name, tostring(cfg.scale or "default")) end
+  return cfg
+end
+
+-- The cells, each with .index and .id; errors for an empty grid or duplicate ids.
+function Recipe:cells(cfg)
+  local cells = self.grid(cfg)
+  if type(cells) ~= "table" or #cells == 0 then error(("recipe %s: grid() returned no cells"):format(self.name), 2) end
+  local seen = {}
+  for i, cell in ipairs(cells) do
+    if type(cell) ~= "table" then error(("recipe %s: cell %d is not a table"):format(self.name, i), 2) end
+    local id = recipe.cell_id(cell)
+    cell.index = i
+    if seen[id] then error(("recipe %s: cells %d and %d are the same (%s)"):format(self.name, seen[id], i, id), 2) end
+    seen[id] = i
+    cell.id = id
+  end
+  return cells
+end
+
+local function exists(path)
+  local f = io.open(path, "r")
+  if f then f:close() end
+  return f ~= nil
+end
+
+local function read_result(path)
+  local f = io.open(path, "r")
+  if not f then return nil end
+  local text = f:read("a")
+  f:close()
+  local ok, value = pcall(lmkit.json_decode, text)
+  if ok and type(value) == "table" then return value end
+  return nil
+end
+
+function Recipe:context(cfg, cell)
+  local dir = cell and (cfg.out .. "/cells/" .. cell.id) or cfg.out
+  return {cfg = cfg, dir = dir, out = cfg.out, recipe = self}
+end
+
+-- Runs one cell unless its result.json is already there; returns the result.
+function Recipe:run_cell(cfg, cell)
+  local ctx = self:context(cfg, cell)
+  local result_file = ctx.dir .. "/result.json"
+  local done = read_result(result_file)
+  if done then return done, true end
+  os.execute(("mkdir -p '%s'"):format(ctx.dir:gsub("'", "'\\''")))
+  print(("== %s: cell %d (%s)"):format(self.name, cell.index, cell.id))
+  local result = self.run(cell, ctx)
+  if type(result) ~= "table" then
+    error(("recipe %s: run() must return a table of results for cell %s, got %s"):format(self.name, cell.id, type(result)))
+  end
+  lmkit.write_file(result_file, lmkit.json_encode(result, true))
+  return result, false
+end
+
+-- The finished cells' results (missing ones as {cell=, result=nil}).
+function Recipe:collect(cfg, cells)
+  local results = {}
+  for i, cell in ipairs(cells) do
+    results[i] = {cell = cell, result = read_result(self:context(cfg, cell).dir .. "/result.json")}
+  end
+  return results
+end
+
+function Recipe:main(overrides)
+  local cfg = self:configure(overrides)
+  local cells = self:cells(cfg)
+  if cfg.task ~= 0 then
+    local cell = cells[cfg.task]
+    if not cell then error(("recipe %s: task %d is outside 1..%d"):format(self.name, cfg.task, #cells)) end
+    self:run_cell(cfg, cell)
+    return
+  end
+  if not cfg.report_only then
+    for _, cell in ipairs(cells) do self:run_cell(cfg, cell) end
+  end
+  local results = self:collect(cfg, cells)
+  local missing = 0
+  for _, r in ipairs(results) do if not r.result then missing = missing + 1 end end
+  if missing > 0 then print(("%d of %d cells have no result yet; the report marks them"):format(missing, #cells)) end
+  return self.report(results, self:context(cfg, nil))
+end
+
+-- What `lmkit run` does with the value a script returns: a recipe is run, anything else ignored.
+function recipe.run_returned(value)
+  if recipe.is_recipe(value) then value:main() end
+end
+
+return recipe

@@ -1,0 +1,13 @@
+-- A two-cell recipe for the command-line test: `lmkit run` runs what the script returns.
+local recipe = require "lmkit.recipe"
+return recipe.define{
+  name = "tiny",
+  settings = {scale = "tiny", base = 1},
+  grid = function(cfg) return {{x = cfg.base}, {x = cfg.base + 1}} end,
+  run = function(cell) return {square = cell.x * cell.x} end,
+  report = function(results)
+    local parts = {}
+    for _, r in ipairs(results) do parts[#parts + 1] = r.result and tostring(r.result.square) or "-" end
+    print("squares: " .. table.concat(parts, " "))
+  end,
+}

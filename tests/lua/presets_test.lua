@@ -1,0 +1,46 @@
+-- recipes/presets: the paper's hyperparameters (SPEC.md §2, thesis Table 4.3) and the scales.
+local T = require "lmkit.testing"
+package.path = os.getenv("LMKIT_SOURCE_DIR") .. "/recipes/?.lua;" .. package.path
+local presets = require "presets.awd_lstm"
+
+T.test("paper scale is Table 4.3", function()
+  local ptb = presets.resolve{family = "awd", dataset = "ptb", scale = "paper"}
+  T.eq({ptb.model.dropouti, ptb.model.dropouth, ptb.model.emb, ptb.model.nhid, ptb.model.nhidlast},
+       {0.4, 0.3, 400, 1150, 400})
+  T.eq({ptb.train.lr, ptb.train.batch_size, ptb.train.seed, ptb.train.epochs}, {20, 20, 141, 1000})
+  T.eq({ptb.model.wdrop, ptb.model.dropoute, ptb.model.dropout}, {0.5, 0.1, 0.4})
+  T.eq({ptb.train.wdecay, ptb.train.bptt, ptb.train.clip}, {1.2e-6, 70, 0.25})
+  local wt2 = presets.resolve{family = "awd", dataset = "wikitext-2", scale = "paper"}
+  T.eq({wt2.model.dropouti, wt2.model.dropouth, wt2.train.lr, wt2.train.batch_size, wt2.train.seed}, {0.65, 0.2, 30, 80, 1881})
+  local mos = presets.resolve{family = "mos", dataset = "ptb", scale = "paper"}
+  T.eq({mos.model.emb, mos.model.nhid, mos.model.nhidlast, mos.head.K, mos.head.dropoutl}, {280, 960, 620, 15, 0.29})
+  T.eq({mos.model.dropouth, mos.train.lr, mos.train.batch_size, mos.train.seed}, {0.225, 20, 12, 28})
+  local mos_wt2 = presets.resolve{family = "mos", dataset = "wikitext-2", scale = "paper"}
+  T.eq({mos_wt2.model.emb, mos_wt2.model.nhidlast, mos_wt2.train.epochs, mos_wt2.train.batch_size}, {300, 650, 500, 15})
+  T.eq(ptb.corpus, {name = "ptb", kind = "files"})
+end)
+
+T.test("the paper's PTB Softmax model has the paper's parameter count", function()
+  local ptb = presets.resolve{family = "awd", dataset = "ptb", scale = "paper"}
+  local o = {vocab_size = 10000}
+  for k, v in pairs(ptb.model) do o[k] = v end
+  T.eq(lmkit.model(o):parameter_count().total, 24221600)
+end)
+
+T.test("tiny scale is small and trains", function()
+  local cfg = presets.resolve{family = "mos", dataset = "ptb", scale = "tiny"}
+  T.eq(cfg.corpus.kind, "synthetic")
+  T.eq(cfg.model.nhid, 96)
+  T.eq(cfg.head.K, 3)
+  T.truthy(cfg.model.nhidlast ~= cfg.model.emb)
+  T.eq(cfg.train.lr, 20)  -- the paper's lr stays
+  local corpus = presets.load_corpus{corpus = {kind = "synthetic", vocab = 50, states = 8, dim = 4, train = 500, valid = 100, test = 100}}
+  T.eq(corpus.train:size(1), 500)
+end)
+
+T.test("unknown names are errors that list the known ones", function()
+  T.raises(function() presets.resolve{dataset = "ptb2"} end, "datasets: ptb, wikitext-2")
+  T.raises(function() presets.resolve{scale = "huge"} end, "tiny, small or paper")
+end)
+
+T.run()
