@@ -577,7 +577,8 @@ return function(lmkit)
     if finetune then vlines[#vlines + 1] = {x = finetune - 0.5, label = "finetune"} end
     c.vlines = vlines
     if c.key == nil then c.key = "below" end
-    local result = draw(c, series, fname)
+    local last = epochs[#epochs] or 0
+    local result = draw(c, series, fname, last <= 20 and {"set xtics 1"} or nil)
     result.switch_epoch = switch
     return result
   end

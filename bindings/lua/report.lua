@@ -48,7 +48,9 @@ return function(lmkit)
     else
       s = ("%." .. (col.digits or table_digits) .. "f"):format(v)
     end
-    if signed and v >= 0 and s:sub(1, 1) ~= "-" then s = "+" .. s end
+    local zero = s:match("^[-+]?[0.]+$") ~= nil  -- rounds to zero: no sign, not even "-0"
+    if zero and s:sub(1, 1) == "-" then s = s:sub(2) end
+    if signed and v > 0 and not zero and s:sub(1, 1) ~= "+" then s = "+" .. s end
     return s
   end
 
@@ -304,6 +306,8 @@ return function(lmkit)
       if self.label then w("\\label{" .. self.label .. "}") end
     end
     w("\\begin{tabular}{" .. table.concat(spec) .. "}")
+    local outer = indent
+    indent = indent .. "  "
     w("\\toprule")
     local function label_of(group)
       return group.col.latex_label or latex_escape(group.label)
@@ -346,6 +350,7 @@ return function(lmkit)
       w(table.concat(values, " & ") .. " \\\\")
     end
     w("\\bottomrule")
+    indent = outer
     w("\\end{tabular}")
     if float then out[#out + 1] = "\\end{table}\n" end
     return table.concat(out)
