@@ -587,7 +587,7 @@ return function(lmkit)
     line = [[lmkit.plot.line{out=, x=, y=, label=, with="lines" | series={{x=, y=, label=, with=, color=, dashtype=}, ...}, title=, xlabel=, ylabel=, ...} -> {out=, script=, data=}
 Lines through gnuplot; out's extension (.png or .svg) picks the format; x defaults to 1..#y; arrays or 1-D tensors.
 Options of every plot: title, xlabel, ylabel, width=800, height=500 (pixels), logx, logy, xrange={lo, hi}, yrange, key ("top left", ... or false), grid=true, font="sans,11", vlines={{x=, label=}}, hlines={{y=, label=}}, set={raw gnuplot commands}, gnuplot= (the executable; else $LMKIT_GNUPLOT or "gnuplot").
-The data (<out>.dat) and script (<out>.gp, without the extension) are written next to out; without gnuplot the error names them.]],
+The data and the script are written next to out, named as out with .dat and .gp for its extension; without gnuplot the error names them.]],
     scatter = [[lmkit.plot.scatter{out=, x=, y=, labels=, label= | series={...}, ...} -> {out=, script=, data=}
 Points (as plot.line, with="points"); labels = {strings} writes one beside each point.]],
     rank_ppl = [[lmkit.plot.rank_ppl{out=, rank=, ppl=, labels=, ...} -> {out=, script=, data=, slope=, intercept=, r=, p=}
