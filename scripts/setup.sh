@@ -29,6 +29,7 @@ packages=(
   libfmt-dev nlohmann-json3-dev libcli11-dev
   libboost-math-dev                 # distributions for lmkit.stats
   libgtest-dev libgmock-dev         # the C++ tests
+  gnuplot-nox                       # lmkit.plot
 )
 
 missing=()

@@ -127,4 +127,6 @@ return function(lmkit)
   lmkit.show = show
   lmkit.document(help, "lmkit.help", "help([value | name])\nPrints the documentation of an lmkit function, class or module (no argument: all of lmkit).")
   lmkit.document(show, "lmkit.show", "lmkit.show(value[, max_entries]) -> string\nA one-line description of a value (tables shallowly), as the REPL echoes it.")
+  lmkit.report = require("lmkit.report")(lmkit)
+  lmkit.plot = require("lmkit.plot")(lmkit)
 end

@@ -1,0 +1,619 @@
+-- lmkit.plot: figures through gnuplot (PNG or SVG, chosen by the output's extension). Each plot
+-- writes its data (<out>.dat, without the extension) and script (<out>.gp) next to the output, so
+-- a figure can be restyled by editing the script and running `gnuplot` on it from that folder.
+-- See docs/reports-and-plots.md.
+return function(lmkit)
+  local plot = {}
+
+  local COMMON = {out = true, title = true, xlabel = true, ylabel = true, width = true, height = true,
+                  logx = true, logy = true, xrange = true, yrange = true, key = true, grid = true,
+                  gnuplot = true, vlines = true, hlines = true, font = true, set = true}
+
+  local function merge(...)
+    local t = {}
+    for _, s in ipairs({...}) do for k, v in pairs(s) do t[k] = v end end
+    return t
+  end
+
+  local function check_options(spec, allowed, fname)
+    if type(spec) ~= "table" then
+      error(("bad argument #1 to '%s' (table expected, got %s)"):format(fname, type(spec)), 3)
+    end
+    for k in pairs(spec) do
+      if not allowed[k] then
+        local names = {}
+        for name in pairs(allowed) do names[#names + 1] = name end
+        table.sort(names)
+        error(("%s: unknown option '%s' (known: %s)"):format(fname, tostring(k), table.concat(names, ", ")), 3)
+      end
+    end
+  end
+
+  -- A Lua array of numbers from an array or a 1-D tensor.
+  local function numbers(v, what, fname)
+    if lmkit.is_tensor(v) then
+      if v:dim() ~= 1 then error(("%s: %s must be 1-D, got a tensor of size %s"):format(fname, what, table.concat(v:size(), "x")), 4) end
+      v = v:double():totable()
+    end
+    if type(v) ~= "table" then error(("%s: %s must be an array of numbers or a 1-D tensor, got %s"):format(fname, what, type(v)), 4) end
+    local out = {}
+    for i = 1, #v do
+      local x = v[i]
+      if lmkit.is_tensor(x) then x = x:item() end
+      if type(x) ~= "number" then error(("%s: %s: entry %d is not a number"):format(fname, what, i), 4) end
+      out[i] = x
+    end
+    return out
+  end
+
+  local function range(n)
+    local t = {}
+    for i = 1, n do t[i] = i end
+    return t
+  end
+
+  local function num(x)
+    if x ~= x then return "NaN" end
+    if x == math.huge then return "Inf" elseif x == -math.huge then return "-Inf" end
+    if math.type(x) == "integer" then return ("%d"):format(x) end
+    return ("%.17g"):format(x)
+  end
+
+  local function gq(s)  -- a gnuplot single-quoted string (no escapes; '' is a quote)
+    return "'" .. tostring(s):gsub("'", "''") .. "'"
+  end
+
+  local function sq(s)  -- a shell single-quoted word
+    return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+  end
+
+  local function dq_label(s)  -- a label in a data file: double-quoted, no double quotes inside
+    return '"' .. tostring(s):gsub('"', "'"):gsub("[\r\n]", " ") .. '"'
+  end
+
+  local function split_path(path)
+    local dir, name = path:match("^(.*)/([^/]*)$")
+    if not dir then return ".", path end
+    return dir == "" and "/" or dir, name
+  end
+
+  local function file_size(path)
+    local f = io.open(path, "rb")
+    if not f then return nil end
+    local size = f:seek("end")
+    f:close()
+    return size
+  end
+
+  local function write_file(path, text, fname)
+    local f, err = io.open(path, "wb")
+    if not f then error(("%s: cannot write '%s': %s"):format(fname, path, err), 4) end
+    f:write(text)
+    f:close()
+  end
+
+  -- Draws series with gnuplot. series: {kind="xy"|"labels"|"bars", ...}; returns the result table.
+  local function draw(spec, series, fname, extra_lines)
+    local out = spec.out
+    if type(out) ~= "string" then error(fname .. ": out = \"figure.png\" (or .svg) expected", 3) end
+    local base, ext = out:match("^(.*)%.([%w]+)$")
+    ext = ext and ext:lower()
+    if ext ~= "png" and ext ~= "svg" then
+      error(("%s: cannot tell the format of '%s' (use .png or .svg)"):format(fname, out), 3)
+    end
+    local dir, out_name = split_path(out)
+    local data_path, script_path = base .. ".dat", base .. ".gp"
+    local _, data_name = split_path(data_path)
+    local _, script_name = split_path(script_path)
+
+    -- The data: one block per series, separated by two blank lines (gnuplot's `index`).
+    local blocks = {}
+    for i, s in ipairs(series) do
+      local lines = {("# %d: %s"):format(i - 1, s.title or s.kind)}
+      if s.kind == "bars" then
+        lines[#lines + 1] = "# category " .. table.concat(s.names, " ")
+        for r, category in ipairs(s.categories) do
+          local row = {dq_label(category)}
+          for c = 1, #s.columns do row[#row + 1] = num(s.columns[c][r]) end
+          lines[#lines + 1] = table.concat(row, " ")
+        end
+      else
+        for r = 1, #s.x do
+          local line = num(s.x[r]) .. " " .. num(s.y[r])
+          if s.labels then line = line .. " " .. dq_label(s.labels[r] or "") end
+          lines[#lines + 1] = line
+        end
+      end
+      blocks[i] = table.concat(lines, "\n") .. "\n"
+    end
+    write_file(data_path, table.concat(blocks, "\n\n"), fname)
+
+    local width, height = spec.width or 800, spec.height or 500
+    local font = spec.font or "sans,11"
+    local g = {
+      "# Written by " .. fname .. "; run `gnuplot " .. script_name .. "` in this folder to redraw " .. out_name .. ".",
+      "set encoding utf8",
+    }
+    local function w(s) g[#g + 1] = s end
+    if ext == "png" then
+      w("if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {")
+      w(("  set terminal pngcairo size %d,%d noenhanced font %s background rgb 'white'"):format(width, height, gq(font)))
+      w("} else {")
+      w(("  set terminal png size %d,%d noenhanced background rgb 'white'"):format(width, height))
+      w("}")
+    else
+      w(("set terminal svg size %d,%d noenhanced font %s background rgb 'white'"):format(width, height, gq(font)))
+    end
+    w("set output " .. gq(out_name))
+    if spec.title then w("set title " .. gq(spec.title)) end
+    if spec.xlabel then w("set xlabel " .. gq(spec.xlabel)) end
+    if spec.ylabel then w("set ylabel " .. gq(spec.ylabel)) end
+    if spec.grid ~= false then w("set grid lc rgb '#dddddd'") end
+    if spec.key == false then w("unset key")
+    else w("set key " .. (type(spec.key) == "string" and spec.key or "top right") .. " noopaque") end
+    if spec.logx then w("set logscale x") end
+    if spec.logy then w("set logscale y") end
+    local function range_of(r)
+      local a, b = r[1], r[2]
+      return "[" .. (a and num(a) or "*") .. ":" .. (b and num(b) or "*") .. "]"
+    end
+    if spec.xrange then w("set xrange " .. range_of(spec.xrange)) end
+    if spec.yrange then w("set yrange " .. range_of(spec.yrange)) end
+    for _, v in ipairs(spec.vlines or {}) do
+      w(("set arrow from %s, graph 0 to %s, graph 1 nohead dashtype 2 linewidth 1.5 linecolor rgb '#555555'"):format(num(v.x), num(v.x)))
+      if v.label then w(("set label %s at %s, graph 0.97 offset character 0.5, 0 left textcolor rgb '#555555'"):format(gq(v.label), num(v.x))) end
+    end
+    for _, h in ipairs(spec.hlines or {}) do
+      w(("set arrow from graph 0, first %s to graph 1, first %s nohead dashtype 3 linecolor rgb '#555555'"):format(num(h.y), num(h.y)))
+      if h.label then w(("set label %s at graph 0.01, first %s offset 0, character 0.6 left textcolor rgb '#555555'"):format(gq(h.label), num(h.y))) end
+    end
+    local points, has_labels = false, false
+    for _, s in ipairs(series) do
+      if s.kind == "labels" or s.with == "points" then points = true end
+      if s.kind == "labels" then has_labels = true end
+    end
+    -- Room around scattered points, so that none sits on the frame and labels fit.
+    if points then w("set offsets graph 0.04, graph " .. (has_labels and 0.1 or 0.04) .. ", graph 0.06, graph 0.04") end
+    for _, line in ipairs(extra_lines or {}) do w(line) end
+    for _, line in ipairs(spec.set or {}) do w(line) end
+    local terms = {}
+    for i, s in ipairs(series) do
+      local source = gq(data_name) .. " index " .. (i - 1)
+      local title = s.title and ("title " .. gq(s.title)) or "notitle"
+      if s.kind == "bars" then
+        for c = 1, #s.columns do
+          terms[#terms + 1] = ("%s using %d%s %s"):format(c == 1 and source or "''", c + 1,
+            c == 1 and ":xtic(1)" or "", "title " .. gq(s.names[c]))
+        end
+      elseif s.kind == "labels" then
+        terms[#terms + 1] = source .. " using 1:2:3 with labels offset character 0.7, 0.5 left font ',9' notitle"
+      else
+        local style = s.with or "lines"
+        local extras = ""
+        if style == "points" or style == "linespoints" then extras = " pointtype " .. (s.pointtype or 7) .. " pointsize " .. (s.pointsize or 1) end
+        if style == "lines" or style == "linespoints" then extras = extras .. " linewidth " .. (s.linewidth or 2) end
+        if s.dashtype then extras = extras .. " dashtype " .. s.dashtype end
+        if s.color then extras = extras .. " linecolor rgb " .. gq(s.color) end
+        terms[#terms + 1] = ("%s using 1:2 with %s%s %s"):format(source, style, extras, title)
+      end
+    end
+    w("plot " .. table.concat(terms, ", \\\n     "))
+    write_file(script_path, table.concat(g, "\n") .. "\n", fname)
+
+    -- Run gnuplot in the output's folder; a stale output must not pass for a new one.
+    local gnuplot = spec.gnuplot or os.getenv("LMKIT_GNUPLOT") or "gnuplot"
+    os.remove(out)
+    local command = ("cd %s && %s %s 2>&1"):format(sq(dir), sq(gnuplot), sq(script_name))
+    local pipe = io.popen(command, "r")
+    local output = pipe and pipe:read("a") or ""
+    local ok, _, code = true, nil, 0
+    if pipe then ok, _, code = pipe:close() end
+    if not ok and (code == 127 or code == 126) then
+      error(("%s: gnuplot not found ('%s'); wrote the data %s and the script %s: install gnuplot-nox " ..
+             "(scripts/setup.sh does) or run gnuplot on %s (from its folder: cd %s && gnuplot %s)")
+            :format(fname, gnuplot, data_path, script_path, script_path, dir, script_name), 3)
+    end
+    if not ok then
+      error(("%s: gnuplot failed (exit status %s) on %s (data %s):\n%s"):format(fname, tostring(code), script_path,
+            data_path, output), 3)
+    end
+    local size = file_size(out)
+    if not size or size == 0 then
+      error(("%s: gnuplot wrote no %s (script %s, data %s)%s"):format(fname, out, script_path, data_path,
+            output ~= "" and (":\n" .. output) or ""), 3)
+    end
+    return {out = out, script = script_path, data = data_path}
+  end
+
+  -- Series of a line/scatter spec: {x=, y=, label=} or series = {{x=, y=, label=, with=}, ...}.
+  local SERIES_OPTIONS = {x = true, y = true, label = true, labels = true, with = true, color = true,
+                          dashtype = true, linewidth = true, pointtype = true, pointsize = true}
+  local function xy_series(spec, default_with, fname)
+    local list = spec.series
+    if list == nil then
+      list = {{x = spec.x, y = spec.y, label = spec.label, labels = spec.labels, with = spec.with}}
+    elseif spec.y ~= nil then
+      error(fname .. ": give either y= or series=, not both", 3)
+    end
+    local series = {}
+    for i, s in ipairs(list) do
+      check_options(s, SERIES_OPTIONS, fname .. ": series " .. i)
+      if s.y == nil then error(("%s: series %d needs y"):format(fname, i), 3) end
+      local y = numbers(s.y, "y", fname)
+      local x = s.x and numbers(s.x, "x", fname) or range(#y)
+      if #x ~= #y then error(("%s: series %d: x has %d values but y has %d"):format(fname, i, #x, #y), 3) end
+      series[#series + 1] = {kind = "xy", x = x, y = y, title = s.label, with = s.with or default_with,
+                             color = s.color, dashtype = s.dashtype, linewidth = s.linewidth,
+                             pointtype = s.pointtype, pointsize = s.pointsize}
+      if s.labels then
+        if #s.labels ~= #y then error(("%s: series %d: %d labels for %d points"):format(fname, i, #s.labels, #y), 3) end
+        series[#series + 1] = {kind = "labels", x = x, y = y, labels = s.labels}
+      end
+    end
+    if #series == 0 then error(fname .. ": nothing to plot", 3) end
+    return series
+  end
+
+  local function common_only(spec)
+    local t = {}
+    for k, v in pairs(spec) do if COMMON[k] then t[k] = v end end
+    return t
+  end
+
+  local XY_OPTIONS = merge(COMMON, {x = true, y = true, label = true, labels = true, with = true, series = true})
+
+  function plot.line(spec)
+    check_options(spec, XY_OPTIONS, "lmkit.plot.line")
+    return draw(spec, xy_series(spec, "lines", "lmkit.plot.line"), "lmkit.plot.line")
+  end
+
+  function plot.scatter(spec)
+    check_options(spec, XY_OPTIONS, "lmkit.plot.scatter")
+    return draw(spec, xy_series(spec, "points", "lmkit.plot.scatter"), "lmkit.plot.scatter")
+  end
+
+  -- Least squares y = a + b·x and Pearson's r, in double precision.
+  local function fit_line(x, y)
+    local n = #x
+    local mx, my = 0, 0
+    for i = 1, n do mx, my = mx + x[i], my + y[i] end
+    mx, my = mx / n, my / n
+    local sxx, sxy, syy = 0, 0, 0
+    for i = 1, n do
+      local dx, dy = x[i] - mx, y[i] - my
+      sxx, sxy, syy = sxx + dx * dx, sxy + dx * dy, syy + dy * dy
+    end
+    local slope = sxy / sxx
+    return slope, my - slope * mx, sxy / math.sqrt(sxx * syy)
+  end
+  plot.fit_line = fit_line
+
+  function plot.rank_ppl(spec)
+    local fname = "lmkit.plot.rank_ppl"
+    check_options(spec, merge(COMMON, {rank = true, ppl = true, labels = true, label = true}), fname)
+    local x = numbers(spec.rank, "rank", fname)
+    local y = numbers(spec.ppl, "ppl", fname)
+    if #x ~= #y then error(("%s: rank has %d values but ppl has %d"):format(fname, #x, #y), 2) end
+    if #x < 3 then error(fname .. ": at least 3 points are needed for a fit and its r", 2) end
+    local slope, intercept, r = fit_line(x, y)
+    local _, p = lmkit.stats.pearsonr(x, y)
+    local lo, hi = math.huge, -math.huge
+    for i = 1, #x do lo, hi = math.min(lo, x[i]), math.max(hi, x[i]) end
+    local series = {{kind = "xy", x = x, y = y, with = "points", title = spec.label or "models"}}
+    if spec.labels then series[#series + 1] = {kind = "labels", x = x, y = y, labels = spec.labels} end
+    series[#series + 1] = {kind = "xy", x = {lo, hi}, y = {intercept + slope * lo, intercept + slope * hi}, with = "lines",
+                           title = ("least squares: y = %.4g %s %.4g·x (r = %.3f, p = %.2g)"):format(
+                             intercept, slope < 0 and "−" or "+", math.abs(slope), r, p)}
+    local s = common_only(spec)
+    s.title = (spec.title or "Rank vs perplexity") .. (" (Pearson r = %.3f)"):format(r)
+    s.xlabel = spec.xlabel or "rank"
+    s.ylabel = spec.ylabel or "test perplexity"
+    if s.key == nil then s.key = "below" end
+    local result = draw(s, series, fname)
+    result.slope, result.intercept, result.r, result.p = slope, intercept, r, p
+    return result
+  end
+
+  -- {values=} or series = {{values=, label=}, ...} → list of {values=, label=}.
+  local function value_series(spec, fname)
+    local list = spec.series or {{values = spec.values, label = spec.label}}
+    if spec.series and spec.values then error(fname .. ": give either values= or series=, not both", 3) end
+    local out = {}
+    for i, s in ipairs(list) do
+      check_options(s, {values = true, label = true, color = true, dashtype = true}, fname .. ": series " .. i)
+      if s.values == nil then error(("%s: series %d needs values"):format(fname, i), 3) end
+      out[i] = {values = numbers(s.values, "values", fname), label = s.label, color = s.color, dashtype = s.dashtype}
+    end
+    if #out == 0 then error(fname .. ": nothing to plot", 3) end
+    return out
+  end
+
+  local SPECTRUM_OPTIONS = merge(COMMON, {values = true, series = true, label = true, normalize = true, log = true})
+
+  local function spectrum(spec, fname, default_title)
+    local normalize = spec.normalize ~= false
+    local series = {}
+    for _, s in ipairs(value_series(spec, fname)) do
+      local y, first = {}, s.values[1]
+      for i, v in ipairs(s.values) do y[i] = normalize and v / first or v end
+      series[#series + 1] = {kind = "xy", x = range(#y), y = y, with = "lines", title = s.label,
+                             color = s.color, dashtype = s.dashtype}
+    end
+    local c = common_only(spec)
+    c.title = spec.title or default_title
+    c.xlabel = spec.xlabel or "i"
+    c.ylabel = spec.ylabel or (normalize and "σᵢ / σ₁" or "σᵢ")
+    if spec.log ~= false and spec.logy == nil then c.logy = true end
+    if c.key == nil and #series == 1 and not series[1].title then c.key = false end
+    if c.key == nil then c.key = "bottom left" end
+    return draw(c, series, fname)
+  end
+
+  function plot.spectrum(spec)
+    check_options(spec, SPECTRUM_OPTIONS, "lmkit.plot.spectrum")
+    return spectrum(spec, "lmkit.plot.spectrum", "Singular values")
+  end
+
+  function plot.cumulative(spec)
+    local fname = "lmkit.plot.cumulative"
+    check_options(spec, merge(COMMON, {values = true, series = true, label = true, squared = true}), fname)
+    local series = {}
+    for _, s in ipairs(value_series(spec, fname)) do
+      local total, y = 0, {}
+      for _, v in ipairs(s.values) do total = total + (spec.squared and v * v or v) end
+      local running = 0
+      for i, v in ipairs(s.values) do
+        running = running + (spec.squared and v * v or v)
+        y[i] = running / total
+      end
+      series[#series + 1] = {kind = "xy", x = range(#y), y = y, with = "lines", title = s.label,
+                             color = s.color, dashtype = s.dashtype}
+    end
+    local c = common_only(spec)
+    c.title = spec.title or "Cumulative share of singular values"
+    c.xlabel = spec.xlabel or "k"
+    c.ylabel = spec.ylabel or (spec.squared and "Σ_{i≤k} σᵢ² / Σ σᵢ²" or "Σ_{i≤k} σᵢ / Σ σᵢ")
+    c.yrange = spec.yrange or {0, 1.02}
+    if c.key == nil and #series == 1 and not series[1].title then c.key = false end
+    if c.key == nil then c.key = "bottom right" end
+    return draw(c, series, fname)
+  end
+
+  function plot.embedding_spectrum(spec)
+    local fname = "lmkit.plot.embedding_spectrum"
+    check_options(spec, merge(SPECTRUM_OPTIONS, {matrix = true, embeddings = true}), fname)
+    local list = spec.embeddings or (spec.matrix and {{matrix = spec.matrix, label = spec.label}})
+    local s = {}
+    for k, v in pairs(spec) do if k ~= "matrix" and k ~= "embeddings" and k ~= "label" then s[k] = v end end
+    if list then
+      s.series = {}
+      for i, e in ipairs(list) do
+        local m = e.matrix or e[1]
+        if not lmkit.is_tensor(m) or m:dim() ~= 2 then error(("%s: embedding %d: a 2-D tensor expected"):format(fname, i), 2) end
+        s.series[i] = {values = lmkit.analysis.svdvals(m, {float64 = true}), label = e.label or e[2]}
+      end
+    else
+      s.values, s.label = spec.values, spec.label
+    end
+    s.title = spec.title or "Singular values of the embedding matrix"
+    return spectrum(s, fname, s.title)
+  end
+
+  -- The top two principal components of the rows of m (N×d), by power iteration in double.
+  local function pca2(m)
+    local x = m:double()
+    x = x:sub(x:mean(1, true))
+    local cov = x:t():matmul(x)
+    local d = cov:size(1)
+    local components = {}
+    for k = 1, math.min(2, d) do
+      local v = lmkit.linspace(1, 2, d, {dtype = "float64"}):reshape(d, 1)
+      for _ = 1, 500 do
+        local nv = cov:matmul(v)
+        local norm = nv:norm():item()
+        if norm == 0 then break end
+        nv = nv:div(norm)
+        local change = (nv:sub(v)):abs():max():item()
+        v = nv
+        if change < 1e-12 then break end
+      end
+      local lambda = v:t():matmul(cov):matmul(v):item()
+      cov = cov:sub(v:matmul(v:t()):mul(lambda))
+      -- Sign: the entry of largest magnitude is positive (a deterministic orientation).
+      local flat = v:reshape(d)
+      local big = flat:abs():argmax():item()
+      if flat:totable()[big] < 0 then v = v:neg() end
+      components[k] = x:matmul(v):reshape(x:size(1)):totable()
+    end
+    if #components < 2 then components[2] = range(#components[1]) end
+    return components[1], components[2]
+  end
+  plot.pca2 = pca2
+
+  function plot.projection(spec)
+    local fname = "lmkit.plot.projection"
+    check_options(spec, merge(COMMON, {points = true, x = true, y = true, matrix = true, labels = true, groups = true}), fname)
+    local x, y
+    if spec.matrix then
+      if not lmkit.is_tensor(spec.matrix) or spec.matrix:dim() ~= 2 then error(fname .. ": matrix must be a 2-D tensor", 2) end
+      x, y = pca2(spec.matrix)
+    elseif spec.points then
+      local p = spec.points
+      if lmkit.is_tensor(p) then
+        if p:dim() ~= 2 or p:size(2) ~= 2 then error(fname .. ": points must be N×2", 2) end
+        x, y = p:select(2, 1):double():totable(), p:select(2, 2):double():totable()
+      else
+        x, y = {}, {}
+        for i, pt in ipairs(p) do x[i], y[i] = pt[1], pt[2] end
+      end
+    else
+      x, y = numbers(spec.x, "x", fname), numbers(spec.y, "y", fname)
+    end
+    if #x ~= #y then error(("%s: x has %d values but y has %d"):format(fname, #x, #y), 2) end
+    if spec.labels and #spec.labels ~= #x then error(("%s: %d labels for %d points"):format(fname, #spec.labels, #x), 2) end
+    local series = {}
+    if spec.groups then
+      if #spec.groups ~= #x then error(("%s: %d groups for %d points"):format(fname, #spec.groups, #x), 2) end
+      local order, members = {}, {}
+      for i, g in ipairs(spec.groups) do
+        if not members[g] then members[g] = {}; order[#order + 1] = g end
+        members[g][#members[g] + 1] = i
+      end
+      for _, g in ipairs(order) do
+        local gx, gy = {}, {}
+        for _, i in ipairs(members[g]) do gx[#gx + 1], gy[#gy + 1] = x[i], y[i] end
+        series[#series + 1] = {kind = "xy", x = gx, y = gy, with = "points", title = tostring(g), pointsize = 0.8}
+      end
+    else
+      series[1] = {kind = "xy", x = x, y = y, with = "points", pointsize = 0.8}
+    end
+    if spec.labels then series[#series + 1] = {kind = "labels", x = x, y = y, labels = spec.labels} end
+    local c = common_only(spec)
+    c.title = spec.title or (spec.matrix and "Embeddings, first two principal components" or "2-D projection")
+    c.xlabel = spec.xlabel or (spec.matrix and "PC 1" or "x")
+    c.ylabel = spec.ylabel or (spec.matrix and "PC 2" or "y")
+    if c.key == nil and not spec.groups then c.key = false end
+    local result = draw(c, series, fname)
+    result.x, result.y = x, y
+    return result
+  end
+
+  function plot.bars(spec)
+    local fname = "lmkit.plot.bars"
+    check_options(spec, merge(COMMON, {categories = true, series = true, rotate = true}), fname)
+    if type(spec.categories) ~= "table" or #spec.categories == 0 then error(fname .. ": categories = {names...} expected", 2) end
+    if type(spec.series) ~= "table" or #spec.series == 0 then error(fname .. ": series = {{label=, values=}, ...} expected", 2) end
+    local names, columns = {}, {}
+    for i, s in ipairs(spec.series) do
+      check_options(s, {label = true, values = true}, fname .. ": series " .. i)
+      local values = s.values
+      if lmkit.is_tensor(values) then values = numbers(values, "values", fname) end
+      if type(values) ~= "table" then error(("%s: series %d needs values"):format(fname, i), 2) end
+      local column = {}
+      for c, category in ipairs(spec.categories) do
+        local v = values[c]
+        if v == nil then v = values[category] end  -- values keyed by category name
+        if lmkit.is_tensor(v) then v = v:item() end
+        if v ~= nil and type(v) ~= "number" then error(("%s: series %d: the value for '%s' is not a number"):format(fname, i, category), 2) end
+        column[c] = v or (0 / 0)
+      end
+      names[i] = s.label or ("series " .. i)
+      columns[i] = column
+    end
+    local c = common_only(spec)
+    local extra = {
+      "set style data histograms",
+      "set style histogram clustered gap 1",
+      "set style fill solid 0.85 border rgb '#333333'",
+      "set boxwidth 0.9 relative",
+      "set xtics nomirror rotate by " .. (spec.rotate or 30) .. " right",
+    }
+    if c.grid ~= false then extra[#extra + 1] = "set grid noxtics" end
+    if c.yrange == nil then extra[#extra + 1] = "set yrange [*:*]" end
+    return draw(c, {{kind = "bars", categories = spec.categories, names = names, columns = columns}}, fname, extra)
+  end
+
+  function plot.word_similarity(spec)
+    local fname = "lmkit.plot.word_similarity"
+    check_options(spec, merge(COMMON, {benchmarks = true, models = true, rotate = true}), fname)
+    if type(spec.models) ~= "table" then error(fname .. ": models = {{label=, values=}, ...} expected", 2) end
+    local s = {}
+    for k, v in pairs(spec) do if k ~= "benchmarks" and k ~= "models" then s[k] = v end end
+    s.categories, s.series = spec.benchmarks, spec.models
+    s.title = spec.title or "Word similarity"
+    s.ylabel = spec.ylabel or "Spearman ρ"
+    if s.key == nil then s.key = "outside right top" end
+    return plot.bars(s)
+  end
+
+  -- Epoch records of a run → epochs, train ppl, valid ppl, switch epoch, finetune start.
+  local function run_curves(run, fname)
+    if type(run) == "string" then run = lmkit.open_run(run) end
+    local records = run:metrics("epoch")
+    local epochs, train, valid = {}, {}, {}
+    local last_main, finetune_start, switch_from_records = 0, nil, nil
+    for _, r in ipairs(records) do
+      local e = r.epoch
+      if r.stage == "finetune" then
+        finetune_start = finetune_start or (last_main + 1)
+        e = last_main + r.epoch
+      else
+        last_main = math.max(last_main, r.epoch)
+        if r.switched and not switch_from_records then switch_from_records = r.epoch end
+      end
+      epochs[#epochs + 1], train[#train + 1], valid[#valid + 1] = e, r.train_ppl, r.valid_ppl
+    end
+    if #epochs == 0 then error(fname .. ": the run has no epoch records yet", 3) end
+    local ok, summary = pcall(function() return run:summary() end)
+    local switch = ok and type(summary) == "table" and summary.switch_epoch or switch_from_records
+    return epochs, train, valid, switch, finetune_start
+  end
+
+  function plot.learning_curve(spec)
+    local fname = "lmkit.plot.learning_curve"
+    check_options(spec, merge(COMMON, {run = true, epochs = true, train = true, valid = true, switch_epoch = true,
+                                       label = true}), fname)
+    local epochs, train, valid, switch, finetune
+    if spec.run then
+      epochs, train, valid, switch, finetune = run_curves(spec.run, fname)
+      if spec.switch_epoch ~= nil then switch = spec.switch_epoch end
+    else
+      valid = numbers(spec.valid, "valid", fname)
+      epochs = spec.epochs and numbers(spec.epochs, "epochs", fname) or range(#valid)
+      train = spec.train and numbers(spec.train, "train", fname)
+      switch = spec.switch_epoch
+    end
+    local prefix = spec.label and (spec.label .. " ") or ""
+    local series = {}
+    if train then series[#series + 1] = {kind = "xy", x = epochs, y = train, with = "linespoints", pointsize = 0.5, title = prefix .. "train"} end
+    series[#series + 1] = {kind = "xy", x = epochs, y = valid, with = "linespoints", pointsize = 0.5, title = prefix .. "valid"}
+    local c = common_only(spec)
+    c.title = spec.title or "Learning curve"
+    c.xlabel = spec.xlabel or "epoch"
+    c.ylabel = spec.ylabel or "perplexity"
+    local vlines = {}
+    for _, v in ipairs(spec.vlines or {}) do vlines[#vlines + 1] = v end
+    if switch then vlines[#vlines + 1] = {x = switch, label = ("ASGD switch (epoch %d)"):format(switch)} end
+    if finetune then vlines[#vlines + 1] = {x = finetune - 0.5, label = "finetune"} end
+    c.vlines = vlines
+    if c.key == nil then c.key = "below" end
+    local last = epochs[#epochs] or 0
+    local result = draw(c, series, fname, last <= 20 and {"set xtics 1"} or nil)
+    result.switch_epoch = switch
+    return result
+  end
+
+  local docs = {
+    line = [[lmkit.plot.line{out=, x=, y=, label=, with="lines" | series={{x=, y=, label=, with=, color=, dashtype=}, ...}, title=, xlabel=, ylabel=, ...} -> {out=, script=, data=}
+Lines through gnuplot; out's extension (.png or .svg) picks the format; x defaults to 1..#y; arrays or 1-D tensors.
+Options of every plot: title, xlabel, ylabel, width=800, height=500 (pixels), logx, logy, xrange={lo, hi}, yrange, key ("top left", ... or false), grid=true, font="sans,11", vlines={{x=, label=}}, hlines={{y=, label=}}, set={raw gnuplot commands}, gnuplot= (the executable; else $LMKIT_GNUPLOT or "gnuplot").
+The data and the script are written next to out, named as out with .dat and .gp for its extension; without gnuplot the error names them.]],
+    scatter = [[lmkit.plot.scatter{out=, x=, y=, labels=, label= | series={...}, ...} -> {out=, script=, data=}
+Points (as plot.line, with="points"); labels = {strings} writes one beside each point.]],
+    rank_ppl = [[lmkit.plot.rank_ppl{out=, rank=, ppl=, labels=, ...} -> {out=, script=, data=, slope=, intercept=, r=, p=}
+Rank vs perplexity: the models as points, the least-squares line ppl = intercept + slope·rank, Pearson's r (and p) in the title and legend (thesis Fig. 4.6/4.7).]],
+    spectrum = [[lmkit.plot.spectrum{out=, values= | series={{values=, label=}, ...}, normalize=true, log=true, ...} -> {out=, script=, data=}
+Singular values σᵢ against i, divided by σ₁ unless normalize=false, on a log y axis unless log=false.]],
+    cumulative = [[lmkit.plot.cumulative{out=, values= | series={{values=, label=}, ...}, squared=false, ...} -> {out=, script=, data=}
+Cumulative share Σ_{i≤k} σᵢ / Σ σᵢ against k (squared=true: of σᵢ², whose 1 − ε crossing is the ε-effective rank).]],
+    embedding_spectrum = [[lmkit.plot.embedding_spectrum{out=, matrix= | embeddings={{matrix=, label=}, ...} | values=, normalize=true, log=true, ...} -> {out=, script=, data=}
+The spectrum of embedding matrices (N×d tensors; singular values in float64), one line per model.]],
+    projection = [[lmkit.plot.projection{out=, points= | x=, y= | matrix=, labels=, groups=, ...} -> {out=, script=, data=, x=, y=}
+A 2-D scatter: points N×2 (tensor or {{x, y}, ...}), or matrix N×d projected on its first two principal components; labels beside points; groups = {name per point} colors them by group.]],
+    bars = [[lmkit.plot.bars{out=, categories={names...}, series={{label=, values=}, ...}, rotate=30, ...} -> {out=, script=, data=}
+Grouped bars: one group per category, one bar per series; values by position or keyed by category name (missing: no bar).]],
+    word_similarity = [[lmkit.plot.word_similarity{out=, benchmarks={names...}, models={{label=, values=}, ...}, ...} -> {out=, script=, data=}
+Spearman ρ per word-similarity benchmark, one bar per model (plot.bars with its labels); values by position or keyed by benchmark.]],
+    learning_curve = [[lmkit.plot.learning_curve{out=, run= | epochs=, train=, valid=, switch_epoch=, label=, ...} -> {out=, script=, data=, switch_epoch=}
+Train and valid perplexity against epoch from a run (its directory or lmkit.open_run(dir)): the "epoch" records of metrics.jsonl, the ASGD switch (summary.switch_epoch) as a dashed vertical line, finetune epochs after the main ones.]],
+    fit_line = [[lmkit.plot.fit_line(x, y) -> slope, intercept, r
+Least squares y = intercept + slope·x and Pearson's r of two Lua arrays (what rank_ppl draws).]],
+    pca2 = [[lmkit.plot.pca2(matrix) -> x, y
+The rows of an N×d tensor projected on its first two principal components (centered; power iteration in float64), as two Lua arrays.]],
+  }
+  for name, doc in pairs(docs) do lmkit.document(plot[name], "lmkit.plot." .. name, doc) end
+  for name, fn in pairs(plot) do
+    if type(fn) == "function" and not docs[name] then error("lmkit.plot." .. name .. " has no doc string") end
+  end
+  return plot
+end

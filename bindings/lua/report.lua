@@ -1,0 +1,444 @@
+-- lmkit.report: result tables rendered as Markdown, CSV and LaTeX (booktabs), with the paper's
+-- numbers beside ours. See docs/reports-and-plots.md.
+--
+--   local t = lmkit.report.table{title = "Test perplexity", columns = {
+--     {key = "head", label = "Head"},
+--     {key = "ppl", label = "Test ppl", digits = 2, paper = {58.8, 57.3}}}}
+--   t:add{head = "Softmax", ppl = 58.61}; t:add{head = "MoS", ppl = 56.02}
+--   t:print(); t:save("results/table.tex")
+return function(lmkit)
+  local report = {}
+
+  local TABLE_OPTIONS = {columns = true, rows = true, title = true, paper = true, id = true, digits = true,
+                         label = true, paper_label = true, ours_label = true, delta_label = true, missing = true}
+  local COLUMN_OPTIONS = {key = true, label = true, digits = true, format = true, align = true, paper = true,
+                          delta = true, sd = true, best = true, latex_label = true}
+
+  local function check_options(t, allowed, what)
+    for k in pairs(t) do
+      if not allowed[k] then
+        local names = {}
+        for name in pairs(allowed) do names[#names + 1] = name end
+        table.sort(names)
+        error(("%s: unknown option '%s' (known: %s)"):format(what, tostring(k), table.concat(names, ", ")), 3)
+      end
+    end
+  end
+
+  local function is_number(v) return type(v) == "number" end
+
+  -- A cell's raw value: numbers, strings, booleans; one-element tensors become numbers.
+  local function plain(v)
+    if lmkit.is_tensor(v) then
+      if v:numel() ~= 1 then error("lmkit.report: a cell holds a tensor with " .. v:numel() .. " elements", 4) end
+      return v:item()
+    end
+    return v
+  end
+
+  local function format_number(v, col, table_digits, signed)
+    if v ~= v then return "nan" end
+    if v == math.huge then return signed and "+inf" or "inf" end
+    if v == -math.huge then return "-inf" end
+    local s
+    if type(col.format) == "string" then
+      s = col.format:format(v)
+    elseif col.digits == nil and math.type(v) == "integer" then
+      s = ("%d"):format(v)
+    else
+      s = ("%." .. (col.digits or table_digits) .. "f"):format(v)
+    end
+    local zero = s:match("^[-+]?[0.]+$") ~= nil  -- rounds to zero: no sign, not even "-0"
+    if zero and s:sub(1, 1) == "-" then s = s:sub(2) end
+    if signed and v > 0 and not zero and s:sub(1, 1) ~= "+" then s = "+" .. s end
+    return s
+  end
+
+  local Table = {}
+  Table.__index = Table
+
+  -- The columns as rendered: a column with paper numbers expands into paper | ours | Δ.
+  local function paper_value(self, col, row, index)
+    local source = col.paper
+    if source == false then return nil end
+    if source == nil or source == true then
+      local by_id = self.paper
+      if type(by_id) ~= "table" then return nil end
+      local entry = by_id[row[self.id]]
+      return type(entry) == "table" and plain(entry[col.key]) or nil
+    end
+    if type(source) == "string" then return plain(row[source]) end
+    if type(source) == "function" then return plain(source(row, index)) end
+    if type(source) == "table" then return plain(source[index]) end
+    error(("lmkit.report: column '%s': paper must be true, false, a row field name, an array or a function"):format(col.key), 4)
+  end
+
+  local function has_paper(self, col)
+    if col.paper == false then return false end
+    if col.paper ~= nil and col.paper ~= true then return true end
+    if type(self.paper) ~= "table" then return false end
+    for _, entry in pairs(self.paper) do
+      if type(entry) == "table" and entry[col.key] ~= nil then return true end
+    end
+    return col.paper == true
+  end
+
+  -- Cells as {text=, number=} per rendered column; header structure for LaTeX's two-level header.
+  local function layout(self)
+    local groups, flat = {}, {}
+    for _, col in ipairs(self.columns) do
+      local numeric = col.align == nil
+      local any = false
+      for _, row in ipairs(self.rows) do
+        local v = plain(row[col.key])
+        if v ~= nil then
+          any = true
+          if not is_number(v) then numeric = false end
+        end
+      end
+      if not any then numeric = col.align == nil and col.paper ~= nil end
+      local align = col.align or (numeric and "right" or "left")
+      local group = {col = col, label = col.label or col.key, align = align, parts = {}}
+      group.has_paper = has_paper(self, col)
+      if group.has_paper then
+        local delta = col.delta
+        if delta == nil then delta = "diff" end
+        group.parts[#group.parts + 1] = {kind = "paper", label = self.paper_label, align = align}
+        group.parts[#group.parts + 1] = {kind = "ours", label = self.ours_label, align = align}
+        if delta then group.parts[#group.parts + 1] = {kind = "delta", label = self.delta_label, align = align, delta = delta} end
+      else
+        group.parts[1] = {kind = "value", label = group.label, align = align}
+      end
+      if col.sd then group.parts[group.has_paper and 2 or 1].sd_key = col.sd end
+      for _, part in ipairs(group.parts) do
+        part.group = group
+        flat[#flat + 1] = part
+      end
+      groups[#groups + 1] = group
+    end
+    -- Values per row, then the best value per column (for bold).
+    local cells = {}
+    for i, row in ipairs(self.rows) do
+      local line = {}
+      for _, part in ipairs(flat) do
+        local col = part.group.col
+        local ours = plain(row[col.key])
+        local v, sd
+        if part.kind == "paper" then
+          v = paper_value(self, col, row, i)
+        elseif part.kind == "delta" then
+          local p = paper_value(self, col, row, i)
+          if is_number(p) and is_number(ours) then
+            v = part.delta == "percent" and 100 * (ours - p) / p or ours - p
+          end
+        else
+          v = ours
+          if col.sd then sd = plain(row[col.sd]) end
+        end
+        local text
+        if v == nil then
+          text = nil
+        elseif type(col.format) == "function" then
+          text = tostring(col.format(v, row))
+        elseif is_number(v) then
+          text = format_number(v, col, self.digits, part.kind == "delta")
+          if part.kind == "delta" and part.delta == "percent" then text = text .. "%" end
+        else
+          text = tostring(v)
+        end
+        local sd_text = (is_number(sd) and text) and format_number(sd, col, self.digits) or nil
+        line[#line + 1] = {text = text, sd = sd_text, number = is_number(v) and v or nil,
+                           sd_number = is_number(sd) and sd or nil}
+      end
+      cells[i] = line
+    end
+    for j, part in ipairs(flat) do
+      local best = part.group.col.best
+      if best and (part.kind == "value" or part.kind == "ours") then
+        if best ~= "min" and best ~= "max" then
+          error(("lmkit.report: column '%s': best must be \"min\" or \"max\""):format(part.group.col.key), 3)
+        end
+        local target
+        for i = 1, #cells do
+          local v = cells[i][j].number
+          if v and v == v and (target == nil or (best == "min" and v < target) or (best == "max" and v > target)) then target = v end
+        end
+        for i = 1, #cells do
+          if target ~= nil and cells[i][j].number == target then cells[i][j].bold = true end
+        end
+      end
+    end
+    return groups, flat, cells
+  end
+
+  local function width(s)
+    return utf8.len(s) or #s
+  end
+
+  local function pad(s, w, align)
+    local gap = w - width(s)
+    if gap <= 0 then return s end
+    if align == "right" then return (" "):rep(gap) .. s end
+    if align == "center" then
+      local left = gap // 2
+      return (" "):rep(left) .. s .. (" "):rep(gap - left)
+    end
+    return s .. (" "):rep(gap)
+  end
+
+  function Table:add(row)
+    if type(row) ~= "table" then error("bad argument #1 to 'add' (table expected, got " .. type(row) .. ")", 2) end
+    self.rows[#self.rows + 1] = row
+    return self
+  end
+
+  function Table:markdown()
+    local _, flat, cells = layout(self)
+    local function md(s) return (s:gsub("|", "\\|")) end
+    local header, widths = {}, {}
+    for j, part in ipairs(flat) do
+      local label = part.kind == "value" and part.label or (part.group.label .. " " .. part.label)
+      header[j] = md(label)
+      widths[j] = math.max(3, width(header[j]))
+    end
+    local body = {}
+    for i, line in ipairs(cells) do
+      body[i] = {}
+      for j, cell in ipairs(line) do
+        local s = cell.text and md(cell.text) or self.missing
+        if cell.sd then s = s .. " ± " .. md(cell.sd) end
+        if cell.bold then s = "**" .. s .. "**" end
+        body[i][j] = s
+        widths[j] = math.max(widths[j], width(s))
+      end
+    end
+    local out = {}
+    if self.title then out[#out + 1] = "**" .. md(self.title) .. "**\n\n" end
+    local function emit(values)
+      local parts = {}
+      for j, v in ipairs(values) do parts[j] = pad(v, widths[j], flat[j].align) end
+      out[#out + 1] = "| " .. table.concat(parts, " | ") .. " |\n"
+    end
+    emit(header)
+    local rules = {}
+    for j, part in ipairs(flat) do
+      local w = widths[j]
+      if part.align == "right" then rules[j] = ("-"):rep(w - 1) .. ":"
+      elseif part.align == "center" then rules[j] = ":" .. ("-"):rep(w - 2) .. ":"
+      else rules[j] = ":" .. ("-"):rep(w - 1) end
+    end
+    out[#out + 1] = "| " .. table.concat(rules, " | ") .. " |\n"
+    for _, values in ipairs(body) do emit(values) end
+    return table.concat(out)
+  end
+
+  local function csv_field(s)
+    if s:find('[",\r\n]') or s:match("^%s") or s:match("%s$") then
+      return '"' .. s:gsub('"', '""') .. '"'
+    end
+    return s
+  end
+
+  -- The shortest decimal that reads back as the same double.
+  local function shortest(v)
+    if math.type(v) == "integer" then return ("%d"):format(v) end
+    if v ~= v then return "nan" end
+    if v == math.huge then return "inf" elseif v == -math.huge then return "-inf" end
+    for precision = 15, 17 do
+      local s = ("%." .. precision .. "g"):format(v)
+      if tonumber(s) == v then return s end
+    end
+  end
+
+  function Table:csv(options)
+    options = options or {}
+    check_options(options, {raw = true}, "Table:csv")
+    local _, flat, cells = layout(self)
+    local lines = {}
+    local header = {}
+    for j, part in ipairs(flat) do
+      header[#header + 1] = csv_field(part.kind == "value" and part.label or (part.group.label .. " " .. part.label))
+      if options.raw and part.sd_key then header[#header + 1] = csv_field(part.label .. " sd") end
+    end
+    lines[1] = table.concat(header, ",")
+    for i, line in ipairs(cells) do
+      local fields = {}
+      for j, cell in ipairs(line) do
+        if options.raw then
+          fields[#fields + 1] = csv_field(cell.number and shortest(cell.number) or cell.text or "")
+          if flat[j].sd_key then fields[#fields + 1] = csv_field(cell.sd_number and shortest(cell.sd_number) or "") end
+        else
+          local s = cell.text or ""
+          if cell.sd then s = s .. " ± " .. cell.sd end
+          fields[#fields + 1] = csv_field(s)
+        end
+      end
+      lines[i + 1] = table.concat(fields, ",")
+    end
+    return table.concat(lines, "\n") .. "\n"
+  end
+
+  local LATEX_ESCAPES = {
+    ["\\"] = "\\textbackslash{}", ["{"] = "\\{", ["}"] = "\\}", ["_"] = "\\_", ["%"] = "\\%", ["&"] = "\\&",
+    ["#"] = "\\#", ["$"] = "\\$", ["~"] = "\\textasciitilde{}", ["^"] = "\\textasciicircum{}",
+  }
+  local function latex_escape(s)
+    return (s:gsub("[\\{}_%%&#%$~%^]", LATEX_ESCAPES))
+  end
+  report.latex_escape = latex_escape
+
+  function Table:latex(options)
+    options = options or {}
+    check_options(options, {float = true, placement = true}, "Table:latex")
+    local groups, flat, cells = layout(self)
+    local float = options.float
+    if float == nil then float = self.title ~= nil or self.label ~= nil end
+    local align_letter = {left = "l", right = "r", center = "c"}
+    local spec = {}
+    for j, part in ipairs(flat) do spec[j] = align_letter[part.align] end
+    local out = {}
+    local indent = float and "  " or ""
+    local function w(s) out[#out + 1] = indent .. s .. "\n" end
+    if float then
+      out[#out + 1] = "\\begin{table}[" .. (options.placement or "t") .. "]\n"
+      w("\\centering")
+      if self.title then w("\\caption{" .. latex_escape(self.title) .. "}") end
+      if self.label then w("\\label{" .. self.label .. "}") end
+    end
+    w("\\begin{tabular}{" .. table.concat(spec) .. "}")
+    local outer = indent
+    indent = indent .. "  "
+    w("\\toprule")
+    local function label_of(group)
+      return group.col.latex_label or latex_escape(group.label)
+    end
+    local two_level = false
+    for _, g in ipairs(groups) do if #g.parts > 1 then two_level = true end end
+    if two_level then
+      local top, rules, bottom, first = {}, {}, {}, 1
+      for _, g in ipairs(groups) do
+        if #g.parts > 1 then
+          top[#top + 1] = ("\\multicolumn{%d}{c}{%s}"):format(#g.parts, label_of(g))
+          rules[#rules + 1] = ("\\cmidrule(lr){%d-%d}"):format(first, first + #g.parts - 1)
+          for _, part in ipairs(g.parts) do
+            bottom[#bottom + 1] = part.kind == "delta" and "$\\Delta$" or latex_escape(part.label)
+          end
+        else
+          top[#top + 1] = label_of(g)
+          bottom[#bottom + 1] = ""
+        end
+        first = first + #g.parts
+      end
+      w(table.concat(top, " & ") .. " \\\\")
+      w(table.concat(rules, " "))
+      w(table.concat(bottom, " & ") .. " \\\\")
+    else
+      local header = {}
+      for _, g in ipairs(groups) do header[#header + 1] = label_of(g) end
+      w(table.concat(header, " & ") .. " \\\\")
+    end
+    w("\\midrule")
+    for _, line in ipairs(cells) do
+      local values = {}
+      for j, cell in ipairs(line) do
+        local s = cell.text and latex_escape(cell.text) or "---"
+        if cell.number and s:sub(1, 1) == "-" then s = "$-$" .. s:sub(2) end
+        if cell.sd then s = s .. " $\\pm$ " .. latex_escape(cell.sd) end
+        if cell.bold then s = "\\textbf{" .. s .. "}" end
+        values[j] = s
+      end
+      w(table.concat(values, " & ") .. " \\\\")
+    end
+    w("\\bottomrule")
+    indent = outer
+    w("\\end{tabular}")
+    if float then out[#out + 1] = "\\end{table}\n" end
+    return table.concat(out)
+  end
+
+  function Table:print()
+    io.write(self:markdown())
+    io.flush()
+  end
+
+  local FORMAT_BY_EXTENSION = {md = "markdown", markdown = "markdown", csv = "csv", tex = "latex"}
+
+  -- Writes text to path through a temporary file in the same folder and a rename.
+  local function write_atomic(path, text)
+    local temp = ("%s.tmp.%d.%d"):format(path, os.time(), math.random(1 << 30))
+    local f, err = io.open(temp, "wb")
+    if not f then error(("cannot write '%s': %s"):format(path, err), 3) end
+    local ok, werr = f:write(text)
+    local closed, cerr = f:close()
+    if not ok or not closed then
+      os.remove(temp)
+      error(("cannot write '%s': %s"):format(path, werr or cerr), 3)
+    end
+    local renamed, rerr = os.rename(temp, path)
+    if not renamed then
+      os.remove(temp)
+      error(("cannot write '%s': %s"):format(path, rerr), 3)
+    end
+  end
+  report.write_atomic = write_atomic
+
+  function Table:save(path, options)
+    if type(path) ~= "string" then error("bad argument #1 to 'save' (string expected, got " .. type(path) .. ")", 2) end
+    local ext = path:match("%.([%w]+)$")
+    local format = ext and FORMAT_BY_EXTENSION[ext:lower()]
+    if not format then
+      error(("Table:save: cannot tell the format of '%s' (use .md, .csv or .tex)"):format(path), 2)
+    end
+    write_atomic(path, self[format](self, options))
+    return path
+  end
+
+  function Table:__tostring()
+    return self:markdown()
+  end
+
+  local function new_table(spec)
+    if type(spec) ~= "table" then error("bad argument #1 to 'lmkit.report.table' (table expected, got " .. type(spec) .. ")", 2) end
+    check_options(spec, TABLE_OPTIONS, "lmkit.report.table")
+    if type(spec.columns) ~= "table" or #spec.columns == 0 then
+      error("lmkit.report.table: columns = {{key = ...}, ...} expected", 2)
+    end
+    local columns = {}
+    for i, col in ipairs(spec.columns) do
+      if type(col) == "string" then col = {key = col} end
+      if type(col) ~= "table" or col.key == nil then
+        error(("lmkit.report.table: column %d needs a key"):format(i), 2)
+      end
+      check_options(col, COLUMN_OPTIONS, ("lmkit.report.table: column '%s'"):format(tostring(col.key)))
+      if col.align and col.align ~= "left" and col.align ~= "right" and col.align ~= "center" then
+        error(("lmkit.report.table: column '%s': align must be \"left\", \"right\" or \"center\""):format(col.key), 2)
+      end
+      if col.delta ~= nil and col.delta ~= false and col.delta ~= "diff" and col.delta ~= "percent" then
+        error(("lmkit.report.table: column '%s': delta must be \"diff\", \"percent\" or false"):format(col.key), 2)
+      end
+      columns[i] = col
+    end
+    local rows = {}
+    for i, row in ipairs(spec.rows or {}) do
+      if type(row) ~= "table" then error(("lmkit.report.table: row %d is not a table"):format(i), 2) end
+      rows[i] = row
+    end
+    return setmetatable({
+      columns = columns, rows = rows, title = spec.title, label = spec.label, paper = spec.paper,
+      id = spec.id or columns[1].key, digits = spec.digits or 2,
+      paper_label = spec.paper_label or "paper", ours_label = spec.ours_label or "ours",
+      delta_label = spec.delta_label or "Δ", missing = spec.missing or "—",
+    }, Table)
+  end
+  report.table = new_table
+
+  lmkit.document(new_table, "lmkit.report.table", [[
+lmkit.report.table{columns=, rows=, title=, paper=, id=, digits=2, label=, missing="—"} -> Table
+A results table rendered as Markdown, CSV or LaTeX (booktabs). columns: {key=, label=, digits=, format=, align=, paper=, delta="diff", sd=, best=, latex_label=} (a string is {key=s}); rows: tables keyed by the column keys (more with t:add(row)).
+Numbers get `digits` decimals (integers stay integers unless digits is set); format = "%.3g" or function(value, row) overrides. align: "left" | "right" | "center" (default: right for numbers). sd = "ppl_sd" shows "mean ± sd". best = "min" | "max" sets the best value in bold.
+The paper's numbers: a column with paper = "field" (a row field), {v1, v2, ...} (by row), function(row, i), or true/omitted with the table's paper = {[id] = {key = value}} (rows matched by the `id` column, default the first) shows "paper | ours | Δ" (Δ = ours − paper; delta = "percent" or false).
+Methods: t:markdown(), t:csv([{raw=true}]), t:latex([{float=, placement="t"}]), t:print(), t:save(path) (.md, .csv or .tex; atomic), t:add(row).]])
+  lmkit.document(latex_escape, "lmkit.report.latex_escape", "lmkit.report.latex_escape(s) -> string\nEscapes LaTeX's special characters \\ { } _ % & # $ ~ ^ so that s prints as itself.")
+  lmkit.document(write_atomic, "lmkit.report.write_atomic", "lmkit.report.write_atomic(path, text)\nWrites text to path through a temporary file in the same folder and os.rename, so readers never see a half-written file.")
+  return report
+end
