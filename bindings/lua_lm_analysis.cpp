@@ -340,6 +340,9 @@ void open_lm_analysis(lua_State* L, int module_index) {
     lua_setfield(L, module_index, "analysis");
   }
   set_functions(L, -1, "lmkit.analysis", kFunctions);
+  register_doc(L, -1, "lmkit.analysis",
+               "lmkit.analysis — ranks and spectra of log-probability matrices; word similarity of embeddings and "
+               "top-k next words of language models.");
   lua_pop(L, 1);
 }
 

@@ -1,5 +1,6 @@
 #include "runtime/analysis/top_k_contexts.h"
 
+#include <cmath>
 #include <fstream>
 
 #include "runtime/core/error.h"

@@ -169,7 +169,7 @@ SimilarityResult evaluate_similarity(const torch::Tensor& embedding, const Simil
     const auto u = e.index_select(0, torch::tensor(first, options));
     const auto v = e.index_select(0, torch::tensor(second, options));
     const auto dot = (u * v).sum(1);
-    const auto norms = u.norm(2, 1) * v.norm(2, 1);
+    const auto norms = ((u * u).sum(1) * (v * v).sum(1)).sqrt();
     const auto cos = torch::where(norms > 0, dot / norms.clamp_min(std::numeric_limits<double>::min()),
                                   torch::zeros_like(dot))
                          .contiguous();

@@ -27,7 +27,7 @@ local corpus = lmkit.data.corpus{name = "fake", path = dir, cache = false}
 local vocab = corpus.vocab
 
 -- cos(cat, dog) = cos(dog, car) = 1/√2, cos(cat, car) = 0, cos(cat, Paris) = −1; <unk> and <eos> are 0.
-local embedding = lmkit.tensor{{0, 0}, {1, 0}, {1, 1}, {0, 1}, {-2, 0}, {0, 3}, {3, 0}, {1, 2}, {0, 0}}
+local embedding = lmkit.tensor({{0, 0}, {1, 0}, {1, 1}, {0, 1}, {-2, 0}, {0, 3}, {3, 0}, {1, 2}, {0, 0}}, {dtype = "float32"})
 
 local bench = dir .. "/bench"
 assert(os.execute("mkdir -p '" .. bench .. "'"))

@@ -155,7 +155,8 @@ TEST(WordSimilarityTest, WinsAndBestCounts) {
   EXPECT_EQ(wins, expected);
   // X: A and C tie at 0.5; Y: B; Z: B (NaN never counts).
   EXPECT_EQ(similarity_best_counts(models), (std::vector<std::int64_t>{1, 2, 1}));
-  EXPECT_THROW(similarity_wins({{result("X", 1), result("X", 2)}, {}}), UsageError);
+  const std::vector<std::vector<SimilarityResult>> twice = {{result("X", 1), result("X", 2)}, {}};
+  EXPECT_THROW(similarity_wins(twice), UsageError);
 }
 
 // The 13 real benchmark files: pair counts as in thesis Table 5.2 (which match the files' lines).
@@ -179,7 +180,10 @@ TEST(WordSimilarityTest, RealBenchmarksHaveTheirPairCounts) {
     for (std::string line; std::getline(in, line);) lines += line.find_first_not_of(" \t\r") != std::string::npos;
     EXPECT_EQ(benchmark.pairs.size(), lines) << b.file;
     EXPECT_EQ(benchmark.pairs.size(), table_5_2.at(b.name)) << b.name;
-    for (const auto& p : benchmark.pairs) all_words.add(p.word1), all_words.add(p.word2);
+    for (const auto& p : benchmark.pairs) {
+      all_words.add(p.word1);
+      all_words.add(p.word2);
+    }
     benchmarks.push_back(std::move(benchmark));
   }
   // With every word in the vocabulary nothing is skipped.
