@@ -130,8 +130,9 @@ T.test("top-k contexts agree with log_probs; k and the true word's rank", functi
     local values, indices = last:topk(3)
     T.eq(#out[i].top, 3)
     for j = 1, 3 do
-      T.eq(out[i].top[j].id, indices[j]:item())
-      T.eq(out[i].top[j].word, vocab:word(indices[j]:item()))
+      local id = indices[j]:item() - 1  -- topk's indices are 1-based; token ids are 0-based
+      T.eq(out[i].top[j].id, id)
+      T.eq(out[i].top[j].word, vocab:word(id))
       T.near(out[i].top[j].prob, math.exp(values[j]:item()), 1e-6)
       if j > 1 then T.truthy(out[i].top[j].prob <= out[i].top[j - 1].prob) end
     end
