@@ -8,6 +8,7 @@
 #include "bindings/lua_analysis.h"
 #include "bindings/lua_data.h"
 #include "bindings/lua_heads.h"
+#include "bindings/lua_lm_analysis.h"
 #include "bindings/lua_model.h"
 #include "bindings/lua_module.h"
 #include "bindings/lua_stats.h"
@@ -44,6 +45,7 @@ int open_module(lua_State* L) {
   open_heads(L, module);
   open_model(L, module);
   open_train(L, module);
+  open_lm_analysis(L, module);
   // Lua-side additions (help, show, ...) extend the table in place.
   lua_getglobal(L, "require");
   lua_pushliteral(L, "lmkit.init");

@@ -610,4 +610,6 @@ void open_data(lua_State* L, int module_index) {
   lua_setfield(L, module_index, "data");
 }
 
+const data::Vocabulary& check_vocabulary(lua_State* L, int position) { return check_vocab(L, position); }
+
 }  // namespace lmkit::lua

@@ -12,6 +12,8 @@ void open_data(lua_State* L, int module_index);
 
 // The corpus in the Corpus userdata at `position` (ArgError otherwise); a new Corpus userdata.
 const data::Corpus& check_corpus_value(lua_State* L, int position);
+// The vocabulary in the Vocab userdata at `position` (ArgError otherwise).
+const data::Vocabulary& check_vocabulary(lua_State* L, int position);
 void push_corpus_value(lua_State* L, data::Corpus corpus);
 
 }  // namespace lmkit::lua

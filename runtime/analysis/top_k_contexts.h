@@ -1,0 +1,55 @@
+// Next-word predictions for chosen contexts (thesis Table 5.1, after Yang et al.'s MoS paper).
+//
+// A context is a string of whitespace-separated words (PTB's tokens, "<eos>" between sentences),
+// optionally with the true next word. The model reads the context from a zero hidden state, in
+// evaluation mode (no dropout; the model's mode is restored afterwards), and its distribution
+// P(·|context) after the last word gives:
+//   top      the k most likely next words with their probabilities, most likely first
+//   next_*   for the true next word w: P(w|context), its rank 1 + #{v : P(v) > P(w)} among all N
+//            words, and its position in `top` (0 when it is not among the k).
+//
+// Contexts file (recipes/data/table5_1_contexts.txt): one context per line, "context<TAB>next"
+// (the tab and the next word are optional); blank lines and lines starting with '#' are skipped.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/data/vocabulary.h"
+#include "runtime/models/language_model.h"
+
+namespace lmkit::analysis {
+
+struct Context {
+  std::string text;
+  std::optional<std::string> next;
+};
+
+struct Prediction {
+  std::string word;
+  std::int64_t id = 0;
+  double prob = 0.0;
+};
+
+struct ContextPrediction {
+  std::string text;
+  std::vector<Prediction> top;  // k entries, descending probability
+  std::optional<std::string> next;
+  double next_prob = 0.0;         // when next is given
+  std::int64_t next_rank = 0;     // 1-based among all words
+  std::int64_t next_position = 0; // 1-based in `top`, 0 when absent
+};
+
+// Reads a contexts file (format above); UsageError "file:line: ..." for a line with an empty
+// context, EnvironmentError naming a missing file.
+std::vector<Context> read_contexts(const std::filesystem::path& file);
+
+// Words not in the vocabulary are an error naming the word, unless `unk` names a vocabulary word
+// (e.g. "<unk>") that stands in for them. 1 ≤ k ≤ N.
+std::vector<ContextPrediction> top_k_contexts(LanguageModel& model, const data::Vocabulary& vocab,
+                                              const std::vector<Context>& contexts, std::int64_t k,
+                                              const std::optional<std::string>& unk = std::nullopt);
+
+}  // namespace lmkit::analysis
