@@ -5,9 +5,11 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 rows=${1:-20000} cols=${2:-2500} threads=${3:-2} repeats=${4:-3}
+# Debian's python3 with python3-numpy (apt-get install python3-numpy), not a pyenv/venv one.
+python=${PYTHON:-/usr/bin/python3}
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 "$root/build/lmkit" run "$root/scripts/bench_svd.lua" --set rows="$rows" --set cols="$cols" --set threads="$threads" --set repeats="$repeats"
-OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads python3 - "$rows" "$cols" "$repeats" <<'PY'
+OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads "$python" - "$rows" "$cols" "$repeats" <<'PY'
 import sys, time
 import numpy as np
 rows, cols, repeats = map(int, sys.argv[1:])
