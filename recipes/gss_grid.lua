@@ -40,6 +40,7 @@ return recipe.define{
     epochs = 0,              -- > 0 overrides the scale's epoch count
     max_contexts = 0,        -- > 0 limits the test contexts of the rank (0: all; the thesis used
                              -- WT2's first 33,320)
+    limit = 0,               -- > 0: only the first `limit` cells (a quick check of the pipeline)
   },
 
   grid = function(cfg)
@@ -57,6 +58,7 @@ return recipe.define{
     else
       error("gss_grid: cells must be \"paper\" or \"full\", got '" .. tostring(cfg.cells) .. "'")
     end
+    while cfg.limit > 0 and #cells > cfg.limit do table.remove(cells) end
     return cells
   end,
 
