@@ -96,15 +96,9 @@ analysis::MatrixProgress terminal_progress(const char* what) {
   };
 }
 
-torch::Tensor check_stream(lua_State* L, int position) {
-  auto& t = check_tensor(L, position);
-  if (t.dim() != 1 || t.scalar_type() != torch::kInt64) throw ArgError(position, "tokens must be a 1-D int64 Tensor (e.g. corpus.test)");
-  return t;
-}
-
 int analysis_logp_matrix(lua_State* L) {
   auto& model = check_model(L, 1);
-  auto tokens = check_stream(L, 2);
+  auto tokens = check_token_stream(L, 2);
   Options o(L, 3, {"batch_size", "bptt", "max_contexts", "dtype", "f_logits"});
   LuaCallScope scope(L);
   push_tensor(L, analysis::logp_matrix(model, tokens, logp_options(o), terminal_progress("logP matrix")));
@@ -113,7 +107,7 @@ int analysis_logp_matrix(lua_State* L) {
 
 int analysis_logp_svdvals(lua_State* L) {
   auto& model = check_model(L, 1);
-  auto tokens = check_stream(L, 2);
+  auto tokens = check_token_stream(L, 2);
   Options o(L, 3, {"batch_size", "bptt", "max_contexts", "dtype", "f_logits", "block_rows"});
   LuaCallScope scope(L);
   const auto result = analysis::logp_singular_values(model, tokens, logp_options(o), o.integer("block_rows").value_or(0),

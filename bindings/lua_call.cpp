@@ -5,6 +5,8 @@
 #include <cmath>
 #include <vector>
 
+#include "runtime/core/error.h"
+
 namespace lmkit::lua {
 namespace {
 
@@ -180,6 +182,32 @@ std::optional<bool> opt_boolean(lua_State* L, int position) {
 std::optional<std::string> opt_string(lua_State* L, int position) {
   if (lua_isnoneornil(L, position)) return std::nullopt;
   return check_string(L, position);
+}
+
+void push_string(lua_State* L, const std::string& s) { lua_pushlstring(L, s.data(), s.size()); }
+
+int index_with_fields(lua_State* L, bool (*field)(lua_State*, const std::string&)) {
+  if (lua_type(L, 2) != LUA_TSTRING) throw ArgError(2, "field name (string) expected");
+  if (push_method(L, 1, 2)) return 1;
+  const std::string key = lua_tostring(L, 2);
+  if (field(L, key)) return 1;
+  std::string name = "object";
+  if (luaL_getmetafield(L, 1, "__name") == LUA_TSTRING) name = lua_tostring(L, -1);
+  throw UsageError(name + " has no method or field '" + key + "'");
+}
+
+void register_class(lua_State* L, const char* meta, const char* display, const Function* metamethods,
+                    std::size_t metamethod_count, const Function* methods, std::size_t method_count,
+                    const std::string& doc_name, const char* doc) {
+  luaL_newmetatable(L, meta);
+  lua_pushstring(L, display);
+  lua_setfield(L, -2, "__name");
+  set_functions(L, -1, display, metamethods, metamethod_count, false);
+  lua_newtable(L);
+  set_functions(L, -1, display, methods, method_count, /*methods=*/true);
+  lua_setfield(L, -2, "methods");
+  register_doc(L, -1, doc_name, doc);
+  lua_pop(L, 1);
 }
 
 bool push_method(lua_State* L, int object, int key) {

@@ -70,6 +70,19 @@ class Options {
 // `methods` table of the value at `object` and returns true; otherwise leaves the stack unchanged.
 bool push_method(lua_State* L, int object, int key);
 
+// Pushes a std::string (embedded zeros kept).
+void push_string(lua_State* L, const std::string& s);
+
+// __index for a userdata class: a method from its metatable's `methods`, else a field that
+// `field(L, key)` pushes (returning false for an unknown key), else an error naming the class
+// and the key. index_with_fields<no_fields> is a class with methods only.
+int index_with_fields(lua_State* L, bool (*field)(lua_State*, const std::string&));
+template <bool (*Field)(lua_State*, const std::string&)>
+int index_with_fields(lua_State* L) {
+  return index_with_fields(L, Field);
+}
+inline bool no_fields(lua_State*, const std::string&) { return false; }
+
 // True when the value at `position` is a table with at least one non-integer key.
 bool is_options_table(lua_State* L, int position);
 
@@ -92,6 +105,18 @@ template <std::size_t N>
 void set_functions(lua_State* L, int table_index, const char* qualifier,
                    const Function (&functions)[N], bool methods = false) {
   set_functions(L, table_index, qualifier, functions, N, methods);
+}
+
+// Registers a userdata class: metatable `meta` with __name = display, its metamethods, a `methods`
+// table (errors name them "display:method"), and `doc` in help() under `doc_name`.
+void register_class(lua_State* L, const char* meta, const char* display, const Function* metamethods,
+                    std::size_t metamethod_count, const Function* methods, std::size_t method_count,
+                    const std::string& doc_name, const char* doc);
+
+template <std::size_t N, std::size_t M>
+void register_class(lua_State* L, const char* meta, const char* display, const Function (&metamethods)[N],
+                    const Function (&methods)[M], const std::string& doc_name, const char* doc) {
+  register_class(L, meta, display, metamethods, N, methods, M, doc_name, doc);
 }
 
 // The documentation registry behind help(): doc strings keyed by the function value, and by name.

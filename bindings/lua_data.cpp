@@ -65,23 +65,6 @@ int box_gc(lua_State* L) {
   return 0;
 }
 
-// __index: a method, else a field given by `field` (which returns false for an unknown key).
-template <bool (*Field)(lua_State*, const std::string&)>
-int index_with_fields(lua_State* L) {
-  if (lua_type(L, 2) == LUA_TSTRING) {
-    if (push_method(L, 1, 2)) return 1;
-    const std::string key = lua_tostring(L, 2);
-    if (Field(L, key)) return 1;
-    const char* name = "object";
-    if (luaL_getmetafield(L, 1, "__name") == LUA_TSTRING) name = lua_tostring(L, -1);
-    throw UsageError(std::string(name) + " has no method or field '" + key + "'");
-  }
-  throw ArgError(2, "field name (string) expected");
-}
-
-bool no_fields(lua_State*, const std::string&) { return false; }
-
-void push_string(lua_State* L, const std::string& s) { lua_pushlstring(L, s.data(), s.size()); }
 
 std::vector<std::int64_t> ids_argument(lua_State* L, int position) {
   if (auto* t = test_tensor(L, position)) {
@@ -575,35 +558,21 @@ const Function kDataFunctions[] = {
      "word; log-prob matrix of rank dim+1, +1 with bias) or \"hmm\" (hidden states; high rank). See docs/data.md."},
 };
 
-template <std::size_t N, std::size_t M>
-void open_class(lua_State* L, const char* meta, const char* display, const Function (&metamethods)[N],
-                const Function (&methods)[M], const char* doc) {
-  luaL_newmetatable(L, meta);
-  lua_pushstring(L, display);
-  lua_setfield(L, -2, "__name");
-  set_functions(L, -1, display, metamethods);
-  lua_newtable(L);
-  set_functions(L, -1, display, methods, /*methods=*/true);
-  lua_setfield(L, -2, "methods");
-  register_doc(L, -1, std::string("lmkit.data.") + display, doc);
-  lua_pop(L, 1);
-}
-
 }  // namespace
 
 void open_data(lua_State* L, int module_index) {
   module_index = lua_absindex(L, module_index);
-  open_class(L, kVocabMeta, "Vocab", kVocabMeta_, kVocabMethods,
+  register_class(L, kVocabMeta, "Vocab", kVocabMeta_, kVocabMethods, "lmkit.data.Vocab",
              "lmkit.data.Vocab — words ↔ ids in order of first appearance. Ids are 0-based because they are the\n"
              "values in token tensors (embedding rows): vocab:word(corpus.train[1]:item()) is the first word.");
-  open_class(L, kCorpusMeta, "Corpus", kCorpusMeta_, kCorpusMethods,
+  register_class(L, kCorpusMeta, "Corpus", kCorpusMeta_, kCorpusMethods, "lmkit.data.Corpus",
              "lmkit.data.Corpus — fields train, valid, test (int64 tensors), vocab, name, protocol, source,\n"
              "from_cache, cache_status, cache_file.");
-  open_class(L, kLanguageMeta, "SyntheticLanguage", kLanguageMeta_, kLanguageMethods,
+  register_class(L, kLanguageMeta, "SyntheticLanguage", kLanguageMeta_, kLanguageMethods, "lmkit.data.SyntheticLanguage",
              "lmkit.data.SyntheticLanguage — a generator with known true next-token log-probabilities.");
-  open_class(L, kEvalMeta, "EvalBatches", kEvalMeta_, kEvalMethods,
+  register_class(L, kEvalMeta, "EvalBatches", kEvalMeta_, kEvalMethods, "lmkit.data.EvalBatches",
              "lmkit.data.EvalBatches — fixed-length evaluation windows over a batchified tensor.");
-  open_class(L, kSamplerMeta, "BpttSampler", kSamplerMeta_, kSamplerMethods,
+  register_class(L, kSamplerMeta, "BpttSampler", kSamplerMeta_, kSamplerMethods, "lmkit.data.BpttSampler",
              "lmkit.data.BpttSampler — AWD-LSTM's variable-length training windows with a saveable state.");
   lua_newtable(L);
   set_functions(L, -1, "lmkit.data", kDataFunctions);

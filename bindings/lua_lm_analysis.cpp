@@ -15,8 +15,6 @@
 namespace lmkit::lua {
 namespace {
 
-void push_string(lua_State* L, const std::string& s) { lua_pushlstring(L, s.data(), s.size()); }
-
 void set_string(lua_State* L, const char* key, const std::string& value) {
   push_string(L, value);
   lua_setfield(L, -2, key);

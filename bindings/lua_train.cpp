@@ -24,8 +24,6 @@ namespace {
 using nlohmann::json;
 using training::Trainer;
 
-void push_string(lua_State* L, const std::string& s) { lua_pushlstring(L, s.data(), s.size()); }
-
 constexpr char kRunMeta[] = "lmkit.Run";
 constexpr char kControlMeta[] = "lmkit.TrainControl";
 constexpr const char* kCallbackNames[] = {"on_step", "on_epoch_end", "on_switch", "on_eval"};
@@ -52,11 +50,6 @@ void push_run(lua_State* L, std::string dir, LanguageModel model) {
   box->dir = std::move(dir);
   box->model = std::move(model);
   box->open = true;
-}
-
-int index_methods(lua_State* L) {
-  if (!push_method(L, 1, 2)) lua_pushnil(L);
-  return 1;
 }
 
 int run_gc(lua_State* L) {
@@ -138,7 +131,7 @@ const Function kRunMeta_[] = {
     {"__gc", run_gc, nullptr, "Run finalizer"},
     {"__close", run_gc, nullptr, "Run close"},
     {"__tostring", run_tostring, nullptr, "tostring(Run)"},
-    {"__index", index_methods, nullptr, "Run indexing"},
+    {"__index", index_with_fields<no_fields>, nullptr, "Run indexing"},
 };
 
 // ---- TrainControl: what a callback may do to the running trainer ----
@@ -194,7 +187,7 @@ const Function kControlMeta_[] = {
        push_string(L, "TrainControl");
        return 1;
      }, nullptr, "tostring(TrainControl)"},
-    {"__index", index_methods, nullptr, "TrainControl indexing"},
+    {"__index", index_with_fields<no_fields>, nullptr, "TrainControl indexing"},
 };
 
 // ---- callbacks ----
@@ -437,15 +430,9 @@ void push_eval_result(lua_State* L, const training::EvalResult& r) {
   push_json(L, json{{"loss", r.loss}, {"ppl", r.perplexity}, {"tokens", r.tokens}});
 }
 
-torch::Tensor check_tokens(lua_State* L, int position) {
-  auto& t = check_tensor(L, position);
-  if (t.dim() != 1 || t.scalar_type() != torch::kInt64) throw ArgError(position, "tokens must be a 1-D int64 Tensor (e.g. corpus.test)");
-  return t;
-}
-
 int lmkit_evaluate(lua_State* L) {
   auto& model = check_model(L, 1);
-  auto tokens = check_tokens(L, 2);
+  auto tokens = check_token_stream(L, 2);
   Options o(L, 3, {"batch_size", "bptt"});
   LuaCallScope scope(L);
   push_eval_result(L, training::evaluate(model, tokens, o.integer("batch_size").value_or(10), o.integer("bptt").value_or(70)));
@@ -454,8 +441,8 @@ int lmkit_evaluate(lua_State* L) {
 
 int lmkit_dynamic_evaluate(lua_State* L) {
   auto& model = check_model(L, 1);
-  auto train_tokens = check_tokens(L, 2);
-  auto tokens = check_tokens(L, 3);
+  auto train_tokens = check_token_stream(L, 2);
+  auto tokens = check_token_stream(L, 3);
   Options o(L, 4, {"lr", "lamb", "epsilon", "bptt", "batch_size", "stats_batch_size", "max_stats_windows"});
   training::DynamicEvalOptions d;
   d.lr = o.number("lr").value_or(d.lr);
@@ -492,27 +479,13 @@ const Function kFunctions[] = {
      "Dynamic evaluation (Krause et al. 2018, RMS variant with decay to the trained weights); the weights are restored afterwards."},
 };
 
-template <std::size_t N, std::size_t M>
-void open_class(lua_State* L, const char* meta, const char* display, const Function (&metamethods)[N],
-                const Function (&methods)[M], const char* doc) {
-  luaL_newmetatable(L, meta);
-  lua_pushstring(L, display);
-  lua_setfield(L, -2, "__name");
-  set_functions(L, -1, display, metamethods);
-  lua_newtable(L);
-  set_functions(L, -1, display, methods, /*methods=*/true);
-  lua_setfield(L, -2, "methods");
-  register_doc(L, -1, std::string("lmkit.") + display, doc);
-  lua_pop(L, 1);
-}
-
 }  // namespace
 
 void open_train(lua_State* L, int module_index) {
   module_index = lua_absindex(L, module_index);
-  open_class(L, kRunMeta, "Run", kRunMeta_, kRunMethods,
+  register_class(L, kRunMeta, "Run", kRunMeta_, kRunMethods, "lmkit.Run",
              "lmkit.Run — a training run's directory (config.json, metrics.jsonl, checkpoints, summary.json); see docs/training.md.");
-  open_class(L, kControlMeta, "TrainControl", kControlMeta_, kControlMethods,
+  register_class(L, kControlMeta, "TrainControl", kControlMeta_, kControlMethods, "lmkit.TrainControl",
              "lmkit.TrainControl — the second argument of training callbacks: stop, set_lr, freeze the running training.");
   set_functions(L, module_index, "lmkit", kFunctions);
 }

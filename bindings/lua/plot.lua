@@ -86,10 +86,8 @@ return function(lmkit)
   end
 
   local function write_file(path, text, fname)
-    local f, err = io.open(path, "wb")
-    if not f then error(("%s: cannot write '%s': %s"):format(fname, path, err), 4) end
-    f:write(text)
-    f:close()
+    local ok, err = pcall(lmkit.write_file, path, text)
+    if not ok then error(("%s: %s"):format(fname, tostring(err)), 4) end
   end
 
   -- Draws series with gnuplot. series: {kind="xy"|"labels"|"bars", ...}; returns the result table.

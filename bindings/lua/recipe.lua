@@ -93,12 +93,6 @@ function Recipe:cells(cfg)
   return cells
 end
 
-local function exists(path)
-  local f = io.open(path, "r")
-  if f then f:close() end
-  return f ~= nil
-end
-
 local function read_result(path)
   local f = io.open(path, "r")
   if not f then return nil end

@@ -363,25 +363,6 @@ return function(lmkit)
 
   local FORMAT_BY_EXTENSION = {md = "markdown", markdown = "markdown", csv = "csv", tex = "latex"}
 
-  -- Writes text to path through a temporary file in the same folder and a rename.
-  local function write_atomic(path, text)
-    local temp = ("%s.tmp.%d.%d"):format(path, os.time(), math.random(1 << 30))
-    local f, err = io.open(temp, "wb")
-    if not f then error(("cannot write '%s': %s"):format(path, err), 3) end
-    local ok, werr = f:write(text)
-    local closed, cerr = f:close()
-    if not ok or not closed then
-      os.remove(temp)
-      error(("cannot write '%s': %s"):format(path, werr or cerr), 3)
-    end
-    local renamed, rerr = os.rename(temp, path)
-    if not renamed then
-      os.remove(temp)
-      error(("cannot write '%s': %s"):format(path, rerr), 3)
-    end
-  end
-  report.write_atomic = write_atomic
-
   function Table:save(path, options)
     if type(path) ~= "string" then error("bad argument #1 to 'save' (string expected, got " .. type(path) .. ")", 2) end
     local ext = path:match("%.([%w]+)$")
@@ -389,7 +370,7 @@ return function(lmkit)
     if not format then
       error(("Table:save: cannot tell the format of '%s' (use .md, .csv or .tex)"):format(path), 2)
     end
-    write_atomic(path, self[format](self, options))
+    lmkit.write_file(path, self[format](self, options))  -- atomic: temporary file, fsync, rename
     return path
   end
 
@@ -439,6 +420,5 @@ Numbers get `digits` decimals (integers stay integers unless digits is set); for
 The paper's numbers: a column with paper = "field" (a row field), {v1, v2, ...} (by row), function(row, i), or true/omitted with the table's paper = {[id] = {key = value}} (rows matched by the `id` column, default the first) shows "paper | ours | Δ" (Δ = ours − paper; delta = "percent" or false).
 Methods: t:markdown(), t:csv([{raw=true}]), t:latex([{float=, placement="t"}]), t:print(), t:save(path) (.md, .csv or .tex; atomic), t:add(row).]])
   lmkit.document(latex_escape, "lmkit.report.latex_escape", "lmkit.report.latex_escape(s) -> string\nEscapes LaTeX's special characters \\ { } _ % & # $ ~ ^ so that s prints as itself.")
-  lmkit.document(write_atomic, "lmkit.report.write_atomic", "lmkit.report.write_atomic(path, text)\nWrites text to path through a temporary file in the same folder and os.rename, so readers never see a half-written file.")
   return report
 end

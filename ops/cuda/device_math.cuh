@@ -86,6 +86,28 @@ __device__ T block_reduce(T value, Combine combine, T identity) {
   return result;
 }
 
+// A thread's running log Σ exp(z) in one pass (max and the sum rescaled to it), and the whole
+// block's logsumexp from every thread's (two block reductions, so also deterministic).
+template <typename T>
+struct OnlineLogSumExp {
+  T max = negative_infinity<T>();
+  T sum = T(0);  // Σ exp(z − max)
+  __device__ __forceinline__ void add(T z) {
+    if (z > max) {
+      sum = sum * exp_of(max - z) + T(1);
+      max = z;
+    } else if (z != negative_infinity<T>()) {
+      sum += exp_of(z - max);
+    }
+  }
+  // Must be reached by every thread of the block.
+  __device__ T block_total() const {
+    const T row_max = block_reduce(max, Max{}, negative_infinity<T>());
+    const T rescaled = max == negative_infinity<T>() ? T(0) : sum * exp_of(max - row_max);
+    return row_max + log_of(block_reduce(rescaled, Sum{}, T(0)));
+  }
+};
+
 inline const char* launch_error() {
   const cudaError_t status = cudaGetLastError();
   return status == cudaSuccess ? nullptr : cudaGetErrorString(status);

@@ -26,25 +26,16 @@ template <typename scalar_t>
 __global__ void __launch_bounds__(kRowThreads)
     forward_kernel(const scalar_t* logits, scalar_t* out, int64_t rows, int64_t n, scalar_t c,
                    scalar_t k) {
-  const scalar_t minus_inf = detail::negative_infinity<scalar_t>();
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const scalar_t* x = logits + row * n;
     scalar_t* y = out + row * n;
-    scalar_t max = minus_inf, sum = 0;  // Σ exp(z − max) over this thread's elements
+    detail::OnlineLogSumExp<scalar_t> local;  // over this thread's elements
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
       const scalar_t z = detail::gss_transform(x[i], c, k);
       y[i] = z;
-      if (z > max) {
-        sum = sum * detail::exp_of(max - z) + scalar_t(1);
-        max = z;
-      } else if (z != minus_inf) {
-        sum += detail::exp_of(z - max);
-      }
+      local.add(z);
     }
-    const scalar_t row_max = block_reduce(max, detail::Max{}, minus_inf);
-    const scalar_t rescaled = max == minus_inf ? scalar_t(0) : sum * detail::exp_of(max - row_max);
-    const scalar_t row_sum = block_reduce(rescaled, detail::Sum{}, scalar_t(0));
-    const scalar_t shift = row_max + detail::log_of(row_sum);
+    const scalar_t shift = local.block_total();
     // Each thread rewrites only the elements it wrote above: no barrier needed.
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) y[i] -= shift;
   }

@@ -14,7 +14,6 @@
 namespace lmkit::ops::cuda {
 namespace {
 
-using detail::block_reduce;
 using detail::kRowThreads;
 
 constexpr int kThreads = 256;
@@ -32,24 +31,12 @@ __global__ void __launch_bounds__(kRowThreads)
     forward_kernel(const scalar_t* logits, const scalar_t* log_prior, const int64_t* targets,
                    scalar_t* a, scalar_t* lse, int64_t N, int64_t K, int64_t k, bool transform,
                    scalar_t c, scalar_t kappa) {
-  const scalar_t minus_inf = detail::negative_infinity<scalar_t>();
   const int64_t m = blockIdx.x;
   const scalar_t* row = logits + m * N;
-  scalar_t max = minus_inf, sum = 0;  // running logsumexp of this thread's elements
-  for (int64_t j = threadIdx.x; j < N; j += blockDim.x) {
-    const scalar_t z = component_logit(row[j], transform, c, kappa);
-    if (z > max) {
-      sum = sum * detail::exp_of(max - z) + scalar_t(1);
-      max = z;
-    } else if (z != minus_inf) {
-      sum += detail::exp_of(z - max);
-    }
-  }
-  const scalar_t row_max = block_reduce(max, detail::Max{}, minus_inf);
-  const scalar_t rescaled = max == minus_inf ? scalar_t(0) : sum * detail::exp_of(max - row_max);
-  const scalar_t row_sum = block_reduce(rescaled, detail::Sum{}, scalar_t(0));
+  detail::OnlineLogSumExp<scalar_t> local;  // over this thread's elements
+  for (int64_t j = threadIdx.x; j < N; j += blockDim.x) local.add(component_logit(row[j], transform, c, kappa));
+  const scalar_t norm = local.block_total();
   if (threadIdx.x == 0) {
-    const scalar_t norm = row_max + detail::log_of(row_sum);
     const int64_t slot = m * K + k;
     lse[slot] = norm;
     // A target outside the vocabulary gives NaN (checking the range on the host would cost a sync).

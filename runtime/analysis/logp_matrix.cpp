@@ -16,14 +16,7 @@ namespace {
 template <typename Consume>
 std::int64_t for_each_window(LanguageModel& model, const torch::Tensor& tokens, const LogpMatrixOptions& o,
                              const MatrixProgress& progress, Consume&& consume) {
-  if (!tokens.defined() || tokens.dim() != 1 || tokens.scalar_type() != torch::kInt64) {
-    throw UsageError("logp_matrix: tokens must be a 1-D int64 tensor (e.g. corpus.test)");
-  }
-  if (o.batch_size < 1 || o.bptt < 1) throw UsageError("logp_matrix: batch_size and bptt must be ≥ 1");
-  if (tokens.numel() / o.batch_size < 2) {
-    throw UsageError("logp_matrix: " + std::to_string(tokens.numel()) + " tokens are too few for batch_size " +
-                     std::to_string(o.batch_size));
-  }
+  data::check_eval_stream(tokens, o.batch_size, o.bptt, "logp_matrix");
   if (o.f_logits) {
     auto probe = model->head->f_logits(torch::zeros({1, model->decoder().weight.size(1)}, model->decoder().weight.options()),
                                        model->decoder());

@@ -15,7 +15,7 @@ namespace lmkit {
 void write_file_atomically(const std::string& path, const std::string& bytes) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw EnvironmentError("cannot write '" + tmp + "': " + std::strerror(errno));
+  if (fd < 0) throw EnvironmentError("cannot write '" + path + "': " + std::strerror(errno));
   std::size_t written = 0;
   while (written < bytes.size()) {
     const auto n = ::write(fd, bytes.data() + written, bytes.size() - written);
@@ -24,7 +24,7 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
       const std::string reason = std::strerror(errno);
       ::close(fd);
       std::remove(tmp.c_str());
-      throw EnvironmentError("writing '" + tmp + "' failed: " + reason + " (disk full?)");
+      throw EnvironmentError("cannot write '" + path + "': " + reason + " (disk full?)");
     }
     written += static_cast<std::size_t>(n);
   }
@@ -32,7 +32,7 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     const std::string reason = std::strerror(errno);
     std::remove(tmp.c_str());
-    throw EnvironmentError("writing '" + tmp + "' failed: " + reason);
+    throw EnvironmentError("cannot write '" + path + "': " + reason);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string reason = std::strerror(errno);

@@ -5,6 +5,18 @@
 
 namespace lmkit::data {
 
+void check_eval_stream(const torch::Tensor& tokens, std::int64_t batch_size, std::int64_t bptt, const std::string& what) {
+  if (!tokens.defined() || tokens.dim() != 1 || tokens.scalar_type() != torch::kInt64) {
+    throw UsageError(what + ": tokens must be a 1-D int64 tensor (e.g. corpus.test)");
+  }
+  if (batch_size < 1) throw UsageError(what + ": batch_size must be ≥ 1, got " + std::to_string(batch_size));
+  if (bptt < 1) throw UsageError(what + ": bptt must be ≥ 1, got " + std::to_string(bptt));
+  if (tokens.numel() / batch_size < 2) {
+    throw UsageError(what + ": " + std::to_string(tokens.numel()) + " tokens are too few for batch_size " +
+                     std::to_string(batch_size) + " (each column needs at least 2)");
+  }
+}
+
 torch::Tensor batchify(const torch::Tensor& tokens, std::int64_t bsz) {
   if (tokens.dim() != 1) throw UsageError("batchify expects a 1-D token tensor, got size " + format_shape(tokens.sizes()));
   if (bsz <= 0) throw UsageError("batch size must be positive, got " + std::to_string(bsz));

@@ -4,6 +4,7 @@
 // tokens[j·nbatch, (j+1)·nbatch); the last n mod bsz tokens are dropped. Time runs down the rows, so
 // a recurrent model carries its state from one batch to the next within each column.
 #pragma once
+#include <string>
 #include <cstdint>
 
 #include "runtime/core/torch.h"
@@ -11,6 +12,10 @@
 namespace lmkit::data {
 
 torch::Tensor batchify(const torch::Tensor& tokens, std::int64_t bsz);
+
+// Checks a stream before it is read in evaluation windows: 1-D int64 tokens, batch_size and bptt
+// ≥ 1, and at least 2 rows per column. UsageError prefixed with `what` (the caller's name).
+void check_eval_stream(const torch::Tensor& tokens, std::int64_t batch_size, std::int64_t bptt, const std::string& what);
 
 // input = source[i, i+len), target = source[i+1, i+1+len) (the next token of each input), both
 // [len, bsz], len = min(seq_len, nbatch − 1 − i). `lr_scale` is seq_len / bptt for the training

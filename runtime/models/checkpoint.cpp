@@ -100,6 +100,8 @@ void save_checkpoint(const LanguageModel& model, const std::string& path) {
   write_file_atomically(path, encode_container(checkpoint_header(model), archive_bytes.str()));
 }
 
+namespace {
+
 LanguageModel model_from_header(const nlohmann::json& header, const std::string& path) {
   try {
     return LanguageModel(language_model_options_from_json(header.at("config")));
@@ -110,16 +112,28 @@ LanguageModel model_from_header(const nlohmann::json& header, const std::string&
   }
 }
 
+void load_archive(LanguageModel& model, const std::string& bytes, c10::optional<torch::Device> device) {
+  std::istringstream archive_bytes(bytes);
+  torch::serialize::InputArchive archive;
+  archive.load_from(archive_bytes, device);
+  model->load(archive);
+}
+
+}  // namespace
+
 Checkpoint load_checkpoint(const std::string& path) {
   const auto container = decode_container(read_file(path, "checkpoint"), path);
   Checkpoint result;
   result.header = container.header;
   result.model = model_from_header(container.header, path);
-  std::istringstream archive_bytes(container.archive);
-  torch::serialize::InputArchive archive;
-  archive.load_from(archive_bytes);
-  result.model->load(archive);
+  load_archive(result.model, container.archive, c10::nullopt);
   return result;
+}
+
+nlohmann::json load_weights(LanguageModel& model, const std::string& path) {
+  const auto container = decode_container(read_file(path, "checkpoint"), path);
+  load_archive(model, container.archive, model->encoder->embedding.device());
+  return container.header;
 }
 
 }  // namespace lmkit

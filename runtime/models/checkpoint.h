@@ -36,7 +36,10 @@ std::string encode_container(const nlohmann::json& header, const std::string& ar
 Container decode_container(const std::string& bytes, const std::string& path);
 // {"lmkit": version, "config": the model's full config}.
 nlohmann::json checkpoint_header(const LanguageModel& model);
-// A fresh model of the config in a checkpoint header (EnvironmentError naming `path` if unusable).
-LanguageModel model_from_header(const nlohmann::json& header, const std::string& path);
+
+// Loads a checkpoint's weights into an existing model of the same structure (also one whose head
+// is written in Lua, which a config alone cannot rebuild), onto the model's device; returns the
+// header. Errors as load_checkpoint.
+nlohmann::json load_weights(LanguageModel& model, const std::string& path);
 
 }  // namespace lmkit

@@ -12,23 +12,11 @@ namespace {
 
 torch::Device model_device(LanguageModel& model) { return model->encoder->embedding.device(); }
 
-void check_stream(const torch::Tensor& tokens, std::int64_t batch_size, std::int64_t bptt, const char* what) {
-  if (!tokens.defined() || tokens.dim() != 1 || tokens.scalar_type() != torch::kInt64) {
-    throw UsageError(std::string(what) + ": tokens must be a 1-D int64 tensor");
-  }
-  if (batch_size < 1) throw UsageError(std::string(what) + ": batch_size must be ≥ 1, got " + std::to_string(batch_size));
-  if (bptt < 1) throw UsageError(std::string(what) + ": bptt must be ≥ 1, got " + std::to_string(bptt));
-  if (tokens.numel() / batch_size < 2) {
-    throw UsageError(std::string(what) + ": " + std::to_string(tokens.numel()) + " tokens are too few for batch_size " +
-                     std::to_string(batch_size) + " (each column needs at least 2)");
-  }
-}
-
 }  // namespace
 
 EvalResult evaluate(LanguageModel& model, const torch::Tensor& tokens, std::int64_t batch_size, std::int64_t bptt,
                     const EvalProgress& progress) {
-  check_stream(tokens, batch_size, bptt, "evaluate");
+  data::check_eval_stream(tokens, batch_size, bptt, "evaluate");
   model->eval();
   torch::NoGradGuard no_grad;
   const auto source = data::batchify(tokens, batch_size).to(model_device(model));
@@ -55,8 +43,8 @@ EvalResult evaluate(LanguageModel& model, const torch::Tensor& tokens, std::int6
 
 EvalResult dynamic_evaluate(LanguageModel& model, const torch::Tensor& train_tokens, const torch::Tensor& tokens,
                             const DynamicEvalOptions& options, const EvalProgress& progress) {
-  check_stream(train_tokens, options.stats_batch_size, options.bptt, "dynamic_evaluate (training stream)");
-  check_stream(tokens, options.batch_size, options.bptt, "dynamic_evaluate");
+  data::check_eval_stream(train_tokens, options.stats_batch_size, options.bptt, "dynamic_evaluate (training stream)");
+  data::check_eval_stream(tokens, options.batch_size, options.bptt, "dynamic_evaluate");
   if (!(options.lr >= 0) || !(options.lamb >= 0) || !(options.epsilon > 0)) {
     throw UsageError("dynamic_evaluate: lr and lamb must be ≥ 0 and epsilon > 0");
   }

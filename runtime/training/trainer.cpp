@@ -669,7 +669,7 @@ struct Trainer::State {
   // criterion fires on the averaged validation loss (or finetune_epochs run out).
   bool finetune() {
     if (!finetune_started) {
-      load_weights(store.path("best.ckpt"));
+      load_weights(model, store.path("best.ckpt"));
       optimizer = std::make_unique<Optimizer>("asgd", make_groups(options.lr));
       averaging = true;
       stage = "finetune";
@@ -700,14 +700,6 @@ struct Trainer::State {
       if (finetune_done) log("Finetuning done: the validation loss stopped improving (non-monotone criterion)");
     }
     return true;
-  }
-
-  void load_weights(const std::string& path) {
-    const auto container = decode_container(read_file(path, "checkpoint"), path);
-    std::istringstream bytes(container.archive);
-    torch::serialize::InputArchive archive;
-    archive.load_from(bytes, device);
-    model->load(archive);
   }
 
   json summary_json(const std::optional<EvalResult>& valid, const std::optional<EvalResult>& test) const {
@@ -826,7 +818,7 @@ json Trainer::run() {
 
   std::optional<EvalResult> valid, test;
   if (s.store.exists("best.ckpt")) {
-    s.load_weights(s.store.path("best.ckpt"));
+    load_weights(s.model, s.store.path("best.ckpt"));
     valid = evaluate(s.model, s.corpus.valid, s.options.eval_batch_size, s.options.bptt);
     if (s.options.test) {
       test = evaluate(s.model, s.corpus.test, s.options.test_batch_size, s.options.bptt);

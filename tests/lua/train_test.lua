@@ -44,6 +44,7 @@ T.test("train returns a run whose files and summary say what happened", function
   T.truthy(#run:metrics("step") > 0)
   T.eq(run:config().train.lr, 5)
   T.eq(lmkit.open_run(run:dir()):summary().test_ppl, s.test_ppl)
+  T.raises(function() return run:summry() end, "Run has no method or field 'summry'")
 end)
 
 T.test("callbacks see every step and epoch and can change the run", function()
