@@ -65,15 +65,10 @@ return recipe.define{
   run = function(cell, ctx)
     local cfg = ctx.cfg
     local p = presets.resolve{family = "awd", dataset = cfg.dataset, scale = cfg.scale}
-    local corpus = presets.load_corpus(p)
-    local o = {vocab_size = corpus.vocab:size(), head = lmkit.heads.gss{c = cell.c, k = cell.k}}
-    for key, value in pairs(p.model) do o[key] = value end
-    lmkit.seed(p.train.seed)
-    local model = lmkit.model(o)
-    local train = {model = model, corpus = corpus, run_dir = ctx.dir .. "/run"}
-    for key, value in pairs(p.train) do train[key] = value end
+    local train = {}
     if cfg.epochs > 0 then train.epochs = cfg.epochs end
-    local summary = lmkit.train(train):summary()
+    local model, summary, corpus = presets.train_cell{preset = p, head = presets.head(p, "gss", {c = cell.c, k = cell.k}),
+                                                      dir = ctx.dir .. "/run", train = train}
     local sv, rows, cols = lmkit.analysis.logp_svdvals(model, corpus.test, {
       batch_size = 1, max_contexts = cfg.max_contexts > 0 and cfg.max_contexts or nil})
     return {valid_ppl = summary.valid_ppl, test_ppl = summary.test_ppl, contexts = rows,

@@ -97,4 +97,42 @@ function presets.load_corpus(cfg)
   return lmkit.data.corpus{name = c.name, protocol = c.protocol or "full"}
 end
 
+-- A head spec by name, with the resolved configuration's settings (K and dropoutl for the mixtures,
+-- LMS-PLIF's intervals at this scale) and the caller's on top:
+--   presets.head(p, "gss", {c = 1, k = 2}), presets.head(p, "mos"), presets.head(p, "plif", {freeze = true})
+function presets.head(cfg, name, options)
+  local o = {}
+  if name == "mos" or name == "moss" or name == "moc" then
+    o.K, o.dropoutl = cfg.head.K, cfg.head.dropoutl
+  elseif name == "plif" then
+    o.K, o.T = cfg.plif_K or presets.plif.K, presets.plif.T
+  end
+  merge(o, options)
+  local make = lmkit.heads[name]
+  if type(make) ~= "function" then error(("presets.head: no head named '%s'"):format(tostring(name)), 2) end
+  return make(o)
+end
+
+-- Trains one model the way every recipe cell does, and returns model, run summary, corpus:
+--   presets.train_cell{preset = p, head = presets.head(p, "softmax"), dir = ctx.dir .. "/run",
+--                      seed = 1, model = {...}, train = {...}, corpus = corpus}
+-- `model` and `train` override the preset's settings (e.g. {switch = "et"}, {flood = 1.0});
+-- `seed` replaces the preset's seed (weights and training); `corpus` reuses one already loaded.
+-- The run folder makes it resumable: a preempted cell continues from its state.ckpt.
+function presets.train_cell(o)
+  local p = o.preset or error("presets.train_cell: 'preset' (from presets.resolve) is required", 2)
+  local corpus = o.corpus or presets.load_corpus(p)
+  local m = merge(merge({}, p.model), o.model)
+  m.vocab_size = corpus.vocab:size()
+  m.head = o.head or error("presets.train_cell: 'head' is required", 2)
+  local t = merge(merge({}, p.train), o.train)
+  if o.seed then t.seed = o.seed end
+  lmkit.seed(t.seed)
+  local model = lmkit.model(m)
+  t.model, t.corpus = model, corpus
+  t.run_dir = o.dir or error("presets.train_cell: 'dir' (the cell's run folder) is required", 2)
+  local run = lmkit.train(t)
+  return model, run:summary(), corpus
+end
+
 return presets
