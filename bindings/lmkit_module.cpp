@@ -11,6 +11,7 @@
 #include "bindings/lua_lm_analysis.h"
 #include "bindings/lua_model.h"
 #include "bindings/lua_module.h"
+#include "bindings/lua_process.h"
 #include "bindings/lua_stats.h"
 #include "bindings/lua_tensor.h"
 #include "bindings/lua_train.h"
@@ -46,6 +47,7 @@ int open_module(lua_State* L) {
   open_model(L, module);
   open_train(L, module);
   open_lm_analysis(L, module);
+  open_process(L, module);
   // Lua-side additions (help, show, ...) extend the table in place.
   lua_getglobal(L, "require");
   lua_pushliteral(L, "lmkit.init");

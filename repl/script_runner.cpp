@@ -26,6 +26,8 @@ void set_arg_table(lua_State* L, const ScriptOptions& options) {
   lua_setglobal(L, "arg");
 }
 
+}  // namespace
+
 // Installs strict globals; returns false with the error on the stack.
 bool make_globals_strict(lua_State* L) {
   lua_getglobal(L, "require");
@@ -50,8 +52,6 @@ void prepend_script_dir_to_path(lua_State* L, const std::string& script) {
   }
   lua_pop(L, 1);
 }
-
-}  // namespace
 
 int run_script(const ScriptOptions& options) {
   LuaStateHandle state(lua::new_lmkit_state());

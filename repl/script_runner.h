@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include <lua.hpp>
+
 #include "runtime/config/settings.h"
 
 namespace lmkit::repl {
@@ -17,5 +19,10 @@ struct ScriptOptions {
 // Runs the script; errors go to stderr with a traceback. Returns the process exit status:
 // 0 on success, 1 when the script failed (or could not be loaded).
 int run_script(const ScriptOptions& options);
+
+// Shared with the batch commands, which load recipes the same way:
+// strict globals (false with the error on the stack) and the script's folder first on package.path.
+bool make_globals_strict(lua_State* L);
+void prepend_script_dir_to_path(lua_State* L, const std::string& script);
 
 }  // namespace lmkit::repl

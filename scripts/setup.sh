@@ -5,17 +5,20 @@
 #   bash scripts/setup.sh               # packages + build
 #   bash scripts/setup.sh --no-build    # packages only
 #   bash scripts/setup.sh --sanitize    # packages + the ASan/UBSan build in ./build-asan
+#   bash scripts/setup.sh --with-slurm  # also Slurm + munge, for the local-cluster test of `lmkit batch`
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 build=yes
+with_slurm=no
 build_dir=$root/build
 cmake_extra=()
 for option in "$@"; do
   case $option in
     --no-build) build=no ;;
     --sanitize) build_dir=$root/build-asan; cmake_extra+=(-DLMKIT_SANITIZE=ON) ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    --with-slurm) with_slurm=yes ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$option' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -32,6 +35,12 @@ packages=(
   gnuplot-nox                       # lmkit.plot
 )
 
+# Slurm's daemons and munge, only for the test that runs a private single-node cluster
+# (scripts/slurm/single_node.sh); a cluster's users need none of this.
+if [ "$with_slurm" = yes ]; then
+  packages+=(slurmctld slurmd slurm-client munge)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -44,8 +53,13 @@ if [ ${#missing[@]} -gt 0 ]; then
     sudo=sudo
   fi
   export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # apt-get update takes the lists lock, which DPkg::Lock::Timeout does not cover: retry it.
+  for attempt in $(seq 1 30); do
+    $sudo apt-get update -qq && break
+    echo "setup.sh: apt-get update failed (attempt $attempt), retrying in 10 s" >&2
+    sleep 10
+  done
+  $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "setup.sh: all packages present"
 fi

@@ -133,13 +133,52 @@ function Recipe:collect(cfg, cells)
   return results
 end
 
+-- Where a task records its state for `lmkit status`: <out>/batch/tasks/<i>.json.
+function recipe.task_state_file(out, index)
+  return ("%s/batch/tasks/%d.json"):format(out, index)
+end
+
+-- The Slurm id of this array task ("<array job>_<index>"), or of this job, or nil outside Slurm.
+local function slurm_job_id()
+  local array, index = os.getenv("SLURM_ARRAY_JOB_ID"), os.getenv("SLURM_ARRAY_TASK_ID")
+  if array and index then return array .. "_" .. index end
+  return os.getenv("SLURM_JOB_ID")
+end
+
+-- Runs cell `cell` as batch task cell.index, recording running → done | failed | preempted (with the
+-- attempt number, host, pid, Slurm id and the error) so that `lmkit status` can tell what happened
+-- even when the process is gone.
+function Recipe:run_task(cfg, cell)
+  local file = recipe.task_state_file(cfg.out, cell.index)
+  local previous = read_result(file) or {}
+  local state = {task = cell.index, id = cell.id, attempt = (previous.attempt or 0) + 1,
+                 host = lmkit.process.hostname(), pid = lmkit.process.pid(), slurm_job = slurm_job_id(),
+                 started = os.time()}
+  os.execute(("mkdir -p '%s'"):format((cfg.out .. "/batch/tasks"):gsub("'", "'\\''")))
+  state.state = "running"
+  lmkit.write_file(file, lmkit.json_encode(state, true))
+  local trace
+  local ok, err = xpcall(function() return self:run_cell(cfg, cell) end,
+                         function(message) trace = debug.traceback(message, 2); return message end)
+  state.finished = os.time()
+  if ok then
+    state.state = "done"
+  elseif lmkit.process.preempted() then
+    state.state = "preempted"
+  else
+    state.state, state.error = "failed", tostring(err)
+  end
+  lmkit.write_file(file, lmkit.json_encode(state, true))
+  if not ok then error(trace or err, 0) end
+end
+
 function Recipe:main(overrides)
   local cfg = self:configure(overrides)
   local cells = self:cells(cfg)
   if cfg.task ~= 0 then
     local cell = cells[cfg.task]
     if not cell then error(("recipe %s: task %d is outside 1..%d"):format(self.name, cfg.task, #cells)) end
-    self:run_cell(cfg, cell)
+    self:run_task(cfg, cell)
     return
   end
   if not cfg.report_only then

@@ -54,4 +54,6 @@ void set_threads(int threads) {
 
 int get_threads() { return torch::get_num_threads(); }
 
+int cuda_device_count() { return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0; }
+
 }  // namespace lmkit

@@ -22,4 +22,7 @@ void seed_torch(std::uint64_t seed);
 void set_threads(int threads);
 int get_threads();
 
+// How many CUDA devices this process can use (0 without a CUDA build or device).
+int cuda_device_count();
+
 }  // namespace lmkit

@@ -1,10 +1,14 @@
--- A two-cell recipe for the command-line test: `lmkit run` runs what the script returns.
+-- A two-cell recipe for the command-line tests: `lmkit run` runs what the script returns, and
+-- `lmkit batch` runs its cells as tasks. TINY_FAIL=x in the environment makes the cell x fail.
 local recipe = require "lmkit.recipe"
 return recipe.define{
   name = "tiny",
   settings = {scale = "tiny", base = 1},
   grid = function(cfg) return {{x = cfg.base}, {x = cfg.base + 1}} end,
-  run = function(cell) return {square = cell.x * cell.x} end,
+  run = function(cell)
+    if os.getenv("TINY_FAIL") == tostring(cell.x) then error("cell x=" .. cell.x .. " fails on purpose (TINY_FAIL)") end
+    return {square = cell.x * cell.x}
+  end,
   report = function(results)
     local parts = {}
     for _, r in ipairs(results) do parts[#parts + 1] = r.result and tostring(r.result.square) or "-" end

@@ -1,0 +1,61 @@
+#!/bin/bash
+# batch_local.sh LMKIT WORKDIR: `lmkit batch --backend local` runs a grid's cells as tasks; a failed
+# task is reported by `lmkit status` and rerun alone by the next `lmkit batch`; a finished batch runs
+# nothing; changed settings are refused; SIGTERM to the batch stops the tasks with their state saved
+# and the next `lmkit batch` resumes them to the result of an uninterrupted run.
+set -u
+lmkit=$1
+work=$2
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work"
+mkdir -p "$work"
+fail() { echo "FAIL: $*"; for f in "$work"/*.txt; do echo "--- $f"; cat "$f"; done; exit 1; }
+
+# 1. Task 2 fails: exit 1, status names the error and the log; the report marks the missing cell.
+TINY_FAIL=2 "$lmkit" batch "$here/tiny_recipe.lua" --jobs 2 --set out="$work/tiny" >"$work/first.txt" 2>&1
+[ $? = 1 ] || fail "a failed task should make lmkit batch exit 1"
+"$lmkit" status "$work/tiny" >"$work/status1.txt" 2>&1
+[ $? = 1 ] || fail "lmkit status should exit 1 with a failed task"
+grep -q "1 done, 1 failed" "$work/status1.txt" || fail "status counts"
+grep -q "fails on purpose" "$work/status1.txt" || fail "status does not show the error"
+"$lmkit" report "$work/tiny" >"$work/report1.txt" 2>&1 || fail "report of a partial batch"
+grep -q "squares: 1 -" "$work/report1.txt" || fail "the report does not mark the missing cell"
+
+# 2. Other settings for the same folder are refused, naming both.
+"$lmkit" batch "$here/tiny_recipe.lua" --set out="$work/tiny" --set base=5 >"$work/mismatch.txt" 2>&1 &&
+  fail "a batch with other settings in the same folder was accepted"
+grep -q "already holds a batch" "$work/mismatch.txt" || fail "no clear message for changed settings"
+
+# 3. Only the failed task runs again; then nothing is left to run.
+"$lmkit" batch "$here/tiny_recipe.lua" --set out="$work/tiny" >"$work/second.txt" 2>&1 || fail "the rerun failed"
+grep -q "1 done, 0 running or queued, 1 to run" "$work/second.txt" || fail "the rerun should run task 2 only"
+grep -q '"attempt": 1' "$work/tiny/batch/tasks/1.json" || fail "task 1 ran again"
+grep -q '"attempt": 2' "$work/tiny/batch/tasks/2.json" || fail "task 2 was not retried"
+"$lmkit" status "$work/tiny" >"$work/status2.txt" 2>&1 || fail "status should exit 0 when all are done"
+"$lmkit" batch "$here/tiny_recipe.lua" --set out="$work/tiny" >"$work/third.txt" 2>&1 || fail "third batch"
+grep -q "nothing to run" "$work/third.txt" || fail "a finished batch should run nothing"
+"$lmkit" report "$work/tiny" | grep -q "squares: 1 4" || fail "the full report"
+
+# 4. SIGTERM to the batch: tasks save their state (exit 75); the next batch resumes both.
+"$lmkit" batch "$here/train_recipe.lua" --jobs 2 --set out="$work/train" --set step_delay=0.01 >"$work/train1.txt" 2>&1 &
+batch_pid=$!
+for _ in $(seq 1 600); do
+  [ -s "$work/train/cells/seed=1/run/metrics.jsonl" ] && [ -s "$work/train/cells/seed=2/run/metrics.jsonl" ] && break
+  kill -0 $batch_pid 2>/dev/null || break
+  sleep 0.1
+done
+kill -TERM $batch_pid
+wait $batch_pid
+status=$?
+[ $status = 75 ] || fail "a batch stopped by SIGTERM should exit 75, got $status"
+grep -q "2 preempted" "$work/train1.txt" || fail "both tasks should be preempted"
+"$lmkit" batch "$here/train_recipe.lua" --jobs 2 --set out="$work/train" --set step_delay=0.01 >"$work/train2.txt" 2>&1 ||
+  fail "resuming the batch failed"
+grep -q "Resuming" "$work/train/batch/logs/task-1.log" || fail "task 1 did not resume from its state"
+# The reference: cell 1 without interruption, in a folder of its own.
+"$lmkit" run "$here/train_recipe.lua" --set out="$work/reference" --set task=1 >"$work/reference.txt" 2>&1 ||
+  fail "the reference run failed"
+cmp -s "$work/train/cells/seed=1/result.json" "$work/reference/cells/seed=1/result.json" ||
+  fail "the resumed task's result differs from an uninterrupted run's: $(cat "$work"/*/cells/seed=1/result.json)"
+echo "batch local ok"
+rm -rf "$work"
