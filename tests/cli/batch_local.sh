@@ -37,7 +37,7 @@ grep -q "nothing to run" "$work/third.txt" || fail "a finished batch should run 
 "$lmkit" report "$work/tiny" | grep -q "squares: 1 4" || fail "the full report"
 
 # 4. SIGTERM to the batch: tasks save their state (exit 75); the next batch resumes both.
-"$lmkit" batch "$here/train_recipe.lua" --jobs 2 --set out="$work/train" --set step_delay=0.01 >"$work/train1.txt" 2>&1 &
+"$lmkit" batch "$here/train_recipe.lua" --jobs 2 --threads 1 --set out="$work/train" --set step_delay=0.01 >"$work/train1.txt" 2>&1 &
 batch_pid=$!
 for _ in $(seq 1 600); do
   [ -s "$work/train/cells/seed=1/run/metrics.jsonl" ] && [ -s "$work/train/cells/seed=2/run/metrics.jsonl" ] && break
@@ -49,11 +49,11 @@ wait $batch_pid
 status=$?
 [ $status = 75 ] || fail "a batch stopped by SIGTERM should exit 75, got $status"
 grep -q "2 preempted" "$work/train1.txt" || fail "both tasks should be preempted"
-"$lmkit" batch "$here/train_recipe.lua" --jobs 2 --set out="$work/train" --set step_delay=0.01 >"$work/train2.txt" 2>&1 ||
+"$lmkit" batch "$here/train_recipe.lua" --jobs 2 --threads 1 --set out="$work/train" --set step_delay=0.01 >"$work/train2.txt" 2>&1 ||
   fail "resuming the batch failed"
 grep -q "Resuming" "$work/train/batch/logs/task-1.log" || fail "task 1 did not resume from its state"
 # The reference: cell 1 without interruption, in a folder of its own.
-"$lmkit" run "$here/train_recipe.lua" --set out="$work/reference" --set task=1 >"$work/reference.txt" 2>&1 ||
+"$lmkit" run "$here/train_recipe.lua" --threads 1 --set out="$work/reference" --set task=1 >"$work/reference.txt" 2>&1 ||
   fail "the reference run failed"
 cmp -s "$work/train/cells/seed=1/result.json" "$work/reference/cells/seed=1/result.json" ||
   fail "the resumed task's result differs from an uninterrupted run's: $(cat "$work"/*/cells/seed=1/result.json)"
