@@ -169,7 +169,8 @@ function Recipe:run_task(cfg, cell)
     state.state, state.error = "failed", tostring(err)
   end
   lmkit.write_file(file, lmkit.json_encode(state, true))
-  if not ok then error(trace or err, 0) end
+  -- A preemption is no bug: its message (how to resume) without the traceback.
+  if not ok then error(state.state == "preempted" and tostring(err) or trace or err, 0) end
 end
 
 function Recipe:main(overrides)
