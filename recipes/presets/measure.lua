@@ -68,9 +68,11 @@ function measure.paper(results, key)
   return any and values or nil
 end
 
--- Writes a report table as <out>/<name>.{md,csv,tex}.
+-- Writes a report table as <out>/<name>.{md,csv,tex} (creating <out>: a report of a grid with no
+-- finished cell yet has no folder to write into).
 function measure.save(t, out, name)
   name = name or "report"
+  os.execute(("mkdir -p '%s'"):format(out:gsub("'", "'\\''")))
   for _, ext in ipairs{"md", "csv", "tex"} do t:save(("%s/%s.%s"):format(out, name, ext)) end
 end
 
