@@ -1,0 +1,81 @@
+-- MoS dropout sweep (thesis §5.4, Table 5.7): AWD-LSTM-MoS with K = 15 and every hyperparameter
+-- fixed except the dropout on the MoS latent layer (dropoutl ∈ {0.29, 0.145, 0}). Less MoS dropout:
+-- lower train perplexity and higher rank, but worse test perplexity, so the rank of the test
+-- logP matrix tracks training performance, not test performance.
+--
+--   lmkit run recipes/mos_dropout.lua                                  -- tiny scale
+--   lmkit run recipes/mos_dropout.lua --set scale=paper --set dataset=wikitext-2
+--   lmkit run recipes/mos_dropout.lua --set K=3                        -- another mixture count
+--
+-- Each cell trains one model, evaluates it on the training split (train ppl; max_train_tokens caps
+-- the tokens read) and computes the Press rank of its logP matrix on the test split (presets/measure.lua).
+local recipe = require "lmkit.recipe"
+local presets = require "presets.awd_lstm"
+local measure = require "presets.measure"
+
+-- Table 5.7 (K = 15): MoS dropout, train ppl, test ppl, rank.
+local PAPER = {
+  ptb = {{0.29, 33.08, 56.07, 9979}, {0.145, 29.21, 59.09, 9985}, {0.00, 23.81, 64.82, 9992}},
+  ["wikitext-2"] = {{0.29, 39.11, 63.06, 13215}, {0.145, 32.19, 64.38, 17256}, {0.00, 27.51, 68.49, 19427}},
+}
+
+return recipe.define{
+  name = "mos_dropout",
+  description = "AWD-LSTM-MoS (K = 15) for MoS dropout 0.29, 0.145, 0: train/test ppl, rank (thesis Table 5.7)",
+  settings = {
+    scale = "tiny",          -- tiny | small | paper (recipes/presets/awd_lstm.lua)
+    dataset = "ptb",         -- ptb | wikitext-2
+    K = 15,                  -- mixture components (the thesis: 15 at every scale)
+    epochs = 0,              -- > 0 overrides the scale's epoch count
+    max_train_tokens = 0,    -- > 0: train ppl on the first max_train_tokens of the training split
+    max_contexts = -1,       -- rank's test contexts: -1 as the thesis (WT2: first 33,320), 0 all, n
+    limit = 0,               -- > 0: only the first `limit` cells
+  },
+
+  grid = function(cfg)
+    local rows = PAPER[cfg.dataset] or error("mos_dropout: no published table for dataset '" .. cfg.dataset .. "'")
+    local cells = {}
+    for _, p in ipairs(rows) do
+      -- the paper's numbers are for K = 15 only
+      local paper = cfg.K == 15 and {train_ppl = p[2], test_ppl = p[3], rank = p[4]} or nil
+      cells[#cells + 1] = {K = cfg.K, dropoutl = p[1], paper = paper}  -- K in the id: another K, other cells
+    end
+    while cfg.limit > 0 and #cells > cfg.limit do table.remove(cells) end
+    return cells
+  end,
+
+  run = function(cell, ctx)
+    local cfg = ctx.cfg
+    local p = presets.resolve{family = "mos", dataset = cfg.dataset, scale = cfg.scale}
+    local train = {}
+    if cfg.epochs > 0 then train.epochs = cfg.epochs end
+    local head = presets.head(p, "mos", {K = cell.K, dropoutl = cell.dropoutl})
+    local model, summary, corpus = presets.train_cell{preset = p, head = head, dir = ctx.dir .. "/run", train = train}
+    return measure.model{model = model, corpus = corpus, preset = p, summary = summary,
+                         max_train_tokens = cfg.max_train_tokens,
+                         max_contexts = measure.contexts(cfg.max_contexts, cfg.dataset)}
+  end,
+
+  report = function(results, ctx)
+    local cfg = ctx.cfg
+    local t = lmkit.report.table{
+      title = ("AWD-LSTM-MoS (K = %d) on %s (%s scale) for different MoS dropout rates (Table 5.7)")
+        :format(cfg.K, cfg.dataset, cfg.scale),
+      columns = {
+        {key = "dropoutl", label = "MoS dropout", digits = 3},
+        {key = "train_ppl", label = "Train ppl", digits = 2, paper = measure.paper(results, "train_ppl")},
+        {key = "test_ppl", label = "Test ppl", digits = 2, paper = measure.paper(results, "test_ppl")},
+        {key = "rank", label = "Rank", digits = 0, paper = measure.paper(results, "rank")},
+      },
+    }
+    for _, r in ipairs(results) do
+      local row = {dropoutl = r.cell.dropoutl}
+      if r.result then row.train_ppl, row.test_ppl, row.rank = r.result.train_ppl, r.result.test_ppl, r.result.rank end
+      t:add(row)
+    end
+    t:print()
+    measure.save(t, ctx.out)
+    measure.rank_correlations(results)
+    print("report files: " .. ctx.out .. "/report.{md,csv,tex}")
+  end,
+}

@@ -1,0 +1,97 @@
+-- MoS mixtures (thesis §5.4, Table 5.6): AWD-LSTM-MoS with all hyperparameters fixed except the
+-- number of mixture components K. More components: more parameters, lower train perplexity, higher
+-- rank of the test logP matrix; test perplexity stops improving after K = 10 (Yang et al.'s Table
+-- 5.5 claimed rank drives test performance).
+--
+--   lmkit run recipes/mos_mixtures.lua                                 -- tiny scale, K = 1..20
+--   lmkit run recipes/mos_mixtures.lua --set scale=paper               -- PTB as published
+--   lmkit run recipes/mos_mixtures.lua --set scale=paper --set dataset=wikitext-2   -- K = 10, 15, 20
+--   lmkit run recipes/mos_mixtures.lua --set scale=paper --set max_train_tokens=200000
+--
+-- Each cell trains one model, then evaluates it on the training split (train ppl; max_train_tokens
+-- caps the tokens read when the whole split is too slow) and computes the Press rank of its logP
+-- matrix on the test split (as gss_grid.lua). Writes report.{md,csv,tex} into <out>.
+local recipe = require "lmkit.recipe"
+local presets = require "presets.awd_lstm"
+local measure = require "presets.measure"
+
+-- Table 5.6: K, #params (millions), train ppl, test ppl, rank.
+local PAPER = {
+  ptb = {
+    {1, 19.05, 56.42, 64.50, 282}, {3, 19.40, 41.77, 59.25, 5575}, {5, 19.75, 38.09, 58.38, 8057},
+    {10, 20.62, 35.48, 56.21, 9976}, {15, 21.50, 33.08, 56.07, 9979}, {20, 22.37, 32.19, 56.19, 9980},
+  },
+  ["wikitext-2"] = {
+    {10, 33.92, 36.94, 62.65, 12198}, {15, 34.90, 35.92, 63.06, 13229}, {20, 35.88, 35.35, 62.76, 13998},
+  },
+}
+local ALL_K = {1, 3, 5, 10, 15, 20}
+
+return recipe.define{
+  name = "mos_mixtures",
+  description = "AWD-LSTM-MoS for K = 1..20 mixtures: params, train/test ppl, rank (thesis Table 5.6)",
+  settings = {
+    scale = "tiny",          -- tiny | small | paper (recipes/presets/awd_lstm.lua)
+    dataset = "ptb",         -- ptb | wikitext-2
+    cells = "all",           -- all: K ∈ {1, 3, 5, 10, 15, 20}; paper: the K the thesis trained on
+                             -- this dataset (WT2: 10, 15, 20)
+    epochs = 0,              -- > 0 overrides the scale's epoch count
+    max_train_tokens = 0,    -- > 0: train ppl on the first max_train_tokens of the training split
+    max_contexts = -1,       -- rank's test contexts: -1 as the thesis (WT2: first 33,320), 0 all, n
+    limit = 0,               -- > 0: only the first `limit` cells
+  },
+
+  grid = function(cfg)
+    local rows = PAPER[cfg.dataset] or error("mos_mixtures: no published table for dataset '" .. cfg.dataset .. "'")
+    local by_k = {}
+    for _, p in ipairs(rows) do by_k[p[1]] = {params = p[2], train_ppl = p[3], test_ppl = p[4], rank = p[5]} end
+    local cells = {}
+    if cfg.cells ~= "all" and cfg.cells ~= "paper" then
+      error("mos_mixtures: cells must be \"all\" or \"paper\", got '" .. tostring(cfg.cells) .. "'")
+    end
+    for _, K in ipairs(ALL_K) do
+      if cfg.cells == "all" or by_k[K] then cells[#cells + 1] = {K = K, paper = by_k[K]} end
+    end
+    while cfg.limit > 0 and #cells > cfg.limit do table.remove(cells) end
+    return cells
+  end,
+
+  run = function(cell, ctx)
+    local cfg = ctx.cfg
+    local p = presets.resolve{family = "mos", dataset = cfg.dataset, scale = cfg.scale}
+    local train = {}
+    if cfg.epochs > 0 then train.epochs = cfg.epochs end
+    local model, summary, corpus = presets.train_cell{preset = p, head = presets.head(p, "mos", {K = cell.K}),
+                                                      dir = ctx.dir .. "/run", train = train}
+    return measure.model{model = model, corpus = corpus, preset = p, summary = summary,
+                         max_train_tokens = cfg.max_train_tokens,
+                         max_contexts = measure.contexts(cfg.max_contexts, cfg.dataset)}
+  end,
+
+  report = function(results, ctx)
+    local cfg = ctx.cfg
+    local t = lmkit.report.table{
+      title = ("AWD-LSTM-MoS on %s (%s scale) for different numbers of mixtures (Table 5.6)"):format(cfg.dataset, cfg.scale),
+      columns = {
+        {key = "K", label = "#Mixture"},
+        -- millions, so that the paper's 19.05M and a tiny model's 0.07M share a column
+        {key = "params", label = "#Param (M)", format = "%.4g", paper = measure.paper(results, "params")},
+        {key = "train_ppl", label = "Train ppl", digits = 2, paper = measure.paper(results, "train_ppl")},
+        {key = "test_ppl", label = "Test ppl", digits = 2, paper = measure.paper(results, "test_ppl")},
+        {key = "rank", label = "Rank", digits = 0, paper = measure.paper(results, "rank")},
+      },
+    }
+    for _, r in ipairs(results) do
+      local row = {K = r.cell.K}
+      if r.result then
+        row.params, row.train_ppl, row.test_ppl, row.rank =
+          r.result.params / 1e6, r.result.train_ppl, r.result.test_ppl, r.result.rank
+      end
+      t:add(row)
+    end
+    t:print()
+    measure.save(t, ctx.out)
+    measure.rank_correlations(results)
+    print("report files: " .. ctx.out .. "/report.{md,csv,tex}")
+  end,
+}

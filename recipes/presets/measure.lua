@@ -1,0 +1,111 @@
+-- What chapter 5's tables measure on a trained model, shared by the MoS, flooding and AdvSoft
+-- recipes: train perplexity (the model evaluated on the training split), test perplexity, the Press
+-- rank of its logP matrix on the test split, the parameter count; plus the report plumbing they
+-- share (paper columns, files, rank correlations).
+--   local measure = require "presets.measure"
+--   local r = measure.model{model = model, corpus = corpus, preset = p, summary = summary,
+--                           max_train_tokens = 0, max_contexts = -1}
+--   -- r = {params=, train_ppl=, valid_ppl=, test_ppl=, rank=, contexts=, vocab=}
+local measure = {}
+
+-- The thesis's logP matrices: all of PTB's test contexts, the first 33,320 of WikiText-2's (SPEC §3).
+measure.thesis_contexts = {ptb = 0, ["wikitext-2"] = 33320}
+
+-- The contexts a rank uses: setting −1 = as the thesis did for this dataset, 0 = all, n > 0 = n.
+function measure.contexts(setting, dataset)
+  if setting < 0 then setting = measure.thesis_contexts[dataset] or 0 end
+  return setting > 0 and setting or nil
+end
+
+-- Perplexity on the training split as a language model is evaluated (dropout off, state carried,
+-- eval batch size): the thesis's "Train ppl". max_tokens > 0 reads only the first max_tokens tokens
+-- (PTB's 929k and WT2's 2.1M tokens take a few minutes on a GPU; the prefix is the usual shortcut).
+function measure.train_ppl(model, corpus, preset, max_tokens)
+  local tokens = corpus.train
+  if max_tokens and max_tokens > 0 and max_tokens < tokens:size(1) then tokens = tokens:narrow(1, 1, max_tokens) end
+  return lmkit.evaluate(model, tokens, {batch_size = preset.train.eval_batch_size, bptt = preset.train.bptt}).ppl
+end
+
+-- Press rank of the test split's logP matrix (streaming QR: WT2's whole test split would fit too).
+function measure.rank(model, corpus, max_contexts)
+  local sv, rows, cols = lmkit.analysis.logp_svdvals(model, corpus.test, {batch_size = 1, max_contexts = max_contexts})
+  return lmkit.analysis.press_rank(sv, rows, cols), rows, cols
+end
+
+-- Everything the tables report for one trained model. `summary` (the run's) gives valid/test ppl
+-- of the best checkpoint; without it (a model that is not the run's best, e.g. its last.ckpt) they
+-- are evaluated here with the run's batch sizes. rank = false skips the rank.
+function measure.model(o)
+  local model, corpus, p = o.model, o.corpus, o.preset
+  local r = {params = model:parameter_count().total}
+  if o.summary then
+    r.valid_ppl, r.test_ppl = o.summary.valid_ppl, o.summary.test_ppl
+  else
+    r.valid_ppl = lmkit.evaluate(model, corpus.valid, {batch_size = p.train.eval_batch_size, bptt = p.train.bptt}).ppl
+    r.test_ppl = lmkit.evaluate(model, corpus.test, {batch_size = p.train.test_batch_size, bptt = p.train.bptt}).ppl
+  end
+  r.train_ppl = measure.train_ppl(model, corpus, p, o.max_train_tokens)
+  if o.rank ~= false then r.rank, r.contexts, r.vocab = measure.rank(model, corpus, o.max_contexts) end
+  return r
+end
+
+-- The model at the end of training (the run's last.ckpt, raw weights), on the trained model's device.
+function measure.last_model(run_dir, like)
+  local model = lmkit.load(run_dir .. "/last.ckpt")
+  local device = like and like:parameters()[1]:device()
+  if device and device ~= "cpu" then model:to(device) end
+  return model
+end
+
+-- The paper's values of one key over the report's rows (cells carry them as cell.paper), or nil
+-- when no row has one (a grid beyond the paper's).
+function measure.paper(results, key)
+  local values, any = {}, false
+  for i, r in ipairs(results) do
+    values[i] = r.cell.paper and r.cell.paper[key]
+    any = any or values[i] ~= nil
+  end
+  return any and values or nil
+end
+
+-- Writes a report table as <out>/<name>.{md,csv,tex} (creating <out>: a report of a grid with no
+-- finished cell yet has no folder to write into).
+function measure.save(t, out, name)
+  name = name or "report"
+  os.execute(("mkdir -p '%s'"):format(out:gsub("'", "'\\''")))
+  for _, ext in ipairs{"md", "csv", "tex"} do t:save(("%s/%s.%s"):format(out, name, ext)) end
+end
+
+-- Pearson r between the rank and each perplexity, ours and the paper's, over the rows that have
+-- both (the thesis's point is their sign: rank tracks train ppl, not test ppl). Prints and returns
+-- {{metric=, ours=, paper=}, ...}.
+function measure.rank_correlations(results, metrics)
+  local out = {}
+  local function r_of(ranks, values)
+    if #ranks < 3 then return nil end
+    local varies_r, varies_v = false, false
+    for i = 2, #ranks do
+      varies_r = varies_r or ranks[i] ~= ranks[1]
+      varies_v = varies_v or values[i] ~= values[1]
+    end
+    if not (varies_r and varies_v) then return nil end
+    return (lmkit.stats.pearsonr(ranks, values))
+  end
+  for _, metric in ipairs(metrics or {"train_ppl", "test_ppl"}) do
+    local ours_rank, ours_v, paper_rank, paper_v = {}, {}, {}, {}
+    for _, r in ipairs(results) do
+      if r.result and r.result.rank and r.result[metric] then
+        ours_rank[#ours_rank + 1], ours_v[#ours_v + 1] = r.result.rank, r.result[metric]
+      end
+      local p = r.cell.paper
+      if p and p.rank and p[metric] then paper_rank[#paper_rank + 1], paper_v[#paper_v + 1] = p.rank, p[metric] end
+    end
+    local entry = {metric = metric, ours = r_of(ours_rank, ours_v), paper = r_of(paper_rank, paper_v)}
+    local function show(v) return v and ("%+.3f"):format(v) or "n/a" end
+    print(("Pearson r(rank, %s): ours %s, paper %s"):format(metric, show(entry.ours), show(entry.paper)))
+    out[#out + 1] = entry
+  end
+  return out
+end
+
+return measure
