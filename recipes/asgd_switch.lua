@@ -130,7 +130,7 @@ return recipe.define{
       t:add(line)
     end
     t:print()
-    for _, ext in ipairs{"md", "csv", "tex"} do t:save(ctx.out .. "/report." .. ext) end
+    lineup.save(t, ctx.out .. "/report")
 
     -- What ET changes per head: Δ test ppl = ET − NT (the thesis: ≈ −1.00 on PTB, −0.75 on WT2).
     local gain = lmkit.report.table{
@@ -149,7 +149,7 @@ return recipe.define{
       end
     end
     gain:print()
-    for _, ext in ipairs{"md", "csv", "tex"} do gain:save(ctx.out .. "/et_minus_nt." .. ext) end
+    lineup.save(gain, ctx.out .. "/et_minus_nt")
 
     -- Fig. 4.8/4.9: train (solid) and validation (dashed) perplexity per epoch, one plot per policy.
     for _, policy in ipairs{"nt", "et"} do

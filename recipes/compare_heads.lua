@@ -134,7 +134,7 @@ return recipe.define{
       t8:add(line)
     end
     t8:print()
-    for _, ext in ipairs{"md", "csv", "tex"} do t8:save(ctx.out .. "/report." .. ext) end
+    lineup.save(t8, ctx.out .. "/report")
 
     -- Table 4.9: the sampled seeds only, each head against Softmax.
     local _, _, _, base = lineup.sample(sampled.softmax or {}, "test_ppl")
@@ -145,23 +145,23 @@ return recipe.define{
         {key = "function", label = "Function"}, {key = "n", label = "Seeds"},
         {key = "test_ppl", label = "Test ppl", digits = 2, sd = "test_sd", paper = paper_key("test10")},
         {key = "test_sd_paper", label = "Test sd (paper)", digits = 2},
-        {key = "p_paper", label = "p-value (paper)"}, {key = "p", label = "p-value (ours)"},
-        {key = "significant", label = "p < 0.05 (ours)"},
+        {key = "p_paper", label = "p-value (paper)", format = "%.2e"}, {key = "p", label = "p-value (ours)", format = "%.2e"},
+        {key = "significant", label = "Significant at 0.05 (ours)"},
       },
     }
     for _, h in ipairs(heads) do
       local mean, sd, n, values = lineup.sample(sampled[h], "test_ppl")
       local line = {["function"] = lineup.label(h), head = h, n = n, test_ppl = mean, test_sd = sd,
                     test_sd_paper = paper[h] and paper[h].test10_sd,
-                    p_paper = paper[h] and paper[h].p and lineup.format_p(paper[h].p) or nil}
+                    p_paper = paper[h] and paper[h].p}
       if h ~= "softmax" and base then
         local p = lineup.ranksums_p(values, base)
-        if p then line.p, line.significant = lineup.format_p(p), p < 0.05 and "yes" or "no" end
+        if p then line.p, line.significant = p, p < 0.05 and "yes" or "no" end
       end
       t9:add(line)
     end
     t9:print()
-    for _, ext in ipairs{"md", "csv", "tex"} do t9:save(ctx.out .. "/pvalues." .. ext) end
+    lineup.save(t9, ctx.out .. "/pvalues")
     if not base or #base < 2 then
       print("p-values need Softmax and at least 3 seeds (2 sampled ones per head)")
     end

@@ -151,7 +151,7 @@ return recipe.define{
       t:add(line)
     end
     t:print()
-    for _, ext in ipairs{"md", "csv", "tex"} do t:save(ctx.out .. "/report." .. ext) end
+    lineup.save(t, ctx.out .. "/report")
 
     -- Rank-sum tests over the sampled seeds; the paper's numbers are its tuned MoS‡ vs Softmax★.
     local tests = lmkit.report.table{
@@ -162,8 +162,8 @@ return recipe.define{
         {key = "a", label = "Test ppl A", digits = 2, sd = "a_sd", paper = "paper_a"},
         {key = "b", label = "Test ppl B", digits = 2, sd = "b_sd", paper = "paper_b"},
         {key = "paper_a_sd", label = "sd A (paper)", digits = 2}, {key = "paper_b_sd", label = "sd B (paper)", digits = 2},
-        {key = "p_paper", label = "p-value (paper)"}, {key = "p", label = "p-value (ours)"},
-        {key = "significant", label = "p < 0.05 (ours)"},
+        {key = "p_paper", label = "p-value (paper)", format = "%.2e"}, {key = "p", label = "p-value (ours)", format = "%.2e"},
+        {key = "significant", label = "Significant at 0.05 (ours)"},
       },
     }
     for _, pair in ipairs{{"mos_dagger", "softmax_matched", true}, {"mos_dagger", "softmax_dagger", false}} do
@@ -175,14 +175,14 @@ return recipe.define{
       if published then
         line.paper_a, line.paper_a_sd = PAPER_SEEDS.mos.test10, PAPER_SEEDS.mos.test10_sd
         line.paper_b, line.paper_b_sd = PAPER_SEEDS.softmax.test10, PAPER_SEEDS.softmax.test10_sd
-        line.p_paper = lineup.format_p(PAPER_SEEDS.p)
+        line.p_paper = PAPER_SEEDS.p
       end
       local p = lineup.ranksums_p(va, vb)
-      if p then line.p, line.significant = lineup.format_p(p), p < 0.05 and "yes" or "no" end
+      if p then line.p, line.significant = p, p < 0.05 and "yes" or "no" end
       tests:add(line)
     end
     tests:print()
-    for _, ext in ipairs{"md", "csv", "tex"} do tests:save(ctx.out .. "/pvalues." .. ext) end
+    lineup.save(tests, ctx.out .. "/pvalues")
 
     -- The construction of the matched model, in numbers.
     local matched = all.softmax_matched[1]

@@ -111,7 +111,7 @@ return recipe.define{
       t16:add(line)
     end
     t16:print()
-    for _, ext in ipairs{"md", "csv", "tex"} do t16:save(ctx.out .. "/report." .. ext) end
+    lineup.save(t16, ctx.out .. "/report")
 
     local tests = PAPER_TESTS[cfg.dataset] or {}
     local t17 = lmkit.report.table{
@@ -122,8 +122,8 @@ return recipe.define{
         {key = "a", label = "Test ppl A", digits = 2, sd = "a_sd", paper = "paper_a"},
         {key = "b", label = "Test ppl B", digits = 2, sd = "b_sd", paper = "paper_b"},
         {key = "paper_a_sd", label = "sd A (paper)", digits = 2}, {key = "paper_b_sd", label = "sd B (paper)", digits = 2},
-        {key = "p_paper", label = "p-value (paper)"}, {key = "p", label = "p-value (ours)"},
-        {key = "significant", label = "p < 0.05 (ours)"},
+        {key = "p_paper", label = "p-value (paper)", format = "%.2e"}, {key = "p", label = "p-value (ours)", format = "%.2e"},
+        {key = "significant", label = "Significant at 0.05 (ours)"},
       },
     }
     for _, pair in ipairs(TESTS) do
@@ -134,13 +134,13 @@ return recipe.define{
       local line = {comparison = lineup.label(a) .. " vs " .. lineup.label(b), n = ("%d/%d"):format(na, nb),
                     a = ma, a_sd = sa, b = mb, b_sd = sb, paper_a = published.a, paper_b = published.b,
                     paper_a_sd = published.a_sd, paper_b_sd = published.b_sd,
-                    p_paper = published.p and lineup.format_p(published.p) or nil}
+                    p_paper = published.p}
       local p = lineup.ranksums_p(va, vb)
-      if p then line.p, line.significant = lineup.format_p(p), p < 0.05 and "yes" or "no" end
+      if p then line.p, line.significant = p, p < 0.05 and "yes" or "no" end
       t17:add(line)
     end
     t17:print()
-    for _, ext in ipairs{"md", "csv", "tex"} do t17:save(ctx.out .. "/pvalues." .. ext) end
+    lineup.save(t17, ctx.out .. "/pvalues")
     if cfg.seeds < 3 then print("p-values need at least 3 seeds (2 sampled ones per head)") end
     print("report files: " .. ctx.out .. "/report.{md,csv,tex}, " .. ctx.out .. "/pvalues.{md,csv,tex}")
   end,

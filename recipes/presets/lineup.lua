@@ -112,15 +112,12 @@ function lineup.ranksums_p(a, b)
   return p
 end
 
--- "1.23×10^-4"-style p-values as the thesis prints them.
-function lineup.format_p(p)
-  if type(p) ~= "number" then return tostring(p) end
-  if p == 0 then return "0" end
-  local e = math.floor(math.log(p, 10))
-  local mantissa = p / 10 ^ e
-  if mantissa >= 9.995 then mantissa, e = mantissa / 10, e + 1 end  -- 9.996e-3 prints as 1.00×10^-2
-  if e == 0 then return ("%.2f"):format(mantissa) end
-  return ("%.2f×10^%d"):format(mantissa, e)
+-- Writes a report table as <path>.md, .csv and .tex, creating the folder (a report of a recipe
+-- none of whose cells has run yet has no output folder).
+function lineup.save(t, path)
+  local dir = path:match("^(.*)/[^/]*$")
+  if dir and dir ~= "" then os.execute(("mkdir -p '%s'"):format((dir:gsub("'", "'\\''")))) end
+  for _, ext in ipairs{"md", "csv", "tex"} do t:save(path .. "." .. ext) end
 end
 
 return lineup
