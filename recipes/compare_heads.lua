@@ -1,0 +1,171 @@
+-- Heads compared over seeds (thesis §4.4.2, Tables 4.8/4.9): Softmax, SS, GSS, LMS-PLIF and MoS,
+-- each trained with 11 seeds (the preset's reported seed and 10 others); mean ± sd of train,
+-- validation and test perplexity and of the rank of Q, the heads placed by mean test perplexity,
+-- and two-sided Wilcoxon rank-sum p-values of each head's test perplexities against Softmax's over
+-- the 10 other seeds (as Table 4.9 does). The thesis: GSS and SS are not significantly better than
+-- Softmax on PTB despite their high ranks; LMS-PLIF (low rank) and MoS are.
+--
+--   lmkit run recipes/compare_heads.lua                                 -- tiny scale, 11 seeds
+--   lmkit run recipes/compare_heads.lua --set seeds=3 --set epochs=1    -- a quick check (the test)
+--   lmkit run recipes/compare_heads.lua --set scale=paper --set dataset=wikitext-2 --set task=7
+--
+-- Every head trains with its paper configuration at the chosen scale (MoS with the MoS code's;
+-- GSS with the (c, k) the thesis chose per dataset, recipes/presets/lineup.lua). The seeds are the
+-- same for every head apart from the first (the configuration's own: 141, 28 for MoS, 1881 on WT2).
+local recipe = require "lmkit.recipe"
+local lineup = require "presets.lineup"
+
+-- Table 4.8 (11 seeds): #Param, time per epoch, then mean and sd of train, validation, test ppl and rank.
+-- Table 4.9 (the 10 sampled seeds): test ppl mean and sd, p-value against Softmax.
+local function row(params, time, train, train_sd, valid, valid_sd, test, test_sd, rank, rank_sd, t9, t9_sd, p)
+  return {params = params, time = time, train_ppl = train, train_sd = train_sd, valid_ppl = valid, valid_sd = valid_sd,
+          test_ppl = test, test_sd = test_sd, rank = rank, rank_sd = rank_sd, test10 = t9, test10_sd = t9_sd, p = p}
+end
+local PAPER = {
+  ptb = {
+    softmax = row("24.22M", "~55s", 33.91, 0.25, 59.55, 0.12, 57.08, 0.09, 402, 0, 57.08, 0.10, nil),
+    sigsoftmax = row("24.22M", "~57s", 32.87, 0.19, 59.69, 0.15, 57.05, 0.15, 5113, 85, 57.03, 0.15, 3.25e-1),
+    gss = row("24.22M", "~58s", 33.68, 0.32, 59.51, 0.13, 57.00, 0.14, 8904, 57, 57.02, 0.13, 2.56e-1),
+    plif = row("24.32M", "~59s", 36.67, 0.30, 59.08, 0.09, 56.80, 0.11, 496, 83, 56.81, 0.11, 5.06e-4),
+    mos = row("21.50M", "~100s", 31.84, 0.23, 57.14, 0.26, 54.91, 0.26, 9981, 2, 54.88, 0.26, 1.57e-4),
+  },
+  ["wikitext-2"] = {
+    softmax = row("33.55M", "~72s", 39.32, 0.14, 67.57, 0.14, 64.63, 0.08, 402, 0, 64.63, 0.09, nil),
+    sigsoftmax = row("33.55M", "~83s", 39.29, 0.17, 67.28, 0.16, 64.35, 0.17, 6634, 46, 64.35, 0.18, 1.93e-3),
+    gss = row("33.55M", "~87s", 39.42, 0.41, 67.35, 0.22, 64.50, 0.13, 10122, 72, 64.51, 0.13, 5.87e-2),
+    plif = row("33.65M", "~93s", 41.13, 0.15, 67.15, 0.21, 64.16, 0.17, 524, 74, 64.15, 0.17, 1.57e-4),
+    mos = row("34.90M", "~600s", 36.17, 0.30, 64.54, 0.36, 61.96, 0.40, 15734, 188, 61.97, 0.43, 2.38e-4),
+  },
+}
+local KNOWN = {softmax = true, sigsoftmax = true, gss = true, plif = true, mos = true, moc = true}
+
+-- Places 1, 2, ... by ascending value (ties share the better place); entries without a value get none.
+local function places(values)
+  local order = {}
+  for name, v in pairs(values) do order[#order + 1] = {name = name, v = v} end
+  table.sort(order, function(a, b) return a.v < b.v end)
+  local place = {}
+  for i, e in ipairs(order) do
+    place[e.name] = (i > 1 and order[i - 1].v == e.v) and place[order[i - 1].name] or i
+  end
+  return place
+end
+
+return recipe.define{
+  name = "compare_heads",
+  description = "Heads over 11 seeds: mean ± sd, rank, Wilcoxon rank-sum vs Softmax (thesis Tables 4.8/4.9)",
+  settings = {
+    scale = "tiny",                               -- tiny | small | paper (recipes/presets/awd_lstm.lua)
+    dataset = "ptb",                              -- ptb | wikitext-2
+    heads = "softmax,sigsoftmax,gss,plif,mos",    -- Softmax must be among them for the p-values
+    seeds = 11,                                   -- the first is the configuration's own seed
+    epochs = 0,                                   -- > 0 overrides the scale's epoch count
+    rank = true,                                  -- the Press rank of Q on the test split per cell
+  },
+
+  grid = function(cfg)
+    if cfg.seeds < 1 then error("compare_heads: seeds must be ≥ 1") end
+    local cells = {}
+    for _, head in ipairs(lineup.list(cfg.heads)) do
+      if not KNOWN[head] then error("compare_heads: no head '" .. head .. "' in the line-up (softmax, sigsoftmax, gss, plif, mos, moc)") end
+      for i, seed in ipairs(lineup.seeds(lineup.preset(head, cfg), cfg.seeds)) do
+        cells[#cells + 1] = {head = head, seed = seed, seed_index = i}
+      end
+    end
+    return cells
+  end,
+
+  run = function(cell, ctx)
+    return lineup.run_cell{name = cell.head, cfg = ctx.cfg, seed = cell.seed, dir = ctx.dir .. "/run", rank = ctx.cfg.rank}
+  end,
+
+  report = function(results, ctx)
+    local cfg = ctx.cfg
+    local paper = PAPER[cfg.dataset] or {}
+    local heads = lineup.list(cfg.heads)
+    -- Results per head: all seeds (Table 4.8) and the sampled ones, without the configuration's own (Table 4.9).
+    local all, sampled, expected = {}, {}, {}
+    for _, h in ipairs(heads) do all[h], sampled[h], expected[h] = {}, {}, 0 end
+    for _, r in ipairs(results) do
+      local h = r.cell.head
+      expected[h] = expected[h] + 1
+      if r.result then
+        table.insert(all[h], r.result)
+        if r.cell.seed_index > 1 then table.insert(sampled[h], r.result) end
+      end
+    end
+
+    local function paper_key(key) return function(row) return paper[row.head] and paper[row.head][key] end end
+    -- Places by mean test perplexity among the heads shown: the paper's from its means, ours from ours.
+    local paper_means, our_means = {}, {}
+    for _, h in ipairs(heads) do
+      if paper[h] then paper_means[h] = paper[h].test_ppl end
+      our_means[h] = lineup.sample(all[h], "test_ppl")
+    end
+    local paper_place, our_place = places(paper_means), places(our_means)
+    local t8 = lmkit.report.table{
+      title = ("Heads over %d seeds on %s (thesis Table 4.8; ours at %s scale, mean ± sd)"):format(cfg.seeds, cfg.dataset, cfg.scale),
+      columns = {
+        {key = "function", label = "Function"}, {key = "n", label = "Seeds"},
+        {key = "params_paper", label = "#Param (paper)"}, {key = "params", label = "#Param (ours)"},
+        {key = "time_paper", label = "Time (paper)"}, {key = "time", label = "Time (ours, s/epoch)", digits = 1},
+        {key = "train_ppl", label = "Train ppl", digits = 2, sd = "train_sd", paper = paper_key("train_ppl")},
+        {key = "valid_ppl", label = "Validation ppl", digits = 2, sd = "valid_sd", paper = paper_key("valid_ppl")},
+        {key = "test_ppl", label = "Test ppl", digits = 2, sd = "test_sd", paper = paper_key("test_ppl"), best = "min"},
+        {key = "test_sd_paper", label = "Test sd (paper)", digits = 2},
+        {key = "rank", label = "Rank", digits = 0, sd = "rank_sd", paper = paper_key("rank")},
+        {key = "place", label = "Place (test ppl)", paper = function(row) return paper_place[row.head] end, delta = false},
+      },
+    }
+    local function round(x) return x and math.floor(x + 0.5) end
+    for _, h in ipairs(heads) do
+      local line = {["function"] = lineup.label(h), head = h, n = ("%d/%d"):format(#all[h], expected[h]),
+                    params_paper = paper[h] and paper[h].params, time_paper = paper[h] and paper[h].time,
+                    test_sd_paper = paper[h] and paper[h].test_sd, place = our_place[h]}
+      if #all[h] > 0 then
+        line.params = all[h][1].params
+        line.time = lineup.sample(all[h], "seconds_per_epoch")
+        line.train_ppl, line.train_sd = lineup.sample(all[h], "train_ppl")
+        line.valid_ppl, line.valid_sd = lineup.sample(all[h], "valid_ppl")
+        line.test_ppl, line.test_sd = lineup.sample(all[h], "test_ppl")
+        local rank, rank_sd = lineup.sample(all[h], "rank")
+        line.rank, line.rank_sd = round(rank), round(rank_sd)   -- the thesis rounds rank's mean and sd
+      end
+      t8:add(line)
+    end
+    t8:print()
+    lineup.save(t8, ctx.out .. "/report")
+
+    -- Table 4.9: the sampled seeds only, each head against Softmax.
+    local _, _, _, base = lineup.sample(sampled.softmax or {}, "test_ppl")
+    local t9 = lmkit.report.table{
+      title = ("Wilcoxon rank-sum vs Softmax on %s, sampled seeds only (thesis Table 4.9; ours at %s scale)"):format(
+        cfg.dataset, cfg.scale),
+      columns = {
+        {key = "function", label = "Function"}, {key = "n", label = "Seeds"},
+        {key = "test_ppl", label = "Test ppl", digits = 2, sd = "test_sd", paper = paper_key("test10")},
+        {key = "test_sd_paper", label = "Test sd (paper)", digits = 2},
+        {key = "p_paper", label = "p-value (paper)", format = "%.2e"}, {key = "p", label = "p-value (ours)", format = "%.2e"},
+        {key = "significant", label = "Significant at 0.05 (ours)"},
+      },
+    }
+    for _, h in ipairs(heads) do
+      local mean, sd, n, values = lineup.sample(sampled[h], "test_ppl")
+      local line = {["function"] = lineup.label(h), head = h, n = n, test_ppl = mean, test_sd = sd,
+                    test_sd_paper = paper[h] and paper[h].test10_sd,
+                    p_paper = paper[h] and paper[h].p}
+      if h ~= "softmax" and base then
+        local p = lineup.ranksums_p(values, base)
+        if p then line.p, line.significant = p, p < 0.05 and "yes" or "no" end
+      end
+      t9:add(line)
+    end
+    t9:print()
+    lineup.save(t9, ctx.out .. "/pvalues")
+    if not base or #base < 2 then
+      print("p-values need Softmax and at least 3 seeds (2 sampled ones per head)")
+    end
+
+    print("report files: " .. ctx.out .. "/report.{md,csv,tex}, " .. ctx.out .. "/pvalues.{md,csv,tex}")
+  end,
+}

@@ -1,0 +1,147 @@
+-- Freezing LMS-PLIF's slopes (thesis §5.7.1, Tables 5.16/5.17): LMS-PLIF, LMS-PLIF† (the slopes
+-- kept at their random initialization, so the head is Softmax plus a fixed perturbation of the
+-- logits and has Softmax's trainable parameters) and Softmax, each over 11 seeds. The thesis finds
+-- LMS-PLIF† trades training perplexity for slightly better test perplexity, as a regularizer does,
+-- and that LMS-PLIF is not significantly better than LMS-PLIF† (p = 0.545 PTB, 0.0696 WT2): the
+-- learned slopes raise the rank of Q but not the test performance.
+--
+--   lmkit run recipes/frozen_plif.lua                                   -- tiny scale, 11 seeds
+--   lmkit run recipes/frozen_plif.lua --set seeds=3 --set epochs=1      -- a quick check (the test)
+--   lmkit run recipes/frozen_plif.lua --set scale=paper --set dataset=wikitext-2
+--
+-- As in the thesis, mean ± sd are over all seeds (the configuration's own, 141 or 1881, first)
+-- and the rank-sum p-values over the other, sampled seeds only. At tiny scale LMS-PLIF has
+-- K = 1000 intervals (recipes/presets/awd_lstm.lua); T = 20 and the slopes' lr 0.02 as published.
+local recipe = require "lmkit.recipe"
+local lineup = require "presets.lineup"
+
+local HEADS = {"softmax", "plif", "plif_frozen"}
+
+-- Table 5.16 (11 seeds): #Param, time per epoch, train/validation/test ppl mean and sd.
+local function row(params, time, train, train_sd, valid, valid_sd, test, test_sd)
+  return {params = params, time = time, train_ppl = train, train_sd = train_sd, valid_ppl = valid, valid_sd = valid_sd,
+          test_ppl = test, test_sd = test_sd}
+end
+local PAPER = {
+  ptb = {
+    softmax = row("24.22M", "~55s", 33.91, 0.25, 59.55, 0.12, 57.08, 0.09),
+    plif = row("24.32M", "~59s", 36.67, 0.30, 59.08, 0.09, 56.80, 0.11),
+    plif_frozen = row("24.22M", "~56s", 37.16, 0.24, 59.23, 0.11, 56.83, 0.10),
+  },
+  ["wikitext-2"] = {
+    softmax = row("33.55M", "~72s", 39.32, 0.14, 67.57, 0.14, 64.63, 0.08),
+    plif = row("33.65M", "~93s", 41.13, 0.15, 67.15, 0.21, 64.16, 0.17),
+    plif_frozen = row("33.55M", "~77s", 41.67, 0.15, 67.22, 0.13, 64.28, 0.17),
+  },
+}
+-- Rank-sum tests over the 10 sampled seeds: Table 5.17 (LMS-PLIF vs LMS-PLIF†, with each one's test
+-- ppl mean ± sd) and Table 4.9 (LMS-PLIF vs Softmax); LMS-PLIF† vs Softmax is not published.
+local PAPER_TESTS = {
+  ptb = {plif_vs_plif_frozen = {a = 56.81, a_sd = 0.11, b = 56.82, b_sd = 0.09, p = 5.45e-1},
+         plif_vs_softmax = {a = 56.81, a_sd = 0.11, b = 57.08, b_sd = 0.10, p = 5.06e-4}},
+  ["wikitext-2"] = {plif_vs_plif_frozen = {a = 64.15, a_sd = 0.17, b = 64.30, b_sd = 0.17, p = 6.96e-2},
+                    plif_vs_softmax = {a = 64.15, a_sd = 0.17, b = 64.63, b_sd = 0.09, p = 1.57e-4}},
+}
+local TESTS = {{"plif", "plif_frozen"}, {"plif", "softmax"}, {"plif_frozen", "softmax"}}
+
+return recipe.define{
+  name = "frozen_plif",
+  description = "LMS-PLIF vs LMS-PLIF† (frozen slopes) vs Softmax over seeds (thesis Tables 5.16/5.17)",
+  settings = {
+    scale = "tiny",       -- tiny | small | paper (recipes/presets/awd_lstm.lua)
+    dataset = "ptb",      -- ptb | wikitext-2
+    seeds = 11,           -- the first is the configuration's own seed
+    epochs = 0,           -- > 0 overrides the scale's epoch count
+  },
+
+  grid = function(cfg)
+    if cfg.seeds < 1 then error("frozen_plif: seeds must be ≥ 1") end
+    local cells = {}
+    for _, head in ipairs(HEADS) do
+      for i, seed in ipairs(lineup.seeds(lineup.preset(head, cfg), cfg.seeds)) do
+        cells[#cells + 1] = {head = head, seed = seed, seed_index = i}
+      end
+    end
+    return cells
+  end,
+
+  run = function(cell, ctx)
+    return lineup.run_cell{name = cell.head, cfg = ctx.cfg, seed = cell.seed, dir = ctx.dir .. "/run"}
+  end,
+
+  report = function(results, ctx)
+    local cfg = ctx.cfg
+    local paper = PAPER[cfg.dataset] or {}
+    local all, sampled, expected = {}, {}, {}
+    for _, h in ipairs(HEADS) do all[h], sampled[h], expected[h] = {}, {}, 0 end
+    for _, r in ipairs(results) do
+      local h = r.cell.head
+      expected[h] = expected[h] + 1
+      if r.result then
+        table.insert(all[h], r.result)
+        if r.cell.seed_index > 1 then table.insert(sampled[h], r.result) end
+      end
+    end
+
+    local function paper_key(key) return function(row) return paper[row.head] and paper[row.head][key] end end
+    local t16 = lmkit.report.table{
+      title = ("Effect of freezing the PLIF layer on %s over %d seeds (thesis Table 5.16; ours at %s scale, mean ± sd)")
+              :format(cfg.dataset, cfg.seeds, cfg.scale),
+      columns = {
+        {key = "function", label = "Function"}, {key = "n", label = "Seeds"},
+        {key = "params_paper", label = "#Param (paper)"}, {key = "params", label = "#Param (ours, trainable)"},
+        {key = "time_paper", label = "Time (paper)"}, {key = "time", label = "Time (ours, s/epoch)", digits = 1},
+        {key = "train_ppl", label = "Train ppl", digits = 2, sd = "train_sd", paper = paper_key("train_ppl")},
+        {key = "valid_ppl", label = "Validation ppl", digits = 2, sd = "valid_sd", paper = paper_key("valid_ppl")},
+        {key = "test_ppl", label = "Test ppl", digits = 2, sd = "test_sd", paper = paper_key("test_ppl"), best = "min"},
+        {key = "test_sd_paper", label = "Test sd (paper)", digits = 2},
+      },
+    }
+    for _, h in ipairs(HEADS) do
+      local line = {["function"] = lineup.label(h), head = h, n = ("%d/%d"):format(#all[h], expected[h]),
+                    params_paper = paper[h] and paper[h].params, time_paper = paper[h] and paper[h].time,
+                    test_sd_paper = paper[h] and paper[h].test_sd}
+      if #all[h] > 0 then
+        line.params = all[h][1].params
+        line.time = lineup.sample(all[h], "seconds_per_epoch")
+        line.train_ppl, line.train_sd = lineup.sample(all[h], "train_ppl")
+        line.valid_ppl, line.valid_sd = lineup.sample(all[h], "valid_ppl")
+        line.test_ppl, line.test_sd = lineup.sample(all[h], "test_ppl")
+      end
+      t16:add(line)
+    end
+    t16:print()
+    lineup.save(t16, ctx.out .. "/report")
+
+    local tests = PAPER_TESTS[cfg.dataset] or {}
+    local t17 = lmkit.report.table{
+      title = ("Two-sided Wilcoxon rank-sum tests of test ppl on %s, sampled seeds only (thesis Table 5.17; " ..
+               "LMS-PLIF vs Softmax: Table 4.9; ours at %s scale)"):format(cfg.dataset, cfg.scale),
+      columns = {
+        {key = "comparison", label = "A vs B"}, {key = "n", label = "Seeds (A/B)"},
+        {key = "a", label = "Test ppl A", digits = 2, sd = "a_sd", paper = "paper_a"},
+        {key = "b", label = "Test ppl B", digits = 2, sd = "b_sd", paper = "paper_b"},
+        {key = "paper_a_sd", label = "sd A (paper)", digits = 2}, {key = "paper_b_sd", label = "sd B (paper)", digits = 2},
+        {key = "p_paper", label = "p-value (paper)", format = "%.2e"}, {key = "p", label = "p-value (ours)", format = "%.2e"},
+        {key = "significant", label = "Significant at 0.05 (ours)"},
+      },
+    }
+    for _, pair in ipairs(TESTS) do
+      local a, b = pair[1], pair[2]
+      local ma, sa, na, va = lineup.sample(sampled[a], "test_ppl")
+      local mb, sb, nb, vb = lineup.sample(sampled[b], "test_ppl")
+      local published = tests[a .. "_vs_" .. b] or {}
+      local line = {comparison = lineup.label(a) .. " vs " .. lineup.label(b), n = ("%d/%d"):format(na, nb),
+                    a = ma, a_sd = sa, b = mb, b_sd = sb, paper_a = published.a, paper_b = published.b,
+                    paper_a_sd = published.a_sd, paper_b_sd = published.b_sd,
+                    p_paper = published.p}
+      local p = lineup.ranksums_p(va, vb)
+      if p then line.p, line.significant = p, p < 0.05 and "yes" or "no" end
+      t17:add(line)
+    end
+    t17:print()
+    lineup.save(t17, ctx.out .. "/pvalues")
+    if cfg.seeds < 3 then print("p-values need at least 3 seeds (2 sampled ones per head)") end
+    print("report files: " .. ctx.out .. "/report.{md,csv,tex}, " .. ctx.out .. "/pvalues.{md,csv,tex}")
+  end,
+}
