@@ -81,7 +81,7 @@ return recipe.define{
     heads = "softmax,ss,gss,plif,mos",  -- the models (presets/chapter5.lua: softmax ss gss plif mos moc ...)
     max_contexts = 0,           -- > 0 limits the contexts of Q (the thesis's WT2 Q: 33,320)
     robust_head = "mos",        -- whose Q the robustness experiments use ("" skips them)
-    robust_contexts = 10000,    -- its first rows (thesis: 10,000 × 10,000)
+    robust_contexts = 10000,    -- its first rows (thesis: 10,000 × 10,000; 0: all)
     keep = 10,                  -- singular values kept by Alg. 5.1/5.2
     iterations = 10,            -- refactorizations of Alg. 5.1
     ladder = "auto",            -- the c values of Alg. 5.2: "thesis" (Tables 5.12/5.13), "auto" (the thesis's
@@ -91,6 +91,7 @@ return recipe.define{
   },
 
   grid = function(cfg)
+    if not EPS_OF[cfg.eps_dtype] then error("press_robustness: eps_dtype must be float32 or float64") end
     local cells = {}
     for _, entry in ipairs(chapter5.select(cfg.heads)) do cells[#cells + 1] = {model = entry.key} end
     return cells
@@ -109,8 +110,8 @@ return recipe.define{
 
     if cell.model == cfg.robust_head then
       -- float64, so that the reconstruction errors are those of float64 SVDs (Table 5.11: ~1e-28).
-      local q = lmkit.analysis.logp_matrix(model, corpus.test, {batch_size = 1, max_contexts = cfg.robust_contexts,
-                                                                dtype = "float64"})
+      local q = lmkit.analysis.logp_matrix(model, corpus.test, {batch_size = 1, dtype = "float64",
+        max_contexts = cfg.robust_contexts > 0 and cfg.robust_contexts or nil})
       local m, n = q:size(1), q:size(2)
       if m < n then
         error(("press_robustness: Alg. 5.1/5.2 need m ≥ n; Q has %d contexts for %d words (raise robust_contexts)"):format(m, n))
@@ -122,8 +123,7 @@ return recipe.define{
       -- noise singular values (≈ sd·(√m + √n)) cross it: below, Press rank stays `keep`.
       robust.tolerance = 0.5 * math.sqrt(m + n + 1) * robust.sigma_max * EPS_OF[cfg.eps_dtype]
       robust.critical_c = robust.tolerance / (math.sqrt(m) + math.sqrt(n)) * n * n
-      local ladder = parse_ladder(cfg.ladder == "thesis" and THESIS_LADDER or cfg.ladder == "auto" and THESIS_LADDER
-                                  or cfg.ladder)
+      local ladder = parse_ladder((cfg.ladder == "thesis" or cfg.ladder == "auto") and THESIS_LADDER or cfg.ladder)
       if cfg.ladder == "auto" then
         for _, f in ipairs{10, 3, 1, 1 / 3, 1 / 10} do ladder[#ladder + 1] = robust.critical_c * f end
         table.sort(ladder, function(a, b) return a > b end)

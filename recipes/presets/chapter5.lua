@@ -86,6 +86,11 @@ function chapter5.data_dir(setting, sub)
 end
 
 local function first_lines(src, dst, n)
+  local existing = io.open(dst, "r")
+  if existing then  -- written before (same source, same n): rewriting would only make the token cache stale
+    existing:close()
+    return
+  end
   local f = assert(io.open(src, "r"))
   local kept = {}
   for line in f:lines() do
@@ -97,13 +102,14 @@ local function first_lines(src, dst, n)
 end
 
 -- The real corpus of cfg.dataset: the mini protocol at tiny scale (valid.txt as training data),
--- the full one otherwise; with cfg.lines > 0, a copy of the first lines under <out>/data/.
+-- the full one otherwise; with cfg.lines > 0, a copy of the first lines under <out>/data/ (under
+-- <models>/data/ when models are shared, so that every recipe's runs name the same corpus).
 function chapter5.real_corpus(cfg, out)
   local folder = chapter5.data_dir(cfg.data, cfg.dataset)
   local protocol = cfg.scale == "tiny" and "mini" or "full"
   if cfg.lines > 0 then
     if protocol ~= "mini" then error("chapter5: lines > 0 is for the tiny scale (the mini protocol)", 2) end
-    local cut = ("%s/data/%s-first%d"):format(out, cfg.dataset, cfg.lines)
+    local cut = ("%s/data/%s-first%d"):format(cfg.models ~= "" and cfg.models or out, cfg.dataset, cfg.lines)
     os.execute(("mkdir -p '%s'"):format(cut:gsub("'", "'\\''")))
     for _, split in ipairs{"valid.txt", "test.txt"} do first_lines(folder .. "/" .. split, cut .. "/" .. split, cfg.lines) end
     folder = cut
