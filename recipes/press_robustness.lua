@@ -189,8 +189,9 @@ return recipe.define{
       for _, sr in ipairs(series) do longest = math.max(longest, #sr.values) end
       -- Fig. 7 (AAAI) / thesis Fig. 5.10, 5.12: σ/σ₁ on a linear axis, first 500, y in [0, 0.2].
       lmkit.plot.spectrum{out = ctx.out .. "/normalized_spectrum.png", series = series, log = false,
-                          xrange = {1, math.min(500, longest)}, yrange = {0, 0.2}, xlabel = "index i",
-                          ylabel = "σ_i / σ_1", title = ("Normalized singular values of Q, %s (%s)"):format(cfg.dataset, scale_note)}
+                          key = "top right", xrange = {1, math.min(500, longest)}, yrange = {0, 0.2},
+                          xlabel = "index i", ylabel = "σ_i / σ_1",
+                          title = ("Normalized singular values of Q, %s (%s)"):format(cfg.dataset, scale_note)}
       -- Thesis Fig. 5.9 / 5.11: the whole spectrum on a log axis.
       lmkit.plot.spectrum{out = ctx.out .. "/spectrum_log.png", series = series, xlabel = "index i",
                           ylabel = "σ_i / σ_1", title = ("Singular values of Q, %s (%s)"):format(cfg.dataset, scale_note)}
@@ -205,15 +206,15 @@ return recipe.define{
       print(("robustness: the %s cell has no result yet"):format(robust_label))
     end
     if robust then
-      print(("\n%s's Q, first %d contexts × %d words (float64): Press rank %d%s; σ₁ = %.4g, Press tolerance %.3g (eps of %s)"):format(
-        robust_label, robust.rows, robust.cols, robust.press,
+      print(("\n%s's Q, first %d contexts × %d words (float64): Press rank %d%s; σ₁ = %.4g, "
+             .. "Press tolerance %.3g (eps of %s)"):format(robust_label, robust.rows, robust.cols, robust.press,
         with_paper and (" (thesis, 10,000 × 10,000: %d)"):format(PAPER_TRUNCATED_RANK) or "",
         robust.sigma_max, robust.tolerance, cfg.eps_dtype))
       print(("noise of sd c/n² reaches that tolerance near c ≈ %.3g: below it Press rank stays at A₀'s"):format(
         robust.critical_c))
       if robust.press < cfg.keep then
-        print(("note: Q's Press rank (%d) is below keep (%d), so A₀ (Q's top %d singular values) has Press rank %d, not %d"):format(
-          robust.press, cfg.keep, cfg.keep, robust.press, cfg.keep))
+        print(("note: Q's Press rank (%d) is below keep (%d), so A₀ (Q's top %d singular values) has Press rank %d"):format(
+          robust.press, cfg.keep, cfg.keep, robust.press))
       end
 
       local refactor = lmkit.report.table{

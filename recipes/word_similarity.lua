@@ -208,7 +208,8 @@ return recipe.define{
     end
     if #best_columns > 1 then
       local best = lmkit.report.table{
-        title = ("Benchmarks on which a model's embeddings have the highest ρ (%s; thesis Fig. 5.3; ties count for each)"):format(scale_note),
+        title = ("Benchmarks on which a model's embeddings have the highest ρ (%s; thesis Fig. 5.3; ties count for each)")
+          :format(scale_note),
         columns = best_columns,
       }
       for _, key in ipairs(keys) do best:add(best_rows[key]) end
