@@ -303,9 +303,10 @@ local function cpu_count()
 end
 
 local function format_seconds(s)
-  if s >= 3600 then return ("%dh%02dm"):format(s // 3600, (s % 3600) // 60) end
-  if s >= 60 then return ("%dm%02ds"):format(s // 60, s % 60) end
-  return ("%.0fs"):format(s)
+  local whole = math.floor(s + 0.5)
+  if whole >= 3600 then return ("%dh%02dm"):format(whole // 3600, (whole % 3600) // 60) end
+  if whole >= 60 then return ("%dm%02ds"):format(whole // 60, whole % 60) end
+  return ("%ds"):format(whole)
 end
 
 local function run_local(manifest, to_run, o)

@@ -1,0 +1,165 @@
+-- The models the thesis's chapter 5 analyses (qualitative contexts, word similarity, embedding
+-- spectra, Press vs ε-effective rank), and the one way its recipes train them:
+--   local chapter5 = require "presets.chapter5"
+--   settings = chapter5.settings{heads = "softmax,ss,gss,plif,mos,moc", ...}   -- shared --set keys
+--   local entry = chapter5.model("gss")                                          -- label, head, family
+--   local model, summary, corpus = chapter5.train{entry = entry, cfg = ctx.cfg, dir = ctx.dir}
+--
+-- Real words at tiny scale: the thesis's analyses read words (PTB's contexts, word-similarity
+-- pairs), so `words = true` trains on ptb-mini (the mini protocol: PTB's valid split as training
+-- data, data/README) instead of the synthetic language. `lines > 0` keeps only the first `lines`
+-- lines of valid.txt and test.txt (a smaller vocabulary too), for a check that must take seconds.
+--
+-- Sharing trained models between recipes: `--set models=DIR` trains each model in
+-- DIR/<dataset>-<scale>-...-<model>/ instead of the cell's folder; a recipe that finds a finished
+-- run there loads its best model instead of training again (word_similarity, embedding_spectrum and
+-- qualitative train the same models). Two processes must not train the same model at once.
+local presets = require "presets.awd_lstm"
+local chapter5 = {}
+
+-- In the thesis's column order (Tables 5.1, 5.3, 5.14). GSS uses the (c, k) chosen in §4.4.1 for all
+-- later analyses: (−1.5, 2.5) on PTB, (−1.5, 3.0) on WikiText-2. MoS† and MoC† are the NT-ASGD
+-- reproductions of Table 5.1; every other model there, and elsewhere in chapter 5, uses ET-ASGD.
+chapter5.MODELS = {
+  {key = "softmax", label = "Softmax", head = "softmax", family = "awd", switch = "et"},
+  {key = "ss", label = "SS", head = "sigsoftmax", family = "awd", switch = "et"},
+  {key = "gss", label = "GSS", head = "gss", family = "awd", switch = "et",
+   options = {ptb = {c = -1.5, k = 2.5}, ["wikitext-2"] = {c = -1.5, k = 3.0}}},
+  {key = "plif", label = "LMS-PLIF", head = "plif", family = "awd", switch = "et"},
+  {key = "mos", label = "MoS", head = "mos", family = "mos", switch = "et"},
+  {key = "moc", label = "MoC", head = "moc", family = "mos", switch = "et"},
+  {key = "mos_nt", label = "MoS†", head = "mos", family = "mos", switch = "nt"},
+  {key = "moc_nt", label = "MoC†", head = "moc", family = "mos", switch = "nt"},
+}
+
+local by_key = {}
+for _, m in ipairs(chapter5.MODELS) do by_key[m.key] = m end
+
+function chapter5.model(key)
+  return by_key[key] or error(("chapter5: no model '%s' (known: %s)"):format(tostring(key), chapter5.known()), 2)
+end
+
+function chapter5.known()
+  local keys = {}
+  for _, m in ipairs(chapter5.MODELS) do keys[#keys + 1] = m.key end
+  return table.concat(keys, ", ")
+end
+
+-- "softmax,gss" → the model entries, in the order given; unknown names are errors.
+function chapter5.select(list)
+  local entries = {}
+  for key in tostring(list):gmatch("[^,%s]+") do entries[#entries + 1] = chapter5.model(key) end
+  if #entries == 0 then error("chapter5: the model list is empty (known: " .. chapter5.known() .. ")", 2) end
+  return entries
+end
+
+-- The settings every chapter-5 recipe takes, with the recipe's own on top.
+function chapter5.settings(own)
+  local s = {
+    scale = "tiny",     -- tiny | small | paper (recipes/presets/awd_lstm.lua)
+    dataset = "ptb",    -- ptb | wikitext-2
+    epochs = 0,         -- > 0 overrides the scale's epoch count
+    seed = 0,           -- > 0 replaces the configuration's seed (Table 4.3: 141 / 1881 / 28)
+    lines = 0,          -- > 0: real words from the first `lines` lines of valid.txt and test.txt only
+    data = "",          -- the data folder (holding ptb/, wikitext-2/, word-similarity/); "" looks in
+                        -- $LMKIT_DATA, ./data, $LMKIT_TEST_DATA, ../shared/data
+    models = "",        -- a folder to share trained models between recipes ("": each cell's own)
+  }
+  for k, v in pairs(own or {}) do s[k] = v end
+  return s
+end
+
+local function is_dir(path)
+  local ok, _, code = os.rename(path, path)
+  return ok or code == 13  -- 13: EACCES (it exists, we may not rename it)
+end
+
+-- The folder `sub` (a corpus, "word-similarity") of the data folder: the setting's, else the
+-- first of $LMKIT_DATA, ./data, $LMKIT_TEST_DATA (what CTest sets), ../shared/data that has it.
+function chapter5.data_dir(setting, sub)
+  if setting and setting ~= "" then return setting .. "/" .. sub end
+  for _, root in ipairs{os.getenv("LMKIT_DATA") or "", "data", os.getenv("LMKIT_TEST_DATA") or "", "../shared/data"} do
+    if root ~= "" and is_dir(root .. "/" .. sub) then return root .. "/" .. sub end
+  end
+  error(("chapter5: no %s/ in $LMKIT_DATA, ./data, $LMKIT_TEST_DATA or ../shared/data; "
+         .. "download it with scripts/get_data.sh or pass --set data=DIR"):format(sub), 2)
+end
+
+local function first_lines(src, dst, n)
+  local existing = io.open(dst, "r")
+  if existing then  -- written before (same source, same n): rewriting would only make the token cache stale
+    existing:close()
+    return
+  end
+  local f = assert(io.open(src, "r"))
+  local kept = {}
+  for line in f:lines() do
+    if #kept >= n then break end
+    kept[#kept + 1] = line
+  end
+  f:close()
+  lmkit.write_file(dst, table.concat(kept, "\n") .. "\n")
+end
+
+-- The real corpus of cfg.dataset: the mini protocol at tiny scale (valid.txt as training data),
+-- the full one otherwise; with cfg.lines > 0, a copy of the first lines under <out>/data/ (under
+-- <models>/data/ when models are shared, so that every recipe's runs name the same corpus).
+function chapter5.real_corpus(cfg, out)
+  local folder = chapter5.data_dir(cfg.data, cfg.dataset)
+  local protocol = cfg.scale == "tiny" and "mini" or "full"
+  if cfg.lines > 0 then
+    if protocol ~= "mini" then error("chapter5: lines > 0 is for the tiny scale (the mini protocol)", 2) end
+    local cut = ("%s/data/%s-first%d"):format(cfg.models ~= "" and cfg.models or out, cfg.dataset, cfg.lines)
+    os.execute(("mkdir -p '%s'"):format(cut:gsub("'", "'\\''")))
+    for _, split in ipairs{"valid.txt", "test.txt"} do first_lines(folder .. "/" .. split, cut .. "/" .. split, cfg.lines) end
+    folder = cut
+  end
+  return lmkit.data.corpus{name = cfg.dataset, path = folder, protocol = protocol}
+end
+
+-- The training settings of one model: its switch (ET at the scale's switch epoch; at tiny scale,
+-- one epoch before the end, so that averaging is part of the run) and the recipe's epochs.
+local function train_options(entry, p, cfg)
+  local t = {switch = entry.switch}
+  if cfg.epochs > 0 then t.epochs = cfg.epochs end
+  local epochs = t.epochs or p.train.epochs
+  if entry.switch == "et" and cfg.scale == "tiny" then t.switch_epoch = math.max(1, epochs - 1) end
+  return t
+end
+
+-- Trains (or, with --set models=, reuses) one model; returns model, run summary, corpus, preset.
+--   o.entry (chapter5.model(...)), o.cfg (the recipe's settings), o.dir (the cell's folder),
+--   o.out (the recipe's folder, for the cut-down corpus), o.words (real words at tiny scale),
+--   o.corpus (one already loaded)
+function chapter5.train(o)
+  local entry, cfg = o.entry, o.cfg
+  local p = presets.resolve{family = entry.family, dataset = cfg.dataset, scale = cfg.scale}
+  local corpus = o.corpus
+  if not corpus then
+    if p.corpus.kind == "synthetic" and not o.words then
+      corpus = presets.load_corpus(p)
+    else
+      corpus = chapter5.real_corpus(cfg, o.out or error("chapter5.train: 'out' is required for real words", 2))
+    end
+  end
+  local train = train_options(entry, p, cfg)
+  local seed = cfg.seed > 0 and cfg.seed or nil
+  local run_dir = o.dir .. "/run"
+  if cfg.models ~= "" then
+    run_dir = ("%s/%s-%s-%s-lines%d-e%d-s%d-%s"):format(cfg.models, cfg.dataset, cfg.scale,
+      (o.words or p.corpus.kind ~= "synthetic") and "words" or "synthetic", cfg.lines,
+      train.epochs or p.train.epochs, seed or p.train.seed, entry.key)
+  end
+  local done = io.open(run_dir .. "/summary.json", "r")
+  if done then
+    done:close()
+    local run = lmkit.open_run(run_dir)
+    if run:summary().status == "finished" then return run:best_model(), run:summary(), corpus, p end
+  end
+  local options = entry.options and entry.options[cfg.dataset] or nil
+  local model, summary = presets.train_cell{preset = p, head = presets.head(p, entry.head, options), dir = run_dir,
+                                            seed = seed, train = train, corpus = corpus}
+  return model, summary, corpus, p
+end
+
+return chapter5
