@@ -76,15 +76,13 @@ return recipe.define{
                            dropouti = a[2] or p.model.dropouti,
                            paper = {train_ppl = a[4], valid_ppl = a[5], test_ppl = a[6]}}
     end
-    while cfg.limit > 0 and #cells > cfg.limit do table.remove(cells) end
-    return cells
+    return measure.limit(cells, cfg.limit)
   end,
 
   run = function(cell, ctx)
     local cfg = ctx.cfg
     local p = presets.resolve{family = "awd", dataset = cfg.dataset, scale = cfg.scale}
-    local train = {switch = cell.switch}
-    if cfg.epochs > 0 then train.epochs = cfg.epochs end
+    local train = presets.train_overrides(cfg, {switch = cell.switch})
     if cell.switch == "et" then
       if cfg.switch_epoch > 0 then
         train.switch_epoch = cfg.switch_epoch
@@ -106,12 +104,7 @@ return recipe.define{
   report = function(results, ctx)
     local cfg = ctx.cfg
     local wt2 = cfg.dataset == "wikitext-2"
-    local groups, order = {}, {}
-    for _, r in ipairs(results) do
-      local name = r.cell.table
-      if not groups[name] then groups[name] = {}; order[#order + 1] = name end
-      table.insert(groups[name], r)
-    end
+    local groups, order = measure.by_table(results)
     local titles = {
       ["A.1"] = "AWD-LSTM on %s, %s scale (Table A.1)",
       ["A.2"] = "AWD-LSTM + AdvSoft on %s, %s scale (Table A.2)",
@@ -133,13 +126,12 @@ return recipe.define{
         if r.result then row.train_ppl, row.valid_ppl, row.test_ppl = r.result.train_ppl, r.result.valid_ppl, r.result.test_ppl end
         t:add(row)
       end
-      t:print()
+      measure.print_and_save(t, ctx.out, files[name])
       print()
-      measure.save(t, ctx.out, files[name])
       names[#names + 1] = files[name]
     end
     print(("AdvSoft ε = %g, embedding noise σ = %g%s"):format(cfg.eps, cfg.noise_sd,
           wt2 and "" or ("; dropout for e_t %g (the scale's)"):format(results[#results].cell.dropouti)))
-    print(("report files: %s/{%s}.{md,csv,tex}"):format(ctx.out, table.concat(names, ",")))
+    measure.print_report_names(ctx.out, names)
   end,
 }

@@ -129,8 +129,7 @@ return recipe.define{
       end
       t:add(line)
     end
-    t:print()
-    lineup.save(t, ctx.out .. "/report")
+    lineup.print_and_save(t, ctx.out, "report")
 
     -- What ET changes per head: Δ test ppl = ET − NT (the thesis: ≈ −1.00 on PTB, −0.75 on WT2).
     local gain = lmkit.report.table{
@@ -148,8 +147,7 @@ return recipe.define{
         gain:add{["function"] = lineup.label(h), head = h, delta = (nt and et) and (et.test_ppl - nt.test_ppl) or nil}
       end
     end
-    gain:print()
-    lineup.save(gain, ctx.out .. "/et_minus_nt")
+    lineup.print_and_save(gain, ctx.out, "et_minus_nt")
 
     -- Fig. 4.8/4.9: train (solid) and validation (dashed) perplexity per epoch, one plot per policy.
     for _, policy in ipairs{"nt", "et"} do

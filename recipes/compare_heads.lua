@@ -65,14 +65,11 @@ return recipe.define{
 
   grid = function(cfg)
     if cfg.seeds < 1 then error("compare_heads: seeds must be ≥ 1") end
-    local cells = {}
-    for _, head in ipairs(lineup.list(cfg.heads)) do
+    local heads = lineup.list(cfg.heads)
+    for _, head in ipairs(heads) do
       if not KNOWN[head] then error("compare_heads: no head '" .. head .. "' in the line-up (softmax, sigsoftmax, gss, plif, mos, moc)") end
-      for i, seed in ipairs(lineup.seeds(lineup.preset(head, cfg), cfg.seeds)) do
-        cells[#cells + 1] = {head = head, seed = seed, seed_index = i}
-      end
     end
-    return cells
+    return lineup.seed_cells(heads, cfg)
   end,
 
   run = function(cell, ctx)
@@ -84,18 +81,9 @@ return recipe.define{
     local paper = PAPER[cfg.dataset] or {}
     local heads = lineup.list(cfg.heads)
     -- Results per head: all seeds (Table 4.8) and the sampled ones, without the configuration's own (Table 4.9).
-    local all, sampled, expected = {}, {}, {}
-    for _, h in ipairs(heads) do all[h], sampled[h], expected[h] = {}, {}, 0 end
-    for _, r in ipairs(results) do
-      local h = r.cell.head
-      expected[h] = expected[h] + 1
-      if r.result then
-        table.insert(all[h], r.result)
-        if r.cell.seed_index > 1 then table.insert(sampled[h], r.result) end
-      end
-    end
+    local all, sampled, expected = lineup.by_name(results, heads, "head")
 
-    local function paper_key(key) return function(row) return paper[row.head] and paper[row.head][key] end end
+    local function paper_key(key) return lineup.paper_column(paper, "head", key) end
     -- Places by mean test perplexity among the heads shown: the paper's from its means, ours from ours.
     local paper_means, our_means = {}, {}
     for _, h in ipairs(heads) do
@@ -105,36 +93,27 @@ return recipe.define{
     local paper_place, our_place = places(paper_means), places(our_means)
     local t8 = lmkit.report.table{
       title = ("Heads over %d seeds on %s (thesis Table 4.8; ours at %s scale, mean ± sd)"):format(cfg.seeds, cfg.dataset, cfg.scale),
-      columns = {
+      columns = lineup.join({
         {key = "function", label = "Function"}, {key = "n", label = "Seeds"},
         {key = "params_paper", label = "#Param (paper)"}, {key = "params", label = "#Param (ours)"},
         {key = "time_paper", label = "Time (paper)"}, {key = "time", label = "Time (ours, s/epoch)", digits = 1},
-        {key = "train_ppl", label = "Train ppl", digits = 2, sd = "train_sd", paper = paper_key("train_ppl")},
-        {key = "valid_ppl", label = "Validation ppl", digits = 2, sd = "valid_sd", paper = paper_key("valid_ppl")},
-        {key = "test_ppl", label = "Test ppl", digits = 2, sd = "test_sd", paper = paper_key("test_ppl"), best = "min"},
+      }, lineup.ppl_columns(paper_key), {
         {key = "test_sd_paper", label = "Test sd (paper)", digits = 2},
         {key = "rank", label = "Rank", digits = 0, sd = "rank_sd", paper = paper_key("rank")},
         {key = "place", label = "Place (test ppl)", paper = function(row) return paper_place[row.head] end, delta = false},
-      },
+      }),
     }
     local function round(x) return x and math.floor(x + 0.5) end
     for _, h in ipairs(heads) do
-      local line = {["function"] = lineup.label(h), head = h, n = ("%d/%d"):format(#all[h], expected[h]),
-                    params_paper = paper[h] and paper[h].params, time_paper = paper[h] and paper[h].time,
-                    test_sd_paper = paper[h] and paper[h].test_sd, place = our_place[h]}
+      local line = lineup.head_row(h, all, expected, paper)
+      line.place = our_place[h]
       if #all[h] > 0 then
-        line.params = all[h][1].params
-        line.time = lineup.sample(all[h], "seconds_per_epoch")
-        line.train_ppl, line.train_sd = lineup.sample(all[h], "train_ppl")
-        line.valid_ppl, line.valid_sd = lineup.sample(all[h], "valid_ppl")
-        line.test_ppl, line.test_sd = lineup.sample(all[h], "test_ppl")
         local rank, rank_sd = lineup.sample(all[h], "rank")
         line.rank, line.rank_sd = round(rank), round(rank_sd)   -- the thesis rounds rank's mean and sd
       end
       t8:add(line)
     end
-    t8:print()
-    lineup.save(t8, ctx.out .. "/report")
+    lineup.print_and_save(t8, ctx.out, "report")
 
     -- Table 4.9: the sampled seeds only, each head against Softmax.
     local _, _, _, base = lineup.sample(sampled.softmax or {}, "test_ppl")
@@ -154,14 +133,10 @@ return recipe.define{
       local line = {["function"] = lineup.label(h), head = h, n = n, test_ppl = mean, test_sd = sd,
                     test_sd_paper = paper[h] and paper[h].test10_sd,
                     p_paper = paper[h] and paper[h].p}
-      if h ~= "softmax" and base then
-        local p = lineup.ranksums_p(values, base)
-        if p then line.p, line.significant = p, p < 0.05 and "yes" or "no" end
-      end
+      if h ~= "softmax" and base then lineup.add_p(line, values, base) end
       t9:add(line)
     end
-    t9:print()
-    lineup.save(t9, ctx.out .. "/pvalues")
+    lineup.print_and_save(t9, ctx.out, "pvalues")
     if not base or #base < 2 then
       print("p-values need Softmax and at least 3 seeds (2 sampled ones per head)")
     end

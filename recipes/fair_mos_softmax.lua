@@ -116,73 +116,45 @@ return recipe.define{
 
   report = function(results, ctx)
     local cfg = ctx.cfg
-    local all, sampled, expected = {}, {}, {}
-    for _, m in ipairs(MODELS) do all[m], sampled[m], expected[m] = {}, {}, 0 end
-    for _, r in ipairs(results) do
-      local m = r.cell.model
-      expected[m] = expected[m] + 1
-      if r.result then
-        table.insert(all[m], r.result)
-        if r.cell.seed_index > 1 then table.insert(sampled[m], r.result) end
-      end
-    end
+    local all, sampled, expected = lineup.by_name(results, MODELS, "model")
 
-    local function paper_key(key) return function(row) return PAPER[row.model][key] end end
+    local function paper_key(key) return lineup.paper_column(PAPER, "model", key) end
     local t = lmkit.report.table{
       title = ("MoS vs Softmax on PTB with batch size %d and d′ = d (thesis §5.7.2; paper: seed 28; ours at %s scale, " ..
                "mean ± sd over seeds)"):format(cfg.batch_size, cfg.scale),
-      columns = {
+      columns = lineup.join({
         {key = "label", label = "Model"}, {key = "n", label = "Seeds"},
         {key = "d", label = "d", paper = paper_key("d"), delta = false},
         {key = "params_paper", label = "#Param (paper)"}, {key = "params", label = "#Param (ours)"},
-        {key = "train_ppl", label = "Train ppl", digits = 2, sd = "train_sd", paper = paper_key("train_ppl")},
-        {key = "valid_ppl", label = "Validation ppl", digits = 2, sd = "valid_sd", paper = paper_key("valid_ppl")},
-        {key = "test_ppl", label = "Test ppl", digits = 2, sd = "test_sd", paper = paper_key("test_ppl"), best = "min"},
-      },
+      }, lineup.ppl_columns(paper_key)),
     }
     for _, m in ipairs(MODELS) do
       local line = {label = LABELS[m], model = m, n = ("%d/%d"):format(#all[m], expected[m]), params_paper = PAPER[m].params}
       if #all[m] > 0 then
         line.d, line.params = all[m][1].d, all[m][1].params
-        line.train_ppl, line.train_sd = lineup.sample(all[m], "train_ppl")
-        line.valid_ppl, line.valid_sd = lineup.sample(all[m], "valid_ppl")
-        line.test_ppl, line.test_sd = lineup.sample(all[m], "test_ppl")
+        lineup.add_ppl_means(line, all[m])
       end
       t:add(line)
     end
-    t:print()
-    lineup.save(t, ctx.out .. "/report")
+    lineup.print_and_save(t, ctx.out, "report")
 
     -- Rank-sum tests over the sampled seeds; the paper's numbers are its tuned MoS‡ vs Softmax★.
     local tests = lmkit.report.table{
       title = ("Two-sided Wilcoxon rank-sum tests of test ppl, sampled seeds only (thesis Table 5.18: " ..
                "MoS‡ vs Softmax★; ours at %s scale)"):format(cfg.scale),
-      columns = {
-        {key = "comparison", label = "A vs B"}, {key = "n", label = "Seeds (A/B)"},
-        {key = "a", label = "Test ppl A", digits = 2, sd = "a_sd", paper = "paper_a"},
-        {key = "b", label = "Test ppl B", digits = 2, sd = "b_sd", paper = "paper_b"},
-        {key = "paper_a_sd", label = "sd A (paper)", digits = 2}, {key = "paper_b_sd", label = "sd B (paper)", digits = 2},
-        {key = "p_paper", label = "p-value (paper)", format = "%.2e"}, {key = "p", label = "p-value (ours)", format = "%.2e"},
-        {key = "significant", label = "Significant at 0.05 (ours)"},
-      },
+      columns = lineup.ranksum_columns(),
     }
     for _, pair in ipairs{{"mos_dagger", "softmax_matched", true}, {"mos_dagger", "softmax_dagger", false}} do
       local a, b, published = pair[1], pair[2], pair[3]
-      local ma, sa, na, va = lineup.sample(sampled[a], "test_ppl")
-      local mb, sb, nb, vb = lineup.sample(sampled[b], "test_ppl")
-      local line = {comparison = LABELS[a] .. " vs " .. LABELS[b], n = ("%d/%d"):format(na, nb),
-                    a = ma, a_sd = sa, b = mb, b_sd = sb}
+      local line = lineup.ranksum_row(LABELS[a], LABELS[b], sampled[a], sampled[b])
       if published then
         line.paper_a, line.paper_a_sd = PAPER_SEEDS.mos.test10, PAPER_SEEDS.mos.test10_sd
         line.paper_b, line.paper_b_sd = PAPER_SEEDS.softmax.test10, PAPER_SEEDS.softmax.test10_sd
         line.p_paper = PAPER_SEEDS.p
       end
-      local p = lineup.ranksums_p(va, vb)
-      if p then line.p, line.significant = p, p < 0.05 and "yes" or "no" end
       tests:add(line)
     end
-    tests:print()
-    lineup.save(tests, ctx.out .. "/pvalues")
+    lineup.print_and_save(tests, ctx.out, "pvalues")
 
     -- The construction of the matched model, in numbers.
     local matched = all.softmax_matched[1]

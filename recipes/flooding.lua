@@ -93,8 +93,7 @@ return recipe.define{
         end
       end
     end
-    while cfg.limit > 0 and #cells > cfg.limit do table.remove(cells) end
-    return cells
+    return measure.limit(cells, cfg.limit)
   end,
 
   run = function(cell, ctx)
@@ -108,7 +107,7 @@ return recipe.define{
       if cell.head == "mos" then head_opts.dropoutl = NO_REGULARIZATION.head.dropoutl end
       train.flood = cfg.flood
     end
-    if cfg.epochs > 0 then train.epochs = cfg.epochs end
+    train = presets.train_overrides(cfg, train)
     local dir = ctx.dir .. "/run"
     local model, summary, corpus = presets.train_cell{preset = p, head = presets.head(p, cell.head, head_opts),
                                                       dir = dir, model = model_opts, train = train}
@@ -123,12 +122,7 @@ return recipe.define{
 
   report = function(results, ctx)
     local cfg = ctx.cfg
-    local groups, order = {}, {}
-    for _, r in ipairs(results) do
-      local name = r.cell.table
-      if not groups[name] then groups[name] = {}; order[#order + 1] = name end
-      table.insert(groups[name], r)
-    end
+    local groups, order = measure.by_table(results)
     local titles = {
       ["5.8"] = "Highly overfitting AWD-LSTM-MoS (no regularization, flooding b = %.2f) on %s, %s scale (Table 5.8)",
       ["5.10"] = "Highly overfitting AWD-LSTM-GSS (no regularization, flooding b = %.2f) on %s, %s scale (Table 5.10)",
@@ -158,8 +152,7 @@ return recipe.define{
         end
         t:add(row)
       end
-      t:print()
-      measure.save(t, ctx.out, files[name])
+      measure.print_and_save(t, ctx.out, files[name])
       measure.rank_correlations(rs)
       print()
     end
@@ -171,6 +164,6 @@ return recipe.define{
     end
     local names = {}
     for _, name in ipairs(order) do names[#names + 1] = files[name] end
-    print(("report files: %s/{%s}.{md,csv,tex}"):format(ctx.out, table.concat(names, ",")))
+    measure.print_report_names(ctx.out, names)
   end,
 }

@@ -56,13 +56,7 @@ return recipe.define{
 
   grid = function(cfg)
     if cfg.seeds < 1 then error("frozen_plif: seeds must be ≥ 1") end
-    local cells = {}
-    for _, head in ipairs(HEADS) do
-      for i, seed in ipairs(lineup.seeds(lineup.preset(head, cfg), cfg.seeds)) do
-        cells[#cells + 1] = {head = head, seed = seed, seed_index = i}
-      end
-    end
-    return cells
+    return lineup.seed_cells(HEADS, cfg)
   end,
 
   run = function(cell, ctx)
@@ -72,75 +66,37 @@ return recipe.define{
   report = function(results, ctx)
     local cfg = ctx.cfg
     local paper = PAPER[cfg.dataset] or {}
-    local all, sampled, expected = {}, {}, {}
-    for _, h in ipairs(HEADS) do all[h], sampled[h], expected[h] = {}, {}, 0 end
-    for _, r in ipairs(results) do
-      local h = r.cell.head
-      expected[h] = expected[h] + 1
-      if r.result then
-        table.insert(all[h], r.result)
-        if r.cell.seed_index > 1 then table.insert(sampled[h], r.result) end
-      end
-    end
+    local all, sampled, expected = lineup.by_name(results, HEADS, "head")
 
-    local function paper_key(key) return function(row) return paper[row.head] and paper[row.head][key] end end
     local t16 = lmkit.report.table{
       title = ("Effect of freezing the PLIF layer on %s over %d seeds (thesis Table 5.16; ours at %s scale, mean ± sd)")
               :format(cfg.dataset, cfg.seeds, cfg.scale),
-      columns = {
+      columns = lineup.join({
         {key = "function", label = "Function"}, {key = "n", label = "Seeds"},
         {key = "params_paper", label = "#Param (paper)"}, {key = "params", label = "#Param (ours, trainable)"},
         {key = "time_paper", label = "Time (paper)"}, {key = "time", label = "Time (ours, s/epoch)", digits = 1},
-        {key = "train_ppl", label = "Train ppl", digits = 2, sd = "train_sd", paper = paper_key("train_ppl")},
-        {key = "valid_ppl", label = "Validation ppl", digits = 2, sd = "valid_sd", paper = paper_key("valid_ppl")},
-        {key = "test_ppl", label = "Test ppl", digits = 2, sd = "test_sd", paper = paper_key("test_ppl"), best = "min"},
+      }, lineup.ppl_columns(function(key) return lineup.paper_column(paper, "head", key) end), {
         {key = "test_sd_paper", label = "Test sd (paper)", digits = 2},
-      },
+      }),
     }
-    for _, h in ipairs(HEADS) do
-      local line = {["function"] = lineup.label(h), head = h, n = ("%d/%d"):format(#all[h], expected[h]),
-                    params_paper = paper[h] and paper[h].params, time_paper = paper[h] and paper[h].time,
-                    test_sd_paper = paper[h] and paper[h].test_sd}
-      if #all[h] > 0 then
-        line.params = all[h][1].params
-        line.time = lineup.sample(all[h], "seconds_per_epoch")
-        line.train_ppl, line.train_sd = lineup.sample(all[h], "train_ppl")
-        line.valid_ppl, line.valid_sd = lineup.sample(all[h], "valid_ppl")
-        line.test_ppl, line.test_sd = lineup.sample(all[h], "test_ppl")
-      end
-      t16:add(line)
-    end
-    t16:print()
-    lineup.save(t16, ctx.out .. "/report")
+    for _, h in ipairs(HEADS) do t16:add(lineup.head_row(h, all, expected, paper)) end
+    lineup.print_and_save(t16, ctx.out, "report")
 
     local tests = PAPER_TESTS[cfg.dataset] or {}
     local t17 = lmkit.report.table{
       title = ("Two-sided Wilcoxon rank-sum tests of test ppl on %s, sampled seeds only (thesis Table 5.17; " ..
                "LMS-PLIF vs Softmax: Table 4.9; ours at %s scale)"):format(cfg.dataset, cfg.scale),
-      columns = {
-        {key = "comparison", label = "A vs B"}, {key = "n", label = "Seeds (A/B)"},
-        {key = "a", label = "Test ppl A", digits = 2, sd = "a_sd", paper = "paper_a"},
-        {key = "b", label = "Test ppl B", digits = 2, sd = "b_sd", paper = "paper_b"},
-        {key = "paper_a_sd", label = "sd A (paper)", digits = 2}, {key = "paper_b_sd", label = "sd B (paper)", digits = 2},
-        {key = "p_paper", label = "p-value (paper)", format = "%.2e"}, {key = "p", label = "p-value (ours)", format = "%.2e"},
-        {key = "significant", label = "Significant at 0.05 (ours)"},
-      },
+      columns = lineup.ranksum_columns(),
     }
     for _, pair in ipairs(TESTS) do
       local a, b = pair[1], pair[2]
-      local ma, sa, na, va = lineup.sample(sampled[a], "test_ppl")
-      local mb, sb, nb, vb = lineup.sample(sampled[b], "test_ppl")
       local published = tests[a .. "_vs_" .. b] or {}
-      local line = {comparison = lineup.label(a) .. " vs " .. lineup.label(b), n = ("%d/%d"):format(na, nb),
-                    a = ma, a_sd = sa, b = mb, b_sd = sb, paper_a = published.a, paper_b = published.b,
-                    paper_a_sd = published.a_sd, paper_b_sd = published.b_sd,
-                    p_paper = published.p}
-      local p = lineup.ranksums_p(va, vb)
-      if p then line.p, line.significant = p, p < 0.05 and "yes" or "no" end
+      local line = lineup.ranksum_row(lineup.label(a), lineup.label(b), sampled[a], sampled[b])
+      line.paper_a, line.paper_b, line.paper_a_sd, line.paper_b_sd = published.a, published.b, published.a_sd, published.b_sd
+      line.p_paper = published.p
       t17:add(line)
     end
-    t17:print()
-    lineup.save(t17, ctx.out .. "/pvalues")
+    lineup.print_and_save(t17, ctx.out, "pvalues")
     if cfg.seeds < 3 then print("p-values need at least 3 seeds (2 sampled ones per head)") end
     print("report files: " .. ctx.out .. "/report.{md,csv,tex}, " .. ctx.out .. "/pvalues.{md,csv,tex}")
   end,

@@ -11,6 +11,7 @@
 -- rank-vs-perplexity plot into <out>.
 local recipe = require "lmkit.recipe"
 local presets = require "presets.awd_lstm"
+local measure = require "presets.measure"
 
 -- c, k, validation ppl, test ppl, rank as published.
 local PAPER = {
@@ -58,17 +59,14 @@ return recipe.define{
     else
       error("gss_grid: cells must be \"paper\" or \"full\", got '" .. tostring(cfg.cells) .. "'")
     end
-    while cfg.limit > 0 and #cells > cfg.limit do table.remove(cells) end
-    return cells
+    return measure.limit(cells, cfg.limit)
   end,
 
   run = function(cell, ctx)
     local cfg = ctx.cfg
     local p = presets.resolve{family = "awd", dataset = cfg.dataset, scale = cfg.scale}
-    local train = {}
-    if cfg.epochs > 0 then train.epochs = cfg.epochs end
     local model, summary, corpus = presets.train_cell{preset = p, head = presets.head(p, "gss", {c = cell.c, k = cell.k}),
-                                                      dir = ctx.dir .. "/run", train = train}
+                                                      dir = ctx.dir .. "/run", train = presets.train_overrides(cfg)}
     local sv, rows, cols = lmkit.analysis.logp_svdvals(model, corpus.test, {
       batch_size = 1, max_contexts = cfg.max_contexts > 0 and cfg.max_contexts or nil})
     return {valid_ppl = summary.valid_ppl, test_ppl = summary.test_ppl, contexts = rows,
@@ -102,8 +100,7 @@ return recipe.define{
       end
       t:add(row)
     end
-    t:print()
-    for _, ext in ipairs{"md", "csv", "tex"} do t:save(ctx.out .. "/report." .. ext) end
+    measure.print_and_save(t, ctx.out, "report")
     if #ranks >= 3 then
       local rank_varies = false
       for i = 2, #ranks do rank_varies = rank_varies or ranks[i] ~= ranks[1] end

@@ -10,7 +10,6 @@
 -- Each cell trains one model, evaluates it on the training split (train ppl; max_train_tokens caps
 -- the tokens read) and computes the Press rank of its logP matrix on the test split (presets/measure.lua).
 local recipe = require "lmkit.recipe"
-local presets = require "presets.awd_lstm"
 local measure = require "presets.measure"
 
 -- Table 5.7 (K = 15): MoS dropout, train ppl, test ppl, rank.
@@ -40,20 +39,12 @@ return recipe.define{
       local paper = cfg.K == 15 and {train_ppl = p[2], test_ppl = p[3], rank = p[4]} or nil
       cells[#cells + 1] = {K = cfg.K, dropoutl = p[1], paper = paper}  -- K in the id: another K, other cells
     end
-    while cfg.limit > 0 and #cells > cfg.limit do table.remove(cells) end
-    return cells
+    return measure.limit(cells, cfg.limit)
   end,
 
   run = function(cell, ctx)
-    local cfg = ctx.cfg
-    local p = presets.resolve{family = "mos", dataset = cfg.dataset, scale = cfg.scale}
-    local train = {}
-    if cfg.epochs > 0 then train.epochs = cfg.epochs end
-    local head = presets.head(p, "mos", {K = cell.K, dropoutl = cell.dropoutl})
-    local model, summary, corpus = presets.train_cell{preset = p, head = head, dir = ctx.dir .. "/run", train = train}
-    return measure.model{model = model, corpus = corpus, preset = p, summary = summary,
-                         max_train_tokens = cfg.max_train_tokens,
-                         max_contexts = measure.contexts(cfg.max_contexts, cfg.dataset)}
+    return measure.train_and_measure{cfg = ctx.cfg, family = "mos", head = "mos",
+                                     head_options = {K = cell.K, dropoutl = cell.dropoutl}, dir = ctx.dir .. "/run"}
   end,
 
   report = function(results, ctx)
@@ -73,8 +64,7 @@ return recipe.define{
       if r.result then row.train_ppl, row.test_ppl, row.rank = r.result.train_ppl, r.result.test_ppl, r.result.rank end
       t:add(row)
     end
-    t:print()
-    measure.save(t, ctx.out)
+    measure.print_and_save(t, ctx.out, "report")
     measure.rank_correlations(results)
     print("report files: " .. ctx.out .. "/report.{md,csv,tex}")
   end,

@@ -12,7 +12,6 @@
 -- caps the tokens read when the whole split is too slow) and computes the Press rank of its logP
 -- matrix on the test split (as gss_grid.lua). Writes report.{md,csv,tex} into <out>.
 local recipe = require "lmkit.recipe"
-local presets = require "presets.awd_lstm"
 local measure = require "presets.measure"
 
 -- Table 5.6: K, #params (millions), train ppl, test ppl, rank.
@@ -52,20 +51,12 @@ return recipe.define{
     for _, K in ipairs(ALL_K) do
       if cfg.cells == "all" or by_k[K] then cells[#cells + 1] = {K = K, paper = by_k[K]} end
     end
-    while cfg.limit > 0 and #cells > cfg.limit do table.remove(cells) end
-    return cells
+    return measure.limit(cells, cfg.limit)
   end,
 
   run = function(cell, ctx)
-    local cfg = ctx.cfg
-    local p = presets.resolve{family = "mos", dataset = cfg.dataset, scale = cfg.scale}
-    local train = {}
-    if cfg.epochs > 0 then train.epochs = cfg.epochs end
-    local model, summary, corpus = presets.train_cell{preset = p, head = presets.head(p, "mos", {K = cell.K}),
-                                                      dir = ctx.dir .. "/run", train = train}
-    return measure.model{model = model, corpus = corpus, preset = p, summary = summary,
-                         max_train_tokens = cfg.max_train_tokens,
-                         max_contexts = measure.contexts(cfg.max_contexts, cfg.dataset)}
+    return measure.train_and_measure{cfg = ctx.cfg, family = "mos", head = "mos", head_options = {K = cell.K},
+                                     dir = ctx.dir .. "/run"}
   end,
 
   report = function(results, ctx)
@@ -89,8 +80,7 @@ return recipe.define{
       end
       t:add(row)
     end
-    t:print()
-    measure.save(t, ctx.out)
+    measure.print_and_save(t, ctx.out, "report")
     measure.rank_correlations(results)
     print("report files: " .. ctx.out .. "/report.{md,csv,tex}")
   end,

@@ -30,15 +30,7 @@ local function quote(s)
   return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
 end
 
-local function read_json(path)
-  local f = io.open(path, "r")
-  if not f then return nil end
-  local text = f:read("a")
-  f:close()
-  local ok, value = pcall(lmkit.json_decode, text)
-  if ok and type(value) == "table" then return value end
-  return nil, ("%s is not valid JSON"):format(path)
-end
+local read_json = recipe.read_json  -- nil for a missing file, nil and a message for invalid JSON
 
 local function write_json(path, value)
   lmkit.write_file(path, lmkit.json_encode(value, true))

@@ -93,15 +93,18 @@ function Recipe:cells(cfg)
   return cells
 end
 
-local function read_result(path)
+-- The JSON object in a file: the table, or nil for a missing file, or nil and a message for a file
+-- that is not a JSON object (lmkit.batch reports it; a cell's half-written result.json is not done).
+function recipe.read_json(path)
   local f = io.open(path, "r")
   if not f then return nil end
   local text = f:read("a")
   f:close()
   local ok, value = pcall(lmkit.json_decode, text)
   if ok and type(value) == "table" then return value end
-  return nil
+  return nil, ("%s is not valid JSON"):format(path)
 end
+local read_result = recipe.read_json
 
 function Recipe:context(cfg, cell)
   local dir = cell and (cfg.out .. "/cells/" .. cell.id) or cfg.out

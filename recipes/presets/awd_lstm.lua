@@ -116,6 +116,16 @@ function presets.head(cfg, name, options)
   return make(o)
 end
 
+-- The training options a recipe's settings override in the preset: `epochs` > 0 replaces the
+-- scale's epoch count (the quick checks and tests train for one or two). `base` (options of the
+-- cell's own, e.g. {switch = "et"}) is copied first, so the setting wins over it.
+--   presets.train_cell{..., train = presets.train_overrides(ctx.cfg, {switch = cell.switch})}
+function presets.train_overrides(cfg, base)
+  local train = merge({}, base)
+  if (cfg.epochs or 0) > 0 then train.epochs = cfg.epochs end
+  return train
+end
+
 -- Trains one model the way every recipe cell does, and returns model, run summary, corpus:
 --   presets.train_cell{preset = p, head = presets.head(p, "softmax"), dir = ctx.dir .. "/run",
 --                      seed = 1, model = {...}, train = {...}, corpus = corpus}

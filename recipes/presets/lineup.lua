@@ -1,11 +1,13 @@
 -- The thesis's line-up of heads (chapter 4.4.2 on: Softmax, SS, GSS, LMS-PLIF, MoS, MoC) and what
 -- the recipes comparing them over seeds share: which hyperparameter family a head trains with, the
 -- GSS (c, k) the thesis chose per dataset, the seed list (the preset's seed plus "randomly sampled"
--- ones), one trained cell's numbers, and mean ± sd / rank-sum summaries of a sample.
+-- ones), one trained cell's numbers, mean ± sd / rank-sum summaries of a sample, and the parts
+-- of the seed tables (results per head, ppl columns and rows, rank-sum rows) the recipes share.
 --   local lineup = require "presets.lineup"
 --   local p = lineup.preset("mos", cfg)                 -- MoS/MoC train with the MoS configuration
 --   local result = lineup.run_cell{name = "gss", cfg = cfg, seed = 141, dir = ctx.dir .. "/run", rank = true}
 local presets = require "presets.awd_lstm"
+local report_files = require "presets.report_files"
 local lineup = {}
 
 -- GSS(c, k) chosen after the grid (thesis §4.4.1, end): PTB (−1.5, 2.5), WT2 (−1.5, 3.0).
@@ -61,6 +63,18 @@ function lineup.seeds(p, n)
   return seeds
 end
 
+-- The cells of a seed grid: for each head, lineup.seeds(n) of its preset, numbered by seed_index
+-- (1 = the configuration's own seed; lineup.by_name tells the sampled ones from it).
+function lineup.seed_cells(heads, cfg)
+  local cells = {}
+  for _, head in ipairs(heads) do
+    for i, seed in ipairs(lineup.seeds(lineup.preset(head, cfg), cfg.seeds)) do
+      cells[#cells + 1] = {head = head, seed = seed, seed_index = i}
+    end
+  end
+  return cells
+end
+
 -- Number of trainable parameters (frozen ones, like LMS-PLIF†'s slopes, do not count; the thesis's #Param).
 function lineup.trainable_parameters(model)
   local n = 0
@@ -75,9 +89,8 @@ end
 function lineup.run_cell(o)
   local cfg = o.cfg
   local p = o.preset or lineup.preset(o.name, cfg)
-  local train = {}
-  if (cfg.epochs or 0) > 0 then train.epochs = cfg.epochs end
-  for k, v in pairs(o.train or {}) do train[k] = v end
+  local train = presets.train_overrides(cfg)
+  for k, v in pairs(o.train or {}) do train[k] = v end   -- the caller's options win over the settings
   local model, s, corpus = presets.train_cell{preset = p, head = o.head or lineup.head(p, o.name), dir = o.dir,
                                               seed = o.seed, model = o.model, train = train, corpus = o.corpus}
   local result = {train_ppl = s.train_ppl, valid_ppl = s.valid_ppl, test_ppl = s.test_ppl, status = s.status,
@@ -112,12 +125,105 @@ function lineup.ranksums_p(a, b)
   return p
 end
 
--- Writes a report table as <path>.md, .csv and .tex, creating the folder (a report of a recipe
--- none of whose cells has run yet has no output folder).
-function lineup.save(t, path)
-  local dir = path:match("^(.*)/[^/]*$")
-  if dir and dir ~= "" then os.execute(("mkdir -p '%s'"):format((dir:gsub("'", "'\\''")))) end
-  for _, ext in ipairs{"md", "csv", "tex"} do t:save(path .. "." .. ext) end
+-- The results of a seed grid (cells with `seed_index`, 1 = the configuration's own seed) per
+-- name of the cell field `field` ("head", "model"), for each of `names`:
+--   all[name]       every finished result (the mean ± sd tables are over all seeds),
+--   sampled[name]   those of the sampled seeds only (seed_index > 1: the rank-sum tests leave the
+--                   configuration's own seed out, as the thesis does),
+--   expected[name]  how many cells the grid has for it, finished or not (the "n/m" seeds column).
+function lineup.by_name(results, names, field)
+  local all, sampled, expected = {}, {}, {}
+  for _, name in ipairs(names) do all[name], sampled[name], expected[name] = {}, {}, 0 end
+  for _, r in ipairs(results) do
+    local name = r.cell[field]
+    expected[name] = expected[name] + 1
+    if r.result then
+      table.insert(all[name], r.result)
+      if r.cell.seed_index > 1 then table.insert(sampled[name], r.result) end
+    end
+  end
+  return all, sampled, expected
 end
+
+-- A column's paper values for a table whose rows name their entry of `paper` in row[field]
+-- (paper[row[field]][key]; nil where the paper has no such row).
+function lineup.paper_column(paper, field, key)
+  return function(row) return paper[row[field]] and paper[row[field]][key] end
+end
+
+-- The train, validation and test ppl columns (mean ± sd, the paper's beside; best test ppl marked)
+-- of the seed tables; paper_of(key) gives a column's paper values.
+function lineup.ppl_columns(paper_of)
+  return {
+    {key = "train_ppl", label = "Train ppl", digits = 2, sd = "train_sd", paper = paper_of("train_ppl")},
+    {key = "valid_ppl", label = "Validation ppl", digits = 2, sd = "valid_sd", paper = paper_of("valid_ppl")},
+    {key = "test_ppl", label = "Test ppl", digits = 2, sd = "test_sd", paper = paper_of("test_ppl"), best = "min"},
+  }
+end
+
+-- The lists given, one after the other (a table's columns from shared and own parts).
+function lineup.join(...)
+  local joined = {}
+  for _, list in ipairs{...} do
+    for _, item in ipairs(list) do joined[#joined + 1] = item end
+  end
+  return joined
+end
+
+-- Mean and sd of train, validation and test ppl over `rs` into a row (the ppl_columns' keys).
+function lineup.add_ppl_means(row, rs)
+  row.train_ppl, row.train_sd = lineup.sample(rs, "train_ppl")
+  row.valid_ppl, row.valid_sd = lineup.sample(rs, "valid_ppl")
+  row.test_ppl, row.test_sd = lineup.sample(rs, "test_ppl")
+  return row
+end
+
+-- A head's row of a seed table over all seeds: its label, "finished/expected" seeds, the paper's
+-- #Param, time and test sd (paper[head]), and ours: #Param, time per epoch, ppl mean ± sd.
+function lineup.head_row(head, all, expected, paper)
+  local published = paper[head] or {}
+  local row = {["function"] = lineup.label(head), head = head, n = ("%d/%d"):format(#all[head], expected[head]),
+               params_paper = published.params, time_paper = published.time, test_sd_paper = published.test_sd}
+  if #all[head] > 0 then
+    row.params = all[head][1].params
+    row.time = lineup.sample(all[head], "seconds_per_epoch")
+    lineup.add_ppl_means(row, all[head])
+  end
+  return row
+end
+
+-- The columns of an "A vs B" table of rank-sum tests on test ppl (rows from lineup.ranksum_row;
+-- the paper's numbers, where published, go in paper_a, paper_a_sd, paper_b, paper_b_sd, p_paper).
+function lineup.ranksum_columns()
+  return {
+    {key = "comparison", label = "A vs B"}, {key = "n", label = "Seeds (A/B)"},
+    {key = "a", label = "Test ppl A", digits = 2, sd = "a_sd", paper = "paper_a"},
+    {key = "b", label = "Test ppl B", digits = 2, sd = "b_sd", paper = "paper_b"},
+    {key = "paper_a_sd", label = "sd A (paper)", digits = 2}, {key = "paper_b_sd", label = "sd B (paper)", digits = 2},
+    {key = "p_paper", label = "p-value (paper)", format = "%.2e"}, {key = "p", label = "p-value (ours)", format = "%.2e"},
+    {key = "significant", label = "Significant at 0.05 (ours)"},
+  }
+end
+
+-- Sets row.p and row.significant from the rank-sum test of two samples (left unset where the test
+-- says nothing: fewer than 2 values on a side).
+function lineup.add_p(row, a, b)
+  local p = lineup.ranksums_p(a, b)
+  if p then row.p, row.significant = p, p < 0.05 and "yes" or "no" end
+  return row
+end
+
+-- A row of the ranksum_columns table: test ppl mean ± sd of two lists of results (the sampled
+-- seeds) and the p-value between them.
+function lineup.ranksum_row(label_a, label_b, a, b)
+  local ma, sa, na, va = lineup.sample(a, "test_ppl")
+  local mb, sb, nb, vb = lineup.sample(b, "test_ppl")
+  local row = {comparison = label_a .. " vs " .. label_b, n = ("%d/%d"):format(na, nb),
+               a = ma, a_sd = sa, b = mb, b_sd = sb}
+  return lineup.add_p(row, va, vb)
+end
+
+-- Prints a report table and writes it as <out>/<name>.{md,csv,tex} (presets/report_files.lua).
+lineup.print_and_save = report_files.print_and_save
 
 return lineup

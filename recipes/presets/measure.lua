@@ -1,11 +1,13 @@
 -- What chapter 5's tables measure on a trained model, shared by the MoS, flooding and AdvSoft
 -- recipes: train perplexity (the model evaluated on the training split), test perplexity, the Press
 -- rank of its logP matrix on the test split, the parameter count; plus the report plumbing they
--- share (paper columns, files, rank correlations).
+-- share (cell limits, paper columns, report tables by `table`, files, rank correlations).
 --   local measure = require "presets.measure"
 --   local r = measure.model{model = model, corpus = corpus, preset = p, summary = summary,
 --                           max_train_tokens = 0, max_contexts = -1}
 --   -- r = {params=, train_ppl=, valid_ppl=, test_ppl=, rank=, contexts=, vocab=}
+local presets = require "presets.awd_lstm"
+local report_files = require "presets.report_files"
 local measure = {}
 
 -- The thesis's logP matrices: all of PTB's test contexts, the first 33,320 of WikiText-2's (SPEC §3).
@@ -68,12 +70,44 @@ function measure.paper(results, key)
   return any and values or nil
 end
 
--- Writes a report table as <out>/<name>.{md,csv,tex} (creating <out>: a report of a grid with no
--- finished cell yet has no folder to write into).
-function measure.save(t, out, name)
-  name = name or "report"
-  os.execute(("mkdir -p '%s'"):format(out:gsub("'", "'\\''")))
-  for _, ext in ipairs{"md", "csv", "tex"} do t:save(("%s/%s.%s"):format(out, name, ext)) end
+-- Prints a report table and writes it as <out>/<name>.{md,csv,tex} (presets/report_files.lua).
+measure.print_and_save = report_files.print_and_save
+-- "report files: <out>/{name,...}.{md,csv,tex}" for a report of several tables.
+measure.print_report_names = report_files.print_names
+
+-- The `limit` setting of the grid recipes: > 0 keeps only the first `limit` cells (a quick check of
+-- the pipeline, or the tests); 0 keeps them all.
+function measure.limit(cells, limit)
+  while limit > 0 and #cells > limit do table.remove(cells) end
+  return cells
+end
+
+-- One cell of a chapter-5 table from its head alone: the `family` preset ("awd", "mos") at the
+-- recipe's scale and dataset, its epochs overridden by the settings (presets.train_overrides), with
+-- head `head` (presets.head options `head_options`) trained into `dir`, then measured (measure.model)
+-- with the recipe's max_train_tokens and max_contexts settings.
+--   measure.train_and_measure{cfg = ctx.cfg, family = "mos", head = "mos", head_options = {K = 5}, dir = ...}
+function measure.train_and_measure(o)
+  local cfg = o.cfg
+  local p = presets.resolve{family = o.family, dataset = cfg.dataset, scale = cfg.scale}
+  local model, summary, corpus = presets.train_cell{preset = p, head = presets.head(p, o.head, o.head_options),
+                                                    dir = o.dir, train = presets.train_overrides(cfg)}
+  return measure.model{model = model, corpus = corpus, preset = p, summary = summary,
+                       max_train_tokens = cfg.max_train_tokens,
+                       max_contexts = measure.contexts(cfg.max_contexts, cfg.dataset)}
+end
+
+-- The results of a recipe that reports several tables, grouped by the cells' `table` field:
+-- groups[name] = its results in grid order, order = the names in order of first appearance (the
+-- tables print in that order).
+function measure.by_table(results)
+  local groups, order = {}, {}
+  for _, r in ipairs(results) do
+    local name = r.cell.table
+    if not groups[name] then groups[name] = {}; order[#order + 1] = name end
+    table.insert(groups[name], r)
+  end
+  return groups, order
 end
 
 -- Pearson r between the rank and each perplexity, ours and the paper's, over the rows that have
