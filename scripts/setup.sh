@@ -6,11 +6,13 @@
 #   bash scripts/setup.sh --no-build    # packages only
 #   bash scripts/setup.sh --sanitize    # packages + the ASan/UBSan build in ./build-asan
 #   bash scripts/setup.sh --with-slurm  # also Slurm + munge, for the local-cluster test of `lmkit batch`
+#   bash scripts/setup.sh --with-bench  # also PyTorch for Python, the yardstick of scripts/bench.sh
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 build=yes
 with_slurm=no
+with_bench=no
 build_dir=$root/build
 cmake_extra=()
 for option in "$@"; do
@@ -18,7 +20,8 @@ for option in "$@"; do
     --no-build) build=no ;;
     --sanitize) build_dir=$root/build-asan; cmake_extra+=(-DLMKIT_SANITIZE=ON) ;;
     --with-slurm) with_slurm=yes ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    --with-bench) with_bench=yes ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$option' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -39,6 +42,12 @@ packages=(
 # (scripts/slurm/single_node.sh); a cluster's users need none of this.
 if [ "$with_slurm" = yes ]; then
   packages+=(slurmctld slurmd slurm-client munge)
+fi
+
+# Debian's PyTorch 1.13 for /usr/bin/python3, only for benchmarks/awd_lstm_reference.py (the plain
+# PyTorch yardstick that scripts/bench.sh times lmkit against); lmkit itself needs none of it.
+if [ "$with_bench" = yes ]; then
+  packages+=(python3-torch)
 fi
 
 missing=()

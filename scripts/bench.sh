@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Training throughput: lmkit vs the plain PyTorch yardstick (benchmarks/awd_lstm_reference.py), on
+# this machine, same shapes, same token stream, same threads. Prints each run's raw JSON line, then
+# one Markdown table (config | lmkit tok/s | pytorch tok/s | ratio), ratio = lmkit / pytorch.
+#
+#   bash scripts/bench.sh                      # tiny softmax, tiny mos
+#   bash scripts/bench.sh --full               # also the PTB-size softmax and mos (slow on CPU)
+#   bash scripts/bench.sh --threads 2 --steps 20 --warmup 3 --repeats 3
+#
+# LMKIT: the lmkit binary (default ./build/lmkit); PYTHON: a python with torch (default
+# /usr/bin/python3, Debian's python3-torch: bash scripts/setup.sh --with-bench --no-build).
+# With --repeats R the two programs alternate R times per config and the table shows medians.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+lmkit=${LMKIT:-./build/lmkit}
+python=${PYTHON:-/usr/bin/python3}
+
+full=no threads=2 steps=20 warmup=3 repeats=1 ptb_steps=5 ptb_warmup=1
+while [ $# -gt 0 ]; do
+  case $1 in
+    --full) full=yes ;;
+    --threads) threads=$2; shift ;;
+    --steps) steps=$2; shift ;;
+    --warmup) warmup=$2; shift ;;
+    --repeats) repeats=$2; shift ;;
+    --ptb-steps) ptb_steps=$2; shift ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) echo "bench.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ -x "$lmkit" ] || { echo "bench.sh: no lmkit binary at '$lmkit' (build it, or set LMKIT)" >&2; exit 1; }
+"$python" -c 'import torch' 2>/dev/null ||
+  { echo "bench.sh: '$python' has no torch (bash scripts/setup.sh --with-bench --no-build, or set PYTHON)" >&2; exit 1; }
+export OMP_NUM_THREADS=$threads
+
+configs=("tiny softmax" "tiny mos")
+[ "$full" = yes ] && configs+=("ptb softmax" "ptb mos")
+
+echo "machine: $(nproc) cores, $(LC_ALL=C lscpu | sed -n 's/^Model name: *//p' | head -1), threads $threads"
+echo "versions: $("$lmkit" --version 2>/dev/null | paste -sd ',' - | sed 's/,/, /g') | yardstick: Python $("$python" -c 'import sys, torch; print(sys.version.split()[0] + ", torch " + torch.__version__)')"
+rows=()
+for config in "${configs[@]}"; do
+  read -r size head <<<"$config"
+  s=$steps w=$warmup
+  [ "$size" = ptb ] && s=$ptb_steps w=$ptb_warmup
+  lm=() py=()
+  for _ in $(seq 1 "$repeats"); do
+    l=$("$lmkit" run scripts/bench_train.lua --set size="$size" --set head="$head" --set threads="$threads" \
+          --set steps="$s" --set warmup="$w" | tail -1)
+    p=$("$python" benchmarks/awd_lstm_reference.py --size "$size" --head "$head" --threads "$threads" \
+          --steps "$s" --warmup "$w" | tail -1)
+    echo "$l"; echo "$p"
+    lm+=("$l"); py+=("$p")
+  done
+  rows+=("$("$python" - "$config" "${#lm[@]}" "${lm[@]}" "${py[@]}" <<'PY'
+import json, statistics, sys
+config, n = sys.argv[1], int(sys.argv[2])
+lm = [json.loads(s) for s in sys.argv[3:3 + n]]
+py = [json.loads(s) for s in sys.argv[3 + n:]]
+for a, b in zip(lm, py):
+    for key in ("parameters", "bsz", "bptt", "steps", "threads"):
+        if a[key] != b[key]:
+            sys.exit(f"bench.sh: {config}: {key} differs: lmkit {a[key]}, pytorch {b[key]}")
+tl = statistics.median(r["tokens_per_s"] for r in lm)
+tp = statistics.median(r["tokens_per_s"] for r in py)
+shape = f'{config} ({lm[0]["parameters"]:,} params, {lm[0]["bptt"]}x{lm[0]["bsz"]})'
+print(f"| {shape} | {tl:,.0f} | {tp:,.0f} | {tl / tp:.2f} |")
+PY
+)")
+done
+echo
+echo "| config | lmkit tok/s | pytorch tok/s | ratio |"
+echo "|---|---|---|---|"
+printf '%s\n' "${rows[@]}"
