@@ -39,7 +39,7 @@ grep -q "nothing to run" "$work/third.txt" || fail "a finished batch should run 
 # 4. SIGTERM to the batch: tasks save their state (exit 75); the next batch resumes both.
 "$lmkit" batch "$here/train_recipe.lua" --jobs 2 --threads 1 --set out="$work/train" --set step_delay=0.01 >"$work/train1.txt" 2>&1 &
 batch_pid=$!
-for _ in $(seq 1 600); do
+for _ in $(seq 1 1800); do
   [ -s "$work/train/cells/seed=1/run/metrics.jsonl" ] && [ -s "$work/train/cells/seed=2/run/metrics.jsonl" ] && break
   kill -0 $batch_pid 2>/dev/null || break
   sleep 0.1
