@@ -121,6 +121,7 @@ local function reconcile_manifest(spec, out, sets, cells, backend)
              #old_ids, spec.path, #sets > 0 and table.concat(sets, " ") or "no --set", #ids))
     end
     existing.backend = backend
+    existing.lmkit = lmkit.process.executable()  -- the job script runs the lmkit that submitted it
     existing.slurm_jobs = existing.slurm_jobs or {}
     return existing
   end
