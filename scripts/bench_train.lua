@@ -9,7 +9,7 @@
 -- The token stream is the yardstick's 64-bit LCG, so both programs read identical tokens.
 -- Wall time per step from lmkit.clock; prints one JSON line with impl = "lmkit".
 local cfg = lmkit.configure({size = "tiny", head = "softmax", K = 15, bptt = 70, bsz = 0, steps = 20, warmup = 3,
-                             threads = 2, lr = 20.0, seed = 141})
+                             threads = 2, lr = 20.0, seed = 141, collect = false})
 lmkit.set_threads(cfg.threads)
 lmkit.seed(cfg.seed)
 assert(cfg.head == "softmax" or cfg.head == "mos", "head must be softmax or mos")
@@ -74,6 +74,9 @@ for step = 0, total - 1 do
   loss:backward()
   sgd_step()
   nll_value = nll:item()
+  -- Lua's collector sees a tensor as a small userdata, not its storage or its autograd graph: without
+  -- a collection the dead steps' tensors pile up (docs/benchmarks.md). collect=true frees them per step.
+  if cfg.collect then collectgarbage() end
   if step >= cfg.warmup then times[#times + 1] = clock() - start end
 end
 
