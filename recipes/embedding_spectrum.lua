@@ -45,15 +45,11 @@ return recipe.define{
   },
 
   grid = function(cfg)
-    local cells = {}
-    for _, entry in ipairs(chapter5.select(cfg.heads)) do cells[#cells + 1] = {model = entry.key} end
-    return cells
+    return chapter5.model_cells(cfg)
   end,
 
   run = function(cell, ctx)
-    local cfg = ctx.cfg
-    local model, summary, corpus = chapter5.train{entry = chapter5.model(cell.model), cfg = cfg, dir = ctx.dir,
-                                                  out = ctx.out, words = true}
+    local model, summary, corpus = chapter5.train_model_cell(cell, ctx, true)
     local E = lmkit.analysis.embedding(model):double()
     local n, d = E:size(1), E:size(2)
     local sv = lmkit.analysis.svdvals(E)

@@ -67,10 +67,8 @@ return recipe.define{
     local p = presets.resolve{family = "awd", dataset = cfg.dataset, scale = cfg.scale}
     local model, summary, corpus = presets.train_cell{preset = p, head = presets.head(p, "gss", {c = cell.c, k = cell.k}),
                                                       dir = ctx.dir .. "/run", train = presets.train_overrides(cfg)}
-    local sv, rows, cols = lmkit.analysis.logp_svdvals(model, corpus.test, {
-      batch_size = 1, max_contexts = cfg.max_contexts > 0 and cfg.max_contexts or nil})
-    return {valid_ppl = summary.valid_ppl, test_ppl = summary.test_ppl, contexts = rows,
-            rank = lmkit.analysis.press_rank(sv, rows, cols), vocab = cols}
+    local rank, rows, cols = measure.rank(model, corpus, cfg.max_contexts > 0 and cfg.max_contexts or nil)
+    return {valid_ppl = summary.valid_ppl, test_ppl = summary.test_ppl, contexts = rows, rank = rank, vocab = cols}
   end,
 
   report = function(results, ctx)

@@ -92,15 +92,12 @@ return recipe.define{
 
   grid = function(cfg)
     if not EPS_OF[cfg.eps_dtype] then error("press_robustness: eps_dtype must be float32 or float64") end
-    local cells = {}
-    for _, entry in ipairs(chapter5.select(cfg.heads)) do cells[#cells + 1] = {model = entry.key} end
-    return cells
+    return chapter5.model_cells(cfg)
   end,
 
   run = function(cell, ctx)
     local cfg = ctx.cfg
-    local model, summary, corpus = chapter5.train{entry = chapter5.model(cell.model), cfg = cfg, dir = ctx.dir,
-                                                  out = ctx.out}
+    local model, summary, corpus = chapter5.train_model_cell(cell, ctx, false)
     local sv, rows, cols = lmkit.analysis.logp_svdvals(model, corpus.test, {
       batch_size = 1, max_contexts = cfg.max_contexts > 0 and cfg.max_contexts or nil})
     local result = {test_ppl = summary.test_ppl, valid_ppl = summary.valid_ppl, contexts = rows, vocab = cols,

@@ -129,15 +129,12 @@ return recipe.define{
   },
 
   grid = function(cfg)
-    local cells = {}
-    for _, entry in ipairs(chapter5.select(cfg.heads)) do cells[#cells + 1] = {model = entry.key} end
-    return cells
+    return chapter5.model_cells(cfg)
   end,
 
   run = function(cell, ctx)
     local cfg = ctx.cfg
-    local model, summary, corpus = chapter5.train{entry = chapter5.model(cell.model), cfg = cfg, dir = ctx.dir,
-                                                  out = ctx.out, words = true}
+    local model, summary, corpus = chapter5.train_model_cell(cell, ctx, true)
     local contexts = lmkit.analysis.read_contexts(contexts_file(cfg))
     -- unk: with --set lines=N the cut-down vocabulary lacks some words; they read as <unk>.
     local out = lmkit.analysis.top_k_contexts(model, corpus.vocab, contexts, {k = cfg.k, unk = "<unk>"})

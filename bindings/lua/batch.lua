@@ -445,7 +445,12 @@ local function wait_for_slurm(manifest, o)
   local previous, start = nil, lmkit.clock()
   local timeout = o.wait_timeout or 0
   while true do
-    local states = batch.task_states(manifest)
+    local states, with_queue = batch.task_states(manifest)
+    if not with_queue then
+      -- Without Slurm's queue, queued tasks look pending and dead ones running: waiting would guess.
+      fail(("lmkit batch --wait: cannot read Slurm's queue (squeue missing or failing); the jobs go on: `lmkit status %s`")
+             :format(manifest.out))
+    end
     local line, counts = summary_line(states)
     if line ~= previous then
       print(("  [%s] %s"):format(format_seconds(lmkit.clock() - start), line))

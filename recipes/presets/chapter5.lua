@@ -162,4 +162,17 @@ function chapter5.train(o)
   return model, summary, corpus, p
 end
 
+-- The grid every chapter-5 analysis has: one cell per model chosen with --set heads=.
+function chapter5.model_cells(cfg)
+  local cells = {}
+  for _, entry in ipairs(chapter5.select(cfg.heads)) do cells[#cells + 1] = {model = entry.key} end
+  return cells
+end
+
+-- The cell's model, trained or loaded from --set models=DIR: model, summary, corpus.
+-- words: train on real words (ptb-mini at tiny scale) instead of the synthetic language.
+function chapter5.train_model_cell(cell, ctx, words)
+  return chapter5.train{entry = chapter5.model(cell.model), cfg = ctx.cfg, dir = ctx.dir, out = ctx.out, words = words}
+end
+
 return chapter5

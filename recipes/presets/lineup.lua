@@ -7,6 +7,7 @@
 --   local p = lineup.preset("mos", cfg)                 -- MoS/MoC train with the MoS configuration
 --   local result = lineup.run_cell{name = "gss", cfg = cfg, seed = 141, dir = ctx.dir .. "/run", rank = true}
 local presets = require "presets.awd_lstm"
+local measure = require "presets.measure"
 local report_files = require "presets.report_files"
 local lineup = {}
 
@@ -99,8 +100,7 @@ function lineup.run_cell(o)
                   params_total = model:parameter_count().total}
   if o.rank then
     -- train_cell returns the best model (the checkpoint the test perplexity is of).
-    local sv, rows, cols = lmkit.analysis.logp_svdvals(model, corpus.test, {batch_size = 1})
-    result.rank, result.contexts = lmkit.analysis.press_rank(sv, rows, cols), rows
+    result.rank, result.contexts = measure.rank(model, corpus)
   end
   return result
 end
