@@ -311,20 +311,51 @@ TEST(EvaluationTest, MatchesAPlainForwardLoopExactly) {
   EXPECT_DOUBLE_EQ(result.perplexity, std::exp(result.loss));
 }
 
+DynamicEvalOptions tiny_dynamic_options(double lr) {
+  DynamicEvalOptions options;
+  options.lr = lr;
+  options.stats_batch_size = 4;
+  options.max_stats_windows = 50;
+  return options;
+}
+
+TEST(EvaluationTest, DynamicEvaluationWithoutStepsIsTheStaticEvaluation) {
+  auto model = tiny_model();
+  const auto corpus = tiny_corpus();
+  const auto dynamic = dynamic_evaluate(model, corpus.train, corpus.test, tiny_dynamic_options(0));
+  const auto stat = evaluate(model, corpus.test, 1, 5);
+  EXPECT_EQ(dynamic.tokens, stat.tokens);
+  EXPECT_NEAR(dynamic.loss, stat.loss, 1e-12);
+}
+
 TEST(EvaluationTest, DynamicEvaluationAdaptsAndRestoresTheWeights) {
   auto model = tiny_model();
   const auto corpus = tiny_corpus();
   const auto before = model->encoder->embedding.detach().clone();
-  DynamicEvalOptions options;
-  options.lr = 0.05;
-  options.stats_batch_size = 4;
-  options.max_stats_windows = 50;
-  const auto dynamic = dynamic_evaluate(model, corpus.train, corpus.test, options);
+  // Krause et al.'s step size: an untrained model adapts to the test stream and gains ~1.1 nats
+  // (measured 1.12 with every BLAS kernel of this machine kind).
+  const auto dynamic = dynamic_evaluate(model, corpus.train, corpus.test, tiny_dynamic_options(2e-3));
   const auto stat = evaluate(model, corpus.test, 1, 5);
   EXPECT_TRUE(torch::equal(model->encoder->embedding, before));
   EXPECT_EQ(dynamic.tokens, stat.tokens);
-  // An untrained model adapts to the test stream: dynamic evaluation must help a lot.
-  EXPECT_LT(dynamic.loss, stat.loss - 0.05);
+  EXPECT_LT(dynamic.loss, stat.loss - 0.5);
+}
+
+// Another machine's BLAS kernels round differently (AVX2 vs AVX-512, OpenBLAS's core type); a
+// perturbation of the weights of that size must not change the result beyond noise. With lr 0.05
+// the RMS-normalized steps of an untrained model are unstable and this spread was 0.45 nats:
+// the outcome was decided by the rounding, which is why such a step size makes no test.
+TEST(EvaluationTest, DynamicEvaluationIsStableUnderRoundingSizedPerturbations) {
+  const auto corpus = tiny_corpus();
+  auto model = tiny_model();
+  const auto reference = dynamic_evaluate(model, corpus.train, corpus.test, tiny_dynamic_options(2e-3));
+  {
+    torch::NoGradGuard no_grad;
+    torch::manual_seed(5);
+    for (auto& p : model->parameters()) p.mul_(1 + 1e-6 * torch::randn_like(p));
+  }
+  const auto perturbed = dynamic_evaluate(model, corpus.train, corpus.test, tiny_dynamic_options(2e-3));
+  EXPECT_NEAR(perturbed.loss, reference.loss, 1e-3);
 }
 
 // ---- run store ----
