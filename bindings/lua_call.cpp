@@ -3,8 +3,10 @@
 #include <c10/util/Exception.h>
 
 #include <cmath>
+#include <new>
 #include <vector>
 
+#include "runtime/config/json_text.h"
 #include "runtime/core/error.h"
 
 namespace lmkit::lua {
@@ -224,6 +226,15 @@ bool push_method(lua_State* L, int object, int key) {
   }
   lua_pop(L, 2);
   return false;
+}
+
+void enter_nested_level(lua_State* L, int depth, const std::string& what, int slots) {
+  if (depth >= config::kMaxNestingDepth) {
+    // A path that deep is long: its end says where.
+    const std::string shown = what.size() > 80 ? "'..." + what.substr(what.size() - 60) : what;
+    throw UsageError(shown + " is nested deeper than " + std::to_string(config::kMaxNestingDepth) + " levels");
+  }
+  if (!lua_checkstack(L, slots)) throw std::bad_alloc();
 }
 
 bool is_options_table(lua_State* L, int position) {

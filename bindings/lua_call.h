@@ -83,6 +83,12 @@ int index_with_fields(lua_State* L) {
 }
 inline bool no_fields(lua_State*, const std::string&) { return false; }
 
+// Recursive walks over Lua values (tables ⇄ JSON, nested lists → tensors) call this at each level
+// (depth 0 = the outermost value): deeper than config::kMaxNestingDepth is a UsageError that names
+// `what`, and the Lua stack gets room for `slots` more values (a walk that pushes without
+// lua_checkstack overruns the stack and corrupts the state).
+void enter_nested_level(lua_State* L, int depth, const std::string& what, int slots = 4);
+
 // True when the value at `position` is a table with at least one non-integer key.
 bool is_options_table(lua_State* L, int position);
 

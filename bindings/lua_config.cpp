@@ -1,7 +1,9 @@
 #include "bindings/lua_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "bindings/lua_call.h"
 #include "runtime/core/error.h"
@@ -93,7 +95,13 @@ const Function kFunctions[] = {
 
 }  // namespace
 
-config::Json to_json(lua_State* L, int position, const std::string& path) {
+namespace {
+
+// `ancestors`: the tables on the path from the outermost value to this one, to tell a cycle (a
+// table inside itself) from a table merely shared by two fields.
+config::Json table_to_json(lua_State* L, int position, const std::string& path, std::vector<const void*>& ancestors);
+
+config::Json value_to_json(lua_State* L, int position, const std::string& path, std::vector<const void*>& ancestors) {
   position = lua_absindex(L, position);
   const std::string where = path.empty() ? "the defaults" : "'" + path + "'";
   switch (lua_type(L, position)) {
@@ -102,31 +110,21 @@ config::Json to_json(lua_State* L, int position, const std::string& path) {
       return lua_tonumber(L, position);
     case LUA_TBOOLEAN:
       return static_cast<bool>(lua_toboolean(L, position));
-    case LUA_TSTRING:
-      return std::string(lua_tostring(L, position));
+    case LUA_TSTRING: {
+      std::size_t length = 0;
+      const char* text = lua_tolstring(L, position, &length);
+      return std::string(text, length);
+    }
     case LUA_TTABLE: {
-      if (is_sequence(L, position)) {
-        config::Json list = config::Json::array();
-        const auto n = lua_rawlen(L, position);
-        for (lua_Unsigned k = 1; k <= n; ++k) {
-          lua_rawgeti(L, position, static_cast<lua_Integer>(k));
-          list.push_back(to_json(L, -1, path + "[" + std::to_string(k) + "]"));
-          lua_pop(L, 1);
-        }
-        return list;
+      enter_nested_level(L, static_cast<int>(ancestors.size()), where);
+      const void* table = lua_topointer(L, position);
+      for (const void* ancestor : ancestors) {
+        if (ancestor == table) throw ConfigError(where + " contains itself (a cycle); JSON and settings need a tree");
       }
-      config::Json object = config::Json::object();
-      lua_pushnil(L);
-      while (lua_next(L, position) != 0) {
-        if (lua_type(L, -2) != LUA_TSTRING) {
-          lua_pop(L, 2);
-          throw ConfigError(where + " mixes named and numbered entries; settings tables use names only");
-        }
-        const std::string key = lua_tostring(L, -2);
-        object[key] = to_json(L, -1, path.empty() ? key : path + "." + key);
-        lua_pop(L, 1);
-      }
-      return object;
+      ancestors.push_back(table);
+      auto result = table_to_json(L, position, path, ancestors);
+      ancestors.pop_back();
+      return result;
     }
     default:
       throw ConfigError(where + " is a " + luaL_typename(L, position) +
@@ -134,12 +132,47 @@ config::Json to_json(lua_State* L, int position, const std::string& path) {
   }
 }
 
-void push_json(lua_State* L, const config::Json& value) {
+config::Json table_to_json(lua_State* L, int position, const std::string& path, std::vector<const void*>& ancestors) {
+  const std::string where = path.empty() ? "the defaults" : "'" + path + "'";
+  if (is_sequence(L, position)) {
+    config::Json list = config::Json::array();
+    const auto n = lua_rawlen(L, position);
+    for (lua_Unsigned k = 1; k <= n; ++k) {
+      lua_rawgeti(L, position, static_cast<lua_Integer>(k));
+      list.push_back(value_to_json(L, -1, path + "[" + std::to_string(k) + "]", ancestors));
+      lua_pop(L, 1);
+    }
+    return list;
+  }
+  config::Json object = config::Json::object();
+  lua_pushnil(L);
+  while (lua_next(L, position) != 0) {
+    if (lua_type(L, -2) != LUA_TSTRING) {
+      lua_pop(L, 2);
+      throw ConfigError(where + " mixes named and numbered entries; settings tables use names only");
+    }
+    const std::string key = lua_tostring(L, -2);
+    object[key] = value_to_json(L, -1, path.empty() ? key : path + "." + key, ancestors);
+    lua_pop(L, 1);
+  }
+  return object;
+}
+
+void push_json_value(lua_State* L, const config::Json& value, int depth) {
   switch (value.type()) {
     case config::Json::value_t::number_integer:
-    case config::Json::value_t::number_unsigned:
       lua_pushinteger(L, value.get<std::int64_t>());
       break;
+    case config::Json::value_t::number_unsigned: {
+      // Lua integers are signed 64-bit: larger values become the nearest float, not a wrapped integer.
+      const auto u = value.get<std::uint64_t>();
+      if (u <= static_cast<std::uint64_t>(LUA_MAXINTEGER)) {
+        lua_pushinteger(L, static_cast<lua_Integer>(u));
+      } else {
+        lua_pushnumber(L, static_cast<lua_Number>(u));
+      }
+      break;
+    }
     case config::Json::value_t::number_float:
       lua_pushnumber(L, value.get<double>());
       break;
@@ -152,25 +185,37 @@ void push_json(lua_State* L, const config::Json& value) {
       break;
     }
     case config::Json::value_t::array: {
-      lua_createtable(L, static_cast<int>(value.size()), 0);
+      enter_nested_level(L, depth, "a JSON value");
+      lua_createtable(L, static_cast<int>(std::min<std::size_t>(value.size(), 1u << 20)), 0);
       lua_Integer k = 0;
       for (const auto& item : value) {
-        push_json(L, item);
+        push_json_value(L, item, depth + 1);
         lua_rawseti(L, -2, ++k);
       }
       break;
     }
     case config::Json::value_t::object:
-      lua_createtable(L, 0, static_cast<int>(value.size()));
+      enter_nested_level(L, depth, "a JSON value");
+      lua_createtable(L, 0, static_cast<int>(std::min<std::size_t>(value.size(), 1u << 20)));
       for (auto it = value.begin(); it != value.end(); ++it) {
-        push_json(L, it.value());
-        lua_setfield(L, -2, it.key().c_str());
+        lua_pushlstring(L, it.key().data(), it.key().size());
+        push_json_value(L, it.value(), depth + 1);
+        lua_rawset(L, -3);
       }
       break;
     default:
       lua_pushnil(L);
   }
 }
+
+}  // namespace
+
+config::Json to_json(lua_State* L, int position, const std::string& path) {
+  std::vector<const void*> ancestors;
+  return value_to_json(L, position, path, ancestors);
+}
+
+void push_json(lua_State* L, const config::Json& value) { push_json_value(L, value, 0); }
 
 void set_cli_settings(lua_State* L, const std::vector<config::Setting>& settings) {
   lua_createtable(L, static_cast<int>(settings.size()), 0);

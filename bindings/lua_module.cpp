@@ -1,11 +1,13 @@
 // lmkit's top-level functions: tensor constructors, process settings, autograd switches.
 #include <chrono>
+#include <new>
 #include <string>
 
 #include "bindings/lua_call.h"
 #include "bindings/lua_config.h"
 #include "bindings/lua_module.h"
 #include "bindings/lua_tensor.h"
+#include "runtime/config/json_text.h"
 #include "runtime/core/atomic_file.h"
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
@@ -30,6 +32,7 @@ torch::TensorOptions tensor_options(lua_State* L, int position,
 
 void walk_nested(lua_State* L, int position, NestedListBuilder& builder, int depth) {
   if (depth > 64) throw ArgError(1, "nested tables deeper than 64 levels (a cycle?)");
+  if (!lua_checkstack(L, 2)) throw std::bad_alloc();
   position = lua_absindex(L, position);
   switch (lua_type(L, position)) {
     case LUA_TNUMBER:
@@ -226,8 +229,8 @@ int lmkit_json_decode(lua_State* L) {
   const auto text = check_string(L, 1);
   config::Json value;
   try {
-    value = config::Json::parse(text);
-  } catch (const config::Json::exception& e) {
+    value = config::parse_json_text(text);
+  } catch (const config::JsonTextError& e) {
     throw ArgError(1, std::string("not valid JSON: ") + e.what());
   }
   push_json(L, value);

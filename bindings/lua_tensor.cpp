@@ -306,6 +306,7 @@ template <typename T>
 void push_nested(lua_State* L, const T* data, const std::vector<std::int64_t>& sizes,
                  std::size_t dim, std::int64_t& offset) {
   const auto n = sizes[dim];
+  if (!lua_checkstack(L, 2)) throw std::bad_alloc();
   lua_createtable(L, static_cast<int>(n), 0);
   for (std::int64_t i = 0; i < n; ++i) {
     if (dim + 1 == sizes.size()) {

@@ -11,6 +11,7 @@
 #include "repl/interrupt.h"
 #include "repl/lua_state_handle.h"
 #include "repl/script_runner.h"
+#include "runtime/config/json_text.h"
 #include "runtime/core/error.h"
 
 namespace lmkit::repl {
@@ -59,8 +60,8 @@ nlohmann::json read_manifest(const std::string& dir) {
   std::stringstream text;
   text << in.rdbuf();
   try {
-    return nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::exception& e) {
+    return config::parse_json_text(text.str());
+  } catch (const config::JsonTextError& e) {
     throw EnvironmentError(path + " is damaged (" + e.what() +
                            "); `lmkit batch` with the same recipe and settings rewrites it");
   }

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "runtime/config/json_text.h"
 #include "runtime/core/atomic_file.h"
 #include "runtime/core/error.h"
 #include "runtime/core/version.h"
@@ -78,8 +79,8 @@ Container decode_container(const std::string& in, const std::string& path) {
   }
   Container result;
   try {
-    result.header = nlohmann::json::parse(json);
-  } catch (const nlohmann::json::exception& e) {
+    result.header = config::parse_json_text(json);
+  } catch (const config::JsonTextError& e) {
     throw EnvironmentError("checkpoint '" + path + "' has an unreadable header: " + e.what());
   }
   result.archive = in.substr(archive_at, archive_size);

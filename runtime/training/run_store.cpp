@@ -6,6 +6,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "runtime/config/json_text.h"
 #include "runtime/core/atomic_file.h"
 #include "runtime/core/error.h"
 
@@ -27,8 +28,8 @@ void RunStore::write_json(const std::string& name, const nlohmann::json& value) 
 nlohmann::json RunStore::read_json(const std::string& name) const {
   const auto text = read_file(path(name), "run file");
   try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
+    return config::parse_json_text(text);
+  } catch (const config::JsonTextError& e) {
     throw EnvironmentError("run file '" + path(name) + "' is not valid JSON: " + e.what());
   }
 }
@@ -67,8 +68,8 @@ std::vector<nlohmann::json> RunStore::metrics() const {
     if (end == std::string::npos) break;  // a line cut short by a crash: not a record
     ++line_number;
     try {
-      records.push_back(nlohmann::json::parse(text.substr(start, end - start)));
-    } catch (const nlohmann::json::exception& e) {
+      records.push_back(config::parse_json_text(text.substr(start, end - start)));
+    } catch (const config::JsonTextError& e) {
       throw EnvironmentError("metrics file '" + path("metrics.jsonl") + "' line " + std::to_string(line_number) +
                              " is not JSON: " + e.what());
     }

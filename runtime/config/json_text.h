@@ -1,0 +1,25 @@
+// JSON text read from files and users is untrusted input (a run's summary.json, a checkpoint's
+// header, a batch manifest, lmkit.json_decode): its nesting is bounded, so that neither our readers
+// nor nlohmann's recursive dump/copy can exhaust the C stack, and Lua tables built from it stay
+// within what the Lua walkers accept (lua_call.h applies the same bound).
+#pragma once
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace lmkit::config {
+
+// The deepest nesting of arrays/objects (and of Lua tables converted to or from them) accepted.
+constexpr int kMaxNestingDepth = 200;
+
+class JsonTextError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// Parses `text`; throws JsonTextError with nlohmann's description of a syntax error, or for
+// nesting deeper than kMaxNestingDepth. Callers add the file or argument it came from.
+nlohmann::json parse_json_text(const std::string& text);
+
+}  // namespace lmkit::config

@@ -1,0 +1,119 @@
+-- Deep, cyclic and crafted values at the Lua ↔ C++ conversions (JSON, settings, tensors, run
+-- files): each is a Lua error that names the value, or works; never a crash, a hang or a corrupted
+-- Lua state (each test ends with a full garbage collection and a fresh allocation).
+local T = require "lmkit.testing"
+
+local function nest_list(depth)
+  local outer = {}
+  local inner = outer
+  for _ = 1, depth do
+    inner[1] = {}
+    inner = inner[1]
+  end
+  return outer
+end
+
+local function nest_fields(depth, leaf)
+  local outer = {}
+  local inner = outer
+  for _ = 1, depth - 1 do
+    inner.x = {}
+    inner = inner.x
+  end
+  inner.y = leaf
+  return outer
+end
+
+local function state_is_healthy()
+  collectgarbage()
+  collectgarbage()
+  T.eq(lmkit.json_decode(lmkit.json_encode({a = {1, 2}})), {a = {1, 2}})
+  T.eq(lmkit.zeros(2, 3):size(), {2, 3})
+end
+
+T.test("a table inside itself is named as a cycle by json_encode", function()
+  local a = {}
+  a[1] = a
+  T.raises(function() lmkit.json_encode(a) end, "'value[1]' contains itself (a cycle)")
+  local b = {}
+  b.self = b
+  T.raises(function() lmkit.json_encode(b) end, "'value.self' contains itself (a cycle)")
+  local c = {inner = {}}
+  c.inner.back = c
+  T.raises(function() lmkit.json_encode(c) end, "'value.inner.back' contains itself")
+  state_is_healthy()
+end)
+
+T.test("a table shared by two fields is not a cycle", function()
+  local shared = {1, 2}
+  T.eq(lmkit.json_decode(lmkit.json_encode({a = shared, b = {shared, shared}})), {a = {1, 2}, b = {{1, 2}, {1, 2}}})
+end)
+
+T.test("JSON text nested up to 200 levels decodes; deeper is an error", function()
+  for _, depth in ipairs{80, 100, 150, 200} do
+    local value = lmkit.json_decode(string.rep("[", depth) .. string.rep("]", depth))
+    local levels = 0
+    while type(value) == "table" do
+      levels = levels + 1
+      value = value[1]
+    end
+    T.eq(levels, depth)
+    state_is_healthy()
+  end
+  T.raises(function() lmkit.json_decode(string.rep("[", 201) .. string.rep("]", 201)) end,
+           "nested deeper than 200 levels")
+  T.raises(function() lmkit.json_decode(string.rep('{"a":', 100000)) end, "nested deeper than 200 levels")
+  state_is_healthy()
+end)
+
+T.test("Lua tables nested up to 200 levels encode; deeper is an error naming the place", function()
+  T.eq(#lmkit.json_encode(nest_list(199)), 400)
+  T.raises(function() lmkit.json_encode(nest_list(250)) end, "[1][1]' is nested deeper than 200 levels")
+  T.raises(function() lmkit.json_encode(nest_fields(10000, 1)) end, "x.x.x' is nested deeper than 200 levels")
+  state_is_healthy()
+end)
+
+T.test("configure takes deep defaults and names too deep ones", function()
+  local cfg = lmkit.configure(nest_fields(120, 7))
+  local inner = cfg
+  for _ = 1, 119 do inner = inner.x end
+  T.eq(inner.y, 7)
+  T.raises(function() lmkit.configure(nest_fields(300, 7)) end, "is nested deeper than 200 levels")
+  local cyclic = {lr = 1}
+  cyclic.model = {parent = cyclic}
+  T.raises(function() lmkit.configure(cyclic) end, "'model.parent' contains itself")
+  state_is_healthy()
+end)
+
+T.test("tensor data nested beyond Torch's dimensions is an error, and the state survives", function()
+  T.raises(function() lmkit.tensor(nest_list(10000)) end, "nested tables deeper than 64 levels")
+  state_is_healthy()
+  local a = {}
+  a[1] = a
+  T.raises(function() lmkit.tensor(a) end, "deeper than 64 levels (a cycle?)")
+  state_is_healthy()
+end)
+
+T.test("a run directory's files are untrusted: deep JSON works to the bound, beyond it names the file", function()
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p '" .. dir .. "'"))
+  local function write(name, text)
+    local f = assert(io.open(dir .. "/" .. name, "w"))
+    f:write(text)
+    f:close()
+  end
+  write("config.json", "{}")
+  write("summary.json", '{"status": "finished", "deep": ' .. string.rep("[", 150) .. string.rep("]", 150) .. "}")
+  local summary = lmkit.open_run(dir):summary()
+  T.eq(summary.status, "finished")
+  state_is_healthy()
+  write("summary.json", '{"deep": ' .. string.rep("[", 300) .. string.rep("]", 300) .. "}")
+  T.raises(function() lmkit.open_run(dir):summary() end, dir .. "/summary.json' is not valid JSON: nested deeper")
+  write("metrics.jsonl", string.rep("[", 500) .. "\n")
+  T.raises(function() lmkit.open_run(dir):metrics() end, "metrics.jsonl' line 1 is not JSON: nested deeper")
+  state_is_healthy()
+  os.execute("rm -rf '" .. dir .. "'")
+end)
+
+T.run()
