@@ -1,6 +1,10 @@
 #include "repl/interrupt.h"
 
+#include <unistd.h>
+
 #include <csignal>
+
+#include "runtime/core/interruption.h"
 
 namespace lmkit::repl {
 namespace {
@@ -14,6 +18,12 @@ void stop_hook(lua_State* L, lua_Debug*) {
 }
 
 void on_sigint(int signal_number) {
+  if (request_interruption()) {
+    static const char kNotice[] = "\n[Ctrl-C] stopping at the next safe point (training saves its state); "
+                                  "Ctrl-\\ quits at once\n";
+    [[maybe_unused]] const auto written = ::write(STDERR_FILENO, kNotice, sizeof kNotice - 1);
+    return;
+  }
   std::signal(signal_number, SIG_DFL);  // a second Ctrl-C ends the process
   // lua_sethook is safe in a signal handler (Lua's own interpreter relies on it).
   if (g_running_state) lua_sethook(g_running_state, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);

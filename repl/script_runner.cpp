@@ -1,5 +1,6 @@
 #include "repl/script_runner.h"
 
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -9,6 +10,7 @@
 #include "bindings/lua_module.h"
 #include "repl/interrupt.h"
 #include "repl/lua_state_handle.h"
+#include "runtime/core/interruption.h"
 #include "runtime/training/preemption.h"
 
 namespace lmkit::repl {
@@ -88,6 +90,8 @@ int run_script(const ScriptOptions& options) {
   if (status != LUA_OK) {
     const char* message = lua_tostring(L, -1);
     std::cerr << "lmkit: " << (message ? message : "(error object is not a string)") << "\n";
+    // Ctrl-C: the shell's convention (128 + SIGINT), so that a job script does not requeue it.
+    if (was_interrupted()) return 128 + SIGINT;
     // A preempted training run saved its state: tell the batch system to requeue, not to fail.
     return training::was_preempted() ? training::kPreemptedExitStatus : 1;
   }

@@ -6,6 +6,7 @@
 
 #include "runtime/analysis/matrix_rank.h"
 #include "runtime/core/error.h"
+#include "runtime/core/interruption.h"
 #include "runtime/data/batching.h"
 
 namespace lmkit::analysis {
@@ -35,7 +36,9 @@ std::int64_t for_each_window(LanguageModel& model, const torch::Tensor& tokens, 
   auto hidden = model->init_hidden(o.batch_size);
   data::Batch batch;
   std::int64_t done = 0;
+  InterruptibleScope interruptible;
   while (done < wanted && batches.next(batch)) {
+    interruptible.poll("logp_matrix");
     auto encoded = model->encode(batch.input, hidden);
     hidden = detach_state(encoded.hidden);
     torch::Tensor rows = o.f_logits ? model->head->f_logits(encoded.output, model->decoder())

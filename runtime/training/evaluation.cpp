@@ -5,6 +5,7 @@
 #include <string>
 
 #include "runtime/core/error.h"
+#include "runtime/core/interruption.h"
 #include "runtime/data/batching.h"
 
 namespace lmkit::training {
@@ -19,6 +20,7 @@ EvalResult evaluate(LanguageModel& model, const torch::Tensor& tokens, std::int6
   data::check_eval_stream(tokens, batch_size, bptt, "evaluate");
   model->eval();
   torch::NoGradGuard no_grad;
+  InterruptibleScope interruptible;
   const auto source = data::batchify(tokens, batch_size).to(model_device(model));
   data::EvalBatches batches(source, bptt);
   const auto total_windows = batches.size();
@@ -27,6 +29,7 @@ EvalResult evaluate(LanguageModel& model, const torch::Tensor& tokens, std::int6
   double total = 0;
   std::int64_t count = 0, done = 0;
   while (batches.next(batch)) {
+    interruptible.poll("evaluate");
     auto out = model->loss(batch.input, batch.target, hidden);
     const auto n = batch.input.numel();
     total += out.loss.item<double>() * static_cast<double>(n);
@@ -49,6 +52,7 @@ EvalResult dynamic_evaluate(LanguageModel& model, const torch::Tensor& train_tok
     throw UsageError("dynamic_evaluate: lr and lamb must be ≥ 0 and epsilon > 0");
   }
   model->eval();
+  InterruptibleScope interruptible;
   const auto device = model_device(model);
   std::vector<torch::Tensor> params;
   for (auto& p : model->parameters()) {
@@ -71,6 +75,7 @@ EvalResult dynamic_evaluate(LanguageModel& model, const torch::Tensor& train_tok
     data::Batch batch;
     std::int64_t windows = 0;
     while ((options.max_stats_windows < 0 || windows < options.max_stats_windows) && batches.next(batch)) {
+      interruptible.poll("dynamic_evaluate");
       zero_grads();
       auto out = model->loss(batch.input, batch.target, hidden);
       out.loss.backward();
@@ -102,6 +107,7 @@ EvalResult dynamic_evaluate(LanguageModel& model, const torch::Tensor& train_tok
   std::int64_t count = 0, done = 0;
   try {
     while (batches.next(batch)) {
+      interruptible.poll("dynamic_evaluate");
       zero_grads();
       auto out = model->loss(batch.input, batch.target, hidden);
       const auto n = batch.input.numel();

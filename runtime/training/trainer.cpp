@@ -20,6 +20,7 @@
 #include "runtime/models/checkpoint.h"
 #include "runtime/training/evaluation.h"
 #include "runtime/training/optimizer.h"
+#include "runtime/core/interruption.h"
 #include "runtime/training/preemption.h"
 #include "runtime/training/progress.h"
 #include "runtime/training/switch_policy.h"
@@ -566,18 +567,23 @@ struct Trainer::State {
     while (true) {
       if (callbacks.capture_host_state && !skip_capture_once) host_state = callbacks.capture_host_state();
       skip_capture_once = false;
-      if (const int signal = preemption_signal()) {
+      const int signal = preemption_signal();
+      if (signal || interruption_requested()) {
+        // Ctrl-C (interruption.h) stops exactly as a cluster's SIGTERM does: state saved, resumable.
+        const bool interrupted = signal == 0 && take_interruption();
+        const std::string cause = interrupted ? "interrupted (Ctrl-C)" : fmt::format("preempted (signal {})", signal);
         progress.end_epoch();
         save_state(/*in_loop=*/true);
         status = "preempted";
-        log(fmt::format("Preempted (signal {}) at epoch {}, step {}: state saved to {}; lmkit.resume(\"{}\") or the "
+        stop_reason = cause;
+        log(fmt::format("Training run {} at epoch {}, step {}: state saved to {}; lmkit.resume(\"{}\") or the "
                         "same recipe with the same run_dir continues.",
-                        signal, epoch + 1, step, store.path("state.ckpt"), store.dir().string()));
+                        cause, epoch + 1, step, store.path("state.ckpt"), store.dir().string()));
         write_summary();
-        set_preempted(true);
-        throw Preempted("training run preempted (signal " + std::to_string(signal) + "); state saved in " +
-                        store.path("state.ckpt") + "; run the same recipe again or lmkit.resume(\"" +
-                        store.dir().string() + "\") to continue");
+        if (!interrupted) set_preempted(true);
+        throw Preempted("training run " + cause + " at epoch " + std::to_string(epoch + 1) + ", step " +
+                        std::to_string(step) + "; state saved in " + store.path("state.ckpt") +
+                        "; run the same recipe again or lmkit.resume(\"" + store.dir().string() + "\") to continue");
       }
       if (stop_requested || (options.max_seconds > 0 && seconds() >= options.max_seconds)) {
         progress.end_epoch();
@@ -797,6 +803,7 @@ Trainer::~Trainer() = default;
 json Trainer::run() {
   auto& s = *s_;
   PreemptionGuard guard;
+  InterruptibleScope interruptible;
   clear_preemption();
   set_preempted(false);
   s.session_start = Clock::now();

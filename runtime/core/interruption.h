@@ -1,0 +1,44 @@
+// Ctrl-C during long C++ work. lua.c's way (a Lua hook that raises "interrupted!") cannot reach
+// code that runs for minutes inside one C++ call (lmkit.train, lmkit.evaluate), and resetting
+// SIGINT to its default made the second Ctrl-C kill the whole session. Instead, long C++ work opens
+// an InterruptibleScope and polls at its safe points (a training step boundary, an evaluation
+// window); the SIGINT handler of the REPL and of `lmkit run` asks it to stop there. The trainer
+// then saves its resume state exactly as for SIGTERM (preemption.h); other work throws Interrupted.
+#pragma once
+#include <stdexcept>
+
+namespace lmkit {
+
+class Interrupted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Marks C++ work that polls for interruption while it lives (nests: the outermost scope owns the
+// request, so an evaluation inside training leaves it to the trainer).
+class InterruptibleScope {
+ public:
+  InterruptibleScope();
+  ~InterruptibleScope();
+  InterruptibleScope(const InterruptibleScope&) = delete;
+  InterruptibleScope& operator=(const InterruptibleScope&) = delete;
+  bool outermost() const { return outermost_; }
+  // Throws Interrupted("<what> interrupted (Ctrl-C)") when this is the outermost scope and a stop
+  // was requested (the request is consumed).
+  void poll(const char* what) const;
+
+ private:
+  bool outermost_;
+};
+
+// For a SIGINT handler (async-signal-safe): when some scope polls, records the request and
+// returns true; otherwise returns false and the caller handles the signal its own way.
+bool request_interruption() noexcept;
+// Whether a stop is pending; taking it clears it.
+bool interruption_requested();
+bool take_interruption();
+// Whether any request was accepted since the process started or the last reset (for exit statuses).
+bool was_interrupted();
+void reset_was_interrupted();
+
+}  // namespace lmkit
