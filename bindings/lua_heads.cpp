@@ -1,5 +1,7 @@
 #include "bindings/lua_heads.h"
 
+#include <fmt/format.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -7,6 +9,7 @@
 #include "bindings/lua_call.h"
 #include "bindings/lua_tensor.h"
 #include "runtime/core/error.h"
+#include "runtime/tensor/tensor_format.h"
 
 namespace lmkit::lua {
 namespace {
@@ -65,6 +68,44 @@ torch::Tensor call_for_tensor(lua_State* L, int nargs, const std::string& what) 
   return result;
 }
 
+std::string shape_of(const torch::Tensor& t) {
+  std::string text = "[";
+  for (std::int64_t i = 0; i < t.dim(); ++i) text += (i ? ", " : "") + std::to_string(t.size(i));
+  return text + "]";
+}
+
+// What a Lua head returns is checked where it enters C++: a wrong width, rank or dtype would
+// otherwise surface as a Torch error far away, or not at all (N+5 columns gave loss 0 / ppl 1).
+void check_result_form(const torch::Tensor& result, const std::vector<std::int64_t>& expected,
+                       torch::ScalarType dtype, const std::string& what) {
+  if (result.sizes() != torch::IntArrayRef(expected) || result.scalar_type() != dtype) {
+    std::string want = "[";
+    for (std::size_t i = 0; i < expected.size(); ++i) want += (i ? ", " : "") + std::to_string(expected[i]);
+    throw LuaCallbackError(what + " must return a " + dtype_name(dtype) + " Tensor of size " +
+                           want + "], got " + dtype_name(result.scalar_type()) + " of size " +
+                           shape_of(result));
+  }
+}
+
+// Rows of log-probabilities have logsumexp 0. The tolerance admits float32 rounding over a large
+// vocabulary (~1e-5) and nothing a real mistake produces (unnormalized logits are off by units).
+constexpr double kNormalizationTolerance = 1e-3;
+
+void check_normalized(const torch::Tensor& log_probs, const std::string& what) {
+  if (log_probs.numel() == 0) return;
+  torch::NoGradGuard no_grad;
+  const auto deviation = log_probs.detach().logsumexp(1).abs();
+  const auto [worst, row] = deviation.max(0);
+  const double value = worst.item<double>();
+  if (!(value <= kNormalizationTolerance)) {  // NaN fails too
+    const auto lse = log_probs.detach()[row.item<std::int64_t>()].logsumexp(0).item<double>();
+    throw LuaCallbackError(what + " must return log-probabilities (each row's logsumexp = 0, within " +
+                           fmt::format("{:g}", kNormalizationTolerance) + "), but row " +
+                           std::to_string(row.item<std::int64_t>() + 1) + " has logsumexp " + fmt::format("{:.6g}", lse) +
+                           "; normalize with :log_softmax() (docs/lua-heads.md)");
+  }
+}
+
 void push_optional_tensor(lua_State* L, const torch::Tensor& t) {
   if (t.defined()) {
     push_tensor(L, t);
@@ -85,9 +126,7 @@ class LuaPointwiseHeadImpl : public HeadImpl {
     fn_.push(L);
     push_tensor(L, l);
     auto z = call_for_tensor(L, 1, "the pointwise head's function");
-    if (z.sizes() != l.sizes()) {
-      throw LuaCallbackError("the pointwise head's function must keep the logits' shape");
-    }
+    check_result_form(z, l.sizes().vec(), l.scalar_type(), "the pointwise head's function (logits → f(logits))");
     return torch::log_softmax(z, 1);
   }
 
@@ -129,7 +168,11 @@ class LuaCustomHeadImpl : public HeadImpl {
     push_tensor(L, rows_of(h));
     push_tensor(L, decoder.weight);
     push_optional_tensor(L, decoder.bias);
-    return call_for_tensor(L, 3, "custom head '" + name_ + "': forward");
+    const std::string what = "custom head '" + name_ + "': forward(h, weight, bias)";
+    auto log_probs = call_for_tensor(L, 3, what);
+    check_result_form(log_probs, {rows_of(h).size(0), decoder.weight.size(0)}, h.scalar_type(), what);
+    check_normalized(log_probs, what);
+    return log_probs;
   }
 
   torch::Tensor nll(const torch::Tensor& h, const torch::Tensor& targets, const Decoder& decoder) override {
@@ -140,7 +183,18 @@ class LuaCustomHeadImpl : public HeadImpl {
     push_tensor(L, targets.reshape({-1}));
     push_tensor(L, decoder.weight);
     push_optional_tensor(L, decoder.bias);
-    return call_for_tensor(L, 4, "custom head '" + name_ + "': nll").reshape({-1});
+    const std::string what = "custom head '" + name_ + "': nll(h, targets, weight, bias)";
+    auto nll = call_for_tensor(L, 4, what);
+    check_result_form(nll, {targets.numel()}, h.scalar_type(), what);
+    if (nll.numel() == 0) return nll;
+    torch::NoGradGuard no_grad;
+    // −log p ≥ 0: a negative value means the probabilities behind it were not normalized.
+    const double lowest = nll.detach().min().item<double>();
+    if (!(lowest >= -kNormalizationTolerance)) {
+      throw LuaCallbackError(what + " must return negative log-likelihoods (≥ 0), got " + fmt::format("{:.6g}", lowest) +
+                             "; are its log-probabilities normalized?");
+    }
+    return nll;
   }
 
  private:

@@ -166,6 +166,38 @@ T.test("errors inside a Lua head keep their message", function()
   T.raises(function() lmkit.heads.custom{forward = function() end, extra = 1} end, "unknown field 'extra'")
 end)
 
+T.test("what a Lua head returns is checked: width, rank, dtype, normalization, named by the head", function()
+  local ids = lmkit.tensor({{1, 2}, {3, 4}}, {dtype = "int64"})
+  local targets = lmkit.tensor({{5, 6}, {7, 8}}, {dtype = "int64"})
+  local function logits(h, weight, bias) return h:matmul(weight:transpose(1, 2)) + bias end
+  local function loss_with(name, forward, nll)
+    lmkit.seed(2)
+    return function() return tiny(lmkit.heads.custom{name = name, forward = forward, nll = nll}):loss(ids, targets) end
+  end
+  -- Five extra columns used to give loss 0 (ppl 1.0); unnormalized logits ppl 3.7e-44.
+  T.raises(loss_with("wide", function(h, w, b)
+    return lmkit.cat({logits(h, w, b), lmkit.zeros(h:size(1), 5)}, 2):log_softmax()
+  end), "custom head 'wide': forward(h, weight, bias) must return a float32 Tensor of size [4, 20], got float32 of size [4, 25]")
+  T.raises(loss_with("raw", logits), "custom head 'raw': forward(h, weight, bias) must return log-probabilities " ..
+           "(each row's logsumexp = 0, within 0.001), but row ")
+  T.raises(loss_with("summed", function(h, w, b) return logits(h, w, b):log_softmax():sum(1) end),
+           "got float32 of size [20]")
+  T.raises(loss_with("doubled", function(h, w, b) return logits(h, w, b):log_softmax():double() end),
+           "must return a float32 Tensor of size [4, 20], got float64 of size [4, 20]")
+  T.raises(loss_with("nll-shape", function(h, w, b) return logits(h, w, b):log_softmax() end,
+                     function(h) return lmkit.zeros(h:size(1), 1) end),
+           "custom head 'nll-shape': nll(h, targets, weight, bias) must return a float32 Tensor of size [4], got float32 of size [4, 1]")
+  T.raises(loss_with("nll-sign", function(h, w, b) return logits(h, w, b):log_softmax() end,
+                     function(h) return lmkit.full(h:size(1), -2.0) end),
+           "must return negative log-likelihoods (≥ 0), got -2;")
+  lmkit.seed(2)
+  local pointwise = tiny(lmkit.heads.pointwise(function(l) return l:sum(2) end))
+  T.raises(function() pointwise:loss(ids, targets) end,
+           "the pointwise head's function (logits → f(logits)) must return a float32 Tensor of size [4, 20], got float32 of size [4]")
+  -- Rounding is not a mistake: float32 log_softmax over the rows passes.
+  T.truthy(loss_with("fine", function(h, w, b) return logits(h, w, b):log_softmax() end)():item() > 0)
+end)
+
 T.test("the worked example of docs/lua-heads.md runs", function()
   local path = (os.getenv("LMKIT_SOURCE_DIR") or "..") .. "/docs/lua-heads.md"
   local file = assert(io.open(path))
