@@ -18,6 +18,7 @@ template <typename Consume>
 std::int64_t for_each_window(LanguageModel& model, const torch::Tensor& tokens, const LogpMatrixOptions& o,
                              const MatrixProgress& progress, Consume&& consume) {
   data::check_eval_stream(tokens, o.batch_size, o.bptt, "logp_matrix");
+  check_token_ids(tokens, model->options.encoder().vocab_size(), "the tokens");
   if (o.f_logits) {
     auto probe = model->head->f_logits(torch::zeros({1, model->decoder().weight.size(1)}, model->decoder().weight.options()),
                                        model->decoder());

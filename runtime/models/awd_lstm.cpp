@@ -76,6 +76,7 @@ AwdLstmOutput AwdLstmImpl::forward(const torch::Tensor& ids, const LstmState& hi
     throw UsageError("hidden state has " + std::to_string(hidden.size()) + " layers, the model " +
                      std::to_string(layers.size()) + " (use init_hidden(batch_size))");
   }
+  check_token_ids(ids, embedding.size(0), "the input ids");
   const bool train = is_training();
   auto x = embedding_dropout(embedding, ids, options.dropoute(), train);
   if (train && options.emb_noise() > 0) x = x + torch::randn_like(x) * options.emb_noise();
@@ -100,6 +101,22 @@ AwdLstmOutput AwdLstmImpl::forward(const torch::Tensor& ids, const LstmState& hi
   result.raw = x;
   result.output = locked_dropout(x, options.dropout(), train);
   return result;
+}
+
+void check_token_ids(const torch::Tensor& ids, int64_t vocab_size, const std::string& what) {
+  if (ids.numel() == 0) return;
+  const auto outside = (ids < 0).logical_or_(ids >= vocab_size);
+  if (!outside.any().item<bool>()) return;
+  const auto flat = outside.reshape({-1}).nonzero()[0][0].item<int64_t>();
+  const auto id = ids.reshape({-1})[flat].item<int64_t>();
+  std::string position;
+  for (int64_t d = ids.dim() - 1, rest = flat; d >= 0; --d) {  // flat index → 1-based coordinates
+    position = std::to_string(rest % ids.size(d) + 1) + (position.empty() ? "" : ", ") + position;
+    rest /= ids.size(d);
+  }
+  throw UsageError("token id " + std::to_string(id) + " at [" + position + "] of " + what +
+                   " is outside the model's vocabulary of " + std::to_string(vocab_size) + " words (ids 0.." +
+                   std::to_string(vocab_size - 1) + ")");
 }
 
 LstmState detach_state(const LstmState& state) {

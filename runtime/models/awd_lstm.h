@@ -63,4 +63,8 @@ TORCH_MODULE(AwdLstm);
 // The state with its history cut (carried across batches without backpropagating into them).
 LstmState detach_state(const LstmState& state);
 
+// Token ids must lie in [0, vocab_size): an id outside is a UsageError naming `what`, the id, its
+// 1-based position and the vocabulary size (Torch's own message is "index out of range in self").
+void check_token_ids(const torch::Tensor& ids, int64_t vocab_size, const std::string& what);
+
 }  // namespace lmkit

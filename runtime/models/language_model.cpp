@@ -95,6 +95,7 @@ LossOutput LanguageModelImpl::loss(const torch::Tensor& ids, const torch::Tensor
                      std::to_string(targets.numel()));
   }
   if (targets.scalar_type() != torch::kInt64) throw UsageError("targets must be int64 token ids");
+  check_token_ids(targets, decoder().weight.size(0), "the target ids");
   auto out = encoder->forward(ids, hidden);
   LossOutput result;
   result.loss = head->nll(out.output, targets.reshape({-1}), decoder()).mean();

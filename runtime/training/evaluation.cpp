@@ -18,6 +18,7 @@ torch::Device model_device(LanguageModel& model) { return model->encoder->embedd
 EvalResult evaluate(LanguageModel& model, const torch::Tensor& tokens, std::int64_t batch_size, std::int64_t bptt,
                     const EvalProgress& progress) {
   data::check_eval_stream(tokens, batch_size, bptt, "evaluate");
+  check_token_ids(tokens, model->options.encoder().vocab_size(), "the evaluated tokens");
   model->eval();
   torch::NoGradGuard no_grad;
   InterruptibleScope interruptible;
@@ -48,6 +49,8 @@ EvalResult dynamic_evaluate(LanguageModel& model, const torch::Tensor& train_tok
                             const DynamicEvalOptions& options, const EvalProgress& progress) {
   data::check_eval_stream(train_tokens, options.stats_batch_size, options.bptt, "dynamic_evaluate (training stream)");
   data::check_eval_stream(tokens, options.batch_size, options.bptt, "dynamic_evaluate");
+  check_token_ids(train_tokens, model->options.encoder().vocab_size(), "the training tokens");
+  check_token_ids(tokens, model->options.encoder().vocab_size(), "the evaluated tokens");
   if (!(options.lr >= 0) || !(options.lamb >= 0) || !(options.epsilon > 0)) {
     throw UsageError("dynamic_evaluate: lr and lamb must be ≥ 0 and epsilon > 0");
   }

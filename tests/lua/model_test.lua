@@ -198,6 +198,20 @@ T.test("what a Lua head returns is checked: width, rank, dtype, normalization, n
   T.truthy(loss_with("fine", function(h, w, b) return logits(h, w, b):log_softmax() end)():item() > 0)
 end)
 
+T.test("a token id outside the vocabulary is named with its position and the vocabulary size", function()
+  lmkit.seed(2)
+  local m = tiny()
+  local ok_ids = lmkit.tensor({{1, 2}, {3, 4}}, {dtype = "int64"})
+  T.raises(function() m:loss(lmkit.tensor({{1, 2}, {3, 20}}, {dtype = "int64"}), ok_ids) end,
+           "token id 20 at [2, 2] of the input ids is outside the model's vocabulary of 20 words (ids 0..19)")
+  T.raises(function() m:loss(ok_ids, lmkit.tensor({{1, -1}, {3, 4}}, {dtype = "int64"})) end,
+           "token id -1 at [1, 2] of the target ids is outside")
+  local stream = lmkit.arange(0, 24, {dtype = "int64"}) % 20
+  stream[17] = 57
+  T.raises(function() lmkit.evaluate(m, stream, {batch_size = 1, bptt = 5}) end,
+           "token id 57 at [17] of the evaluated tokens is outside the model's vocabulary of 20 words")
+end)
+
 T.test("the worked example of docs/lua-heads.md runs", function()
   local path = (os.getenv("LMKIT_SOURCE_DIR") or "..") .. "/docs/lua-heads.md"
   local file = assert(io.open(path))
