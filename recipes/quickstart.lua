@@ -2,7 +2,7 @@
 -- are known, and see how close it gets to the best perplexity any model can reach (the language's
 -- entropy rate). Needs no download; about a minute on 2 CPU cores.
 --
---   lmkit run recipes/quickstart.lua [--set epochs=10 --set nhid=128 --set switch=et ...]
+--   lmkit run recipes/quickstart.lua [--set epochs=10 --set nhid=128 --set switch=et --set switch_epoch=5 ...]
 --
 -- The language is a "softmax" language (docs/data.md): its log-probability matrix has rank
 -- dim + 2, so a softmax head of width emb ≥ dim + 1 can express it exactly; what remains between
@@ -16,7 +16,8 @@ local cfg = lmkit.configure({
   emb = 24, nhid = 96, nlayers = 2,
   dropout = 0.1, dropouth = 0.1, dropouti = 0.1, dropoute = 0.0, wdrop = 0.1,
   -- training (AWD-LSTM protocol, scaled down)
-  epochs = 6, lr = 20, batch_size = 20, bptt = 35, switch = "nt", nonmono = 2,
+  -- switch: "nt" (when validation stalls for nonmono epochs) or "et" (after epoch switch_epoch)
+  epochs = 6, lr = 20, batch_size = 20, bptt = 35, switch = "nt", nonmono = 2, switch_epoch = 4,
   seed = 141,
   run_dir = "",  -- default: runs/quickstart-<date>-<time>
 })
@@ -38,7 +39,7 @@ local run_dir = cfg.run_dir ~= "" and cfg.run_dir or ("runs/quickstart-" .. os.d
 local run = lmkit.train{
   model = model, corpus = corpus, run_dir = run_dir,
   lr = cfg.lr, batch_size = cfg.batch_size, bptt = cfg.bptt, epochs = cfg.epochs,
-  switch = cfg.switch, nonmono = cfg.nonmono, seed = cfg.seed,
+  switch = cfg.switch, nonmono = cfg.nonmono, switch_epoch = cfg.switch_epoch, seed = cfg.seed,
   eval_batch_size = 10, test_batch_size = 1, log_interval = 50,
 }
 local s = run:summary()

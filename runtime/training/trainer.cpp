@@ -133,6 +133,24 @@ void check_options(const TrainOptions& o) {
   if (o.flood && !(*o.flood >= 0)) throw UsageError("training option 'flood' must be ≥ 0");
 }
 
+// A switch the run's length cannot reach is almost always a forgotten setting (the ET default is
+// the thesis's epoch 200): say so before hours are spent.
+std::optional<std::string> switch_warning(const TrainOptions& o) {
+  if (o.switch_policy == "et" && o.switch_epoch >= o.epochs) {
+    return fmt::format("switch=\"et\" averages from the epoch after switch_epoch={}, but the run has epochs={}: "
+                       "it will never switch to ASGD (set switch_epoch below {})",
+                       o.switch_epoch, o.epochs, o.epochs);
+  }
+  // NT compares an epoch's loss with more than nonmono earlier ones: its first chance is after
+  // epoch nonmono + 2, and averaging then needs one more epoch.
+  if (o.switch_policy == "nt" && o.nonmono + 3 > o.epochs) {
+    return fmt::format("switch=\"nt\" with nonmono={} can first switch after epoch {}, but the run has epochs={}: "
+                       "it will never average (lower nonmono, or use switch=\"et\" with a switch_epoch)",
+                       o.nonmono, o.nonmono + 2, o.epochs);
+  }
+  return std::nullopt;
+}
+
 std::int64_t peak_rss_bytes() {
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);
@@ -812,6 +830,7 @@ json Trainer::run() {
     s.log(fmt::format("Training {} ({} parameters) on {} for {} epochs; run directory {}", s.model->head->kind(),
                       counts.at("total"), s.corpus.name, s.options.epochs, s.store.dir().string()));
   }
+  if (const auto warning = switch_warning(s.options)) s.log("warning: " + *warning);
   bool running = true;
   while (running && s.stage == "train" && s.epoch < s.options.epochs) {
     if (!s.train_epoch()) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "runtime/core/atomic_file.h"
 #include "runtime/core/device.h"
@@ -103,6 +104,32 @@ TEST_F(TrainerTest, EpochTriggeredSwitchHappensAtItsEpochAndIsRecorded) {
     EXPECT_TRUE(fs::exists(fs::path(dir("et")) / file)) << file;
   }
   EXPECT_NO_THROW(load_checkpoint(dir("et") + "/best.ckpt"));
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST_F(TrainerTest, WarnsWhenTheSwitchCannotHappenWithinTheRun) {
+  auto options = tiny_options();
+  options.epochs = 2;
+  options.switch_policy = "et";  // switch_epoch stays the thesis's 200
+  Trainer(tiny_model(), tiny_corpus(), options, dir("et200")).run();
+  EXPECT_NE(read_text(dir("et200") + "/log.txt").find("warning: switch=\"et\" averages from the epoch after "
+                                                       "switch_epoch=200, but the run has epochs=2: it will never switch"),
+            std::string::npos);
+  options.switch_policy = "nt";
+  options.nonmono = 5;
+  Trainer(tiny_model(), tiny_corpus(), options, dir("nt5")).run();
+  EXPECT_NE(read_text(dir("nt5") + "/log.txt").find("switch=\"nt\" with nonmono=5 can first switch after epoch 7"),
+            std::string::npos);
+  options.switch_policy = "et";
+  options.switch_epoch = 1;
+  Trainer(tiny_model(), tiny_corpus(), options, dir("et1")).run();
+  EXPECT_EQ(read_text(dir("et1") + "/log.txt").find("warning"), std::string::npos);
 }
 
 TEST_F(TrainerTest, NeverSwitchesWithNone) {
