@@ -113,27 +113,69 @@ LanguageModel model_from_header(const nlohmann::json& header, const std::string&
   }
 }
 
-void load_archive(LanguageModel& model, const std::string& bytes, c10::optional<torch::Device> device) {
+std::string shape_text(const torch::Tensor& t) {
+  std::string text = "[";
+  for (int64_t i = 0; i < t.dim(); ++i) text += (i ? ", " : "") + std::to_string(t.size(i));
+  return text + "]";
+}
+
+// Module::load's traversal (own parameters, own buffers, then each child's sub-archive), reading
+// into fresh tensors so that shapes can be compared before anything is overwritten.
+void load_module(torch::nn::Module& module, torch::serialize::InputArchive& archive, const std::string& prefix,
+                 const std::string& source) {
+  auto load_tensor = [&](const std::string& key, torch::Tensor& target, bool is_buffer) {
+    const std::string name = prefix + key;
+    torch::Tensor stored;
+    if (!archive.try_read(key, stored, is_buffer)) {
+      throw EnvironmentError(source + " has no " + (is_buffer ? "buffer" : "parameter") + " '" + name +
+                             "': it was saved from a model of another structure");
+    }
+    if (stored.sizes() != target.sizes()) {
+      throw EnvironmentError(source + ": parameter '" + name + "' is " + shape_text(stored) + " there but " +
+                             shape_text(target) + " in this model (a model of another shape wrote it; build the "
+                             "model with the checkpoint's config, e.g. lmkit.load(path))");
+    }
+    torch::NoGradGuard no_grad;
+    target.copy_(stored);
+  };
+  for (auto& item : module.named_parameters(/*recurse=*/false)) load_tensor(item.key(), item.value(), false);
+  for (auto& item : module.named_buffers(/*recurse=*/false)) load_tensor(item.key(), item.value(), true);
+  for (const auto& child : module.named_children()) {
+    torch::serialize::InputArchive child_archive;
+    if (!archive.try_read(child.key(), child_archive)) {
+      throw EnvironmentError(source + " has no module '" + prefix + child.key() +
+                             "': it was saved from a model of another structure");
+    }
+    load_module(*child.value(), child_archive, prefix + child.key() + ".", source);
+  }
+}
+
+void load_archive(LanguageModel& model, const std::string& bytes, c10::optional<torch::Device> device,
+                  const std::string& path) {
   std::istringstream archive_bytes(bytes);
   torch::serialize::InputArchive archive;
   archive.load_from(archive_bytes, device);
-  model->load(archive);
+  load_model_archive(model, archive, "checkpoint '" + path + "'");
 }
 
 }  // namespace
+
+void load_model_archive(LanguageModel& model, torch::serialize::InputArchive& archive, const std::string& source) {
+  load_module(*model, archive, "", source);
+}
 
 Checkpoint load_checkpoint(const std::string& path) {
   const auto container = decode_container(read_file(path, "checkpoint"), path);
   Checkpoint result;
   result.header = container.header;
   result.model = model_from_header(container.header, path);
-  load_archive(result.model, container.archive, c10::nullopt);
+  load_archive(result.model, container.archive, c10::nullopt, path);
   return result;
 }
 
 nlohmann::json load_weights(LanguageModel& model, const std::string& path) {
   const auto container = decode_container(read_file(path, "checkpoint"), path);
-  load_archive(model, container.archive, model->encoder->embedding.device());
+  load_archive(model, container.archive, model->encoder->embedding.device(), path);
   return container.header;
 }
 

@@ -42,4 +42,11 @@ nlohmann::json checkpoint_header(const LanguageModel& model);
 // header. Errors as load_checkpoint.
 nlohmann::json load_weights(LanguageModel& model, const std::string& path);
 
+// Copies the parameters and buffers of a Torch archive (as Module::save wrote it) into `model`,
+// checking that every one is present with the model's shape. Torch's own Module::load replaces a
+// parameter of another shape without a word, and the mismatch surfaced later as "mat1 and mat2
+// shapes cannot be multiplied". Errors (EnvironmentError) name `source`, the parameter and both
+// shapes.
+void load_model_archive(LanguageModel& model, torch::serialize::InputArchive& archive, const std::string& source);
+
 }  // namespace lmkit

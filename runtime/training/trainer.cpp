@@ -372,8 +372,7 @@ struct Trainer::State {
     {
       torch::serialize::InputArchive model_archive;
       archive.read("model", model_archive);
-      model->load(model_archive);
-      model->to(device);
+      load_model_archive(model, model_archive, "resume state '" + path + "'");
     }
     stage = st.at("stage").get<std::string>();
     epoch = st.at("epoch").get<std::int64_t>();

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "runtime/core/error.h"
 #include "runtime/heads/gss_head.h"
 #include "runtime/heads/moc_head.h"
 #include "runtime/heads/mos_head.h"
@@ -393,6 +394,30 @@ TEST(CheckpointTest, TruncatedCorruptedAndForeignFilesFailNamingTheFile) {
   std::remove(path.c_str());
   e = load_error(path);
   EXPECT_NE(e.find("cannot open checkpoint '" + path + "'"), std::string::npos) << e;
+}
+
+TEST(CheckpointTest, WeightsOfAnotherShapeAreRefusedNamingFileParameterAndShapes) {
+  LanguageModel small(tiny());
+  const auto path = temp_path("other_shape.ckpt");
+  save_checkpoint(small, path);
+  auto options = tiny();
+  options.encoder().nhid(16);
+  LanguageModel wider(options);
+  const auto before = wider->encoder->embedding.detach().clone();
+  try {
+    load_weights(wider, path);
+    FAIL() << "weights of another shape were loaded";
+  } catch (const EnvironmentError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("checkpoint '" + path + "': parameter 'encoder."), std::string::npos) << message;
+    EXPECT_NE(message.find("is [48, 8] there but [64, 8] in this model"), std::string::npos) << message;
+  }
+  // Nothing before the mismatch may be left half-loaded in a way that changes shapes.
+  for (const auto& p : wider->named_parameters()) EXPECT_TRUE(p.value().defined()) << p.key();
+  EXPECT_EQ(wider->encoder->embedding.sizes(), before.sizes());
+  LanguageModel same(tiny({{"kind", "softmax"}}));
+  EXPECT_NO_THROW(load_weights(same, path));
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -132,6 +132,30 @@ TEST_F(TrainerTest, WarnsWhenTheSwitchCannotHappenWithinTheRun) {
   EXPECT_EQ(read_text(dir("et1") + "/log.txt").find("warning"), std::string::npos);
 }
 
+TEST_F(TrainerTest, AResumeStateOfAnotherShapeIsRefusedNamingFileParameterAndShapes) {
+  auto options = tiny_options();
+  options.epochs = 1;
+  Trainer(tiny_model(), tiny_corpus(), options, dir("narrow")).run();
+  seed_torch(3);
+  LanguageModelOptions wide;
+  wide.encoder(AwdLstmOptions().vocab_size(30).emb(8).nhid(24).nhidlast(8).nlayers(2));
+  Trainer(LanguageModel(wide), tiny_corpus(), options, dir("wide")).run();
+  // The narrow run, unfinished (no summary), holding the wide run's state.
+  fs::remove(fs::path(dir("narrow")) / "summary.json");
+  fs::copy_file(fs::path(dir("wide")) / "state.ckpt", fs::path(dir("narrow")) / "state.ckpt",
+                fs::copy_options::overwrite_existing);
+  options.epochs = 2;
+  try {
+    Trainer(tiny_model(), tiny_corpus(), options, dir("narrow"));
+    FAIL() << "a state of another shape was loaded";
+  } catch (const EnvironmentError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("resume state '" + dir("narrow") + "/state.ckpt': parameter 'encoder.lstm0_"),
+              std::string::npos) << message;
+    EXPECT_NE(message.find("is [96, 8] there but [64, 8] in this model"), std::string::npos) << message;
+  }
+}
+
 TEST_F(TrainerTest, NeverSwitchesWithNone) {
   auto options = tiny_options();
   options.switch_policy = "none";
