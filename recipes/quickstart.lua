@@ -22,6 +22,8 @@ local cfg = lmkit.configure({
   run_dir = "",  -- default: runs/quickstart-<date>-<time>
 })
 
+if cfg.epochs < 1 then error(("--set epochs=%s: the quickstart trains at least 1 epoch"):format(cfg.epochs), 0) end
+
 local language = lmkit.data.synthetic{vocab = cfg.vocab, states = cfg.states, dim = cfg.dim,
                                       seed = cfg.language_seed}
 local corpus = language:corpus{train = cfg.train_tokens, valid = cfg.valid_tokens, test = cfg.test_tokens}
@@ -43,6 +45,10 @@ local run = lmkit.train{
   eval_batch_size = 10, test_batch_size = 1, log_interval = 50,
 }
 local s = run:summary()
+if not s.test_ppl then  -- diverged (or stopped) before any epoch gave a best model
+  error(("training ended with status '%s' and no model to test: %s\nrun directory: %s"):format(
+    s.status, s.diagnostic or s.stop_reason or "no epoch finished", run:dir()), 0)
+end
 
 -- Two yardsticks: the unigram model (word frequencies of the training split, no context) and the
 -- true distribution (the entropy rate of the language, estimated on a long fresh sample).

@@ -133,6 +133,13 @@ void check_options(const TrainOptions& o) {
   if (o.flood && !(*o.flood >= 0)) throw UsageError("training option 'flood' must be ≥ 0");
 }
 
+// "NaN", "inf", "-inf" or the number: fmt prints a NaN with its sign bit ("-nan"), which reads as
+// a second mystery.
+std::string describe_number(double value) {
+  if (std::isnan(value)) return "NaN";
+  return fmt::format("{}", value);
+}
+
 // A switch the run's length cannot reach is almost always a forgotten setting (the ET default is
 // the thesis's epoch 200): say so before hours are spent.
 std::optional<std::string> switch_warning(const TrainOptions& o) {
@@ -473,9 +480,29 @@ struct Trainer::State {
     } else {
       text += "All parameters are finite, so the " + model->head->kind() + " head produced it from finite inputs. ";
     }
-    text += "Checkpoints of the last good epoch are kept (best.ckpt, last.ckpt, state.ckpt); try a lower lr or a "
-            "tighter clip.";
+    text += kept_checkpoints() + " Try a lower lr or a tighter clip.";
     return text;
+  }
+
+  // What a diverged run leaves to go back to, as it is on disk (no claim about files that are not).
+  std::string kept_checkpoints() const {
+    std::string kept;
+    for (const char* name : {"best.ckpt", "last.ckpt", "state.ckpt"}) {
+      if (store.exists(name)) kept += (kept.empty() ? "" : ", ") + std::string(name);
+    }
+    if (kept.empty()) return "No checkpoint had been written yet, so there is none to go back to.";
+    return "The files of the last good epoch (" + std::to_string(epoch) + ") are kept: " + kept + ".";
+  }
+
+  // A validation loss that is not finite ends the run as a diverged training loss does.
+  bool check_validation(const EvalResult& valid) {
+    if (std::isfinite(valid.loss)) return true;
+    diagnostic = "Validation loss is " + describe_number(valid.loss) + " after " +
+                 (stage == "train" ? "epoch " : "finetune epoch ") + std::to_string(epoch) +
+                 (averaging ? " (averaged weights)" : "") + ". " + kept_checkpoints() + " Try a lower lr or a tighter clip.";
+    status = "diverged";
+    log("Run diverged: " + diagnostic);
+    return false;
   }
 
   // One optimizer step on one window; false when the run must stop (non-finite loss or gradient).
@@ -497,7 +524,7 @@ struct Trainer::State {
       const double value = out.loss.item<double>();
       if (!std::isfinite(value)) {
         main.lr = base_lr;
-        diagnostic = nonfinite_diagnostic(fmt::format("Training loss is {}", value));
+        diagnostic = nonfinite_diagnostic("Training loss is " + describe_number(value));
         return false;
       }
       torch::Tensor nll = out.loss;
@@ -643,8 +670,9 @@ struct Trainer::State {
     best_epoch = epoch;
   }
 
-  // Validation, checkpoints, switch and metrics after an epoch of the main stage.
-  void end_of_training_epoch() {
+  // Validation, checkpoints, switch and metrics after an epoch of the main stage; false when the
+  // validation loss diverged (nothing of this epoch is saved then).
+  bool end_of_training_epoch() {
     const double epoch_time = epoch_elapsed();
     epoch_seconds.push_back(epoch_time);
     bool best = false, switched = false;
@@ -654,8 +682,10 @@ struct Trainer::State {
       valid = validate();
       if (valid.loss < best_valid) save_best(valid.loss), best = true;
       optimizer->swap_with_average();
+      if (!check_validation(valid)) return false;
     } else {
       valid = validate();
+      if (!check_validation(valid)) return false;
       if (valid.loss < best_valid) save_best(valid.loss), best = true;
       if (policy->observe(epoch, valid.loss) && options.optimizer == "sgd") {
         optimizer = std::make_unique<Optimizer>("asgd", make_groups(options.lr));
@@ -665,6 +695,7 @@ struct Trainer::State {
       }
     }
     finish_epoch(valid, epoch_time, best, switched);
+    return true;
   }
 
   void finish_epoch(const EvalResult& valid, double epoch_time, bool best, bool switched) {
@@ -711,6 +742,10 @@ struct Trainer::State {
       epoch_seconds.push_back(epoch_time);
       optimizer->swap_with_average();
       const auto valid = validate();
+      if (!std::isfinite(valid.loss)) {
+        optimizer->swap_with_average();
+        return check_validation(valid);
+      }
       bool best = false;
       if (valid.loss < finetune_best) {
         finetune_best = valid.loss;
@@ -826,17 +861,17 @@ json Trainer::run() {
   s.session_start = Clock::now();
   const auto counts = s.model->parameter_count();
   if (!s.resumed) {
-    s.log(fmt::format("Training {} ({} parameters) on {} for {} epochs; run directory {}", s.model->head->kind(),
-                      counts.at("total"), s.corpus.name, s.options.epochs, s.store.dir().string()));
+    s.log(fmt::format("Training {} ({} parameters) on {} for {} epoch{}; run directory {}", s.model->head->kind(),
+                      counts.at("total"), s.corpus.name, s.options.epochs, s.options.epochs == 1 ? "" : "s",
+                      s.store.dir().string()));
   }
   if (const auto warning = switch_warning(s.options)) s.log("warning: " + *warning);
   bool running = true;
   while (running && s.stage == "train" && s.epoch < s.options.epochs) {
-    if (!s.train_epoch()) {
+    if (!s.train_epoch() || !s.end_of_training_epoch()) {
       running = false;
       break;
     }
-    s.end_of_training_epoch();
   }
   if (running && s.options.finetune_epochs > 0 && s.store.exists("best.ckpt")) running = s.finetune();
   if (s.status.empty()) s.status = "finished";

@@ -14,6 +14,7 @@
 #include "runtime/data/batching.h"
 #include "runtime/data/corpus_origin.h"
 #include "runtime/data/synthetic_language.h"
+#include "runtime/heads/softmax_head.h"
 #include "runtime/models/checkpoint.h"
 #include "runtime/training/evaluation.h"
 #include "runtime/training/preemption.h"
@@ -267,6 +268,8 @@ TEST_F(TrainerTest, NonFiniteLossStopsTheRunAndKeepsTheCheckpoints) {
   const auto diagnostic = summary.at("diagnostic").get<std::string>();
   EXPECT_NE(diagnostic.find("encoder.lstm1_w_hh"), std::string::npos) << diagnostic;
   EXPECT_NE(diagnostic.find("epoch 2"), std::string::npos) << diagnostic;
+  EXPECT_NE(diagnostic.find("The files of the last good epoch (1) are kept: best.ckpt, last.ckpt, state.ckpt."),
+            std::string::npos) << diagnostic;
   // The state and checkpoints are those of the last good epoch, and they load.
   const auto best = load_checkpoint(dir("nan") + "/best.ckpt");
   for (const auto& p : best.model->parameters()) EXPECT_TRUE(torch::isfinite(p).all().item<bool>());
@@ -278,6 +281,47 @@ TEST_F(TrainerTest, NonFiniteLossStopsTheRunAndKeepsTheCheckpoints) {
   EXPECT_EQ(read_file(dir("nan") + "/last.ckpt"), good_last);
   // A diverged run is not resumed by accident.
   EXPECT_THROW(Trainer(tiny_model(), tiny_corpus(), options, dir("nan")), UsageError);
+}
+
+TEST_F(TrainerTest, DivergenceBeforeAnyCheckpointSaysThereIsNone) {
+  LanguageModel model = tiny_model();
+  TrainCallbacks callbacks;
+  callbacks.on_step = [&](const nlohmann::json& info) {
+    if (info.at("step").get<std::int64_t>() == 5) {
+      torch::NoGradGuard no_grad;
+      model->encoder->layers[0].w_hh[0][0] = std::numeric_limits<float>::quiet_NaN();
+    }
+  };
+  const auto summary = Trainer(model, tiny_corpus(), tiny_options(), dir("early"), callbacks).run();
+  EXPECT_EQ(summary.at("status"), "diverged");
+  const auto diagnostic = summary.at("diagnostic").get<std::string>();
+  EXPECT_NE(diagnostic.find("Training loss is NaN at epoch 1, step 6."), std::string::npos) << diagnostic;
+  EXPECT_NE(diagnostic.find("No checkpoint had been written yet, so there is none to go back to."), std::string::npos)
+      << diagnostic;
+  EXPECT_FALSE(fs::exists(fs::path(dir("early")) / "best.ckpt"));
+  EXPECT_FALSE(summary.contains("test_ppl"));
+}
+
+// A softmax head whose evaluation-mode output is NaN: training is finite, validation is not.
+class NanWhenEvaluatingHeadImpl : public SoftmaxHeadImpl {
+ public:
+  torch::Tensor nll(const torch::Tensor& h, const torch::Tensor& targets, const Decoder& decoder) override {
+    auto nll = SoftmaxHeadImpl::nll(h, targets, decoder);
+    return is_training() ? nll : nll * std::numeric_limits<float>::quiet_NaN();
+  }
+};
+
+TEST_F(TrainerTest, NonFiniteValidationLossIsDivergence) {
+  LanguageModelOptions o;
+  o.encoder(AwdLstmOptions().vocab_size(30).emb(8).nhid(16).nhidlast(8).nlayers(2));
+  LanguageModel model(o, make_head_of<NanWhenEvaluatingHeadImpl>());
+  const auto summary = Trainer(model, tiny_corpus(), tiny_options(), dir("nan-valid")).run();
+  EXPECT_EQ(summary.at("status"), "diverged");
+  const auto diagnostic = summary.at("diagnostic").get<std::string>();
+  EXPECT_NE(diagnostic.find("Validation loss is NaN after epoch 1."), std::string::npos) << diagnostic;
+  EXPECT_EQ(summary.at("epochs"), 1);
+  EXPECT_FALSE(fs::exists(fs::path(dir("nan-valid")) / "best.ckpt"));  // a NaN model is never "best"
+  EXPECT_FALSE(fs::exists(fs::path(dir("nan-valid")) / "last.ckpt"));
 }
 
 TEST_F(TrainerTest, GradientAccumulationMatchesTheFullBatchWithoutDropout) {
