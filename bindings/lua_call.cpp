@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cmath>
 #include <new>
 #include <vector>
@@ -286,7 +287,17 @@ int Options::push_field(const char* key) const {
 }
 
 void Options::field_error(const char* key, const char* expected) const {
-  const std::string got = luaL_typename(L_, -1);
+  // The value itself where it says more than its type ("got 1.5", "got string 'ten'").
+  std::string got = luaL_typename(L_, -1);
+  if (lua_type(L_, -1) == LUA_TNUMBER) {
+    lua_pushvalue(L_, -1);
+    got = lua_tostring(L_, -1);
+    lua_pop(L_, 1);
+  } else if (lua_type(L_, -1) == LUA_TSTRING) {
+    std::size_t length = 0;
+    const char* text = lua_tolstring(L_, -1, &length);
+    got = "string '" + std::string(text, std::min<std::size_t>(length, 40)) + (length > 40 ? "...'" : "'");
+  }
   lua_pop(L_, 1);
   throw ArgError(position_, "option '" + std::string(key) + "' must be " + expected + ", got " + got);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 
 #include "runtime/core/error.h"
@@ -108,27 +109,44 @@ const char* type_word(const Json& v) {
   }
 }
 
+bool looks_like_integer(const std::string& s) {
+  const std::size_t start = !s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0;
+  return s.size() > start && std::all_of(s.begin() + static_cast<std::ptrdiff_t>(start), s.end(),
+                                         [](unsigned char c) { return std::isdigit(c); });
+}
+
 // Reads `text` as the type of `like`; throws ConfigError naming the setting.
 Json coerce(const std::string& text, const Json& like, const Setting& setting) {
   const std::string s = trim(text);
   auto fail = [&](const std::string& why) -> ConfigError {
     return ConfigError(setting.origin() + ": '" + setting.key + "' expects " + type_word(like) + why);
   };
+  // Settings are finite numbers: inf and nan are typos or accidents, as is a value beyond the
+  // range (strtod's 1e400, or digits past 2^63 that would become a float).
+  auto number = [&](bool integer_default) -> Json {
+    std::int64_t i;
+    double f;
+    if (parse_integer(s, i)) return i;
+    if (integer_default && looks_like_integer(s)) throw fail(" within the 64-bit integer range, got '" + s + "'");
+    if (!parse_float(s, f)) {
+      errno = 0;
+      std::strtod(s.c_str(), nullptr);
+      if (errno == ERANGE) throw fail(" within the range of a double, got '" + s + "'");
+      throw fail(", got '" + s + "'");
+    }
+    if (!std::isfinite(f)) {
+      throw ConfigError(setting.origin() + ": '" + setting.key + "' expects a finite number, got '" + s + "'");
+    }
+    return f;
+  };
   switch (like.type()) {
     case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: {
-      // Lua writes `lr = 20` as an integer: an integer default still accepts any number.
-      std::int64_t i;
-      double f;
-      if (parse_integer(s, i)) return i;
-      if (parse_float(s, f)) return f;
-      throw fail(", got '" + s + "'");
-    }
-    case Json::value_t::number_float: {
-      double f;
-      if (parse_float(s, f)) return f;
-      throw fail(", got '" + s + "'");
-    }
+    case Json::value_t::number_unsigned:
+      // Lua writes `lr = 20` as an integer: an integer default still accepts any number (and
+      // the option's reader decides whether it must be an integer).
+      return number(true);
+    case Json::value_t::number_float:
+      return number(false);
     case Json::value_t::boolean: {
       bool b;
       if (parse_boolean(s, b)) return b;

@@ -3,8 +3,11 @@
 #include <cmath>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "ops/gss_log_softmax.h"
 #include "ops/plif.h"
+#include "runtime/config/json_numbers.h"
 #include "runtime/core/error.h"
 #include "runtime/heads/advsoft_head.h"
 #include "runtime/heads/gss_head.h"
@@ -64,7 +67,7 @@ torch::Tensor SigSoftmaxHeadImpl::f_logits(const torch::Tensor& h, const Decoder
 }
 
 GssHeadImpl::GssHeadImpl(GssHeadOptions o) : options(o) {
-  if (!(o.k() > 0)) throw ConfigError("gss: k must be positive (the slope below c), got " + std::to_string(o.k()));
+  if (!(o.k() > 0)) throw ConfigError("gss: k must be positive (the slope below c), got " + fmt::format("{}", o.k()));
 }
 
 nlohmann::json GssHeadImpl::config() const { return {{"kind", kind()}, {"c", options.c()}, {"k", options.k()}}; }
@@ -182,10 +185,17 @@ struct ConfigReader {
   template <typename T>
   T get(const char* key, T fallback) const {
     if (!config.contains(key)) return fallback;
-    try {
-      return config.at(key).get<T>();
-    } catch (const nlohmann::json::exception&) {
-      throw ConfigError("head '" + kind + "': option '" + key + "' has the wrong type");
+    const std::string what = "head '" + kind + "': option '" + key + "'";
+    if constexpr (std::is_same_v<T, int64_t>) {
+      return config::json_integer(config.at(key), what);
+    } else if constexpr (std::is_same_v<T, double>) {
+      return config::json_number(config.at(key), what);
+    } else {
+      try {
+        return config.at(key).get<T>();
+      } catch (const nlohmann::json::exception&) {
+        throw ConfigError(what + " has the wrong type (" + config.at(key).dump() + ")");
+      }
     }
   }
 };

@@ -1,5 +1,7 @@
 #include "runtime/models/awd_lstm.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <string>
 
@@ -10,7 +12,7 @@ namespace lmkit {
 
 torch::Tensor locked_dropout(const torch::Tensor& x, double p, bool training) {
   if (!training || p == 0.0) return x;
-  if (p < 0.0 || p >= 1.0) throw UsageError("dropout probability must be in [0, 1), got " + std::to_string(p));
+  if (!(p >= 0.0 && p < 1.0)) throw UsageError(fmt::format("dropout probability must be in [0, 1), got {}", p));
   auto mask_shape = x.sizes().vec();
   if (x.dim() == 3) mask_shape[0] = 1;
   auto mask = torch::empty(mask_shape, x.options()).bernoulli_(1.0 - p).div_(1.0 - p);
@@ -20,18 +22,23 @@ torch::Tensor locked_dropout(const torch::Tensor& x, double p, bool training) {
 torch::Tensor embedding_dropout(const torch::Tensor& weight, const torch::Tensor& ids, double p, bool training) {
   auto rows = torch::embedding(weight, ids);
   if (!training || p == 0.0) return rows;
-  if (p < 0.0 || p >= 1.0) throw UsageError("dropoute must be in [0, 1), got " + std::to_string(p));
+  if (!(p >= 0.0 && p < 1.0)) throw UsageError(fmt::format("dropoute must be in [0, 1), got {}", p));
   auto keep = torch::empty({weight.size(0)}, weight.options()).bernoulli_(1.0 - p).div_(1.0 - p);
   return rows * keep.index({ids}).unsqueeze(-1);
 }
 
 AwdLstmImpl::AwdLstmImpl(AwdLstmOptions opts) : options(std::move(opts)) {
   const auto& o = options;
-  if (o.vocab_size() <= 0 || o.emb() <= 0 || o.nhid() <= 0 || o.nhidlast() <= 0 || o.nlayers() <= 0) {
-    throw ConfigError("AWD-LSTM sizes must be positive (vocab_size, emb, nhid, nhidlast, nlayers)");
+  const std::pair<const char*, int64_t> sizes[] = {{"vocab_size", o.vocab_size()}, {"emb", o.emb()}, {"nhid", o.nhid()},
+                                                   {"nhidlast", o.nhidlast()}, {"nlayers", o.nlayers()}};
+  for (const auto& [name, size] : sizes) {
+    if (size <= 0) throw ConfigError(fmt::format("AWD-LSTM option '{}' must be positive, got {}", name, size));
   }
-  for (double p : {o.dropout(), o.dropouth(), o.dropouti(), o.dropoute(), o.wdrop()}) {
-    if (p < 0.0 || p >= 1.0) throw ConfigError("AWD-LSTM dropout rates must be in [0, 1), got " + std::to_string(p));
+  const std::pair<const char*, double> rates[] = {{"dropout", o.dropout()}, {"dropouth", o.dropouth()},
+                                                  {"dropouti", o.dropouti()}, {"dropoute", o.dropoute()},
+                                                  {"wdrop", o.wdrop()}};
+  for (const auto& [name, p] : rates) {
+    if (!(p >= 0.0 && p < 1.0)) throw ConfigError(fmt::format("AWD-LSTM option '{}' must be in [0, 1), got {}", name, p));
   }
   embedding = register_parameter("embedding", torch::empty({o.vocab_size(), o.emb()}));
   for (int64_t l = 0; l < o.nlayers(); ++l) {

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "runtime/config/json_numbers.h"
 #include "runtime/core/error.h"
 
 namespace lmkit {
@@ -14,10 +15,17 @@ const std::set<std::string> kConfigKeys = {
 template <typename T>
 T field(const nlohmann::json& config, const char* key, T fallback) {
   if (!config.contains(key)) return fallback;
-  try {
-    return config.at(key).get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw ConfigError(std::string("model config: '") + key + "' has the wrong type (" + config.at(key).dump() + ")");
+  const std::string what = std::string("model config: '") + key + "'";
+  if constexpr (std::is_same_v<T, int64_t>) {
+    return config::json_integer(config.at(key), what);
+  } else if constexpr (std::is_same_v<T, double>) {
+    return config::json_number(config.at(key), what);
+  } else {
+    try {
+      return config.at(key).get<T>();
+    } catch (const nlohmann::json::exception&) {
+      throw ConfigError(what + " has the wrong type (" + config.at(key).dump() + ")");
+    }
   }
 }
 

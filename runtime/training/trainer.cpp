@@ -20,6 +20,7 @@
 #include "runtime/models/checkpoint.h"
 #include "runtime/training/evaluation.h"
 #include "runtime/training/optimizer.h"
+#include "runtime/config/json_numbers.h"
 #include "runtime/core/interruption.h"
 #include "runtime/training/preemption.h"
 #include "runtime/training/progress.h"
@@ -68,16 +69,25 @@ TrainOptions train_options_from_json(const json& j) {
   }
   auto get = [&](const char* key, auto& field) {
     if (!j.contains(key) || j.at(key).is_null()) return;
-    try {
-      field = j.at(key).get<std::decay_t<decltype(field)>>();
-    } catch (const json::exception&) {
-      throw ConfigError("training option '" + std::string(key) + "' has the wrong type: " + j.at(key).dump());
+    using Field = std::decay_t<decltype(field)>;
+    const std::string what = "training option '" + std::string(key) + "'";
+    if constexpr (std::is_same_v<Field, std::int64_t>) {
+      field = config::json_integer(j.at(key), what);
+    } else if constexpr (std::is_same_v<Field, std::uint64_t>) {
+      field = config::json_unsigned(j.at(key), what);
+    } else if constexpr (std::is_same_v<Field, double>) {
+      field = config::json_number(j.at(key), what);
+    } else {
+      try {
+        field = j.at(key).get<Field>();
+      } catch (const json::exception&) {
+        throw ConfigError(what + " has the wrong type: " + j.at(key).dump());
+      }
     }
   };
   auto get_optional = [&](const char* key, std::optional<double>& field) {
     if (!j.contains(key) || j.at(key).is_null()) return;
-    if (!j.at(key).is_number()) throw ConfigError("training option '" + std::string(key) + "' must be a number, got " + j.at(key).dump());
-    field = j.at(key).get<double>();
+    field = config::json_number(j.at(key), "training option '" + std::string(key) + "'");
   };
   get("lr", o.lr);
   get("optimizer", o.optimizer);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "runtime/core/atomic_file.h"
@@ -379,6 +380,32 @@ TEST_F(TrainerTest, BadOptionsAreNamed) {
     EXPECT_NE(std::string(e.what()).find("'learning_rate'"), std::string::npos);
   }
   EXPECT_THROW(train_options_from_json({{"epochs", "many"}}), ConfigError);
+}
+
+std::string option_error(const nlohmann::json& options) {
+  try {
+    train_options_from_json(options);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+TEST(TrainOptionsTest, IntegerOptionsRejectFractionsAndOutOfRangeValues) {
+  // nlohmann's get<int64_t> used to truncate 1.5 to 1 and wrap 1e20 to −9223372036854775808.
+  EXPECT_EQ(option_error({{"epochs", 1.5}}), "training option 'epochs' must be an integer, got 1.5");
+  EXPECT_EQ(option_error({{"epochs", 1e20}}), "training option 'epochs' must be an integer within the 64-bit range, got 1e+20");
+  EXPECT_EQ(option_error({{"bptt", std::numeric_limits<double>::infinity()}}), "training option 'bptt' must be an integer, got inf");
+  EXPECT_EQ(option_error({{"seed", -3}}), "training option 'seed' must be ≥ 0, got -3");
+  EXPECT_EQ(option_error({{"batch_size", std::uint64_t{18446744073709551615u}}}),
+            "training option 'batch_size' must be an integer within the 64-bit range, got 18446744073709551615");
+  EXPECT_EQ(option_error({{"lr", "fast"}}), "training option 'lr' must be a number, got \"fast\"");
+  // An integer-valued float is an integer (Lua may hand over 2.0); the extremes of the range are kept.
+  EXPECT_EQ(train_options_from_json({{"epochs", 2.0}}).epochs, 2);
+  EXPECT_EQ(train_options_from_json({{"max_delta", -9223372036854775807LL - 1}}).max_delta,
+            std::numeric_limits<std::int64_t>::min());
+  EXPECT_EQ(train_options_from_json({{"seed", std::uint64_t{18446744073709551615u}}}).seed,
+            std::numeric_limits<std::uint64_t>::max());
 }
 
 // ---- evaluation ----
