@@ -1,6 +1,7 @@
 #include "bindings/lua_config.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -12,6 +13,44 @@ namespace lmkit::lua {
 namespace {
 
 constexpr const char* kSettingsKey = "lmkit.cli_settings";  // registry: {{key=, text=}, ...}
+constexpr const char* kSettingsReadKey = "lmkit.cli_settings_read";  // registry: true once read
+
+void mark_settings_read(lua_State* L) {
+  lua_pushboolean(L, 1);
+  lua_setfield(L, LUA_REGISTRYINDEX, kSettingsReadKey);
+}
+
+int mark_settings_read_binding(lua_State* L) {
+  mark_settings_read(L);
+  return 0;
+}
+
+// lmkit.settings: a read-only view of the settings tree that notes when it is read, so that a
+// script which never looks at its --set values can be told so.
+const char* kSettingsViewLua = R"lua(
+local tree, mark = ...
+local function view(t)
+  return setmetatable({}, {
+    __index = function(_, key)
+      mark()
+      local value = t[key]
+      if type(value) == "table" then return view(value) end
+      return value
+    end,
+    __pairs = function()
+      mark()
+      return function(_, key)
+        local k, v = next(t, key)
+        if type(v) == "table" then v = view(v) end
+        return k, v
+      end, t, nil
+    end,
+    __len = function() mark() return #t end,
+    __newindex = function(_, key) error(("lmkit.settings is read-only (setting '%s')"):format(tostring(key)), 2) end,
+  })
+end
+return view(tree)
+)lua";
 
 bool is_sequence(lua_State* L, int position) {
   const auto n = lua_rawlen(L, position);
@@ -77,6 +116,7 @@ int lmkit_configure(lua_State* L) {
     }
     lua_pop(L, 1);
   }
+  if (!options.present()) mark_settings_read(L);
   const auto merged = config::apply_settings(to_json(L, 1, ""), settings);
   lua_settop(L, 0);
   if (luaL_loadstring(L, kStrictConfigLua) != LUA_OK) throw PendingLuaError();
@@ -232,10 +272,20 @@ void set_cli_settings(lua_State* L, const std::vector<config::Setting>& settings
   const auto tree = config::settings_tree(settings);
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   if (lua_getfield(L, -1, "lmkit") == LUA_TTABLE) {
+    // Called from the executable before any script runs, outside a binding: errors are C++ ones.
+    if (luaL_loadstring(L, kSettingsViewLua) != LUA_OK) throw std::logic_error(lua_tostring(L, -1));
     push_json(L, tree);
+    lua_pushcfunction(L, mark_settings_read_binding);
+    if (lua_pcall(L, 2, 1, 0) != LUA_OK) throw std::logic_error(lua_tostring(L, -1));
     lua_setfield(L, -2, "settings");
   }
   lua_pop(L, 2);
+}
+
+bool cli_settings_were_read(lua_State* L) {
+  const bool read = lua_getfield(L, LUA_REGISTRYINDEX, kSettingsReadKey) == LUA_TBOOLEAN && lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return read;
 }
 
 void open_config(lua_State* L, int module_index) {

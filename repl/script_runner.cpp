@@ -87,6 +87,12 @@ int run_script(const ScriptOptions& options) {
     }
   }
   std::fflush(stdout);
+  if (status == LUA_OK && !options.settings.empty() && !lua::cli_settings_were_read(L)) {
+    std::string given;
+    for (const auto& s : options.settings) given += (given.empty() ? "" : ", ") + s.origin();
+    std::cerr << "lmkit: warning: " << given << " had no effect: " << options.path
+              << " never read its settings (lmkit.configure{defaults...} or lmkit.settings)\n";
+  }
   if (status != LUA_OK) {
     const char* message = lua_tostring(L, -1);
     std::cerr << "lmkit: " << (message ? message : "(error object is not a string)") << "\n";

@@ -65,6 +65,8 @@ w([[
 inferred: integers, numbers, `true`/`false`, comma-separated lists, `"quoted"` strings; dotted keys
 nest) and applies them to a recipe's defaults through `lmkit.configure(defaults)`, where each value is
 read as the type of the default it replaces and an unknown key is an error naming the nearest known one.
+`lmkit.settings` is read-only; a script that never reads its settings (neither `lmkit.configure` nor
+`lmkit.settings`) gets a warning naming the `--set` values that had no effect.
 Scripts run with strict globals: reading an undefined global is an error (`--no-strict` turns this off).
 ]])
 io.write(table.concat(out))
