@@ -354,6 +354,17 @@ TrainArguments read_train_table(lua_State* L, int position, bool for_resume) {
   return args;
 }
 
+// model= and corpus= sit in the options table at `table`, copied to their own stack slots: a
+// wrong value is reported against the table's argument and the option's name, not the slot.
+template <typename Check>
+decltype(auto) option_value(int table, const char* key, Check check) {
+  try {
+    return check();
+  } catch (const ArgError& e) {
+    throw ArgError(table, "option '" + std::string(key) + "': " + e.what());
+  }
+}
+
 void push_control(lua_State* L) {
   void* memory = lua_newuserdatauv(L, sizeof(ControlBox), 0);
   new (memory) ControlBox();
@@ -366,8 +377,8 @@ int lmkit_train(lua_State* L) {
   if (!args.model) throw ArgError(1, "option 'model' is required (an lmkit.model{...})");
   if (!args.corpus) throw ArgError(1, "option 'corpus' is required (lmkit.data.corpus(...) or a synthetic language's corpus)");
   if (args.run_dir.empty()) throw ArgError(1, "option 'run_dir' is required (the directory that keeps this run)");
-  auto& model = check_model(L, args.model);
-  const auto& corpus = check_corpus_value(L, args.corpus);
+  auto& model = option_value(1, "model", [&]() -> LanguageModel& { return check_model(L, args.model); });
+  const auto& corpus = option_value(1, "corpus", [&]() -> const data::Corpus& { return check_corpus_value(L, args.corpus); });
   auto options = training::train_options_from_json(args.options);
   push_control(L);
   const int control = lua_gettop(L);
@@ -392,7 +403,7 @@ int lmkit_resume(lua_State* L) {
   const auto config = store.read_json("config.json");
   LanguageModel model{nullptr};
   if (args.model) {
-    model = check_model(L, args.model);
+    model = option_value(2, "model", [&]() -> LanguageModel& { return check_model(L, args.model); });
   } else {
     const auto head_kind = config.at("model").at("head").value("kind", std::string());
     if (head_kind == "pointwise" || head_kind == "custom") {
@@ -404,7 +415,7 @@ int lmkit_resume(lua_State* L) {
   }
   data::Corpus corpus;
   if (args.corpus) {
-    corpus = check_corpus_value(L, args.corpus);
+    corpus = option_value(2, "corpus", [&]() -> const data::Corpus& { return check_corpus_value(L, args.corpus); });
   } else {
     corpus = data::corpus_from_origin(config.at("corpus").at("origin"));
   }

@@ -110,6 +110,11 @@ T.test("options are checked by name", function()
   T.raises(function() lmkit.train(options{model = tiny(), corpus = corpus(), run_dir = run_dir(), on_step = 3}) end,
            "'on_step' must be a function")
   T.raises(function() lmkit.resume(root .. "/nothing-here") end, "nothing to resume")
+  -- model= and corpus= are named as options of argument 1, not by the stack slot they were copied to.
+  T.raises(function() lmkit.train(options{model = tiny(), corpus = {1, 2}, run_dir = run_dir()}) end,
+           "bad argument #1 to 'lmkit.train' (option 'corpus': Corpus expected, got table)")
+  T.raises(function() lmkit.train(options{model = "tiny", corpus = corpus(), run_dir = run_dir()}) end,
+           "bad argument #1 to 'lmkit.train' (option 'model': Model expected, got string)")
 end)
 
 T.test("evaluate equals a plain forward loop, bit for bit", function()
