@@ -3,6 +3,7 @@
 // __index, the REPL's completion and help(). Token ids stay 0-based: they are tensor values.
 #include "bindings/lua_data.h"
 
+#include <filesystem>
 #include <memory>
 #include <new>
 #include <string>
@@ -343,7 +344,19 @@ const Function kLanguageMeta_[] = {
 int data_corpus(lua_State* L) {
   Options o(L, 1, {"name", "path", "protocol", "cache", "cache_dir", "vocab", "states", "dim", "bias", "kind",
                    "scale", "transition_scale", "seed", "train", "valid", "test"});
-  const auto name = o.string("name").value_or("synthetic");
+  // A path means a real corpus: without a name it is named after its folder.
+  const auto path = o.string("path");
+  std::string name = o.string("name").value_or("");
+  if (name.empty()) {
+    name = "synthetic";
+    if (path) {
+      const auto folder = std::filesystem::path(*path).lexically_normal();
+      name = (folder.has_filename() ? folder.filename() : folder.parent_path().filename()).string();
+      if (name.empty() || name == "." || name == "..") {
+        name = std::filesystem::weakly_canonical(folder).filename().string();
+      }
+    }
+  }
   if (name == "synthetic") {
     for (const char* key : {"path", "protocol", "cache", "cache_dir"}) {
       if (!o.present()) break;
@@ -368,7 +381,7 @@ int data_corpus(lua_State* L) {
   }
   data::CorpusOptions options;
   options.name = name;
-  if (auto path = o.string("path")) options.path = *path;
+  if (path) options.path = *path;
   options.protocol = o.string("protocol").value_or("full");
   options.cache = o.boolean("cache").value_or(true);
   if (auto dir = o.string("cache_dir")) options.cache_dir = *dir;
@@ -539,8 +552,9 @@ const Function kDataFunctions[] = {
      "A corpus with .train/.valid/.test (int64 token tensors of 0-based ids), .vocab, .name, .protocol,\n"
      ".source, .from_cache, .cache_status, .cache_file. Real corpora (name=\"ptb\", \"wikitext-2\"/\"wt2\",\n"
      "\"wikitext-103\") come from path=, else $LMKIT_DATA/<name>, else ./data/<name>; protocol=\"mini\" uses\n"
-     "only valid.txt and test.txt (train = first 90% of valid's lines). Without a name: the built-in\n"
-     "synthetic corpus; name=\"synthetic\" takes lmkit.data.synthetic's options and train=, valid=, test= sizes."},
+     "only valid.txt and test.txt (train = first 90% of valid's lines). Without a name: path='s corpus, named\n"
+     "after its folder, or with no path the built-in synthetic corpus; name=\"synthetic\" takes\n"
+     "lmkit.data.synthetic's options and train=, valid=, test= sizes."},
     {"batchify", data_batchify,
      "lmkit.data.batchify(tokens, bsz) -> Tensor\n"
      "[n] → [⌊n/bsz⌋, bsz]: column j is the j-th contiguous run of the stream; the tail is dropped."},

@@ -53,13 +53,16 @@ std::filesystem::path locate_corpus(const std::string& name, const std::optional
     tried += (tried.empty() ? "" : ", ") + dir.string();
   }
   const std::string folder = canonical_corpus_name(name);
+  // Only the corpora scripts/get_data.sh knows are offered for download.
+  const bool downloadable = folder == "ptb" || folder == "wikitext-2" || folder == "wikitext-103";
   if (path) {
     throw EnvironmentError("corpus folder " + path->string() + " does not exist (it should hold train.txt, "
-                           "valid.txt, test.txt; scripts/get_data.sh " + folder + " downloads it)");
+                           "valid.txt, test.txt" +
+                           (downloadable ? "; scripts/get_data.sh " + folder + " downloads it)" : std::string(")")));
   }
-  throw EnvironmentError("corpus '" + name + "' not found (tried: " + tried + "); download it with "
-                         "`scripts/get_data.sh " + folder + "`, or set LMKIT_DATA to the folder holding " +
-                         folder + "/, or pass path=");
+  throw EnvironmentError("corpus '" + name + "' not found (tried: " + tried + "); " +
+                         (downloadable ? "download it with `scripts/get_data.sh " + folder + "`, or " : std::string()) +
+                         "set LMKIT_DATA to the folder holding " + folder + "/, or pass path=");
 }
 
 bool directory_writable(const std::filesystem::path& dir) {

@@ -90,6 +90,26 @@ T.test("a missing corpus names the folders tried and the download command", func
   local err = T.raises(function() data.corpus{name = "wikitext-103", path = "/no/such/folder"} end, "/no/such/folder")
   T.truthy(err:find("scripts/get_data.sh wikitext-103", 1, true), err)
   T.raises(function() data.corpus{name = "ptb", states = 3} end, "for name=\"synthetic\" only")
+  local other = T.raises(function() data.corpus{name = "my-corpus", path = "/no/such/folder"} end, "/no/such/folder")
+  T.eq(other:find("get_data", 1, true), nil, "only the corpora get_data.sh knows are offered for download")
+end)
+
+T.test("a path without a name is a real corpus named after its folder", function()
+  local dir = temp_dir() .. "/tiny-words"
+  assert(os.execute("mkdir -p '" .. dir .. "'"))
+  for split, text in pairs{train = "a b c\nb c a\n", valid = "a c\n", test = "c b\n"} do
+    local f = assert(io.open(dir .. "/" .. split .. ".txt", "w"))
+    f:write(text)
+    f:close()
+  end
+  for _, path in ipairs{dir, dir .. "/", dir .. "/."} do
+    local c = data.corpus{path = path, cache = false}
+    T.eq(c.name, "tiny-words", path)
+    T.eq(c.train:size(), {8})  -- 6 words and 2 <eos>
+    T.eq(c.vocab:size(), 4)
+  end
+  T.raises(function() data.corpus{name = "synthetic", path = dir} end, "option 'path' is for real corpora")
+  os.execute("rm -rf '" .. dir .. "'")
 end)
 
 local root = os.getenv("LMKIT_TEST_DATA")
