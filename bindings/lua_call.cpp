@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <new>
 #include <vector>
 
@@ -33,8 +34,19 @@ void push_argument_error(lua_State* L, const char* name, bool method, const ArgE
 }
 
 void push_failure(lua_State* L, const char* name, const char* what) {
+  // The runtime names its own function ("evaluate: too few tokens"); the binding's qualified name
+  // replaces it rather than stacking on it ("lmkit.evaluate: evaluate: ...").
+  const char* dot = std::strrchr(name, '.');
+  const char* colon = std::strrchr(name, ':');
+  const char* short_name = std::max(dot, colon) ? std::max(dot, colon) + 1 : name;
+  const std::size_t length = std::strlen(short_name);
   luaL_where(L, 1);
-  lua_pushfstring(L, "%s: %s", name, what);
+  if (std::strncmp(what, short_name, length) == 0 &&
+      ((what[length] == ':' && what[length + 1] == ' ') || (what[length] == ' ' && what[length + 1] == '('))) {
+    lua_pushfstring(L, "%s%s", name, what + length);  // "dynamic_evaluate (training stream): ..." keeps its aside
+  } else {
+    lua_pushfstring(L, "%s: %s", name, what);
+  }
   lua_concat(L, 2);
 }
 

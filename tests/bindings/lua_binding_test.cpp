@@ -54,6 +54,17 @@ TEST_F(LuaBindingTest, TorchErrorsCarryNoCxxBacktrace) {
   EXPECT_EQ(r.text.find("frame #"), std::string::npos) << r.text;
 }
 
+TEST_F(LuaBindingTest, TheRuntimesOwnFunctionNameIsNotRepeated) {
+  // evaluate() says "evaluate: ..." for C++ callers; Lua sees the qualified name once.
+  auto r = run("local m = lmkit.model{vocab_size = 5, emb = 4, nhid = 4, nhidlast = 4, nlayers = 1}\n"
+               "return lmkit.evaluate(m, lmkit.tensor({1, 2}, {dtype = 'int64'}))");
+  EXPECT_EQ(r.text, "test:2: lmkit.evaluate: 2 tokens are too few for batch_size 10 (each column needs at least 2)");
+  r = run("local m = lmkit.model{vocab_size = 5, emb = 4, nhid = 4, nhidlast = 4, nlayers = 1}\n"
+          "local t = lmkit.tensor({1, 2}, {dtype = 'int64'}) return lmkit.dynamic_evaluate(m, t, t)");
+  EXPECT_EQ(r.text, "test:2: lmkit.dynamic_evaluate (training stream): 2 tokens are too few for batch_size 100 "
+                    "(each column needs at least 2)");
+}
+
 TEST_F(LuaBindingTest, UnknownOptionsAreListed) {
   auto r = run("return lmkit.zeros(2, {dtyp = 'float64'})");
   EXPECT_NE(r.text.find("unknown option 'dtyp' (accepted: dtype, device, requires_grad)"), std::string::npos) << r.text;
