@@ -258,7 +258,10 @@ struct Trainer::State {
   bool finetune_started = false;
   bool finetune_done = false;
   double interval_loss = 0;
-  std::int64_t interval_steps = 0, interval_tokens = 0;
+  std::int64_t interval_steps = 0;
+  // Steps and tokens since interval_start, for the rates: the interval's loss may span a resume
+  // (its sums are part of the saved state), but the clock restarts with each session and epoch.
+  std::int64_t timed_steps = 0, timed_tokens = 0;
   double epoch_loss = 0;
   std::int64_t epoch_steps = 0;
   double last_train_loss = std::numeric_limits<double>::quiet_NaN();
@@ -327,7 +330,6 @@ struct Trainer::State {
                      {"finetune_done", finetune_done},
                      {"interval_loss", interval_loss},
                      {"interval_steps", interval_steps},
-                     {"interval_tokens", interval_tokens},
                      {"epoch_loss", epoch_loss},
                      {"epoch_steps", epoch_steps},
                      {"last_train_loss", std::isnan(last_train_loss) ? json() : json(last_train_loss)},
@@ -405,7 +407,6 @@ struct Trainer::State {
     finetune_done = st.at("finetune_done").get<bool>();
     interval_loss = st.at("interval_loss").get<double>();
     interval_steps = st.at("interval_steps").get<std::int64_t>();
-    interval_tokens = st.at("interval_tokens").get<std::int64_t>();
     epoch_loss = st.at("epoch_loss").get<double>();
     epoch_steps = st.at("epoch_steps").get<std::int64_t>();
     last_train_loss = st.at("last_train_loss").is_null() ? std::numeric_limits<double>::quiet_NaN() : st.at("last_train_loss").get<double>();
@@ -573,12 +574,13 @@ struct Trainer::State {
     const auto tokens = window.input.numel();
     interval_loss += raw_loss;
     ++interval_steps;
-    interval_tokens += tokens;
+    ++timed_steps;
+    timed_tokens += tokens;
     epoch_loss += raw_loss;
     ++epoch_steps;
 
     const double interval_seconds = std::chrono::duration<double>(Clock::now() - interval_start).count();
-    const double rate = interval_seconds > 0 ? static_cast<double>(interval_tokens) / interval_seconds : 0;
+    const double rate = interval_seconds > 0 ? static_cast<double>(timed_tokens) / interval_seconds : 0;
     progress.update(window.position + window.seq_len, std::exp(epoch_loss / static_cast<double>(epoch_steps)), base_lr, rate);
     if (callbacks.on_step) {
       callbacks.on_step({{"stage", stage}, {"epoch", epoch + 1}, {"step", step}, {"batch", batch}, {"lr", base_lr},
@@ -596,14 +598,19 @@ struct Trainer::State {
                                          "loss {:5.2f} | ppl {:8.2f} | {:.0f} tok/s",
                                          stage == "train" ? "epoch" : "finetune", epoch + 1, batch,
                                          std::min(100.0, done), base_lr,
-                                         1000 * interval_seconds / static_cast<double>(interval_steps), loss,
+                                         1000 * interval_seconds / static_cast<double>(timed_steps), loss,
                                          std::exp(loss), rate));
       interval_loss = 0;
       interval_steps = 0;
-      interval_tokens = 0;
-      interval_start = Clock::now();
+      restart_interval_clock();
     }
     return true;
+  }
+
+  void restart_interval_clock() {
+    interval_start = Clock::now();
+    timed_steps = 0;
+    timed_tokens = 0;
   }
 
   // Runs the rest of the current epoch. Returns false when the run stops inside it.
@@ -613,9 +620,12 @@ struct Trainer::State {
       epoch_loss = 0;
       epoch_steps = 0;
       epoch_seconds_before = 0;
+      // Each epoch's log intervals start afresh, as the reference's train() resets total_loss.
+      interval_loss = 0;
+      interval_steps = 0;
     }
     epoch_start = Clock::now();
-    interval_start = Clock::now();
+    restart_interval_clock();
     progress.start_epoch(epoch + 1, train_source.size(0), stage == "train" ? "epoch" : "finetune");
     data::Batch window;
     while (true) {

@@ -158,6 +158,37 @@ TEST_F(TrainerTest, AResumeStateOfAnotherShapeIsRefusedNamingFileParameterAndSha
   }
 }
 
+TEST_F(TrainerTest, EachEpochsLogIntervalsCountOnlyThatEpochsSteps) {
+  // The steps after an epoch's last full interval used to be carried into the next epoch's first
+  // interval (its loss, and its tokens/s against a clock restarted at the epoch: 16x too high).
+  auto options = tiny_options();
+  options.epochs = 2;
+  options.log_interval = 40;  // ~130 steps an epoch: a partial interval at the end of each
+  std::vector<std::pair<std::int64_t, double>> steps;  // (epoch, loss) of every step
+  TrainCallbacks callbacks;
+  callbacks.on_step = [&](const nlohmann::json& info) {
+    steps.emplace_back(info.at("epoch").get<std::int64_t>(), info.at("loss").get<double>());
+  };
+  Trainer trainer(tiny_model(), tiny_corpus(), options, dir("intervals"), callbacks);
+  trainer.run();
+  std::size_t next = 0;  // index into steps of the first step not yet covered by a record
+  std::int64_t epoch = 1;
+  int records = 0;
+  for (const auto& r : trainer.store().metrics()) {
+    if (r.at("type") != "step") continue;
+    const auto record_epoch = r.at("epoch").get<std::int64_t>();
+    if (record_epoch != epoch) {  // skip the previous epoch's unlogged tail
+      while (next < steps.size() && steps[next].first != record_epoch) ++next;
+      epoch = record_epoch;
+    }
+    double sum = 0;
+    for (int i = 0; i < options.log_interval; ++i) sum += steps.at(next++).second;
+    EXPECT_NEAR(r.at("loss").get<double>(), sum / options.log_interval, 1e-12) << r.dump();
+    ++records;
+  }
+  EXPECT_GE(records, 4);
+}
+
 TEST_F(TrainerTest, NeverSwitchesWithNone) {
   auto options = tiny_options();
   options.switch_policy = "none";
