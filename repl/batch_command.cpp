@@ -10,6 +10,7 @@
 #include "bindings/lua_module.h"
 #include "repl/interrupt.h"
 #include "repl/lua_state_handle.h"
+#include "repl/package_path.h"
 #include "repl/script_runner.h"
 #include "runtime/config/json_text.h"
 #include "runtime/core/error.h"
@@ -24,7 +25,7 @@ int call_batch_function(const char* function, const nlohmann::json& options,
   LuaStateHandle state(lua::new_lmkit_state());
   lua_State* L = state.get();
   lua::set_cli_settings(L, settings);
-  if (!script.empty()) prepend_script_dir_to_path(L, script);
+  set_package_path(L, script);
   if (!make_globals_strict(L)) {
     std::cerr << "lmkit: " << lua_tostring(L, -1) << "\n";
     return 1;

@@ -15,6 +15,7 @@
 #include "bindings/lua_module.h"
 #include "repl/completion.h"
 #include "repl/lua_state_handle.h"
+#include "repl/package_path.h"
 #include "repl/repl_evaluator.h"
 #include "runtime/core/version.h"
 
@@ -158,6 +159,7 @@ int run_piped(lua_State* L) {
 int run_repl(const ReplOptions& options) {
   LuaStateHandle state(lua::new_lmkit_state());
   lua::set_cli_settings(state.get(), options.settings);
+  set_package_path(state.get(), "");  // lmkit's presets for `require "presets.awd_lstm"`
   if (isatty(STDIN_FILENO)) return run_terminal(state.get(), options);
   return run_piped(state.get());
 }

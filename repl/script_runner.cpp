@@ -10,6 +10,7 @@
 #include "bindings/lua_module.h"
 #include "repl/interrupt.h"
 #include "repl/lua_state_handle.h"
+#include "repl/package_path.h"
 #include "runtime/core/interruption.h"
 #include "runtime/training/preemption.h"
 
@@ -39,28 +40,12 @@ bool make_globals_strict(lua_State* L) {
   return lua_pcall(L, 1, 0, 0) == LUA_OK;
 }
 
-// Modules beside the script come first on package.path, so a recipe can `require "presets.x"`
-// for recipes/presets/x.lua wherever it is run from.
-void prepend_script_dir_to_path(lua_State* L, const std::string& script) {
-  const auto slash = script.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : script.substr(0, slash);
-  lua_getglobal(L, "package");
-  if (lua_type(L, -1) == LUA_TTABLE) {
-    lua_getfield(L, -1, "path");
-    const std::string path = dir + "/?.lua;" + dir + "/?/init.lua;" + (lua_isstring(L, -1) ? lua_tostring(L, -1) : "");
-    lua_pop(L, 1);
-    lua_pushlstring(L, path.data(), path.size());
-    lua_setfield(L, -2, "path");
-  }
-  lua_pop(L, 1);
-}
-
 int run_script(const ScriptOptions& options) {
   LuaStateHandle state(lua::new_lmkit_state());
   lua_State* L = state.get();
   lua::set_cli_settings(L, options.settings);
   set_arg_table(L, options);
-  prepend_script_dir_to_path(L, options.path);
+  set_package_path(L, options.path);
   if (options.strict_globals && !make_globals_strict(L)) {
     std::cerr << "lmkit: " << lua_tostring(L, -1) << "\n";
     return 1;

@@ -20,9 +20,8 @@ struct ScriptOptions {
 // 0 on success, 1 when the script failed (or could not be loaded).
 int run_script(const ScriptOptions& options);
 
-// Shared with the batch commands, which load recipes the same way:
-// strict globals (false with the error on the stack) and the script's folder first on package.path.
+// Shared with the batch commands, which load recipes the same way: strict globals (false with
+// the error on the stack). package.path: repl/package_path.h.
 bool make_globals_strict(lua_State* L);
-void prepend_script_dir_to_path(lua_State* L, const std::string& script);
 
 }  // namespace lmkit::repl

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# recipe_anywhere.sh LMKIT SOURCE_DIR WORKDIR: the "write your own ablation" recipe of
+# docs/recipes.md, saved in a folder outside lmkit's tree and run from there, finds lmkit's presets
+# (`require "presets.awd_lstm"`) and runs one cell.
+set -u
+lmkit=$1
+source_dir=$2
+work=$3
+rm -rf "$work"
+mkdir -p "$work/elsewhere"
+awk '/^## Write your own ablation/ {section = 1} section && /^```lua$/ {inside = 1; next}
+     inside && /^```$/ {exit} inside {print}' "$source_dir/docs/recipes.md" >"$work/elsewhere/my_ablation.lua"
+grep -q 'require "presets.awd_lstm"' "$work/elsewhere/my_ablation.lua" ||
+  { echo "no example with presets found in docs/recipes.md"; exit 1; }
+cd "$work/elsewhere" || exit 1
+LMKIT_PROGRESS=off "$lmkit" run my_ablation.lua --set seeds=1 --set task=1 --set out="$work/out" || exit 1
+[ -f "$work/out/cells/head=softmax,seed=1/result.json" ] || { echo "the cell left no result.json"; exit 1; }
+echo "recipe outside lmkit's tree ok"
+rm -rf "$work"
