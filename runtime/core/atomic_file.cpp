@@ -1,6 +1,10 @@
 #include "runtime/core/atomic_file.h"
 
+#include <signal.h>
+#include <sys/types.h>
+
 #include <cerrno>
+#include <filesystem>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -45,6 +49,29 @@ std::string read_file(const std::string& path, const std::string& what) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throw EnvironmentError("cannot open " + what + " '" + path + "': " + std::strerror(errno));
   return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+}
+
+RemovedTemporaries remove_stale_temporaries(const std::string& dir) {
+  RemovedTemporaries removed;
+  std::error_code ec;
+  std::filesystem::directory_iterator entries(dir, ec);
+  if (ec) return removed;  // no folder yet: nothing left over
+  for (const auto& entry : entries) {
+    const std::string name = entry.path().filename().string();
+    const auto mark = name.rfind(".tmp.");
+    if (mark == std::string::npos || mark + 5 == name.size()) continue;
+    const std::string digits = name.substr(mark + 5);
+    if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // its writer may still run
+    std::error_code size_error, remove_error;
+    const auto size = entry.file_size(size_error);
+    if (std::filesystem::remove(entry.path(), remove_error)) {
+      ++removed.files;
+      removed.bytes += size_error ? 0 : size;
+    }
+  }
+  return removed;
 }
 
 }  // namespace lmkit

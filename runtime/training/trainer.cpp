@@ -842,6 +842,12 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
   s.policy = std::make_unique<SwitchPolicy>(s.options.switch_policy, s.options.nonmono, s.options.switch_epoch);
   s.config = run_config(s.model, s.corpus, s.options);
 
+  const auto leftovers = remove_stale_temporaries(s.store.dir().string());
+  if (leftovers.files > 0) {
+    s.log(fmt::format("Removed {} temporary file{} ({:.1f} MB) left in {} by an interrupted writer", leftovers.files,
+                      leftovers.files == 1 ? "" : "s", static_cast<double>(leftovers.bytes) / 1e6,
+                      s.store.dir().string()));
+  }
   if (s.store.exists("state.ckpt")) {
     const auto stored = s.store.read_json("config.json");
     const auto differences = describe_differences(stored, s.config);

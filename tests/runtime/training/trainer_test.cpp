@@ -2,6 +2,9 @@
 // after a preemption signal, flooding, divergence handling, the run store and evaluation.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <cmath>
 #include <filesystem>
@@ -187,6 +190,31 @@ TEST_F(TrainerTest, EachEpochsLogIntervalsCountOnlyThatEpochsSteps) {
     ++records;
   }
   EXPECT_GE(records, 4);
+}
+
+// A pid that no process has: a child that has exited and been reaped.
+pid_t dead_pid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  return child;
+}
+
+TEST_F(TrainerTest, ResumeRemovesTemporariesOfKilledWritersOnly) {
+  auto options = tiny_options();
+  options.epochs = 1;
+  Trainer(tiny_model(), tiny_corpus(), options, dir("leftovers")).run();
+  fs::remove(fs::path(dir("leftovers")) / "summary.json");  // as if killed before the end
+  const auto stale = fs::path(dir("leftovers")) / ("state.ckpt.tmp." + std::to_string(dead_pid()));
+  const auto live = fs::path(dir("leftovers")) / "last.ckpt.tmp.1";  // init runs: its writer may be alive
+  const auto unrelated = fs::path(dir("leftovers")) / "notes.tmp.txt";
+  for (const auto& file : {stale, live, unrelated}) std::ofstream(file) << std::string(1000, 'x');
+  options.epochs = 2;
+  Trainer(tiny_model(), tiny_corpus(), options, dir("leftovers")).run();
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(live));
+  EXPECT_TRUE(fs::exists(unrelated));
+  EXPECT_NE(read_text(dir("leftovers") + "/log.txt").find("Removed 1 temporary file (0.0 MB) left in"), std::string::npos);
 }
 
 TEST_F(TrainerTest, NeverSwitchesWithNone) {
