@@ -105,10 +105,11 @@ return recipe.define{
     local cfg = ctx.cfg
     local wt2 = cfg.dataset == "wikitext-2"
     local groups, order = measure.by_table(results)
+    local data = presets.data(cfg)
     local titles = {
-      ["A.1"] = "AWD-LSTM on %s, %s scale (Table A.1)",
-      ["A.2"] = "AWD-LSTM + AdvSoft on %s, %s scale (Table A.2)",
-      ["A.3"] = "AWD-LSTM + AdvSoft on %s, %s scale (Table A.3)",
+      ["A.1"] = "AWD-LSTM on %s (Table A.1)",
+      ["A.2"] = "AWD-LSTM + AdvSoft on %s (Table A.2)",
+      ["A.3"] = "AWD-LSTM + AdvSoft on %s (Table A.3)",
     }
     local files = {["A.1"] = "report_baseline", ["A.2"] = "report", ["A.3"] = "report"}
     local names = {}
@@ -120,7 +121,7 @@ return recipe.define{
       for _, col in ipairs{{"train_ppl", "Train ppl"}, {"valid_ppl", "Validation ppl"}, {"test_ppl", "Test ppl"}} do
         columns[#columns + 1] = {key = col[1], label = col[2], digits = 2, paper = measure.paper(rs, col[1])}
       end
-      local t = lmkit.report.table{title = titles[name]:format(cfg.dataset, cfg.scale), columns = columns}
+      local t = lmkit.report.table{title = titles[name]:format(data.short), data = data, columns = columns}
       for _, r in ipairs(rs) do
         local row = {switch = SWITCH_LABEL[r.cell.switch], dropouti = r.cell.dropouti, noise = r.cell.noise and "Yes" or "No"}
         if r.result then row.train_ppl, row.valid_ppl, row.test_ppl = r.result.train_ppl, r.result.valid_ppl, r.result.test_ppl end

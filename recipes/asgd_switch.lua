@@ -14,6 +14,7 @@
 -- `--set epochs/switch_epoch/nonmono` override any of these. The table's "Switch" column is the
 -- epoch each run actually switched at (summary.switch_epoch; "—": never).
 local recipe = require "lmkit.recipe"
+local presets = require "presets.awd_lstm"
 local lineup = require "presets.lineup"
 
 -- #Param, train, validation and test ppl, rank of Q, per policy and head, as published.
@@ -103,9 +104,10 @@ return recipe.define{
       if not paper then return nil end
       return function(row) return paper[row.switch][row.head][key] end
     end
+    local data = presets.data(cfg)
     local t = lmkit.report.table{
-      title = ("NT-ASGD vs ET-ASGD on %s (thesis Table %s; ours at %s scale)"):format(
-        cfg.dataset, cfg.dataset == "ptb" and "4.6" or "4.7", cfg.scale),
+      title = ("NT-ASGD vs ET-ASGD on %s (thesis Table %s)"):format(data.short, cfg.dataset == "ptb" and "4.6" or "4.7"),
+      data = data,
       columns = {
         {key = "policy", label = "Policy"}, {key = "function", label = "Function"},
         {key = "params_paper", label = "#Param (paper)"}, {key = "params", label = "#Param (ours)"},
@@ -133,7 +135,8 @@ return recipe.define{
 
     -- What ET changes per head: Δ test ppl = ET − NT (the thesis: ≈ −1.00 on PTB, −0.75 on WT2).
     local gain = lmkit.report.table{
-      title = ("Test ppl ET-ASGD − NT-ASGD on %s (%s scale)"):format(cfg.dataset, cfg.scale),
+      title = ("Test ppl ET-ASGD − NT-ASGD on %s"):format(data.short),
+      data = data,
       columns = {{key = "function", label = "Function"},
                  {key = "delta", label = "Δ test ppl", digits = 2,
                   paper = paper and function(row) return paper.et[row.head].test_ppl - paper.nt[row.head].test_ppl end}},
@@ -170,7 +173,7 @@ return recipe.define{
         local out = ("%s/curves_%s.png"):format(ctx.out, policy)
         lmkit.plot.line{out = out, series = series, vlines = vlines, xlabel = "epoch", ylabel = "perplexity",
                         key = "outside right top", width = 900, set = last_epoch <= 20 and {"set xtics 1"} or nil,
-                        title = ("%s on %s (%s scale)"):format(POLICY_LABEL[policy], cfg.dataset, cfg.scale)}
+                        title = ("%s on %s"):format(POLICY_LABEL[policy], data.short)}
         print("learning curves: " .. out)
       end
     end

@@ -13,6 +13,7 @@
 -- GSS with the (c, k) the thesis chose per dataset, recipes/presets/lineup.lua). The seeds are the
 -- same for every head apart from the first (the configuration's own: 141, 28 for MoS, 1881 on WT2).
 local recipe = require "lmkit.recipe"
+local presets = require "presets.awd_lstm"
 local lineup = require "presets.lineup"
 
 -- Table 4.8 (11 seeds): #Param, time per epoch, then mean and sd of train, validation, test ppl and rank.
@@ -91,8 +92,10 @@ return recipe.define{
       our_means[h] = lineup.sample(all[h], "test_ppl")
     end
     local paper_place, our_place = places(paper_means), places(our_means)
+    local data = presets.data(cfg)
     local t8 = lmkit.report.table{
-      title = ("Heads over %d seeds on %s (thesis Table 4.8; ours at %s scale, mean ± sd)"):format(cfg.seeds, cfg.dataset, cfg.scale),
+      title = ("Heads over %d seeds on %s (thesis Table 4.8; mean ± sd)"):format(cfg.seeds, data.short),
+      data = data,
       columns = lineup.join({
         {key = "function", label = "Function"}, {key = "n", label = "Seeds"},
         {key = "params_paper", label = "#Param (paper)"}, {key = "params", label = "#Param (ours)"},
@@ -118,8 +121,8 @@ return recipe.define{
     -- Table 4.9: the sampled seeds only, each head against Softmax.
     local _, _, _, base = lineup.sample(sampled.softmax or {}, "test_ppl")
     local t9 = lmkit.report.table{
-      title = ("Wilcoxon rank-sum vs Softmax on %s, sampled seeds only (thesis Table 4.9; ours at %s scale)"):format(
-        cfg.dataset, cfg.scale),
+      title = ("Wilcoxon rank-sum vs Softmax on %s, sampled seeds only (thesis Table 4.9)"):format(data.short),
+      data = data,
       columns = {
         {key = "function", label = "Function"}, {key = "n", label = "Seeds"},
         {key = "test_ppl", label = "Test ppl", digits = 2, sd = "test_sd", paper = paper_key("test10")},

@@ -18,6 +18,7 @@
 -- and MoC (Fig. 5.6/5.7), normalized to σ₁ (spectrum_awd.png, spectrum_mixtures.png), and the 2-D
 -- projection per model (Fig. 5.8: projection_<model>.png).
 local recipe = require "lmkit.recipe"
+local presets = require "presets.awd_lstm"
 local chapter5 = require "presets.chapter5"
 
 -- The figures' groups: models with the same embedding size d are drawn together.
@@ -70,11 +71,10 @@ return recipe.define{
 
   report = function(results, ctx)
     local cfg = ctx.cfg
-    local scale_note = cfg.scale == "tiny" and ("tiny scale, %s-mini%s"):format(cfg.dataset,
-      cfg.lines > 0 and (", first " .. cfg.lines .. " lines") or "") or (cfg.scale .. " scale")
+    local data = presets.data(cfg, {words = true})
     local t = lmkit.report.table{
-      title = ("Embedding matrices of models trained on %s (%s; thesis Fig. 5.4–5.8 show no numbers)"):format(
-        cfg.dataset, scale_note),
+      title = ("Embedding matrices of models trained on %s (thesis Fig. 5.4–5.8 show no numbers)"):format(data.short),
+      data = data,
       columns = {
         {key = "model", label = "Model"}, {key = "emb", label = "d"},
         {key = "mid", label = "σ_{d/2}/σ₁", digits = 3}, {key = "last", label = "σ_d/σ₁", digits = 3},
@@ -111,8 +111,8 @@ return recipe.define{
       if #series > 0 then
         local out = ctx.out .. "/" .. fig.name .. ".png"
         lmkit.plot.spectrum{out = out, series = series, log = false, yrange = {0, 1}, xlabel = "index i",
-                            ylabel = "σ_i / σ_1", title = ("Spectrum of E: %s, %s, %s scale (%s)"):format(
-                              fig.title, cfg.dataset, cfg.scale, fig.figure)}
+                            ylabel = "σ_i / σ_1", title = ("Spectrum of E: %s, %s (%s)"):format(
+                              fig.title, data.short, fig.figure)}
         plots[#plots + 1] = out
       end
     end
@@ -124,8 +124,7 @@ return recipe.define{
       local out = ctx.out .. "/projection_" .. p.key .. ".png"
       lmkit.plot.projection{out = out, x = x, y = y, key = false, xlabel = "first principal direction",
                             ylabel = "second principal direction",
-                            title = ("Embeddings of %s in 2-D, %s, %s scale (Fig. 5.8)"):format(
-                              p.label, cfg.dataset, cfg.scale)}
+                            title = ("Embeddings of %s in 2-D, %s (Fig. 5.8)"):format(p.label, data.short)}
       plots[#plots + 1] = out
     end
     print("report files: " .. ctx.out .. "/report.{md,csv,tex}")

@@ -119,9 +119,11 @@ return recipe.define{
     local all, sampled, expected = lineup.by_name(results, MODELS, "model")
 
     local function paper_key(key) return lineup.paper_column(PAPER, "model", key) end
+    local data = presets.data{dataset = "ptb", scale = cfg.scale}
     local t = lmkit.report.table{
-      title = ("MoS vs Softmax on PTB with batch size %d and d′ = d (thesis §5.7.2; paper: seed 28; ours at %s scale, " ..
-               "mean ± sd over seeds)"):format(cfg.batch_size, cfg.scale),
+      title = ("MoS vs Softmax on %s with batch size %d and d′ = d (thesis §5.7.2; paper: seed 28; " ..
+               "mean ± sd over seeds)"):format(data.short, cfg.batch_size),
+      data = data,
       columns = lineup.join({
         {key = "label", label = "Model"}, {key = "n", label = "Seeds"},
         {key = "d", label = "d", paper = paper_key("d"), delta = false},
@@ -140,8 +142,9 @@ return recipe.define{
 
     -- Rank-sum tests over the sampled seeds; the paper's numbers are its tuned MoS‡ vs Softmax★.
     local tests = lmkit.report.table{
-      title = ("Two-sided Wilcoxon rank-sum tests of test ppl, sampled seeds only (thesis Table 5.18: " ..
-               "MoS‡ vs Softmax★; ours at %s scale)"):format(cfg.scale),
+      title = ("Two-sided Wilcoxon rank-sum tests of test ppl on %s, sampled seeds only (thesis Table 5.18: " ..
+               "MoS‡ vs Softmax★)"):format(data.short),
+      data = data,
       columns = lineup.ranksum_columns(),
     }
     for _, pair in ipairs{{"mos_dagger", "softmax_matched", true}, {"mos_dagger", "softmax_dagger", false}} do

@@ -123,10 +123,11 @@ return recipe.define{
   report = function(results, ctx)
     local cfg = ctx.cfg
     local groups, order = measure.by_table(results)
+    local data = presets.data(cfg)
     local titles = {
-      ["5.8"] = "Highly overfitting AWD-LSTM-MoS (no regularization, flooding b = %.2f) on %s, %s scale (Table 5.8)",
-      ["5.10"] = "Highly overfitting AWD-LSTM-GSS (no regularization, flooding b = %.2f) on %s, %s scale (Table 5.10)",
-      ["5.9"] = "Regularized AWD-LSTM-GSS (no flooding; b = %.2f does not apply) on %s, %s scale (Table 5.9)",
+      ["5.8"] = "Highly overfitting AWD-LSTM-MoS (no regularization, flooding b = %.2f) on %s (Table 5.8)",
+      ["5.10"] = "Highly overfitting AWD-LSTM-GSS (no regularization, flooding b = %.2f) on %s (Table 5.10)",
+      ["5.9"] = "Regularized AWD-LSTM-GSS (no flooding; b = %.2f does not apply) on %s (Table 5.9)",
     }
     local files = {["5.8"] = "report_mos", ["5.10"] = "report_gss", ["5.9"] = "report_gss_regularized"}
     local flood_ppl, at_flood, flooded_cells = math.exp(cfg.flood), 0, 0
@@ -139,7 +140,7 @@ return recipe.define{
         columns[#columns + 1] = {key = col.key, label = col.label, digits = 2, paper = measure.paper(rs, col.key)}
       end
       columns[#columns + 1] = {key = "rank", label = "Rank", digits = 0, paper = measure.paper(rs, "rank")}
-      local t = lmkit.report.table{title = titles[name]:format(cfg.flood, cfg.dataset, cfg.scale), columns = columns}
+      local t = lmkit.report.table{title = titles[name]:format(cfg.flood, data.short), data = data, columns = columns}
       for _, r in ipairs(rs) do
         local row = {K = r.cell.K, c = r.cell.c, k = r.cell.k}
         if r.result then

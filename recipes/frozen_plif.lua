@@ -13,6 +13,7 @@
 -- and the rank-sum p-values over the other, sampled seeds only. At tiny scale LMS-PLIF has
 -- K = 1000 intervals (recipes/presets/awd_lstm.lua); T = 20 and the slopes' lr 0.02 as published.
 local recipe = require "lmkit.recipe"
+local presets = require "presets.awd_lstm"
 local lineup = require "presets.lineup"
 
 local HEADS = {"softmax", "plif", "plif_frozen"}
@@ -68,9 +69,11 @@ return recipe.define{
     local paper = PAPER[cfg.dataset] or {}
     local all, sampled, expected = lineup.by_name(results, HEADS, "head")
 
+    local data = presets.data(cfg)
     local t16 = lmkit.report.table{
-      title = ("Effect of freezing the PLIF layer on %s over %d seeds (thesis Table 5.16; ours at %s scale, mean ± sd)")
-              :format(cfg.dataset, cfg.seeds, cfg.scale),
+      title = ("Effect of freezing the PLIF layer on %s over %d seeds (thesis Table 5.16; mean ± sd)")
+              :format(data.short, cfg.seeds),
+      data = data,
       columns = lineup.join({
         {key = "function", label = "Function"}, {key = "n", label = "Seeds"},
         {key = "params_paper", label = "#Param (paper)"}, {key = "params", label = "#Param (ours, trainable)"},
@@ -85,7 +88,8 @@ return recipe.define{
     local tests = PAPER_TESTS[cfg.dataset] or {}
     local t17 = lmkit.report.table{
       title = ("Two-sided Wilcoxon rank-sum tests of test ppl on %s, sampled seeds only (thesis Table 5.17; " ..
-               "LMS-PLIF vs Softmax: Table 4.9; ours at %s scale)"):format(cfg.dataset, cfg.scale),
+               "LMS-PLIF vs Softmax: Table 4.9)"):format(data.short),
+      data = data,
       columns = lineup.ranksum_columns(),
     }
     for _, pair in ipairs(TESTS) do

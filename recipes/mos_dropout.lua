@@ -10,6 +10,7 @@
 -- Each cell trains one model, evaluates it on the training split (train ppl; max_train_tokens caps
 -- the tokens read) and computes the Press rank of its logP matrix on the test split (presets/measure.lua).
 local recipe = require "lmkit.recipe"
+local presets = require "presets.awd_lstm"
 local measure = require "presets.measure"
 
 -- Table 5.7 (K = 15): MoS dropout, train ppl, test ppl, rank.
@@ -49,9 +50,10 @@ return recipe.define{
 
   report = function(results, ctx)
     local cfg = ctx.cfg
+    local data = presets.data(cfg)
     local t = lmkit.report.table{
-      title = ("AWD-LSTM-MoS (K = %d) on %s (%s scale) for different MoS dropout rates (Table 5.7)")
-        :format(cfg.K, cfg.dataset, cfg.scale),
+      title = ("AWD-LSTM-MoS (K = %d) on %s for different MoS dropout rates (Table 5.7)"):format(cfg.K, data.short),
+      data = data,
       columns = {
         {key = "dropoutl", label = "MoS dropout", digits = 3},
         {key = "train_ppl", label = "Train ppl", digits = 2, paper = measure.paper(results, "train_ppl")},

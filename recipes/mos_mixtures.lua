@@ -12,6 +12,7 @@
 -- caps the tokens read when the whole split is too slow) and computes the Press rank of its logP
 -- matrix on the test split (as gss_grid.lua). Writes report.{md,csv,tex} into <out>.
 local recipe = require "lmkit.recipe"
+local presets = require "presets.awd_lstm"
 local measure = require "presets.measure"
 
 -- Table 5.6: K, #params (millions), train ppl, test ppl, rank.
@@ -61,8 +62,10 @@ return recipe.define{
 
   report = function(results, ctx)
     local cfg = ctx.cfg
+    local data = presets.data(cfg)
     local t = lmkit.report.table{
-      title = ("AWD-LSTM-MoS on %s (%s scale) for different numbers of mixtures (Table 5.6)"):format(cfg.dataset, cfg.scale),
+      title = ("AWD-LSTM-MoS on %s for different numbers of mixtures (Table 5.6)"):format(data.short),
+      data = data,
       columns = {
         {key = "K", label = "#Mixture"},
         -- millions, so that the paper's 19.05M and a tiny model's 0.07M share a column

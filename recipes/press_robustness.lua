@@ -19,6 +19,7 @@
 -- At tiny scale the matrices are 6,000 × 200 (the synthetic language), so ranks are ≤ 200, and the
 -- noise level at which Press rank leaves `keep` follows from its tolerance (the report prints it).
 local recipe = require "lmkit.recipe"
+local presets = require "presets.awd_lstm"
 local chapter5 = require "presets.chapter5"
 
 -- Press rank and ε-effective ranks (ε = 1e-3, 1e-4, 1e-5) of Q on the test split:
@@ -143,7 +144,7 @@ return recipe.define{
   report = function(results, ctx)
     local cfg = ctx.cfg
     local paper_ranks = PAPER_RANKS[cfg.dataset] or {}
-    local scale_note = ("%s scale%s"):format(cfg.scale, cfg.scale == "tiny" and ", synthetic language" or "")
+    local data = presets.data(cfg)
     local files = {}
     local function save(t, name)
       for _, ext in ipairs{"md", "csv", "tex"} do t:save(ctx.out .. "/" .. name .. "." .. ext) end
@@ -157,8 +158,9 @@ return recipe.define{
       if p then paper[chapter5.model(r.cell.model).label] = {press = p[1], e3 = p[2], e4 = p[3], e5 = p[4]} end
     end
     local ranks = lmkit.report.table{
-      title = ("Rank of Q on the test split of %s (%s): Press vs ε-effective (thesis Table %s)"):format(
-        cfg.dataset, scale_note, cfg.dataset == "ptb" and "5.14" or "5.15"),
+      title = ("Rank of Q on the test split of %s: Press vs ε-effective (thesis Table %s)"):format(
+        data.short, cfg.dataset == "ptb" and "5.14" or "5.15"),
+      data = data,
       columns = {
         {key = "model", label = "Function"},
         {key = "press", label = "Press rank"},
@@ -188,10 +190,10 @@ return recipe.define{
       lmkit.plot.spectrum{out = ctx.out .. "/normalized_spectrum.png", series = series, log = false,
                           key = "top right", xrange = {1, math.min(500, longest)}, yrange = {0, 0.2},
                           xlabel = "index i", ylabel = "σ_i / σ_1",
-                          title = ("Normalized singular values of Q, %s (%s)"):format(cfg.dataset, scale_note)}
+                          title = ("Normalized singular values of Q, %s"):format(data.short)}
       -- Thesis Fig. 5.9 / 5.11: the whole spectrum on a log axis.
       lmkit.plot.spectrum{out = ctx.out .. "/spectrum_log.png", series = series, xlabel = "index i",
-                          ylabel = "σ_i / σ_1", title = ("Singular values of Q, %s (%s)"):format(cfg.dataset, scale_note)}
+                          ylabel = "σ_i / σ_1", title = ("Singular values of Q, %s"):format(data.short)}
     end
 
     -- Tables 5.11–5.13: the robustness experiments on one head's Q.
@@ -215,7 +217,8 @@ return recipe.define{
       end
 
       local refactor = lmkit.report.table{
-        title = ("Robustness to SVD reconstruction errors, %s's Q (%s; thesis Table 5.11)"):format(robust_label, scale_note),
+        title = ("Robustness to SVD reconstruction errors, %s's Q on %s (thesis Table 5.11)"):format(robust_label, data.short),
+        data = data,
         columns = {
           {key = "iteration", label = "Iteration"},
           {key = "press", label = "Rank", paper = with_paper and PAPER_REFACTOR.rank or false},
@@ -234,8 +237,9 @@ return recipe.define{
         return function(row) local p = paper_noise(row.c) return p and p[key] end
       end
       local noise = lmkit.report.table{
-        title = ("Robustness to Gaussian additive noise N(0, (c/n²)²), %s's Q (%s; thesis Tables 5.12, 5.13)"):format(
-          robust_label, scale_note),
+        title = ("Robustness to Gaussian additive noise N(0, (c/n²)²), %s's Q on %s (thesis Tables 5.12, 5.13)"):format(
+          robust_label, data.short),
+        data = data,
         columns = {
           {key = "c", label = "c", format = "%.2g"},
           {key = "noise_sd", label = "sd = c/n²", format = "%.2e"},

@@ -14,6 +14,7 @@
 -- Beside the top-5 the report gives P(true next word), its rank among all words, and how many
 -- contexts have the true next word among the top 5 (paper | ours).
 local recipe = require "lmkit.recipe"
+local presets = require "presets.awd_lstm"
 local chapter5 = require "presets.chapter5"
 
 -- Thesis Table 5.1, per context (in recipes/data/table5_1_contexts.txt's order) and model: the
@@ -154,8 +155,7 @@ return recipe.define{
     local cfg = ctx.cfg
     local contexts = lmkit.analysis.read_contexts(contexts_file(cfg))
     local thesis_contexts = cfg.contexts == "" and cfg.dataset == "ptb"
-    local scale_note = cfg.scale == "tiny" and ("tiny scale, ptb-mini%s"):format(
-      cfg.lines > 0 and (", first " .. cfg.lines .. " lines") or "") or (cfg.scale .. " scale")
+    local data = presets.data(cfg, {words = true})
     local labels = {}
     for _, r in ipairs(results) do labels[#labels + 1] = chapter5.model(r.cell.model).label end
     if thesis_contexts then
@@ -165,8 +165,9 @@ return recipe.define{
     for _, r in ipairs(results) do by_label[chapter5.model(r.cell.model).label] = r.result or false end
 
     local t = lmkit.report.table{
-      title = ("Top-%d next words for the contexts of thesis Table 5.1 (%s; ‡: Yang et al.'s published models)"):format(
-        cfg.k, scale_note),
+      title = ("Top-%d next words for the contexts of thesis Table 5.1, models trained on %s (‡: Yang et al.'s " ..
+               "published models)"):format(cfg.k, data.short),
+      data = data,
       columns = {
         {key = "context", label = "Context"}, {key = "model", label = "Model"},
         {key = "top", label = "Top-" .. cfg.k, paper = thesis_contexts and "paper_top" or false, delta = false,
@@ -206,7 +207,9 @@ return recipe.define{
     for _, ext in ipairs{"md", "csv", "tex"} do t:save(ctx.out .. "/report." .. ext) end
 
     local summary = lmkit.report.table{
-      title = ("Contexts whose true next word is among the top %d (of %d)"):format(cfg.k, #contexts),
+      title = ("Contexts whose true next word is among the top %d (of %d), models trained on %s"):format(
+        cfg.k, #contexts, data.short),
+      data = data,
       columns = {
         {key = "model", label = "Model"},
         {key = "hits", label = "Hits", paper = thesis_contexts and "paper_hits" or false},

@@ -14,6 +14,7 @@
 -- 5.3/5.4, with a grouped bar chart as Fig. 5.1/5.2), and on how many benchmarks each model has the
 -- highest ρ (Fig. 5.3): among all models, among the d = 400 models, and MoS vs MoC.
 local recipe = require "lmkit.recipe"
+local presets = require "presets.awd_lstm"
 local chapter5 = require "presets.chapter5"
 
 -- Thesis Table 5.2: word pairs per benchmark, and pairs with a word outside PTB's / WT2's vocabulary.
@@ -110,8 +111,7 @@ return recipe.define{
 
   report = function(results, ctx)
     local cfg = ctx.cfg
-    local scale_note = cfg.scale == "tiny" and ("tiny scale, %s-mini%s"):format(cfg.dataset,
-      cfg.lines > 0 and (", first " .. cfg.lines .. " lines") or "") or (cfg.scale .. " scale")
+    local data = presets.data(cfg, {words = true})
     local names = {}
     for i, b in ipairs(lmkit.analysis.similarity_benchmarks()) do names[i] = b.name end
     local files = {}
@@ -137,8 +137,9 @@ return recipe.define{
     -- Table 5.2: pairs and pairs skipped (the vocabulary is the same for every model).
     local skipped_col = cfg.dataset == "ptb" and 3 or 4
     local pairs_table = lmkit.report.table{
-      title = ("Word pairs per benchmark, and pairs with a word outside the %s vocabulary (%s%s; thesis Table 5.2)"):format(
-        cfg.dataset, scale_note, first and (", " .. first.vocab .. " words") or ""),
+      title = ("Word pairs per benchmark, and pairs with a word outside the vocabulary of %s%s (thesis Table 5.2)"):format(
+        data.short, first and (", " .. first.vocab .. " words") or ""),
+      data = data,
       columns = {
         {key = "name", label = "Benchmark"},
         {key = "pairs", label = "Pairs", paper = "paper_pairs"},
@@ -166,8 +167,9 @@ return recipe.define{
                                paper = paper[key] and function(row) return paper[key][row.name] end or false}
     end
     local rho = lmkit.report.table{
-      title = ("Spearman's ρ on the word-similarity benchmarks, embeddings of models trained on %s (%s; thesis Table %s)"):format(
-        cfg.dataset, scale_note, cfg.dataset == "ptb" and "5.3" or "5.4"),
+      title = ("Spearman's ρ on the word-similarity benchmarks, embeddings of models trained on %s (thesis Table %s)"):format(
+        data.short, cfg.dataset == "ptb" and "5.3" or "5.4"),
+      data = data,
       columns = columns,
     }
     for _, name in ipairs(names) do
@@ -205,8 +207,9 @@ return recipe.define{
     end
     if #best_columns > 1 then
       local best = lmkit.report.table{
-        title = ("Benchmarks on which a model's embeddings have the highest ρ (%s; thesis Fig. 5.3; ties count for each)")
-          :format(scale_note),
+        title = ("Benchmarks on which a model's embeddings have the highest ρ, models trained on %s (thesis Fig. 5.3; " ..
+                 "ties count for each)"):format(data.short),
+        data = data,
         columns = best_columns,
       }
       for _, key in ipairs(keys) do best:add(best_rows[key]) end
@@ -221,7 +224,7 @@ return recipe.define{
     end
     if #bars > 0 then
       lmkit.plot.word_similarity{out = ctx.out .. "/spearman.png", benchmarks = names, models = bars,
-                                 title = ("Word similarity, models trained on %s (%s)"):format(cfg.dataset, scale_note)}
+                                 title = ("Word similarity, models trained on %s"):format(data.short)}
     end
     print(("report files: %s/{%s}.{md,csv,tex}%s"):format(ctx.out, table.concat(files, ","),
       #bars > 0 and (", plot: " .. ctx.out .. "/spearman.png") or ""))

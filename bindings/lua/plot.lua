@@ -303,6 +303,18 @@ return function(lmkit)
                            title = ("least squares: y = %.4g %s %.4g·x (r = %.3f, p = %.2g)"):format(
                              intercept, slope < 0 and "−" or "+", math.abs(slope), r, p)}
     local s = common_only(spec)
+    -- The data's own span with a margin: gnuplot's autoscale rounds out to whole tics, which on a
+    -- few ranks 400 apart (or a tiny model's 20-30) squeezes the points against the border or
+    -- into a corner.
+    local function padded(values, extra)
+      local vlo, vhi = math.huge, -math.huge
+      for _, v in ipairs(values) do vlo, vhi = math.min(vlo, v), math.max(vhi, v) end
+      for _, v in ipairs(extra or {}) do vlo, vhi = math.min(vlo, v), math.max(vhi, v) end
+      local margin = vhi > vlo and 0.08 * (vhi - vlo) or math.max(1, 0.05 * math.abs(vlo))
+      return {vlo - margin, vhi + margin}
+    end
+    s.xrange = spec.xrange or padded(x)
+    s.yrange = spec.yrange or padded(y, {intercept + slope * lo, intercept + slope * hi})
     s.title = (spec.title or "Rank vs perplexity") .. (" (Pearson r = %.3f)"):format(r)
     s.xlabel = spec.xlabel or "rank"
     s.ylabel = spec.ylabel or "test perplexity"

@@ -10,7 +10,8 @@ return function(lmkit)
   local report = {}
 
   local TABLE_OPTIONS = {columns = true, rows = true, title = true, paper = true, id = true, digits = true,
-                         label = true, paper_label = true, ours_label = true, delta_label = true, missing = true}
+                         label = true, paper_label = true, ours_label = true, delta_label = true, missing = true,
+                         data = true, notes = true}
   local COLUMN_OPTIONS = {key = true, label = true, digits = true, format = true, align = true, paper = true,
                           delta = true, sd = true, best = true, latex_label = true}
 
@@ -103,6 +104,8 @@ return function(lmkit)
       if group.has_paper then
         local delta = col.delta
         if delta == nil then delta = "diff" end
+        -- Ours minus the paper's means something only on the paper's own data.
+        if self.data and not self.data.paper_data then delta = false end
         group.parts[#group.parts + 1] = {kind = "paper", label = self.paper_label, align = align}
         group.parts[#group.parts + 1] = {kind = "ours", label = self.ours_label, align = align}
         if delta then group.parts[#group.parts + 1] = {kind = "delta", label = self.delta_label, align = align, delta = delta} end
@@ -214,6 +217,7 @@ return function(lmkit)
     end
     local out = {}
     if self.title then out[#out + 1] = "**" .. md(self.title) .. "**\n\n" end
+    for _, line in ipairs(self:data_lines()) do out[#out + 1] = "*" .. md(line) .. "*\n\n" end
     local function emit(values)
       local parts = {}
       for j, v in ipairs(values) do parts[j] = pad(v, widths[j], flat[j].align) end
@@ -229,7 +233,32 @@ return function(lmkit)
     end
     out[#out + 1] = "| " .. table.concat(rules, " | ") .. " |\n"
     for _, values in ipairs(body) do emit(values) end
+    if #self.notes > 0 then
+      out[#out + 1] = "\n"
+      for _, note in ipairs(self.notes) do out[#out + 1] = md(note) .. "\n\n" end
+    end
     return table.concat(out)
+  end
+
+  -- What the numbers were measured on, and whether the paper's are comparable with them.
+  function Table:data_lines()
+    local data = self.data
+    if not data then return {} end
+    local lines = {"Data: " .. data.label .. "."}
+    local shows_paper = false
+    for _, col in ipairs(self.columns) do shows_paper = shows_paper or has_paper(self, col) end
+    if shows_paper and not data.paper_data then
+      lines[#lines + 1] = ("The paper's numbers are for %s, shown for orientation only: the data differ, so no Δ.")
+        :format(data.paper_label or "the paper's corpus")
+    end
+    return lines
+  end
+
+  -- A line under the table (a correlation, a plot's file), kept in every format that has room.
+  function Table:note(text)
+    if type(text) ~= "string" then error("bad argument #1 to 'note' (string expected, got " .. type(text) .. ")", 2) end
+    self.notes[#self.notes + 1] = text
+    return self
   end
 
   local function csv_field(s)
@@ -302,7 +331,11 @@ return function(lmkit)
     if float then
       out[#out + 1] = "\\begin{table}[" .. (options.placement or "t") .. "]\n"
       w("\\centering")
-      if self.title then w("\\caption{" .. latex_escape(self.title) .. "}") end
+      if self.title then
+        local caption = self.title
+        for _, line in ipairs(self:data_lines()) do caption = caption .. " " .. line end
+        w("\\caption{" .. latex_escape(caption) .. "}")
+      end
       if self.label then w("\\label{" .. self.label .. "}") end
     end
     w("\\begin{tabular}{" .. table.concat(spec) .. "}")
@@ -399,6 +432,15 @@ return function(lmkit)
       end
       columns[i] = col
     end
+    local data = spec.data
+    if data ~= nil and (type(data) ~= "table" or type(data.label) ~= "string" or type(data.paper_data) ~= "boolean") then
+      error("lmkit.report.table: data = {label = \"...\", paper_data = true|false[, paper_label = \"...\"]} expected", 2)
+    end
+    local notes = {}
+    for i, note in ipairs(spec.notes or {}) do
+      if type(note) ~= "string" then error(("lmkit.report.table: note %d is not a string"):format(i), 2) end
+      notes[i] = note
+    end
     local rows = {}
     for i, row in ipairs(spec.rows or {}) do
       if type(row) ~= "table" then error(("lmkit.report.table: row %d is not a table"):format(i), 2) end
@@ -408,17 +450,18 @@ return function(lmkit)
       columns = columns, rows = rows, title = spec.title, label = spec.label, paper = spec.paper,
       id = spec.id or columns[1].key, digits = spec.digits or 2,
       paper_label = spec.paper_label or "paper", ours_label = spec.ours_label or "ours",
-      delta_label = spec.delta_label or "Δ", missing = spec.missing or "—",
+      delta_label = spec.delta_label or "Δ", missing = spec.missing or "—", data = data, notes = notes,
     }, Table)
   end
   report.table = new_table
 
   lmkit.document(new_table, "lmkit.report.table", [[
-lmkit.report.table{columns=, rows=, title=, paper=, id=, digits=2, label=, missing="—"} -> Table
+lmkit.report.table{columns=, rows=, title=, paper=, id=, digits=2, label=, missing="—", data=, notes=} -> Table
 A results table rendered as Markdown, CSV or LaTeX (booktabs). columns: {key=, label=, digits=, format=, align=, paper=, delta="diff", sd=, best=, latex_label=} (a string is {key=s}); rows: tables keyed by the column keys (more with t:add(row)).
 Numbers get `digits` decimals (integers stay integers unless digits is set); format = "%.3g" or function(value, row) overrides. align: "left" | "right" | "center" (default: right for numbers). sd = "ppl_sd" shows "mean ± sd". best = "min" | "max" sets the best value in bold.
 The paper's numbers: a column with paper = "field" (a row field), {v1, v2, ...} (by row), function(row, i), or true/omitted with the table's paper = {[id] = {key = value}} (rows matched by the `id` column, default the first) shows "paper | ours | Δ" (Δ = ours − paper; delta = "percent" or false).
-Methods: t:markdown(), t:csv([{raw=true}]), t:latex([{float=, placement="t"}]), t:print(), t:save(path) (.md, .csv or .tex; atomic), t:add(row).]])
+data = {label=, paper_data=, paper_label=} says what the numbers were measured on ("Data: ..." under the title); with paper_data = false the paper's columns stay but Δ is dropped, and a line says why. notes = {...} (or t:note(text)) are lines under the table (a correlation, a plot's file).
+Methods: t:markdown(), t:csv([{raw=true}]), t:latex([{float=, placement="t"}]), t:print(), t:save(path) (.md, .csv or .tex; atomic), t:add(row), t:note(text).]])
   lmkit.document(latex_escape, "lmkit.report.latex_escape", "lmkit.report.latex_escape(s) -> string\nEscapes LaTeX's special characters \\ { } _ % & # $ ~ ^ so that s prints as itself.")
   return report
 end

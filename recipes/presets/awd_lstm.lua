@@ -89,6 +89,29 @@ function presets.resolve(o)
   return cfg
 end
 
+presets.dataset_labels = {ptb = "PTB", ["wikitext-2"] = "WikiText-2"}
+
+-- What a recipe's numbers are measured on, for its report tables (lmkit.report.table's data=) and
+-- titles (.short): the paper's corpus at small and paper scale; at tiny scale a synthetic language
+-- standing in for it, or, for recipes that need real words (o.words), its mini protocol (the
+-- validation split as training data). The paper's numbers are compared (Δ) only on its own data.
+--   presets.data(cfg) → {label=, short=, paper_data=, paper_label=}   (cfg: dataset, scale[, lines])
+function presets.data(cfg, o)
+  o = o or {}
+  local name = presets.dataset_labels[cfg.dataset] or tostring(cfg.dataset)
+  if cfg.scale == "tiny" then
+    if o.words then
+      local cut = (cfg.lines or 0) > 0 and (", its first %d lines"):format(cfg.lines) or ""
+      return {label = ("%s's mini protocol at tiny scale (trained on its validation split%s), not the paper's training data")
+                :format(name, cut),
+              short = name .. "-mini", paper_data = false, paper_label = name}
+    end
+    return {label = ("a synthetic language standing in for %s (tiny scale)"):format(name),
+            short = "synthetic stand-in for " .. name, paper_data = false, paper_label = name}
+  end
+  return {label = ("%s (%s scale)"):format(name, cfg.scale), short = name, paper_data = true, paper_label = name}
+end
+
 -- The corpus a resolved configuration names: the synthetic language at tiny scale, else the real
 -- corpus (full protocol; ptb-mini where only valid/test splits are present).
 function presets.load_corpus(cfg)

@@ -1,6 +1,5 @@
 -- recipes/presets: the paper's hyperparameters (SPEC.md §2, thesis Table 4.3) and the scales.
 local T = require "lmkit.testing"
-package.path = os.getenv("LMKIT_SOURCE_DIR") .. "/recipes/?.lua;" .. package.path
 local presets = require "presets.awd_lstm"
 
 T.test("paper scale is Table 4.3", function()
@@ -36,6 +35,23 @@ T.test("tiny scale is small and trains", function()
   T.eq(cfg.train.lr, 20)  -- the paper's lr stays
   local corpus = presets.load_corpus{corpus = {kind = "synthetic", vocab = 50, states = 8, dim = 4, train = 500, valid = 100, test = 100}}
   T.eq(corpus.train:size(1), 500)
+end)
+
+T.test("the data a scale trains on is labelled honestly; only the paper's corpus compares with the paper", function()
+  local tiny = presets.data{dataset = "ptb", scale = "tiny"}
+  T.eq(tiny, {label = "a synthetic language standing in for PTB (tiny scale)", short = "synthetic stand-in for PTB",
+              paper_data = false, paper_label = "PTB"})
+  local words = presets.data({dataset = "wikitext-2", scale = "tiny", lines = 300}, {words = true})
+  T.eq(words.short, "WikiText-2-mini")
+  T.truthy(words.label:find("its first 300 lines", 1, true))
+  T.eq(words.paper_data, false)
+  T.eq(presets.data{dataset = "ptb", scale = "paper"}, {label = "PTB (paper scale)", short = "PTB", paper_data = true,
+                                                       paper_label = "PTB"})
+  T.eq(presets.data{dataset = "ptb", scale = "small"}.paper_data, true)
+  -- In a report: the paper's column stays, the difference goes.
+  local t = lmkit.report.table{columns = {{key = "rank", label = "Rank", paper = {402}}}, rows = {{rank = 25}}, data = tiny}
+  T.eq(t:markdown():find("Δ |", 1, true), nil)
+  T.truthy(t:markdown():find("Rank paper", 1, true))
 end)
 
 T.test("unknown names are errors that list the known ones", function()

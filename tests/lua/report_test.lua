@@ -31,6 +31,40 @@ T.test("markdown: aligned columns, paper | ours | delta, best in bold, missing a
     ""}, "\n"))
 end)
 
+T.test("data that is not the paper's: labelled, the paper's numbers kept without Δ; notes under the table", function()
+  local t = report.table{
+    title = "Ranks",
+    columns = {{key = "head", label = "Head"}, {key = "rank", label = "Rank", paper = {402}}},
+    rows = {{head = "Softmax", rank = 25}},
+    data = {label = "a synthetic language standing in for PTB (tiny scale)", paper_data = false, paper_label = "PTB"},
+    notes = {"Pearson r(rank, test ppl) = -0.948."},
+  }
+  t:note("Plot: rank_vs_ppl.png")
+  T.eq(t:markdown(), table.concat({
+    "**Ranks**",
+    "",
+    "*Data: a synthetic language standing in for PTB (tiny scale).*",
+    "",
+    "*The paper's numbers are for PTB, shown for orientation only: the data differ, so no Δ.*",
+    "",
+    "| Head    | Rank paper | Rank ours |",
+    "| :------ | ---------: | --------: |",
+    "| Softmax |        402 |        25 |",
+    "",
+    "Pearson r(rank, test ppl) = -0.948.",
+    "",
+    "Plot: rank_vs_ppl.png",
+    "",
+    ""}, "\n"))
+  T.truthy(t:latex():find("\\caption{Ranks Data: a synthetic language", 1, false) ~= nil)
+  -- On the paper's data the Δ is there and no orientation line.
+  local same = report.table{columns = {{key = "rank", paper = {402}}}, rows = {{rank = 402}},
+                            data = {label = "PTB", paper_data = true}}
+  T.truthy(same:markdown():find("rank Δ", 1, true))
+  T.eq(same:markdown():find("orientation", 1, true), nil)
+  T.raises(function() report.table{columns = {"a"}, data = {label = "x"}} end, "data = {label = ")
+end)
+
 T.test("csv: quotes fields with commas and quotes, empty for missing", function()
   T.eq(heads_table():csv(), table.concat({
     "Head,Params,Test ppl paper,Test ppl ours,Test ppl Δ,Note",
