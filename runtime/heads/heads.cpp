@@ -185,18 +185,7 @@ struct ConfigReader {
   template <typename T>
   T get(const char* key, T fallback) const {
     if (!config.contains(key)) return fallback;
-    const std::string what = "head '" + kind + "': option '" + key + "'";
-    if constexpr (std::is_same_v<T, int64_t>) {
-      return config::json_integer(config.at(key), what);
-    } else if constexpr (std::is_same_v<T, double>) {
-      return config::json_number(config.at(key), what);
-    } else {
-      try {
-        return config.at(key).get<T>();
-      } catch (const nlohmann::json::exception&) {
-        throw ConfigError(what + " has the wrong type (" + config.at(key).dump() + ")");
-      }
-    }
+    return config::json_option<T>(config.at(key), "head '" + kind + "': option '" + key + "'");
   }
 };
 

@@ -15,18 +15,7 @@ const std::set<std::string> kConfigKeys = {
 template <typename T>
 T field(const nlohmann::json& config, const char* key, T fallback) {
   if (!config.contains(key)) return fallback;
-  const std::string what = std::string("model config: '") + key + "'";
-  if constexpr (std::is_same_v<T, int64_t>) {
-    return config::json_integer(config.at(key), what);
-  } else if constexpr (std::is_same_v<T, double>) {
-    return config::json_number(config.at(key), what);
-  } else {
-    try {
-      return config.at(key).get<T>();
-    } catch (const nlohmann::json::exception&) {
-      throw ConfigError(what + " has the wrong type (" + config.at(key).dump() + ")");
-    }
-  }
+  return config::json_option<T>(config.at(key), std::string("model config: '") + key + "'");
 }
 
 }  // namespace

@@ -69,21 +69,7 @@ TrainOptions train_options_from_json(const json& j) {
   }
   auto get = [&](const char* key, auto& field) {
     if (!j.contains(key) || j.at(key).is_null()) return;
-    using Field = std::decay_t<decltype(field)>;
-    const std::string what = "training option '" + std::string(key) + "'";
-    if constexpr (std::is_same_v<Field, std::int64_t>) {
-      field = config::json_integer(j.at(key), what);
-    } else if constexpr (std::is_same_v<Field, std::uint64_t>) {
-      field = config::json_unsigned(j.at(key), what);
-    } else if constexpr (std::is_same_v<Field, double>) {
-      field = config::json_number(j.at(key), what);
-    } else {
-      try {
-        field = j.at(key).get<Field>();
-      } catch (const json::exception&) {
-        throw ConfigError(what + " has the wrong type: " + j.at(key).dump());
-      }
-    }
+    field = config::json_option<std::decay_t<decltype(field)>>(j.at(key), "training option '" + std::string(key) + "'");
   };
   auto get_optional = [&](const char* key, std::optional<double>& field) {
     if (!j.contains(key) || j.at(key).is_null()) return;
