@@ -46,8 +46,10 @@ void forward_cpu(const torch::Tensor& l, torch::Tensor& out, double c, double k)
         }
         double sum = 0;  // accumulated in double: N is up to ~1e5 terms
         for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(y[i] - max));
-        const scalar_t shift = max + static_cast<scalar_t>(std::log(sum));
-        for (int64_t i = 0; i < n; ++i) y[i] -= shift;
+        // (y − max) − log Σ, not y − (max + log Σ): near ±1e4 a float32 shift would round at its
+        // own ulp (~1e-3) and rows would sum to 1 only within ~5e-4.
+        const scalar_t log_sum = static_cast<scalar_t>(std::log(sum));
+        for (int64_t i = 0; i < n; ++i) y[i] = (y[i] - max) - log_sum;
       }
     });
   });

@@ -31,6 +31,7 @@ class MixtureNll : public torch::autograd::Function<MixtureNll> {
     // One [M, N] buffer for all K blocks: re-allocating vocabulary-sized blocks per component
     // costs page faults on CPU (docs: cpu-performance notes).
     auto block = torch::empty({latent.size(0), weight.size(0)}, latent.options());
+    torch::Tensor shifted;  // CPU: z − max, the same size, allocated once
 #ifdef LMKIT_OPS_CUDA
     if (latent.is_cuda()) {
       // The GEMM stays with cuBLAS; one kernel then does the transform, logsumexp and gather.
@@ -48,9 +49,13 @@ class MixtureNll : public torch::autograd::Function<MixtureNll> {
       for (int64_t k = 0; k < K; ++k) {
         auto z = logits_into(block, latent.select(1, k), weight, bias);
         if (kappa != 1.0) z = gss_transform(z, c, kappa);
-        auto norm = torch::logsumexp(z, 1);
-        lse.select(1, k).copy_(norm);
-        a.select(1, k).copy_(log_prior.select(1, k) + z.gather(1, t).squeeze(1) - norm);
+        // log P(t) = (z_t − max) − log Σ exp(z − max): near ±1e4 the float32 sum max + log Σ
+        // rounds at its ulp (~1e-3), so it is kept apart (lse, for the backward, is the sum).
+        const auto max = std::get<0>(z.max(1, /*keepdim=*/true));
+        if (!shifted.defined()) shifted = torch::empty_like(z);
+        const auto log_sum = torch::sub_out(shifted, z, max).exp_().sum(1).log_();
+        lse.select(1, k).copy_(max.squeeze(1) + log_sum);
+        a.select(1, k).copy_(log_prior.select(1, k) + ((z.gather(1, t) - max).squeeze(1) - log_sum));
       }
     }
     auto nll = -torch::logsumexp(a, 1);

@@ -100,11 +100,17 @@ struct OnlineLogSumExp {
       sum += exp_of(z - max);
     }
   }
+  // The row's max and log Σ exp(z − max), kept apart: a log-probability is (z − max) − log_sum,
+  // since in float32 the sum max + log_sum near ±1e4 rounds at its own ulp (~1e-3).
   // Must be reached by every thread of the block.
-  __device__ T block_total() const {
+  struct Total {
+    T max;
+    T log_sum;
+  };
+  __device__ Total block_max_and_log_sum() const {
     const T row_max = block_reduce(max, Max{}, negative_infinity<T>());
     const T rescaled = max == negative_infinity<T>() ? T(0) : sum * exp_of(max - row_max);
-    return row_max + log_of(block_reduce(rescaled, Sum{}, T(0)));
+    return {row_max, log_of(block_reduce(rescaled, Sum{}, T(0)))};
   }
 };
 

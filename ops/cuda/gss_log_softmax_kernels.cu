@@ -1,7 +1,7 @@
 // Fused GSS transform + log-softmax on CUDA (formula and backward: ops/gss_log_softmax.h).
 // One block per row. Forward reads each logit once: every thread keeps a running (max, Σ exp)
 // pair over its strided elements while writing z, the block combines the pairs, and a second pass
-// over the thread's own outputs subtracts the row's logsumexp. Backward is one block reduction
+// over the thread's own outputs subtracts the row's max and log-sum (in that order). Backward is one block reduction
 // (Σ g) and one pointwise pass. Sums run in scalar_t with a fixed reduction tree: the same bits on
 // every run.
 #include <cuda_runtime.h>
@@ -35,9 +35,9 @@ __global__ void __launch_bounds__(kRowThreads)
       y[i] = z;
       local.add(z);
     }
-    const scalar_t shift = local.block_total();
+    const auto total = local.block_max_and_log_sum();
     // Each thread rewrites only the elements it wrote above: no barrier needed.
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) y[i] -= shift;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) y[i] = (y[i] - total.max) - total.log_sum;
   }
 }
 

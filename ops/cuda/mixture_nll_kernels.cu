@@ -35,15 +35,15 @@ __global__ void __launch_bounds__(kRowThreads)
   const scalar_t* row = logits + m * N;
   detail::OnlineLogSumExp<scalar_t> local;  // over this thread's elements
   for (int64_t j = threadIdx.x; j < N; j += blockDim.x) local.add(component_logit(row[j], transform, c, kappa));
-  const scalar_t norm = local.block_total();
+  const auto total = local.block_max_and_log_sum();
   if (threadIdx.x == 0) {
     const int64_t slot = m * K + k;
-    lse[slot] = norm;
+    lse[slot] = total.max + total.log_sum;
     // A target outside the vocabulary gives NaN (checking the range on the host would cost a sync).
     const int64_t t = targets[m];
     const scalar_t target_logit = t >= 0 && t < N ? component_logit(row[t], transform, c, kappa)
                                                   : static_cast<scalar_t>(NAN);
-    a[slot] = log_prior[slot] + target_logit - norm;
+    a[slot] = log_prior[slot] + ((target_logit - total.max) - total.log_sum);
   }
 }
 

@@ -87,6 +87,49 @@ TEST(OpsCudaTest, GssLogSoftmaxFiniteForHugeLogits) {
   EXPECT_TRUE(torch::isfinite(l.grad()).all().item<bool>());
 }
 
+// As GssLogSoftmaxTest.Float32RowsAreNormalizedAtLargeLogits: the kernel subtracts max and
+// log-sum apart, so float32 rows near ±1e4 sum to 1 within 1e-5.
+TEST(OpsCudaTest, GssLogSoftmaxFloat32RowsAreNormalizedAtLargeLogits) {
+  LMKIT_SKIP_WITHOUT_CUDA();
+  torch::manual_seed(4);
+  for (double shift : {1e3, -1e3, 1e4, -1e4}) {
+    auto l = (shift + torch::randn({16, 5000}, torch::kFloat64) * 3).to(torch::kFloat32).to(torch::kCUDA);
+    for (auto [c, k] : std::vector<std::pair<double, double>>{{0, 2}, {0, 1}, {1.5, 1.25}}) {
+      auto out = gss_log_softmax(l, c, k).to(torch::kCPU).to(torch::kFloat64);
+      EXPECT_LT((out.exp().sum(1) - 1).abs().max().item<double>(), 1e-5) << shift << " " << k;
+    }
+  }
+}
+
+// The mixture kernel's log P(t) at logits near ±1e4 against the same float32 logits normalized in
+// float64 (as MixtureNllTest.Float32NormalizationIsExactAtLargeLogits on the CPU).
+TEST(OpsCudaTest, MixtureNllFloat32NormalizationIsExactAtLargeLogits) {
+  LMKIT_SKIP_WITHOUT_CUDA();
+  torch::manual_seed(6);
+  const int64_t M = 8, K = 3, d = 4, N = 2000;
+  for (double kappa : {1.0, 2.0}) {
+    for (double shift : {1e4, -1e4}) {
+      auto latent = torch::randn({M, K, d}).to(torch::kCUDA);
+      auto log_prior = torch::log_softmax(torch::randn({M, K}), 1).to(torch::kCUDA);
+      auto weight = torch::randn({N, d}).to(torch::kCUDA);
+      auto bias = (torch::randn({N}) + shift).to(torch::kCUDA);
+      auto targets = torch::randint(N, {M}, torch::kInt64).to(torch::kCUDA);
+      auto out = mixture_nll(latent, log_prior, weight, bias, targets, 0.0, kappa).to(torch::kCPU).to(torch::kFloat64);
+      std::vector<torch::Tensor> parts;
+      for (int64_t k = 0; k < K; ++k) {
+        auto z = torch::addmm(bias, latent.select(1, k), weight.t());
+        if (kappa != 1.0) z = gss_transform(z, 0.0, kappa);
+        parts.push_back(log_prior.select(1, k).to(torch::kFloat64) +
+                        torch::log_softmax(z.to(torch::kFloat64), 1).gather(1, targets.view({-1, 1})).squeeze(1));
+      }
+      auto truth = (-torch::logsumexp(torch::stack(parts, 1), 1)).to(torch::kCPU);
+      // The kernel transforms in-register; its float32 GSS transform may round differently from
+      // ATen's by an ulp of the logit (~1e-3 at 1e4) where kappa ≠ 1.
+      EXPECT_LT((out - truth).abs().max().item<double>(), kappa == 1.0 ? 1e-5 : 2e-3) << kappa << " " << shift;
+    }
+  }
+}
+
 struct PlifCase {
   std::string name;
   torch::Tensor logits;
