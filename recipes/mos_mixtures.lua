@@ -69,7 +69,7 @@ return recipe.define{
       columns = {
         {key = "K", label = "#Mixture"},
         -- millions, so that the paper's 19.05M and a tiny model's 0.07M share a column
-        {key = "params", label = "#Param (M)", format = "%.4g", paper = measure.paper(results, "params")},
+        {key = "params", label = "#Param (M)", format = measure.millions, paper = measure.paper(results, "params")},
         {key = "train_ppl", label = "Train ppl", digits = 2, paper = measure.paper(results, "train_ppl")},
         {key = "test_ppl", label = "Test ppl", digits = 2, paper = measure.paper(results, "test_ppl")},
         {key = "rank", label = "Rank", digits = 0, paper = measure.paper(results, "rank")},

@@ -75,6 +75,12 @@ measure.print_and_save = report_files.print_and_save
 -- "report files: <out>/{name,...}.{md,csv,tex}" for a report of several tables.
 measure.print_report_names = report_files.print_names
 
+-- A parameter count in millions as the thesis's tables print it: truncated to two decimals
+-- (19,057,620 → "19.05", not the rounded 19.06). A format= function for lmkit.report.table.
+function measure.millions(value)
+  return ("%.2f"):format(math.floor(value * 100 + 1e-7) / 100)
+end
+
 -- The `limit` setting of the grid recipes: > 0 keeps only the first `limit` cells (a quick check of
 -- the pipeline, or the tests); 0 keeps them all.
 function measure.limit(cells, limit)

@@ -54,6 +54,14 @@ T.test("the data a scale trains on is labelled honestly; only the paper's corpus
   T.truthy(t:markdown():find("Rank paper", 1, true))
 end)
 
+T.test("parameter counts in millions are truncated as in the thesis's tables", function()
+  local measure = require "presets.measure"
+  T.eq(measure.millions(19057620 / 1e6), "19.05")
+  T.eq(measure.millions(21500620 / 1e6), "21.50")
+  T.eq(measure.millions(19.05), "19.05")  -- the paper's own value prints as itself
+  T.eq(measure.millions(0.071234), "0.07")
+end)
+
 T.test("unknown names are errors that list the known ones", function()
   T.raises(function() presets.resolve{dataset = "ptb2"} end, "datasets: ptb, wikitext-2")
   T.raises(function() presets.resolve{scale = "huge"} end, "tiny, small or paper")
