@@ -129,6 +129,7 @@ int analysis_word_similarity(lua_State* L) {
     set_integer(L, "pairs", r.pairs);
     set_integer(L, "kept", r.kept);
     set_integer(L, "skipped", r.skipped);
+    set_integer(L, "repeated", r.repeated);
     set_number(L, "spearman", r.spearman);
     set_number(L, "p", r.pvalue);
     lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
@@ -308,9 +309,9 @@ int analysis_read_contexts(lua_State* L) {
 
 const Function kFunctions[] = {
     {"word_similarity", analysis_word_similarity,
-     "lmkit.analysis.word_similarity(embedding_or_model, vocab[, {benchmarks=all, dir=nil, case=\"lower\"}]) -> {{name=, file=, pairs=, kept=, skipped=, spearman=, p=}, ...}\n"
+     "lmkit.analysis.word_similarity(embedding_or_model, vocab[, {benchmarks=all, dir=nil, case=\"lower\"}]) -> {{name=, file=, pairs=, kept=, skipped=, repeated=, spearman=, p=}, ...}\n"
      "Spearman ρ between the cosine similarity of embedding rows and human scores on the 13 word-similarity benchmarks (thesis Tables 5.2–5.4), in the thesis's order. "
-     "Pairs with a word outside the vocabulary are skipped and counted. benchmarks: names (\"WS-353\", \"SimLex-999\", ... or file names); "
+     "Pairs with a word outside the vocabulary are skipped and counted; a pair listed again enters ρ once, with its later score (repeated counts them). benchmarks: names (\"WS-353\", \"SimLex-999\", ... or file names); "
      "dir: the folder of EN-*.txt files (default $LMKIT_DATA/word-similarity, then ./data/word-similarity); case: \"lower\" looks up each benchmark word lowercased (as Faruqui & Dyer's script, "
      "which the thesis follows; consistent with its Table 5.2), \"exact\" as spelled, \"fold\" also ignores the vocabulary's case. spearman and p are nan when fewer than 2 pairs are kept."},
     {"similarity_wins", analysis_similarity_wins,

@@ -152,16 +152,25 @@ SimilarityResult evaluate_similarity(const torch::Tensor& embedding, const Simil
   result.name = benchmark.name;
   result.pairs = static_cast<std::int64_t>(benchmark.pairs.size());
   std::vector<std::int64_t> first, second;
+  std::map<std::pair<std::int64_t, std::int64_t>, std::size_t> position;  // kept pair → its index
   for (const auto& pair : benchmark.pairs) {
     const auto a = lookup.find(pair.word1);
     const auto b = lookup.find(pair.word2);
-    if (!a || !b) continue;
+    if (!a || !b) {
+      ++result.skipped;
+      continue;
+    }
+    const auto [it, added] = position.emplace(std::make_pair(*a, *b), first.size());
+    if (!added) {
+      result.scores[it->second] = pair.score;  // the later line's score, as a dict keyed by the pair
+      ++result.repeated;
+      continue;
+    }
     first.push_back(*a);
     second.push_back(*b);
     result.scores.push_back(pair.score);
   }
   result.kept = static_cast<std::int64_t>(first.size());
-  result.skipped = result.pairs - result.kept;
   if (!first.empty()) {
     torch::NoGradGuard no_grad;
     const auto e = embedding.detach().to(torch::kCPU, torch::kFloat64);

@@ -8,7 +8,10 @@
 //       pairs, i.e. Pearson's r of their average ranks (ties share their mean rank; thesis eq. 5.1),
 //       with the two-sided p-value of stats::spearmanr.
 // A pair is skipped (and counted, Table 5.2) when either word is not in the vocabulary. Every line
-// is a pair: a pair listed twice is used twice (WS-353 lists one pair twice).
+// counts as a pair of the benchmark (WS-353's 353, as Table 5.2 says), but a pair listed again
+// (the same two words in the same order: WS-353's "money cash", 9.15 then 9.08) enters ρ once,
+// with the later line's score: Faruqui & Dyer's script, which the thesis follows, keys its scores
+// by the pair. "bank money" and "money bank" are two pairs there, and here.
 //
 // Case (CaseRule): by default a benchmark word is lowercased (ASCII) and then looked up exactly —
 // what Faruqui & Dyer's evaluation script, which the thesis follows, does to the benchmark lines.
@@ -86,7 +89,8 @@ struct SimilarityResult {
   std::string name;
   std::int64_t pairs = 0;    // pairs in the benchmark
   std::int64_t kept = 0;     // both words in the vocabulary
-  std::int64_t skipped = 0;  // pairs - kept
+  std::int64_t skipped = 0;  // lines with a word outside the vocabulary
+  std::int64_t repeated = 0; // lines repeating a kept pair (pairs = kept + skipped + repeated)
   double spearman = 0.0;     // NaN when fewer than 2 pairs are kept or a side is constant
   double pvalue = 0.0;       // NaN likewise
   std::vector<double> cosines, scores;  // of the kept pairs, in file order
