@@ -1,6 +1,9 @@
 // ReLU-based head (Kanai et al. 2018, "Sigsoftmax", §4 and appendix B.1, the stabilized form):
 //   P ∝ relu(l) + ε, computed in log space as u − logsumexp(u), u = log(relu(l) + ε)
 // ε = 1e−8 by default. h [..., d] → [M, N]. No parameters.
+// The paper's eq. 34, (relu(l)+ε)/(Σ relu(l) + ε), is not normalized (ε enters the denominator
+// once but the numerators N times); normalizing by Σ(relu(l)+ε) is a deliberate choice
+// (docs/models.md), so that perplexities and ranks compare with the other heads'.
 #pragma once
 #include "runtime/heads/head.h"
 
