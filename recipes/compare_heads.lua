@@ -70,7 +70,7 @@ return recipe.define{
     for _, head in ipairs(heads) do
       if not KNOWN[head] then error("compare_heads: no head '" .. head .. "' in the line-up (softmax, sigsoftmax, gss, plif, mos, moc)") end
     end
-    return lineup.seed_cells(heads, cfg)
+    return lineup.seed_cells(heads, cfg, {per_head = true})
   end,
 
   run = function(cell, ctx)

@@ -50,10 +50,13 @@ end
 
 -- n seeds: the preset's own (141, 28, 1881: what the papers report) first, then n − 1 fixed
 -- pseudo-random integers standing in for the thesis's "10 randomly sampled seeds". They depend
--- only on the position, so every head sees the same ones and a rerun finds the same cells.
-function lineup.seeds(p, n)
+-- only on the position and on `stream` (a string, e.g. the head's name: each head then draws its
+-- own seeds, as the thesis sampled them per model, so that a rank-sum test compares independent
+-- samples; without a stream every caller sees the same ones). A rerun finds the same cells.
+function lineup.seeds(p, n, stream)
   local seeds = {p.train.seed}
   local x = 20240229
+  for i = 1, #(stream or "") do x = (x * 31 + stream:byte(i)) % 2147483648 end
   while #seeds < n do
     x = (1103515245 * x + 12345) % 2147483648  -- the C standard's example LCG
     local s = 1 + (x >> 8) % 99999
@@ -66,10 +69,13 @@ end
 
 -- The cells of a seed grid: for each head, lineup.seeds(n) of its preset, numbered by seed_index
 -- (1 = the configuration's own seed; lineup.by_name tells the sampled ones from it).
-function lineup.seed_cells(heads, cfg)
+-- o.per_head draws each head's sampled seeds from a stream of its own (compare_heads: Table 4.9's
+-- independent samples); otherwise the heads share them (frozen_plif: PLIF and PLIF† differ only
+-- in the freezing).
+function lineup.seed_cells(heads, cfg, o)
   local cells = {}
   for _, head in ipairs(heads) do
-    for i, seed in ipairs(lineup.seeds(lineup.preset(head, cfg), cfg.seeds)) do
+    for i, seed in ipairs(lineup.seeds(lineup.preset(head, cfg), cfg.seeds, (o or {}).per_head and head or nil)) do
       cells[#cells + 1] = {head = head, seed = seed, seed_index = i}
     end
   end

@@ -62,6 +62,24 @@ T.test("parameter counts in millions are truncated as in the thesis's tables", f
   T.eq(measure.millions(0.071234), "0.07")
 end)
 
+T.test("seed grids: the reported seed first; per head, independent sampled seeds", function()
+  local lineup = require "presets.lineup"
+  local cfg = {scale = "tiny", dataset = "ptb", seeds = 4}
+  local shared = lineup.seed_cells({"softmax", "gss"}, cfg)
+  local own = lineup.seed_cells({"softmax", "gss"}, cfg, {per_head = true})
+  local function seeds_of(cells, head)
+    local s = {}
+    for _, c in ipairs(cells) do if c.head == head then s[#s + 1] = c.seed end end
+    return s
+  end
+  T.eq(seeds_of(shared, "softmax"), seeds_of(shared, "gss"))
+  T.eq(seeds_of(own, "softmax")[1], 141)
+  T.eq(seeds_of(own, "gss")[1], 141)
+  local a, b = seeds_of(own, "softmax"), seeds_of(own, "gss")
+  for i = 2, 4 do T.truthy(a[i] ~= b[i], "sampled seed " .. i .. " differs between heads") end
+  T.eq(seeds_of(lineup.seed_cells({"gss"}, cfg, {per_head = true}), "gss"), b)  -- reruns find the same cells
+end)
+
 T.test("unknown names are errors that list the known ones", function()
   T.raises(function() presets.resolve{dataset = "ptb2"} end, "datasets: ptb, wikitext-2")
   T.raises(function() presets.resolve{scale = "huge"} end, "tiny, small or paper")
