@@ -131,6 +131,13 @@ int analysis_normalized_spectrum(lua_State* L) {
   return 1;
 }
 
+int analysis_normalized_cdf(lua_State* L) {
+  auto [values, fractions] = analysis::normalized_cdf(check_tensor(L, 1));
+  push_tensor(L, values);
+  push_tensor(L, fractions);
+  return 2;
+}
+
 int analysis_cumulative_share(lua_State* L) {
   push_tensor(L, analysis::cumulative_share(check_tensor(L, 1)));
   return 1;
@@ -188,7 +195,8 @@ const Function kFunctions[] = {
     {"logp_svdvals", analysis_logp_svdvals, "lmkit.analysis.logp_svdvals(model, tokens[, {batch_size=1, bptt=70, max_contexts=nil, dtype=\"float32\", f_logits=false, block_rows=2·vocab}]) -> Tensor, rows, cols\nSingular values of the logP matrix without holding it: blocks of rows go through a streaming QR (R ← qr([R; block]).R), then the SVD of R. For matrices too large for memory (WikiText-2 test: 245,569 × 33,278)."},
     {"embedding", analysis_embedding, "lmkit.analysis.embedding(model) -> Tensor\nThe input embedding matrix [vocab, emb] (the decoder's too when tied), detached."},
     {"normalized_spectrum", analysis_normalized_spectrum, "lmkit.analysis.normalized_spectrum(sv) -> Tensor\nσ / σ_max."},
-    {"cumulative_share", analysis_cumulative_share, "lmkit.analysis.cumulative_share(sv) -> Tensor\nΣ_{j≤i} σ_j / Σ_j σ_j: the cumulative share of the (normalized) singular values."},
+    {"cumulative_share", analysis_cumulative_share, "lmkit.analysis.cumulative_share(sv) -> Tensor\nΣ_{j≤i} σ_j / Σ_j σ_j: the share of Σσ held by the first i singular values (not the MoS paper's Fig. 1: see normalized_cdf)."},
+    {"normalized_cdf", analysis_normalized_cdf, "lmkit.analysis.normalized_cdf(sv) -> values, fractions\nThe empirical CDF of the normalized singular values σ/σ₁ (the MoS paper's Fig. 1, \"cumulative percentage of normalized singular values\"): values ascending, fractions[i] = i/n of them ≤ values[i] (float64)."},
     {"projection_2d", analysis_projection_2d, "lmkit.analysis.projection_2d(E) -> Tensor\nThe rows of E, centered, projected on their top two principal directions: [rows, 2] (embedding plots)."},
     {"pairwise_kl", analysis_pairwise_kl, "lmkit.analysis.pairwise_kl(Q[, {pairs=10000, seed=0}]) -> {mean=, standard_error=, pairs=}\nExpected KL(P(·|c) ‖ P(·|c')) over context pairs c ≠ c' drawn uniformly from the rows of a log-probability matrix (MoS paper, Table 11)."},
     {"refactorization_robustness", analysis_refactorization, "lmkit.analysis.refactorization_robustness(Q[, {keep=10, iterations=10, eps_dtype=\"float32\"}]) -> {{iteration=, press_rank=, error=}, ...}\nThe thesis's Alg. 5.1: keep the top `keep` singular values of Q, then factorize and reconstruct repeatedly; Press rank and mean squared deviation from the first reconstruction per iteration (Table 5.11)."},

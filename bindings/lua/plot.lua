@@ -366,7 +366,33 @@ return function(lmkit)
 
   function plot.cumulative(spec)
     local fname = "lmkit.plot.cumulative"
-    check_options(spec, merge(COMMON, {values = true, series = true, label = true, squared = true}), fname)
+    check_options(spec, merge(COMMON, {values = true, series = true, label = true, squared = true, kind = true}), fname)
+    local kind = spec.kind or "share"
+    if kind ~= "share" and kind ~= "cdf" then
+      error(("%s: kind must be \"share\" (Σ_{i≤k} σᵢ / Σ σᵢ against k) or \"cdf\" (the MoS paper's Fig. 1), got %s")
+        :format(fname, tostring(kind)), 2)
+    end
+    if kind == "cdf" then
+      if spec.squared then error(fname .. ": squared applies to kind = \"share\" only", 2) end
+      -- The percentage of singular values whose σ/σ₁ is at most x: a step function over [0, 1].
+      local series = {}
+      for _, s in ipairs(value_series(spec, fname)) do
+        local values, fractions = lmkit.analysis.normalized_cdf(lmkit.tensor(s.values, {dtype = "float64"}))
+        local x, y = {0}, {0}
+        for i, v in ipairs(values:totable()) do x[#x + 1], y[#y + 1] = v, 100 * fractions[i]:item() end
+        series[#series + 1] = {kind = "xy", x = x, y = y, with = "steps", title = s.label, color = s.color,
+                               dashtype = s.dashtype}
+      end
+      local c = common_only(spec)
+      c.title = spec.title or "Cumulative percentage of normalized singular values"
+      c.xlabel = spec.xlabel or "normalized singular value σ/σ₁"
+      c.ylabel = spec.ylabel or "% of singular values ≤ x"
+      c.xrange = spec.xrange or {0, 1.02}
+      c.yrange = spec.yrange or {0, 102}
+      if c.key == nil and #series == 1 and not series[1].title then c.key = false end
+      if c.key == nil then c.key = "bottom right" end
+      return draw(c, series, fname)
+    end
     local series = {}
     for _, s in ipairs(value_series(spec, fname)) do
       local total, y = 0, {}
@@ -604,8 +630,8 @@ Points (as plot.line, with="points"); labels = {strings} writes one beside each 
 Rank vs perplexity: the models as points, the least-squares line ppl = intercept + slope·rank, Pearson's r (and p) in the title and legend (thesis Fig. 4.6/4.7).]],
     spectrum = [[lmkit.plot.spectrum{out=, values= | series={{values=, label=}, ...}, normalize=true, log=true, ...} -> {out=, script=, data=}
 Singular values σᵢ against i, divided by σ₁ unless normalize=false, on a log y axis unless log=false.]],
-    cumulative = [[lmkit.plot.cumulative{out=, values= | series={{values=, label=}, ...}, squared=false, ...} -> {out=, script=, data=}
-Cumulative share Σ_{i≤k} σᵢ / Σ σᵢ against k (squared=true: of σᵢ², whose 1 − ε crossing is the ε-effective rank).]],
+    cumulative = [[lmkit.plot.cumulative{out=, values= | series={{values=, label=}, ...}, kind="share", squared=false, ...} -> {out=, script=, data=}
+kind="share": the cumulative share Σ_{i≤k} σᵢ / Σ σᵢ against k (squared=true: of σᵢ², whose 1 − ε crossing is the ε-effective rank). kind="cdf": the MoS paper's Fig. 1, the percentage of singular values whose σᵢ/σ₁ is at most x, against x ∈ [0, 1] (lmkit.analysis.normalized_cdf).]],
     embedding_spectrum = [[lmkit.plot.embedding_spectrum{out=, matrix= | embeddings={{matrix=, label=}, ...} | values=, normalize=true, log=true, ...} -> {out=, script=, data=}
 The spectrum of embedding matrices (N×d tensors; singular values in float64), one line per model.]],
     projection = [[lmkit.plot.projection{out=, points= | x=, y= | matrix=, labels=, groups=, ...} -> {out=, script=, data=, x=, y=}

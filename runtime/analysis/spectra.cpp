@@ -43,6 +43,17 @@ torch::Tensor cumulative_share(const torch::Tensor& sv) {
   return sv.cumsum(0) / total;
 }
 
+std::pair<torch::Tensor, torch::Tensor> normalized_cdf(const torch::Tensor& sv) {
+  check_vector(sv, "normalized_cdf");
+  const auto values = sv.to(torch::kFloat64);
+  const double largest = values.max().item<double>();
+  if (!(largest > 0)) throw UsageError("normalized_cdf: the largest singular value must be > 0");
+  const auto sorted = std::get<0>((values / largest).sort());
+  const auto n = sorted.numel();
+  const auto fractions = torch::arange(1, n + 1, torch::kFloat64) / static_cast<double>(n);
+  return {sorted, fractions};
+}
+
 torch::Tensor projection_2d(const torch::Tensor& matrix) {
   check_matrix(matrix, "projection_2d");
   if (matrix.size(1) < 2) throw UsageError("projection_2d: the matrix needs at least 2 columns");

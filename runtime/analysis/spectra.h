@@ -2,7 +2,10 @@
 // appendix C.1).
 //
 //   normalized_spectrum(σ)  = σ / σ₁                                   (Fig. 5.11/5.12)
-//   cumulative_share(σ)     = (Σ_{j≤i} σ_j) / Σ_j σ_j                 (share of normalized σ)
+//   cumulative_share(σ)     = (Σ_{j≤i} σ_j) / Σ_j σ_j                 (share of Σσ up to index i)
+//   normalized_cdf(σ)       = the empirical CDF of σ/σ₁: for each value t of σ/σ₁ (ascending),
+//                             the fraction of singular values with σ_i/σ₁ ≤ t — the MoS paper's
+//                             Fig. 1, "cumulative percentage of normalized singular values"
 //   projection_2d(E)        = rows of E − mean, onto its top two right singular vectors (PCA)
 //   pairwise_kl(Q, pairs)   = mean over sampled context pairs c ≠ c' of
 //                             KL(P(·|c) ‖ P(·|c')) = Σ_w P(w|c)·(log P(w|c) − log P(w|c'))
@@ -18,6 +21,7 @@
 // `eps_dtype`.
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "runtime/core/torch.h"
@@ -26,6 +30,9 @@ namespace lmkit::analysis {
 
 torch::Tensor normalized_spectrum(const torch::Tensor& singular_values);
 torch::Tensor cumulative_share(const torch::Tensor& singular_values);
+// {values: σ/σ₁ ascending, fractions: i/n for i = 1..n} (float64); ties keep their last fraction
+// when plotted as a step function.
+std::pair<torch::Tensor, torch::Tensor> normalized_cdf(const torch::Tensor& singular_values);
 torch::Tensor projection_2d(const torch::Tensor& matrix);
 
 struct PairwiseKl {

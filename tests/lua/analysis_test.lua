@@ -43,6 +43,11 @@ T.test("spectra, pairwise KL and the robustness experiments from Lua", function(
   local sv = lmkit.tensor({4, 2, 1, 1}, {dtype = "float64"})
   T.near(lmkit.analysis.normalized_spectrum(sv), lmkit.tensor({1, 0.5, 0.25, 0.25}, {dtype = "float64"}), 1e-15)
   T.near(lmkit.analysis.cumulative_share(sv), lmkit.tensor({0.5, 0.75, 0.875, 1}, {dtype = "float64"}), 1e-15)
+  -- The MoS paper's Fig. 1 is a CDF of σ/σ₁, not a share of Σσ: half the values are ≤ 0.25 here.
+  local values, fractions = lmkit.analysis.normalized_cdf(sv)
+  T.eq(values:totable(), {0.25, 0.25, 0.5, 1})
+  T.eq(fractions:totable(), {0.25, 0.5, 0.75, 1})
+  T.raises(function() lmkit.analysis.normalized_cdf(lmkit.zeros(3)) end, "largest singular value must be > 0")
   local kl = lmkit.analysis.pairwise_kl(lmkit.tensor({{0.3, 0.7}, {0.7, 0.3}}, {dtype = "float64"}):log(), {pairs = 10})
   T.near(kl.mean, (0.3 - 0.7) * math.log(0.3 / 0.7), 1e-12)
   lmkit.seed(2)

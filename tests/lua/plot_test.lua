@@ -125,6 +125,10 @@ T.test("spectrum data: σᵢ/σ₁ by default; cumulative share ends at 1", func
   T.eq(read(r.data), "# 0: xy\n1 1\n2 0.5\n3 0.25\n")
   local c = plot.cumulative{out = dir .. "/toy_cumulative.svg", values = {4, 2, 1, 1}}
   T.eq(read(c.data), "# 0: xy\n1 0.5\n2 0.75\n3 0.875\n4 1\n")
+  local cdf = plot.cumulative{out = dir .. "/toy_cdf.svg", values = {4, 2, 1, 1}, kind = "cdf"}
+  T.eq(read(cdf.data), "# 0: xy\n0 0\n0.25 25\n0.25 50\n0.5 75\n1 100\n")
+  T.truthy(read(cdf.script):find("with steps", 1, true))
+  T.raises(function() plot.cumulative{out = dir .. "/x.svg", values = {1}, kind = "pdf"} end, "kind must be \"share\"")
 end)
 
 T.test("pca2 recovers the principal axes of a stretched cloud", function()
