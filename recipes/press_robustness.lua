@@ -14,8 +14,8 @@
 -- `robust_contexts` rows, computed in float64 (the thesis: 10,000 × 10,000):
 --   Alg. 5.1 keeps Q's top `keep` singular values, then factorizes and multiplies back 10 times
 --            (Press rank, mean squared deviation from the first reconstruction: Table 5.11);
---   Alg. 5.2 adds Gaussian noise of standard deviation c/n² for each c of the ladder (Press rank
---            and ε-effective ranks: Tables 5.12, 5.13).
+--   Alg. 5.2 adds Gaussian noise N(0, c/n²) — c/n² the variance, sd √c/n — for each c of the
+--            ladder (Press rank and ε-effective ranks: Tables 5.12, 5.13).
 -- At tiny scale the matrices are 6,000 × 200 (the synthetic language), so ranks are ≤ 200, and the
 -- noise level at which Press rank leaves `keep` follows from its tolerance (the report prints it).
 local recipe = require "lmkit.recipe"
@@ -118,9 +118,10 @@ return recipe.define{
       local robust = {rows = m, cols = n, press = lmkit.analysis.press_rank(qsv, m, n, cfg.eps_dtype),
                       sigma_max = qsv:max():item(), refactor = {}, noise = {}}
       -- Press's tolerance for the rank-`keep` matrix (its σ₁ is Q's), and the noise level c at which
-      -- noise singular values (≈ sd·(√m + √n)) cross it: below, Press rank stays `keep`.
+      -- the largest noise singular value (≈ sd·(√m + √n), sd = √c/n) crosses it: below, Press rank
+      -- stays `keep`.
       robust.tolerance = 0.5 * math.sqrt(m + n + 1) * robust.sigma_max * EPS_OF[cfg.eps_dtype]
-      robust.critical_c = robust.tolerance / (math.sqrt(m) + math.sqrt(n)) * n * n
+      robust.critical_c = (robust.tolerance / (math.sqrt(m) + math.sqrt(n)) * n) ^ 2
       local ladder = parse_ladder((cfg.ladder == "thesis" or cfg.ladder == "auto") and THESIS_LADDER or cfg.ladder)
       if cfg.ladder == "auto" then
         for _, f in ipairs{10, 3, 1, 1 / 3, 1 / 10} do ladder[#ladder + 1] = robust.critical_c * f end
@@ -209,7 +210,7 @@ return recipe.define{
              .. "Press tolerance %.3g (eps of %s)"):format(robust_label, robust.rows, robust.cols, robust.press,
         with_paper and (" (thesis, 10,000 × 10,000: %d)"):format(PAPER_TRUNCATED_RANK) or "",
         robust.sigma_max, robust.tolerance, cfg.eps_dtype))
-      print(("noise of sd c/n² reaches that tolerance near c ≈ %.3g: below it Press rank stays at A₀'s"):format(
+      print(("noise of variance c/n² reaches that tolerance near c ≈ %.3g: below it Press rank stays at A₀'s"):format(
         robust.critical_c))
       if robust.press < cfg.keep then
         print(("note: Q's Press rank (%d) is below keep (%d), so A₀ (Q's top %d singular values) has Press rank %d"):format(
@@ -237,12 +238,12 @@ return recipe.define{
         return function(row) local p = paper_noise(row.c) return p and p[key] end
       end
       local noise = lmkit.report.table{
-        title = ("Robustness to Gaussian additive noise N(0, (c/n²)²), %s's Q on %s (thesis Tables 5.12, 5.13)"):format(
+        title = ("Robustness to Gaussian additive noise N(0, c/n²) (c/n² the variance), %s's Q on %s (thesis Tables 5.12, 5.13)"):format(
           robust_label, data.short),
         data = data,
         columns = {
           {key = "c", label = "c", format = "%.2g"},
-          {key = "noise_sd", label = "sd = c/n²", format = "%.2e"},
+          {key = "noise_sd", label = "sd = √c/n", format = "%.2e"},
           {key = "press", label = "Press rank", paper = noise_paper("press")},
           {key = "e3", label = "ε=1e-3", paper = noise_paper("e3")},
           {key = "e4", label = "ε=1e-4", paper = noise_paper("e4")},

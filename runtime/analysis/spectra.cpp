@@ -128,7 +128,7 @@ std::vector<NoiseStep> noise_robustness(const torch::Tensor& matrix, const std::
     if (!(c >= 0)) throw UsageError("noise_robustness: every c must be ≥ 0");
     NoiseStep step;
     step.c = c;
-    step.noise_sd = c / (static_cast<double>(n) * static_cast<double>(n));
+    step.noise_sd = std::sqrt(c) / static_cast<double>(n);  // variance c/n²
     auto noise = torch::randn({m, n}, generator, torch::TensorOptions().dtype(torch::kFloat64)) * step.noise_sd;
     const auto sv = svdvals(base + noise.to(base.device(), base.scalar_type()));
     step.press_rank = press_rank(sv, m, n, eps_dtype);

@@ -15,8 +15,11 @@
 // then A_i = svd-reconstruction of A_{i−1} (U_i·S_i·V_iᵀ) for i = 1..iterations, reporting the Press
 // rank of each A_i and its error ‖A_i − A₀‖²_F / (m·n) (mean squared).
 // Alg. 5.2 (Gaussian noise): for each c of a ladder, the Press rank and ε-effective ranks of
-// A₀ + Z with Z ~ N(0, (c/n²)²) entrywise (the thesis's gaussian_random(0, c/n²), c setting the
-// standard deviation; n the number of columns).
+// A₀ + Z with Z ~ N(0, c/n²) entrywise: c/n² is the variance, so the standard deviation is √c/n
+// (n the number of columns). The thesis's ranks say so: from c = 1e-22 to 1e-20 the count of
+// singular values below the tolerance falls tenfold (1000 → 101), as it does when the noise's
+// sd grows tenfold; with sd = c/n² it would fall a hundredfold, and the 10 → ~n transition would
+// span two decades of c instead of the four to five of Tables 5.12/5.13.
 // Both run in Q's precision (pass float64 to follow the thesis's errors of order 1e−28); ranks use
 // `eps_dtype`.
 #pragma once

@@ -148,16 +148,39 @@ TEST(RobustnessTest, RefactorizationKeepsTheRank) {
 TEST(RobustnessTest, NoiseAboveTheToleranceFillsTheRank) {
   seed_torch(2);
   const auto q = torch::randn({60, 40}, kDouble);
-  // n = 40: sd = c/1600. c = 0 keeps rank 10; c = 16 (sd 0.01) is far above float64's tolerance.
-  const auto steps = noise_robustness(q, {0.0, 1e-30, 16.0}, 10, 1, torch::kFloat64);
+  // n = 40: sd = √c/40. c = 0 keeps rank 10; c = 0.16 (sd 0.01) is far above float64's tolerance.
+  const auto steps = noise_robustness(q, {0.0, 1e-60, 0.16}, 10, 1, torch::kFloat64);
   ASSERT_EQ(steps.size(), 3u);
   EXPECT_EQ(steps[0].press_rank, 10);
   EXPECT_EQ(steps[1].press_rank, 10);
   EXPECT_EQ(steps[2].press_rank, 40);
-  EXPECT_DOUBLE_EQ(steps[2].noise_sd, 16.0 / 1600.0);
+  EXPECT_DOUBLE_EQ(steps[2].noise_sd, 0.01);
   // The 1e−3-effective rank does not see the noise at all (Table 5.13's point).
   EXPECT_EQ(steps[0].effective[0].second, steps[2].effective[0].second);
   EXPECT_LE(steps[2].effective[0].second, 10);
+}
+
+// Tables 5.12/5.13: Press rank goes from keep (10) to nearly n over about five decades of c
+// (1e-25 → 10, 1e-20 → 9,899 of 10,000). For a square Gaussian matrix the singular values below a
+// tolerance number ∝ 1/sd, so that span is ~2 decades of sd: 4–5 decades of c only when c/n² is
+// the variance. (Read as the sd, the same transition took 2 decades of c.)
+TEST(RobustnessTest, TheNoiseTransitionSpansFourToFiveDecadesOfC) {
+  seed_torch(3);
+  const int64_t n = 200;
+  const auto q = torch::randn({n, n}, kDouble);
+  std::vector<double> ladder;
+  for (double exponent = -40; exponent <= -10; exponent += 0.25) ladder.push_back(std::pow(10.0, exponent));
+  const auto steps = noise_robustness(q, ladder, 10, 4, torch::kFloat64);
+  double last_at_keep = 0, first_near_full = 0;
+  for (const auto& s : steps) {
+    if (s.press_rank == 10) last_at_keep = s.c;
+    if (first_near_full == 0 && s.press_rank >= static_cast<int64_t>(0.99 * n)) first_near_full = s.c;
+  }
+  ASSERT_GT(last_at_keep, 0);
+  ASSERT_GT(first_near_full, 0);
+  const double decades = std::log10(first_near_full / last_at_keep);
+  EXPECT_GE(decades, 3.5);
+  EXPECT_LE(decades, 5.5);
 }
 
 }  // namespace
