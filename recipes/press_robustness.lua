@@ -4,7 +4,7 @@
 --   lmkit run recipes/press_robustness.lua                                  -- tiny scale (a few minutes on a CPU)
 --   lmkit run recipes/press_robustness.lua --set epochs=1 --set heads=softmax,mos
 --   lmkit run recipes/press_robustness.lua --set scale=paper --set dataset=wikitext-2 --set max_contexts=33320
---   lmkit run recipes/press_robustness.lua --set ladder=1e2,1,1e-2,1e-4 --set eps_dtype=float64
+--   lmkit run recipes/press_robustness.lua --set ladder=1e2,1,1e-2,1e-4 --set robust_eps_dtype=float32
 --
 -- One cell per head (Softmax, SS, GSS(−1.5, 2.5), LMS-PLIF, MoS: the rows of Tables 5.14/5.15).
 -- Each trains its model (recipes/presets/chapter5.lua) and takes the singular values of its logP
@@ -88,11 +88,16 @@ return recipe.define{
     ladder = "auto",            -- the c values of Alg. 5.2: "thesis" (Tables 5.12/5.13), "auto" (the thesis's
                                 -- plus five around where Press's tolerance lies for this Q), or "1e-2,1e-4,..."
     noise_seed = 0,
-    eps_dtype = "float32",      -- Press rank's eps (the reference's SVD ran in float32)
+    eps_dtype = "float32",      -- Press rank's eps for Q's ranks, Tables 5.14/5.15 (the reference's SVD ran in float32)
+    robust_eps_dtype = "float64", -- the eps of Alg. 5.1/5.2, Tables 5.11-5.13 (they ran in float64: errors ~1e-28)
   },
 
   grid = function(cfg)
-    if not EPS_OF[cfg.eps_dtype] then error("press_robustness: eps_dtype must be float32 or float64") end
+    for _, key in ipairs{"eps_dtype", "robust_eps_dtype"} do
+      if not EPS_OF[cfg[key]] then
+        error(("press_robustness: %s must be float32 or float64, got '%s'"):format(key, tostring(cfg[key])))
+      end
+    end
     return chapter5.model_cells(cfg)
   end,
 
@@ -115,12 +120,12 @@ return recipe.define{
         error(("press_robustness: Alg. 5.1/5.2 need m ≥ n; Q has %d contexts for %d words (raise robust_contexts)"):format(m, n))
       end
       local qsv = lmkit.analysis.svdvals(q)
-      local robust = {rows = m, cols = n, press = lmkit.analysis.press_rank(qsv, m, n, cfg.eps_dtype),
+      local robust = {rows = m, cols = n, press = lmkit.analysis.press_rank(qsv, m, n, cfg.robust_eps_dtype),
                       sigma_max = qsv:max():item(), refactor = {}, noise = {}}
       -- Press's tolerance for the rank-`keep` matrix (its σ₁ is Q's), and the noise level c at which
       -- the largest noise singular value (≈ sd·(√m + √n), sd = √c/n) crosses it: below, Press rank
       -- stays `keep`.
-      robust.tolerance = 0.5 * math.sqrt(m + n + 1) * robust.sigma_max * EPS_OF[cfg.eps_dtype]
+      robust.tolerance = 0.5 * math.sqrt(m + n + 1) * robust.sigma_max * EPS_OF[cfg.robust_eps_dtype]
       robust.critical_c = (robust.tolerance / (math.sqrt(m) + math.sqrt(n)) * n) ^ 2
       local ladder = parse_ladder((cfg.ladder == "thesis" or cfg.ladder == "auto") and THESIS_LADDER or cfg.ladder)
       if cfg.ladder == "auto" then
@@ -128,11 +133,11 @@ return recipe.define{
         table.sort(ladder, function(a, b) return a > b end)
       end
       for _, step in ipairs(lmkit.analysis.refactorization_robustness(q, {keep = cfg.keep, iterations = cfg.iterations,
-                                                                           eps_dtype = cfg.eps_dtype})) do
+                                                                           eps_dtype = cfg.robust_eps_dtype})) do
         robust.refactor[#robust.refactor + 1] = {iteration = step.iteration, press = step.press_rank, error = step.error}
       end
       for _, step in ipairs(lmkit.analysis.noise_robustness(q, ladder, {keep = cfg.keep, seed = cfg.noise_seed,
-                                                                         eps_dtype = cfg.eps_dtype})) do
+                                                                         eps_dtype = cfg.robust_eps_dtype})) do
         local row = {c = step.c, noise_sd = step.noise_sd, press = step.press_rank}
         for i, e in ipairs(step.effective) do row["e" .. (i + 2)] = e.rank end
         robust.noise[#robust.noise + 1] = row
@@ -209,7 +214,7 @@ return recipe.define{
       print(("\n%s's Q, first %d contexts × %d words (float64): Press rank %d%s; σ₁ = %.4g, "
              .. "Press tolerance %.3g (eps of %s)"):format(robust_label, robust.rows, robust.cols, robust.press,
         with_paper and (" (thesis, 10,000 × 10,000: %d)"):format(PAPER_TRUNCATED_RANK) or "",
-        robust.sigma_max, robust.tolerance, cfg.eps_dtype))
+        robust.sigma_max, robust.tolerance, cfg.robust_eps_dtype))
       print(("noise of variance c/n² reaches that tolerance near c ≈ %.3g: below it Press rank stays at A₀'s"):format(
         robust.critical_c))
       if robust.press < cfg.keep then
