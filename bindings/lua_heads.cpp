@@ -248,19 +248,24 @@ int heads_gss(lua_State* L) {
 }
 
 int heads_plif(lua_State* L) {
-  Options o(L, 1, {"K", "T", "sigma", "freeze"});
+  Options o(L, 1, {"K", "T", "sigma", "freeze", "lr", "authors_offset"});
   const auto K = o.integer("K");
   const auto T = o.number("T");
   const auto sigma = o.number("sigma");
-  const auto freeze = o.boolean("freeze");
+  const auto lr = o.number("lr");
   if (T && !(*T > 0)) throw ArgError(1, "option 'T' must be positive");
+  if (sigma && !(*sigma >= 0)) throw ArgError(1, "option 'sigma' must be ≥ 0");
+  if (lr && !(*lr > 0)) throw ArgError(1, "option 'lr' must be positive");
   push_spec(L, "plif");
   set_integer(L, "K", K, 1);
   set_number(L, "T", T);
   set_number(L, "sigma", sigma);
-  if (freeze) {
-    lua_pushboolean(L, *freeze);
-    lua_setfield(L, -2, "freeze");
+  set_number(L, "lr", lr);
+  for (const char* key : {"freeze", "authors_offset"}) {
+    if (const auto flag = o.boolean(key)) {
+      lua_pushboolean(L, *flag);
+      lua_setfield(L, -2, key);
+    }
   }
   return 1;
 }
@@ -346,7 +351,7 @@ const Function kHeadFunctions[] = {
     {"softmax", simple_spec<kSoftmax>, "lmkit.heads.softmax() -> HeadSpec\nlog_softmax(l), l = h·Eᵀ + b: the AWD-LSTM baseline."},
     {"sigsoftmax", simple_spec<kSigSoftmax>, "lmkit.heads.sigsoftmax() -> HeadSpec\nSigSoftmax: log_softmax(2l − softplus(l)) (fused op)."},
     {"gss", heads_gss, "lmkit.heads.gss{c=0, k=2} -> HeadSpec\nGeneralized SigSoftmax: log_softmax(k(l−c) + c − (k−1)·softplus(l−c)); GSS(0,2) = SigSoftmax, GSS(c,1) = Softmax."},
-    {"plif", heads_plif, "lmkit.heads.plif{K=100000, T=20, sigma=0.01, freeze=false} -> HeadSpec\nLMS-PLIF: log_softmax(f(l)), f piecewise linear increasing on K equal intervals of [−T, T], slopes softplus(v), v ~ N(0, σ²) + log(e−1). freeze=true keeps the slopes at their initial values (LMS-PLIF†)."},
+    {"plif", heads_plif, "lmkit.heads.plif{K=100000, T=20, sigma=1, freeze=false, lr=0.02, authors_offset=false} -> HeadSpec\nLMS-PLIF: log_softmax(f(l)), f piecewise linear increasing on K equal intervals of [−T, T], slopes softplus(v), v ~ N(log(e−1), σ²) (σ = 1 as the authors' code). The slopes train at their own rate lr (thesis 0.02; lmkit.train's own_lr overrides). freeze=true keeps the slopes at their initial values (LMS-PLIF†). authors_offset=true gives f-logits with f(−T) = 0 as the authors' code (log-probabilities are the same)."},
     {"relu", heads_relu, "lmkit.heads.relu{eps=1e-8} -> HeadSpec\nReLU-based: log((relu(l)+ε) / Σ(relu(l)+ε))."},
     {"sigmoid", simple_spec<kSigmoid>, "lmkit.heads.sigmoid() -> HeadSpec\nSigmoid-based: log_sigmoid(l) − logsumexp(log_sigmoid(l))."},
     {"mos", mixture_spec<kMos, true>, "lmkit.heads.mos{K=15, dropoutl=0.29} -> HeadSpec\nMixture of Softmaxes: logsumexp_k(log π_k + log_softmax(h_k·Eᵀ + b)), h_k = tanh(W_k h), π = softmax(U h)."},

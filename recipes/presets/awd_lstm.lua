@@ -33,8 +33,9 @@ presets.paper = {
   },
 }
 
--- LMS-PLIF's own settings (thesis §5.6): K intervals on [−T, T], slopes trained with lr 0.02.
-presets.plif = {K = 100000, T = 20, own_lr = 0.02}
+-- LMS-PLIF's own settings (thesis §5.6): K intervals on [−T, T]. Its slopes train with lr 0.02
+-- (§4.3.2.1) wherever it trains: that is the head's own default (lmkit.heads.plif's lr).
+presets.plif = {K = 100000, T = 20}
 
 -- What a scale changes, applied over the paper configuration.
 presets.scales = {

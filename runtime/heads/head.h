@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -50,8 +51,10 @@ class HeadImpl : public torch::nn::Module {
   virtual torch::Tensor nll(const torch::Tensor& h, const torch::Tensor& targets, const Decoder& decoder);
   std::tuple<torch::Tensor, torch::Tensor> top_k(const torch::Tensor& h, const Decoder& decoder, int64_t k);
 
-  // Parameters trained with their own learning rate (PLIF's slopes); empty for most heads.
+  // Parameters trained with their own learning rate (PLIF's slopes); empty for most heads. The
+  // rate is the head's own_lr() unless the training options set one.
   virtual std::vector<torch::Tensor> own_lr_parameters() { return {}; }
+  virtual std::optional<double> own_lr() const { return std::nullopt; }
 };
 
 TORCH_MODULE(Head);

@@ -80,14 +80,17 @@ torch::Tensor GssHeadImpl::log_probs(const torch::Tensor& h, const Decoder& deco
 PlifHeadImpl::PlifHeadImpl(PlifHeadOptions o) : options(o) {
   if (o.K() <= 0) throw ConfigError("plif: K must be positive, got " + std::to_string(o.K()));
   if (!(o.T() > 0)) throw ConfigError("plif: T must be positive");
-  if (o.sigma() < 0) throw ConfigError("plif: sigma must be non-negative");
+  if (!(o.sigma() >= 0)) throw ConfigError("plif: sigma must be non-negative");
+  if (!(o.lr() > 0)) throw ConfigError("plif: lr (the slopes' own learning rate) must be positive");
   // softplus(log(e − 1)) = 1: the slopes start at 1 plus noise.
   auto init = torch::randn({o.K()}) * o.sigma() + std::log(std::exp(1.0) - 1.0);
   v = register_parameter("v", init, /*requires_grad=*/!o.freeze());
 }
 
 nlohmann::json PlifHeadImpl::config() const {
-  return {{"kind", kind()}, {"K", options.K()}, {"T", options.T()}, {"sigma", options.sigma()}, {"freeze", options.freeze()}};
+  return {{"kind", kind()},           {"K", options.K()},       {"T", options.T()},
+          {"sigma", options.sigma()}, {"freeze", options.freeze()}, {"lr", options.lr()},
+          {"authors_offset", options.authors_offset()}};
 }
 
 torch::Tensor PlifHeadImpl::log_probs(const torch::Tensor& h, const Decoder& decoder) {
@@ -101,7 +104,9 @@ torch::Tensor GssHeadImpl::f_logits(const torch::Tensor& h, const Decoder& decod
 
 torch::Tensor PlifHeadImpl::f_logits(const torch::Tensor& h, const Decoder& decoder) {
   auto l = decoder.logits(rows_of(h));
-  return ops::plif(l, slopes().to(l.scalar_type()), options.T());
+  const auto s = slopes().to(l.scalar_type());
+  auto f = ops::plif(l, s, options.T());
+  return options.authors_offset() ? f + options.T() * s[0] : f;
 }
 
 std::vector<torch::Tensor> PlifHeadImpl::own_lr_parameters() {
@@ -217,12 +222,16 @@ Head make_head(const nlohmann::json& config, int64_t in_dim, int64_t latent_dim)
     return make_head_of<GssHeadImpl>(GssHeadOptions().c(r.get("c", 0.0)).k(r.get("k", 2.0)));
   }
   if (kind == "plif") {
-    ConfigReader r(config, {"K", "T", "sigma", "freeze"});
+    ConfigReader r(config, {"K", "T", "sigma", "freeze", "lr", "authors_offset"});
+    // Configs written before lr/authors_offset existed load with their defaults.
+    const PlifHeadOptions d;
     return make_head_of<PlifHeadImpl>(PlifHeadOptions()
-                                                   .K(r.get<int64_t>("K", 100000))
-                                                   .T(r.get("T", 20.0))
-                                                   .sigma(r.get("sigma", 0.01))
-                                                   .freeze(r.get("freeze", false)));
+                                          .K(r.get<int64_t>("K", d.K()))
+                                          .T(r.get("T", d.T()))
+                                          .sigma(r.get("sigma", d.sigma()))
+                                          .freeze(r.get("freeze", d.freeze()))
+                                          .lr(r.get("lr", d.lr()))
+                                          .authors_offset(r.get("authors_offset", d.authors_offset())));
   }
   if (kind == "relu") {
     ConfigReader r(config, {"eps"});

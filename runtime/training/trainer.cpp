@@ -282,7 +282,8 @@ struct Trainer::State {
     std::set<const void*> own;
     for (const auto& p : model->head->own_lr_parameters()) own.insert(p.unsafeGetTensorImpl());
     ParameterGroup main{"main", {}, lr, options.wdecay};
-    ParameterGroup own_group{"own_lr", {}, options.own_lr.value_or(lr), options.wdecay};
+    // The training option, else the head's own rate (PLIF's 0.02), else the main one.
+    ParameterGroup own_group{"own_lr", {}, options.own_lr.value_or(model->head->own_lr().value_or(lr)), options.wdecay};
     for (const auto& p : params) (own.count(p.unsafeGetTensorImpl()) ? own_group : main).params.push_back(p);
     std::vector<ParameterGroup> groups{main};
     if (!own_group.params.empty()) groups.push_back(own_group);
@@ -504,9 +505,18 @@ struct Trainer::State {
 
   // One optimizer step on one window; false when the run must stop (non-finite loss or gradient).
   bool train_step(const data::Batch& window) {
-    auto& main = optimizer->groups()[0];
+    auto& groups = optimizer->groups();
+    auto& main = groups[0];
     const double base_lr = main.lr;
-    main.lr = base_lr * window.lr_scale;
+    // Every group's rate scales with the window (seq_len/bptt), the slopes' own as the main one.
+    std::vector<double> base_lrs;
+    for (auto& g : groups) {
+      base_lrs.push_back(g.lr);
+      g.lr *= window.lr_scale;
+    }
+    auto restore_lrs = [&] {
+      for (std::size_t i = 0; i < groups.size(); ++i) groups[i].lr = base_lrs[i];
+    };
     model->train();
     optimizer->zero_grad();
     const auto chunk = chunk_size();
@@ -520,7 +530,7 @@ struct Trainer::State {
       auto out = model->loss(input, target, hidden[c]);
       const double value = out.loss.item<double>();
       if (!std::isfinite(value)) {
-        main.lr = base_lr;
+        restore_lrs();
         diagnostic = nonfinite_diagnostic("Training loss is " + describe_number(value));
         return false;
       }
@@ -539,7 +549,7 @@ struct Trainer::State {
     }
     const double norm = std::sqrt(norm_sq);
     if (!std::isfinite(norm)) {
-      main.lr = base_lr;
+      restore_lrs();
       diagnostic = nonfinite_diagnostic("The gradient norm is not finite");
       return false;
     }
@@ -553,7 +563,7 @@ struct Trainer::State {
       }
     }
     optimizer->step();
-    main.lr = base_lr;
+    restore_lrs();
 
     ++step;
     ++batch;

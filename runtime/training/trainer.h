@@ -1,8 +1,8 @@
 // The AWD-LSTM training protocol (SPEC §2; Merity et al. 2018 main.py/finetune.py; Yang et al.
 // 2018 for gradient accumulation; thesis ch. 4 for ET-ASGD and flooding), one run at a time.
 //
-// An epoch: BPTT windows from the sampler (bptt_sampler.h); per window the main group's lr is
-// scaled by seq_len/bptt (only group 0, as the reference scales param_groups[0]), the hidden state
+// An epoch: BPTT windows from the sampler (bptt_sampler.h); per window every group's lr is scaled
+// by seq_len/bptt (the main one and a head's own-lr group: PLIF's slopes at 0.02), the hidden state
 // carried (detached), loss = flood(NLL) + AR + TAR, backward, gradient norm clipped to `clip`,
 // optimizer step. With small_batch_size < batch_size, the window's columns are processed in chunks
 // that each keep their own hidden state and contribute loss·(small/batch) to one step.

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "ops/plif.h"
 #include "runtime/core/error.h"
 #include "runtime/heads/gss_head.h"
 #include "runtime/heads/moc_head.h"
@@ -195,6 +196,40 @@ TEST(HeadTest, PlifWithUnitSlopesIsSoftmax) {
   ASSERT_EQ(plif->own_lr_parameters().size(), 1u);
   EXPECT_TRUE(plif->own_lr_parameters()[0].is_same(plif->v));
   EXPECT_TRUE(build({{"kind", "plif"}, {"K", 4}, {"freeze", true}}, 6)->own_lr_parameters().empty());
+}
+
+TEST(HeadTest, PlifStartsWithRandomPositiveSlopesAndTrainsThemAtItsOwnRate) {
+  // v ~ N(log(e − 1), σ²) with σ = 1 by default (the authors' code): slopes scattered around 1, so
+  // that LMS-PLIF† (frozen at initialization) is not Softmax.
+  torch::manual_seed(21);
+  auto head = build({{"kind", "plif"}, {"K", 20000}, {"T", 4.0}}, 6);
+  auto* plif = head->as<PlifHeadImpl>();
+  ASSERT_NE(plif, nullptr);
+  EXPECT_NEAR(plif->v.mean().item<double>(), std::log(std::exp(1.0) - 1.0), 0.03);
+  EXPECT_NEAR(plif->v.std().item<double>(), 1.0, 0.03);
+  EXPECT_EQ(plif->own_lr(), 0.02);  // thesis §4.3.2.1
+  EXPECT_EQ(build({{"kind", "plif"}, {"K", 4}, {"lr", 0.5}}, 6)->own_lr(), 0.5);
+  EXPECT_EQ(build({{"kind", "softmax"}}, 6)->own_lr(), std::nullopt);
+  // A config written before lr existed, with its σ recorded, rebuilds as it was.
+  auto old = build({{"kind", "plif"}, {"K", 4}, {"T", 1.0}, {"sigma", 0.01}, {"freeze", false}}, 6);
+  EXPECT_EQ(old->config().at("sigma"), 0.01);
+  EXPECT_EQ(old->config().at("lr"), 0.02);
+}
+
+TEST(HeadTest, PlifAuthorsOffsetShiftsTheFLogitsOnly) {
+  auto f = random_fixture(4, 5, 6, 30, 3.0);
+  torch::manual_seed(5);
+  auto ours = build({{"kind", "plif"}, {"K", 40}, {"T", 4.0}}, 6);
+  torch::manual_seed(5);
+  auto authors = build({{"kind", "plif"}, {"K", 40}, {"T", 4.0}, {"authors_offset", true}}, 6);
+  const auto s0 = authors->as<PlifHeadImpl>()->slopes()[0].item<double>();
+  const auto shift = authors->f_logits(f.h, f.decoder) - ours->f_logits(f.h, f.decoder);
+  EXPECT_NEAR(shift.min().item<double>(), 4.0 * s0, 1e-5);
+  EXPECT_NEAR(shift.max().item<double>(), 4.0 * s0, 1e-5);
+  // f(−T) = 0 with the authors' offset: a logit of exactly −T maps to 0.
+  auto at_minus_t = ops::plif(torch::full({1, 1}, -4.0), authors->as<PlifHeadImpl>()->slopes(), 4.0) + 4.0 * s0;
+  EXPECT_NEAR(at_minus_t.item<double>(), 0.0, 1e-6);
+  EXPECT_TRUE(torch::allclose(authors->log_probs(f.h, f.decoder), ours->log_probs(f.h, f.decoder), 1e-6, 1e-6));
 }
 
 TEST(HeadTest, MosWithOneComponentIsSoftmaxOnTanhProjection) {

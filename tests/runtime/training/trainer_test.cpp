@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <sstream>
 
 #include "runtime/core/atomic_file.h"
@@ -216,6 +217,30 @@ TEST_F(TrainerTest, ResumeRemovesTemporariesOfKilledWritersOnly) {
   EXPECT_TRUE(fs::exists(live));
   EXPECT_TRUE(fs::exists(unrelated));
   EXPECT_NE(read_text(dir("leftovers") + "/log.txt").find("Removed 1 temporary file (0.0 MB) left in"), std::string::npos);
+}
+
+TEST_F(TrainerTest, PlifSlopesTrainAtTheHeadsOwnRateUnlessTheOptionsSayOtherwise) {
+  auto options = tiny_options();
+  options.epochs = 1;
+  auto plif_model = [] {
+    seed_torch(3);
+    LanguageModelOptions o;
+    o.encoder(AwdLstmOptions().vocab_size(30).emb(8).nhid(16).nhidlast(8).nlayers(2))
+        .head({{"kind", "plif"}, {"K", 50}, {"T", 4.0}});
+    return LanguageModel(o);
+  };
+  auto group_rates = [&](const std::string& name) {
+    const auto path = dir(name) + "/state.ckpt";
+    const auto header = decode_container(read_file(path), path).header;
+    std::map<std::string, double> rates;
+    for (const auto& g : header.at("state").at("optimizer").at("groups")) rates[g.at("name")] = g.at("lr");
+    return rates;
+  };
+  Trainer(plif_model(), tiny_corpus(), options, dir("plif-default")).run();
+  EXPECT_EQ(group_rates("plif-default"), (std::map<std::string, double>{{"main", 5.0}, {"own_lr", 0.02}}));
+  options.own_lr = 0.5;
+  Trainer(plif_model(), tiny_corpus(), options, dir("plif-option")).run();
+  EXPECT_EQ(group_rates("plif-option").at("own_lr"), 0.5);
 }
 
 TEST_F(TrainerTest, NeverSwitchesWithNone) {
