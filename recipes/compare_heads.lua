@@ -61,6 +61,8 @@ return recipe.define{
     heads = "softmax,sigsoftmax,gss,plif,mos",    -- Softmax must be among them for the p-values
     seeds = 11,                                   -- the first is the configuration's own seed
     epochs = 0,                                   -- > 0 overrides the scale's epoch count
+    switch = "et",           -- the ASGD switch of the thesis's table (SPEC §2): "et" or "nt"
+    switch_epoch = 0,        -- > 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)
     rank = true,                                  -- the Press rank of Q on the test split per cell
   },
 
@@ -116,6 +118,7 @@ return recipe.define{
       end
       t8:add(line)
     end
+    t8:note(presets.switch_note(ctx.cfg))
     lineup.print_and_save(t8, ctx.out, "report")
 
     -- Table 4.9: the sampled seeds only, each head against Softmax.

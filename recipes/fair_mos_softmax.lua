@@ -83,6 +83,8 @@ return recipe.define{
     scale = "tiny",       -- tiny | small | paper (recipes/presets/awd_lstm.lua)
     seeds = 11,           -- the first is the MoS configuration's own seed (28)
     epochs = 0,           -- > 0 overrides the scale's epoch count
+    switch = "et",           -- the ASGD switch of the thesis's table (SPEC §2): "et" or "nt"
+    switch_epoch = 0,        -- > 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)
     batch_size = 12,      -- the same for all three models (the MoS code's)
     d = 0,                -- > 0: d′ (emb = nhidlast of MoS† and Softmax†); 0: 280 · nhid / 960
   },
@@ -138,6 +140,7 @@ return recipe.define{
       end
       t:add(line)
     end
+    t:note(presets.switch_note(cfg))
     lineup.print_and_save(t, ctx.out, "report")
 
     -- Rank-sum tests over the sampled seeds; the paper's numbers are its tuned MoS‡ vs Softmax★.

@@ -61,6 +61,8 @@ return recipe.define{
     regularized = false,     -- also train the regularized GSS models of Table 5.9
     checkpoint = "last",     -- flooded cells: last (the model at the end of training) | best
     epochs = 0,              -- > 0 overrides the scale's epoch count
+    switch = "et",           -- the ASGD switch of the thesis's table (SPEC §2): "et" or "nt"
+    switch_epoch = 0,        -- > 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)
     max_train_tokens = 0,    -- > 0: train ppl on the first max_train_tokens of the training split
     max_contexts = -1,       -- rank's test contexts: -1 as the thesis (WT2: first 33,320), 0 all, n
     limit = 0,               -- > 0: only the first `limit` cells
@@ -153,6 +155,7 @@ return recipe.define{
         end
         t:add(row)
       end
+      t:note(presets.switch_note(cfg))
       measure.print_and_save(t, ctx.out, files[name])
       measure.rank_correlations(rs)
       print()

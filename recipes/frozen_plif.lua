@@ -53,6 +53,8 @@ return recipe.define{
     dataset = "ptb",      -- ptb | wikitext-2
     seeds = 11,           -- the first is the configuration's own seed
     epochs = 0,           -- > 0 overrides the scale's epoch count
+    switch = "et",           -- the ASGD switch of the thesis's table (SPEC §2): "et" or "nt"
+    switch_epoch = 0,        -- > 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)
   },
 
   grid = function(cfg)
@@ -83,6 +85,7 @@ return recipe.define{
       }),
     }
     for _, h in ipairs(HEADS) do t16:add(lineup.head_row(h, all, expected, paper)) end
+    t16:note(presets.switch_note(ctx.cfg))
     lineup.print_and_save(t16, ctx.out, "report")
 
     local tests = PAPER_TESTS[cfg.dataset] or {}

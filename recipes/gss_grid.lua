@@ -39,6 +39,8 @@ return recipe.define{
     dataset = "ptb",         -- ptb | wikitext-2
     cells = "paper",         -- paper: the 15 published (c, k); full: the whole searched grid
     epochs = 0,              -- > 0 overrides the scale's epoch count
+    switch = "et",           -- the ASGD switch of the thesis's table (SPEC §2): "et" or "nt"
+    switch_epoch = 0,        -- > 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)
     max_contexts = 0,        -- > 0 limits the test contexts of the rank (0: all; the thesis used
                              -- WT2's first 33,320)
     limit = 0,               -- > 0: only the first `limit` cells (a quick check of the pipeline)
@@ -101,6 +103,7 @@ return recipe.define{
       end
       t:add(row)
     end
+    t:note(presets.switch_note(cfg))
     -- The correlation, and the plot, go under the table (report.md) as well as to the terminal.
     -- The paper's comparable r is over the same rows of Tables 4.4/4.5 (computed from them); the
     -- AAAI paper's Fig. 2 (0.48 PTB, 0.53 WT2) is over all grid models, named as such.

@@ -27,6 +27,8 @@ return recipe.define{
     dataset = "ptb",         -- ptb | wikitext-2
     K = 15,                  -- mixture components (the thesis: 15 at every scale)
     epochs = 0,              -- > 0 overrides the scale's epoch count
+    switch = "nt",           -- the ASGD switch of the thesis's table (SPEC §2): "et" or "nt"
+    switch_epoch = 0,        -- > 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)
     max_train_tokens = 0,    -- > 0: train ppl on the first max_train_tokens of the training split
     max_contexts = -1,       -- rank's test contexts: -1 as the thesis (WT2: first 33,320), 0 all, n
     limit = 0,               -- > 0: only the first `limit` cells
@@ -66,6 +68,7 @@ return recipe.define{
       if r.result then row.train_ppl, row.test_ppl, row.rank = r.result.train_ppl, r.result.test_ppl, r.result.rank end
       t:add(row)
     end
+    t:note(presets.switch_note(ctx.cfg))
     measure.print_and_save(t, ctx.out, "report")
     measure.rank_correlations(results)
     print("report files: " .. ctx.out .. "/report.{md,csv,tex}")

@@ -36,6 +36,8 @@ return recipe.define{
     cells = "all",           -- all: K ∈ {1, 3, 5, 10, 15, 20}; paper: the K the thesis trained on
                              -- this dataset (WT2: 10, 15, 20)
     epochs = 0,              -- > 0 overrides the scale's epoch count
+    switch = "nt",           -- the ASGD switch of the thesis's table (SPEC §2): "et" or "nt"
+    switch_epoch = 0,        -- > 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)
     max_train_tokens = 0,    -- > 0: train ppl on the first max_train_tokens of the training split
     max_contexts = -1,       -- rank's test contexts: -1 as the thesis (WT2: first 33,320), 0 all, n
     limit = 0,               -- > 0: only the first `limit` cells
@@ -83,6 +85,7 @@ return recipe.define{
       end
       t:add(row)
     end
+    t:note(presets.switch_note(ctx.cfg))
     measure.print_and_save(t, ctx.out, "report")
     measure.rank_correlations(results)
     print("report files: " .. ctx.out .. "/report.{md,csv,tex}")

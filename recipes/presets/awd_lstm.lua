@@ -140,14 +140,41 @@ function presets.head(cfg, name, options)
   return make(o)
 end
 
+-- The epoch after which ET-ASGD starts averaging at a recipe's scale: the thesis's 200 at paper
+-- scale, the small scale's 25, at tiny scale the last but one epoch (so that averaging is part of
+-- a few-epoch run); the `switch_epoch` setting > 0 overrides.
+function presets.et_epoch(cfg, epochs)
+  -- rawget: a recipe's settings are strict tables, and not every recipe has these settings.
+  local setting = rawget(cfg, "switch_epoch") or 0
+  if setting > 0 then return setting end
+  if cfg.scale == "tiny" then
+    return math.max(1, (epochs or presets.scales.tiny.train.epochs) - 1)
+  end
+  return (presets.scales[cfg.scale] and presets.scales[cfg.scale].train or {}).switch_epoch or 200
+end
+
 -- The training options a recipe's settings override in the preset: `epochs` > 0 replaces the
--- scale's epoch count (the quick checks and tests train for one or two). `base` (options of the
--- cell's own, e.g. {switch = "et"}) is copied first, so the setting wins over it.
+-- scale's epoch count (the quick checks and tests train for one or two); `switch` ("et" or "nt",
+-- the switch of the thesis's table, SPEC §2) with ET's epoch from presets.et_epoch. `base`
+-- (options of the cell's own, e.g. {switch = "nt"}) is copied first and wins over the settings'
+-- switch; the epochs setting wins over it.
 --   presets.train_cell{..., train = presets.train_overrides(ctx.cfg, {switch = cell.switch})}
 function presets.train_overrides(cfg, base)
   local train = merge({}, base)
   if (cfg.epochs or 0) > 0 then train.epochs = cfg.epochs end
+  if train.switch == nil then train.switch = rawget(cfg, "switch") end
+  if train.switch == "et" and train.switch_epoch == nil then train.switch_epoch = presets.et_epoch(cfg, train.epochs) end
   return train
+end
+
+-- A line for a report: the switch a recipe trained with, beside the thesis's.
+function presets.switch_note(cfg, thesis)
+  local switch = rawget(cfg, "switch")
+  local ours = switch == "et"
+    and ("ET-ASGD, averaging after epoch %d"):format(presets.et_epoch(cfg, (cfg.epochs or 0) > 0 and cfg.epochs or nil))
+    or "NT-ASGD (non-monotone trigger)"
+  return ("ASGD switch: %s; the thesis's table used %s."):format(ours, thesis or
+    (switch == "et" and "ET-ASGD at epoch 200" or "NT-ASGD"))
 end
 
 -- Trains one model the way every recipe cell does, and returns model, run summary, corpus:

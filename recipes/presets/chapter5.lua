@@ -123,7 +123,7 @@ local function train_options(entry, p, cfg)
   local t = {switch = entry.switch}
   if cfg.epochs > 0 then t.epochs = cfg.epochs end
   local epochs = t.epochs or p.train.epochs
-  if entry.switch == "et" and cfg.scale == "tiny" then t.switch_epoch = math.max(1, epochs - 1) end
+  if entry.switch == "et" then t.switch_epoch = presets.et_epoch(cfg, epochs) end
   return t
 end
 

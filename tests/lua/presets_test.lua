@@ -80,6 +80,24 @@ T.test("seed grids: the reported seed first; per head, independent sampled seeds
   T.eq(seeds_of(lineup.seed_cells({"gss"}, cfg, {per_head = true}), "gss"), b)  -- reruns find the same cells
 end)
 
+T.test("each recipe's switch: ET at the scale's epoch (paper 200), NT, or the cell's own", function()
+  T.eq(presets.train_overrides{scale = "paper", switch = "et", epochs = 0}, {switch = "et", switch_epoch = 200})
+  T.eq(presets.train_overrides{scale = "small", switch = "et", epochs = 0}, {switch = "et", switch_epoch = 25})
+  T.eq(presets.train_overrides{scale = "tiny", switch = "et", epochs = 0}, {switch = "et", switch_epoch = 2})
+  T.eq(presets.train_overrides{scale = "tiny", switch = "et", epochs = 6}, {epochs = 6, switch = "et", switch_epoch = 5})
+  T.eq(presets.train_overrides{scale = "paper", switch = "et", switch_epoch = 150}.switch_epoch, 150)
+  T.eq(presets.train_overrides{scale = "paper", switch = "nt"}, {switch = "nt"})
+  T.eq(presets.train_overrides({scale = "paper", switch = "et"}, {switch = "nt"}), {switch = "nt"})
+  T.truthy(presets.switch_note{scale = "paper", switch = "et"}:find("ET-ASGD, averaging after epoch 200", 1, true))
+  -- The recipes whose tables the thesis trained with ET-ASGD (SPEC §2) say so in their settings.
+  local recipe_switch = {gss_grid = "et", compare_heads = "et", frozen_plif = "et", fair_mos_softmax = "et",
+                         flooding = "et", mos_mixtures = "nt", mos_dropout = "nt"}
+  for name, switch in pairs(recipe_switch) do
+    local r = dofile((os.getenv("LMKIT_SOURCE_DIR") or "..") .. "/recipes/" .. name .. ".lua")
+    T.eq(r.settings.switch, switch, name)
+  end
+end)
+
 T.test("unknown names are errors that list the known ones", function()
   T.raises(function() presets.resolve{dataset = "ptb2"} end, "datasets: ptb, wikitext-2")
   T.raises(function() presets.resolve{scale = "huge"} end, "tiny, small or paper")
