@@ -93,7 +93,7 @@ T.test("each recipe's switch: ET at the scale's epoch (paper 200), NT, or the ce
   local recipe_switch = {gss_grid = "et", compare_heads = "et", frozen_plif = "et", fair_mos_softmax = "et",
                          flooding = "et", mos_mixtures = "nt", mos_dropout = "nt"}
   for name, switch in pairs(recipe_switch) do
-    local r = dofile((os.getenv("LMKIT_SOURCE_DIR") or "..") .. "/recipes/" .. name .. ".lua")
+    local r = dofile(assert(package.searchpath(name, package.path)))  -- lmkit's recipes folder is on the path
     T.eq(r.settings.switch, switch, name)
   end
 end)
