@@ -55,7 +55,7 @@ return recipe.define{
     noise_sd = 0.2,          -- σ of the embedding noise in the "yes" cells
     switch_epoch = 0,        -- ET-ASGD's epoch; 0: the scale's (tiny: the last but one epoch)
     epochs = 0,              -- > 0 overrides the scale's epoch count
-    max_train_tokens = 0,    -- > 0: train ppl on the first max_train_tokens of the training split
+    eval_train_tokens = 0,   -- ≠ 0: also the eval-mode ppl on the training split's first N tokens (−1 all)
     limit = 0,               -- > 0: only the first `limit` cells
   },
 
@@ -96,7 +96,7 @@ return recipe.define{
     local model, summary, corpus = presets.train_cell{preset = p, head = head, dir = ctx.dir .. "/run",
                                                       model = model_opts, train = train}
     local r = measure.model{model = model, corpus = corpus, preset = p, summary = summary,
-                            max_train_tokens = cfg.max_train_tokens, rank = false}
+                            eval_train_tokens = cfg.eval_train_tokens, rank = false}
     r.switch_epoch = summary.switch_epoch
     return r
   end,

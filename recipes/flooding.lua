@@ -63,7 +63,7 @@ return recipe.define{
     epochs = 0,              -- > 0 overrides the scale's epoch count
     switch = "et",           -- the ASGD switch of the thesis's table (SPEC §2): "et" or "nt"
     switch_epoch = 0,        -- > 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)
-    max_train_tokens = 0,    -- > 0: train ppl on the first max_train_tokens of the training split
+    eval_train_tokens = 0,   -- ≠ 0: also the eval-mode ppl on the training split's first N tokens (−1 all)
     max_contexts = -1,       -- rank's test contexts: -1 as the thesis (WT2: first 33,320), 0 all, n
     limit = 0,               -- > 0: only the first `limit` cells
   },
@@ -115,10 +115,10 @@ return recipe.define{
                                                       dir = dir, model = model_opts, train = train}
     local use_last = flooded and cfg.checkpoint == "last"
     local r = measure.model{model = use_last and measure.last_model(dir, model) or model, corpus = corpus, preset = p,
-                            summary = (not use_last) and summary or nil, max_train_tokens = cfg.max_train_tokens,
+                            summary = summary, at_last = use_last, eval_train_tokens = cfg.eval_train_tokens,
                             max_contexts = measure.contexts(cfg.max_contexts, cfg.dataset)}
     r.checkpoint = use_last and "last" or "best"
-    r.final_train_loss = summary.train_loss  -- last epoch's mean training NLL (what flooding holds near b)
+    r.final_train_loss = summary.last_train_loss  -- last epoch's mean training NLL (what flooding holds near b)
     return r
   end,
 

@@ -7,8 +7,8 @@
 --   lmkit run recipes/mos_dropout.lua --set scale=paper --set dataset=wikitext-2
 --   lmkit run recipes/mos_dropout.lua --set K=3                        -- another mixture count
 --
--- Each cell trains one model, evaluates it on the training split (train ppl; max_train_tokens caps
--- the tokens read) and computes the Press rank of its logP matrix on the test split (presets/measure.lua).
+-- Each cell trains one model (train ppl: the training loop's at the best validation epoch, SPEC §2)
+-- and computes the Press rank of its logP matrix on the test split (presets/measure.lua).
 local recipe = require "lmkit.recipe"
 local presets = require "presets.awd_lstm"
 local measure = require "presets.measure"
@@ -29,7 +29,7 @@ return recipe.define{
     epochs = 0,              -- > 0 overrides the scale's epoch count
     switch = "nt",           -- the ASGD switch of the thesis's table (SPEC §2): "et" or "nt"
     switch_epoch = 0,        -- > 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)
-    max_train_tokens = 0,    -- > 0: train ppl on the first max_train_tokens of the training split
+    eval_train_tokens = 0,   -- ≠ 0: also the eval-mode ppl on the training split's first N tokens (−1 all)
     max_contexts = -1,       -- rank's test contexts: -1 as the thesis (WT2: first 33,320), 0 all, n
     limit = 0,               -- > 0: only the first `limit` cells
   },

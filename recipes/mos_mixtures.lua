@@ -6,11 +6,11 @@
 --   lmkit run recipes/mos_mixtures.lua                                 -- tiny scale, K = 1..20
 --   lmkit run recipes/mos_mixtures.lua --set scale=paper               -- PTB as published
 --   lmkit run recipes/mos_mixtures.lua --set scale=paper --set dataset=wikitext-2   -- K = 10, 15, 20
---   lmkit run recipes/mos_mixtures.lua --set scale=paper --set max_train_tokens=200000
+--   lmkit run recipes/mos_mixtures.lua --set scale=paper --set eval_train_tokens=200000
 --
--- Each cell trains one model, then evaluates it on the training split (train ppl; max_train_tokens
--- caps the tokens read when the whole split is too slow) and computes the Press rank of its logP
--- matrix on the test split (as gss_grid.lua). Writes report.{md,csv,tex} into <out>.
+-- Each cell trains one model (train ppl: the training loop's at the best validation epoch, SPEC §2;
+-- eval_train_tokens ≠ 0 adds the eval-mode ppl on the training split) and computes the Press rank
+-- of its logP matrix on the test split (as gss_grid.lua). Writes report.{md,csv,tex} into <out>.
 local recipe = require "lmkit.recipe"
 local presets = require "presets.awd_lstm"
 local measure = require "presets.measure"
@@ -38,7 +38,7 @@ return recipe.define{
     epochs = 0,              -- > 0 overrides the scale's epoch count
     switch = "nt",           -- the ASGD switch of the thesis's table (SPEC §2): "et" or "nt"
     switch_epoch = 0,        -- > 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)
-    max_train_tokens = 0,    -- > 0: train ppl on the first max_train_tokens of the training split
+    eval_train_tokens = 0,   -- ≠ 0: also the eval-mode ppl on the training split's first N tokens (−1 all)
     max_contexts = -1,       -- rank's test contexts: -1 as the thesis (WT2: first 33,320), 0 all, n
     limit = 0,               -- > 0: only the first `limit` cells
   },

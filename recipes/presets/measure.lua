@@ -1,10 +1,10 @@
 -- What chapter 5's tables measure on a trained model, shared by the MoS, flooding and AdvSoft
--- recipes: train perplexity (the model evaluated on the training split), test perplexity, the Press
--- rank of its logP matrix on the test split, the parameter count; plus the report plumbing they
--- share (cell limits, paper columns, report tables by `table`, files, rank correlations).
+-- recipes: train perplexity (the training loop's at the best epoch, SPEC §2), test perplexity, the
+-- Press rank of its logP matrix on the test split, the parameter count; plus the report plumbing
+-- they share (cell limits, paper columns, report tables by `table`, files, rank correlations).
 --   local measure = require "presets.measure"
 --   local r = measure.model{model = model, corpus = corpus, preset = p, summary = summary,
---                           max_train_tokens = 0, max_contexts = -1}
+--                           eval_train_tokens = 0, max_contexts = -1}
 --   -- r = {params=, train_ppl=, valid_ppl=, test_ppl=, rank=, contexts=, vocab=}
 local presets = require "presets.awd_lstm"
 local report_files = require "presets.report_files"
@@ -20,8 +20,9 @@ function measure.contexts(setting, dataset)
 end
 
 -- Perplexity on the training split as a language model is evaluated (dropout off, state carried,
--- eval batch size): the thesis's "Train ppl". max_tokens > 0 reads only the first max_tokens tokens
--- (PTB's 929k and WT2's 2.1M tokens take a few minutes on a GPU; the prefix is the usual shortcut).
+-- eval batch size): not the thesis's "Train ppl" (measure.model), an extra measurement.
+-- max_tokens > 0 reads only the first max_tokens tokens (PTB's 929k and WT2's 2.1M tokens take a
+-- few minutes on a GPU).
 function measure.train_ppl(model, corpus, preset, max_tokens)
   local tokens = corpus.train
   if max_tokens and max_tokens > 0 and max_tokens < tokens:size(1) then tokens = tokens:narrow(1, 1, max_tokens) end
@@ -34,19 +35,28 @@ function measure.rank(model, corpus, max_contexts)
   return lmkit.analysis.press_rank(sv, rows, cols), rows, cols
 end
 
--- Everything the tables report for one trained model. `summary` (the run's) gives valid/test ppl
--- of the best checkpoint; without it (a model that is not the run's best, e.g. its last.ckpt) they
--- are evaluated here with the run's batch sizes. rank = false skips the rank.
+-- Everything the tables report for one trained model, from its run's `summary`:
+--   train_ppl  the thesis's "train ppl" (SPEC §2): the training loop's loss (dropout and every
+--              training-time perturbation on) at the epoch with the best validation perplexity,
+--              or with o.at_last (a model measured at its last.ckpt) at the last epoch;
+--   valid_ppl, test_ppl  of the best checkpoint, or with o.at_last evaluated here;
+--   train_ppl_eval  (only with o.eval_train_tokens ≠ 0) an extra: the model evaluated on the
+--              training split with dropout off, its first eval_train_tokens tokens (−1: all);
+--   rank       Press rank of the test split's logP matrix (rank = false skips it).
 function measure.model(o)
-  local model, corpus, p = o.model, o.corpus, o.preset
+  local model, corpus, p, s = o.model, o.corpus, o.preset, o.summary
+  assert(s, "measure.model: the run's summary is required")
   local r = {params = model:parameter_count().total}
-  if o.summary then
-    r.valid_ppl, r.test_ppl = o.summary.valid_ppl, o.summary.test_ppl
-  else
+  if o.at_last then
+    r.train_ppl = s.last_train_ppl
     r.valid_ppl = lmkit.evaluate(model, corpus.valid, {batch_size = p.train.eval_batch_size, bptt = p.train.bptt}).ppl
     r.test_ppl = lmkit.evaluate(model, corpus.test, {batch_size = p.train.test_batch_size, bptt = p.train.bptt}).ppl
+  else
+    r.train_ppl, r.valid_ppl, r.test_ppl = s.train_ppl, s.valid_ppl, s.test_ppl
   end
-  r.train_ppl = measure.train_ppl(model, corpus, p, o.max_train_tokens)
+  if (o.eval_train_tokens or 0) ~= 0 then
+    r.train_ppl_eval = measure.train_ppl(model, corpus, p, o.eval_train_tokens > 0 and o.eval_train_tokens or nil)
+  end
   if o.rank ~= false then r.rank, r.contexts, r.vocab = measure.rank(model, corpus, o.max_contexts) end
   return r
 end
@@ -91,7 +101,7 @@ end
 -- One cell of a chapter-5 table from its head alone: the `family` preset ("awd", "mos") at the
 -- recipe's scale and dataset, its epochs overridden by the settings (presets.train_overrides), with
 -- head `head` (presets.head options `head_options`) trained into `dir`, then measured (measure.model)
--- with the recipe's max_train_tokens and max_contexts settings.
+-- with the recipe's eval_train_tokens and max_contexts settings.
 --   measure.train_and_measure{cfg = ctx.cfg, family = "mos", head = "mos", head_options = {K = 5}, dir = ...}
 function measure.train_and_measure(o)
   local cfg = o.cfg
@@ -99,7 +109,7 @@ function measure.train_and_measure(o)
   local model, summary, corpus = presets.train_cell{preset = p, head = presets.head(p, o.head, o.head_options),
                                                     dir = o.dir, train = presets.train_overrides(cfg)}
   return measure.model{model = model, corpus = corpus, preset = p, summary = summary,
-                       max_train_tokens = cfg.max_train_tokens,
+                       eval_train_tokens = cfg.eval_train_tokens,
                        max_contexts = measure.contexts(cfg.max_contexts, cfg.dataset)}
 end
 

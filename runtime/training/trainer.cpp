@@ -251,6 +251,9 @@ struct Trainer::State {
   double epoch_loss = 0;
   std::int64_t epoch_steps = 0;
   double last_train_loss = std::numeric_limits<double>::quiet_NaN();
+  // The training loop's mean loss (dropout and every training-time perturbation on) of the epoch
+  // with the best validation loss: the thesis's "train ppl" (SPEC §2).
+  double best_train_loss = std::numeric_limits<double>::quiet_NaN();
   double seconds_before = 0;            // wall time of earlier sessions of this run
   double epoch_seconds_before = 0;      // of the current epoch, in earlier sessions
   std::vector<double> epoch_seconds;
@@ -320,6 +323,7 @@ struct Trainer::State {
                      {"epoch_loss", epoch_loss},
                      {"epoch_steps", epoch_steps},
                      {"last_train_loss", std::isnan(last_train_loss) ? json() : json(last_train_loss)},
+                     {"best_train_loss", std::isnan(best_train_loss) ? json() : json(best_train_loss)},
                      {"seconds", seconds()},
                      {"epoch_seconds_before", epoch_elapsed()},
                      {"epoch_seconds", epoch_seconds},
@@ -397,6 +401,9 @@ struct Trainer::State {
     epoch_loss = st.at("epoch_loss").get<double>();
     epoch_steps = st.at("epoch_steps").get<std::int64_t>();
     last_train_loss = st.at("last_train_loss").is_null() ? std::numeric_limits<double>::quiet_NaN() : st.at("last_train_loss").get<double>();
+    // States written before best_train_loss existed resume without it (the summary then has none).
+    best_train_loss = st.value("best_train_loss", json()).is_null() ? std::numeric_limits<double>::quiet_NaN()
+                                                                     : st.at("best_train_loss").get<double>();
     seconds_before = st.at("seconds").get<double>();
     epoch_seconds_before = st.at("epoch_seconds_before").get<double>();
     epoch_seconds = st.at("epoch_seconds").get<std::vector<double>>();
@@ -684,6 +691,7 @@ struct Trainer::State {
     save_checkpoint(model, store.path("best.ckpt"));
     best_valid = valid_loss;
     best_epoch = epoch;
+    best_train_loss = last_train_loss;
   }
 
   // Validation, checkpoints, switch and metrics after an epoch of the main stage; false when the
@@ -788,8 +796,10 @@ struct Trainer::State {
                 {"steps", step},
                 {"switch_epoch", switched_at ? json(*switched_at) : json()},
                 {"best_epoch", best_epoch},
-                {"train_loss", std::isnan(last_train_loss) ? json() : json(last_train_loss)},
-                {"train_ppl", std::isnan(last_train_loss) ? json() : json(std::exp(last_train_loss))},
+                {"train_loss", std::isnan(best_train_loss) ? json() : json(best_train_loss)},
+                {"train_ppl", std::isnan(best_train_loss) ? json() : json(std::exp(best_train_loss))},
+                {"last_train_loss", std::isnan(last_train_loss) ? json() : json(last_train_loss)},
+                {"last_train_ppl", std::isnan(last_train_loss) ? json() : json(std::exp(last_train_loss))},
                 {"parameters", parameter_counts(model)},
                 {"seconds_per_epoch", mean_epoch},
                 {"seconds", seconds()},

@@ -243,6 +243,23 @@ TEST_F(TrainerTest, PlifSlopesTrainAtTheHeadsOwnRateUnlessTheOptionsSayOtherwise
   EXPECT_EQ(group_rates("plif-option").at("own_lr"), 0.5);
 }
 
+TEST_F(TrainerTest, TrainPplIsTheLoopLossOfTheBestValidationEpoch) {
+  // SPEC §2: the thesis's "train ppl" is the training loop's loss at the best validation epoch.
+  auto options = tiny_options();
+  options.epochs = 4;
+  options.lr = 40;  // large enough that validation does not improve every epoch
+  Trainer trainer(tiny_model(), tiny_corpus(), options, dir("train-ppl"));
+  const auto summary = trainer.run();
+  std::map<std::int64_t, double> loop_loss;
+  for (const auto& r : trainer.store().metrics()) {
+    if (r.at("type") == "epoch") loop_loss[r.at("epoch").get<std::int64_t>()] = r.at("train_loss").get<double>();
+  }
+  const auto best = summary.at("best_epoch").get<std::int64_t>();
+  EXPECT_EQ(summary.at("train_loss").get<double>(), loop_loss.at(best));
+  EXPECT_DOUBLE_EQ(summary.at("train_ppl").get<double>(), std::exp(loop_loss.at(best)));
+  EXPECT_EQ(summary.at("last_train_loss").get<double>(), loop_loss.rbegin()->second);
+}
+
 TEST_F(TrainerTest, NeverSwitchesWithNone) {
   auto options = tiny_options();
   options.switch_policy = "none";
