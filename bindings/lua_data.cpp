@@ -579,6 +579,9 @@ void open_data(lua_State* L, int module_index) {
   lua_setfield(L, module_index, "data");
 }
 
-const data::Vocabulary& check_vocabulary(lua_State* L, int position) { return check_vocab(L, position); }
+std::shared_ptr<const data::Vocabulary> check_vocabulary(lua_State* L, int position) {
+  check_vocab(L, position);
+  return static_cast<Box<VocabRef>*>(lua_touserdata(L, position))->value;
+}
 
 }  // namespace lmkit::lua
