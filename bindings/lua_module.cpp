@@ -272,7 +272,12 @@ int lmkit_device(lua_State* L) {
 }
 
 int lmkit_set_threads(lua_State* L) {
-  set_threads(static_cast<int>(check_integer(L, 1)));
+  const auto threads = check_integer(L, 1);
+  // Checked before narrowing to int, which would turn 2^32 + 1 into 1 and -1e18 into 1486618624.
+  if (threads < 1 || threads > kMaxThreads) {
+    throw ArgError(1, "thread count must be in 1.." + std::to_string(kMaxThreads) + ", got " + std::to_string(threads));
+  }
+  set_threads(static_cast<int>(threads));
   return 0;
 }
 
@@ -349,7 +354,7 @@ const Function kFunctions[] = {
     {"clock", lmkit_clock, "lmkit.clock() -> number\nWall-clock seconds from a steady clock, for timing (differences only; os.clock counts CPU time of all threads)."},
     {"seed", lmkit_seed, "lmkit.seed(n)\nSeeds Torch's CPU and CUDA generators and Lua's math.random."},
     {"device", lmkit_device, "lmkit.device() -> string\n\"cuda\" when a CUDA device is usable, else \"cpu\"."},
-    {"set_threads", lmkit_set_threads, "lmkit.set_threads(n)\nThreads for Torch's CPU kernels and for OpenBLAS."},
+    {"set_threads", lmkit_set_threads, "lmkit.set_threads(n)\nThreads (1..1024) for Torch's CPU kernels and for OpenBLAS."},
     {"get_threads", lmkit_get_threads, "lmkit.get_threads() -> integer\nThreads Torch's CPU kernels use."},
     {"version", lmkit_version, "lmkit.version() -> {lmkit=, torch=, lua=, cuda_compiled=, cuda_usable=}\nWhat this build is made of."},
     {"is_tensor", lmkit_is_tensor, "lmkit.is_tensor(value) -> boolean\nTrue for an lmkit.Tensor."},

@@ -15,6 +15,20 @@ end
 
 local ids = lmkit.tensor({{0, 1}, {2, 3}, {4, 5}})
 
+T.test("set_threads checks the count before narrowing it to int", function()
+  local before = lmkit.get_threads()
+  -- 2^32 + 1 was 1 thread, -1e18 was 1,486,618,624 threads (OpenMP then hung or aborted).
+  T.raises(function() lmkit.set_threads((1 << 32) + 1) end, "thread count must be in 1..1024, got 4294967297")
+  T.raises(function() lmkit.set_threads(-1e18) end, "bad argument #1 to 'lmkit.set_threads' (thread count must be in 1..1024")
+  T.raises(function() lmkit.set_threads(0) end, "got 0")
+  T.raises(function() lmkit.set_threads(1025) end, "got 1025")
+  T.eq(lmkit.get_threads(), before)
+  lmkit.set_threads(1)
+  T.eq(lmkit.get_threads(), 1)
+  lmkit.set_threads(before)
+  T.eq(lmkit.matmul(lmkit.ones(20, 20), lmkit.ones(20, 20))[1][1]:item(), 20.0)
+end)
+
 T.test("a Lua head that closes its model during a call does not free the running model", function()
   local tokens = lmkit.tensor({0, 1, 2, 3, 4, 5, 0, 1})
   for name, call in pairs{
