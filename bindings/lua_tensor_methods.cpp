@@ -211,7 +211,8 @@ int method_narrow(lua_State* L) {
   const auto length = check_integer(L, 4);
   try {
     const auto from = start == t.size(dim) + 1 ? t.size(dim) : resolve_position(start, t.size(dim), "start");
-    if (length < 0 || from + length > t.size(dim)) {
+    // length > size - from, not from + length > size: a length near 2^63 overflows the sum.
+    if (length < 0 || length > t.size(dim) - from) {
       throw UsageError("narrow: " + std::to_string(length) + " elements from " + std::to_string(start) +
                        " run past the end of dimension " + std::to_string(dim + 1) + " (size " +
                        std::to_string(t.size(dim)) + ")");

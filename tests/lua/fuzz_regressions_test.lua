@@ -29,6 +29,14 @@ T.test("set_threads checks the count before narrowing it to int", function()
   T.eq(lmkit.matmul(lmkit.ones(20, 20), lmkit.ones(20, 20))[1][1]:item(), 20.0)
 end)
 
+T.test("narrow with a length near 2^63 is an argument error (start + length overflowed)", function()
+  local t = lmkit.ones(3)
+  T.raises(function() t:narrow(1, 2, math.maxinteger) end, "run past the end of dimension 1")
+  T.raises(function() t:narrow(1, 3, math.maxinteger - 1) end, "run past the end")
+  T.eq(t:narrow(1, 2, 2):size(), {2})
+  state_is_healthy()
+end)
+
 T.test("a Lua head that closes its model during a call does not free the running model", function()
   local tokens = lmkit.tensor({0, 1, 2, 3, 4, 5, 0, 1})
   for name, call in pairs{
