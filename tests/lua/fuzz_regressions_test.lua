@@ -37,6 +37,32 @@ T.test("narrow with a length near 2^63 is an argument error (start + length over
   state_is_healthy()
 end)
 
+T.test("model sizes are checked before anything is allocated", function()
+  -- 4·nhid overflowed int64 (UBSan); a huge nlayers built layers for 45 s until memory ran out.
+  T.raises(function() lmkit.model{vocab_size = 6, nhid = 1 << 62} end, "more than this machine's memory")
+  T.raises(function() lmkit.model{vocab_size = 6, emb = 3, nhid = 1, nhidlast = 3, nlayers = 1 << 31} end,
+           "nlayers 2147483648) need")
+  T.raises(function() lmkit.model{vocab_size = math.maxinteger, emb = 3} end, "over 2^63 bytes")
+  T.eq(tiny_model():parameter_count().total > 0, true)
+  state_is_healthy()
+end)
+
+T.test("a NaN dropout rate is refused like any rate outside [0, 1)", function()
+  local message = T.raises(function() lmkit.model{vocab_size = 6, dropout = 0 / 0} end, "dropout rates must be in [0, 1), got ")
+  T.truthy(message:find("nan"), message)
+  T.raises(function() lmkit.model{vocab_size = 6, wdrop = 0 / 0} end, "dropout rates must be in [0, 1)")
+end)
+
+-- A head written in Lua that closes its own model (or another argument) in the middle of the call:
+-- the model, tokens and vocabulary must stay alive until the call returns.
+local function closing_head(victims)
+  return lmkit.heads.pointwise(function(logits)
+    for _, v in ipairs(victims) do getmetatable(v).__close(v) end
+    collectgarbage()
+    return logits
+  end)
+end
+
 T.test("a Lua head that closes its model during a call does not free the running model", function()
   local tokens = lmkit.tensor({0, 1, 2, 3, 4, 5, 0, 1})
   for name, call in pairs{
