@@ -31,7 +31,9 @@ torch::TensorOptions tensor_options(lua_State* L, int position,
 }
 
 void walk_nested(lua_State* L, int position, NestedListBuilder& builder, int depth) {
-  if (depth > 64) throw ArgError(1, "nested tables deeper than 64 levels (a cycle?)");
+  if (depth > kMaxNestedListDepth) {
+    throw ArgError(1, "nested tables deeper than " + std::to_string(kMaxNestedListDepth) + " levels (a cycle?)");
+  }
   if (!lua_checkstack(L, 2)) throw std::bad_alloc();
   position = lua_absindex(L, position);
   switch (lua_type(L, position)) {

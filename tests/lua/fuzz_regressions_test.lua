@@ -103,4 +103,23 @@ T.test("a Lua head that closes the vocabulary during top_k_contexts does not fre
   state_is_healthy()
 end)
 
+T.test("totable of an empty tensor with huge leading sizes is refused, not built table by table", function()
+  T.raises(function() lmkit.zeros(1 << 40, 0):totable() end, "has no elements but would become 1099511627777 nested empty tables")
+  T.eq(lmkit.zeros(3, 0):totable(), {{}, {}, {}})
+  T.eq(lmkit.zeros(2, 0, 4):totable(), {{}, {}})
+  state_is_healthy()
+end)
+
+T.test("a tensor of 100,000 dimensions prints and converts without overflowing the C stack", function()
+  local sizes = {}
+  for i = 1, 100000 do sizes[i] = 1 end
+  local t = lmkit.zeros(sizes)
+  T.eq(t:dim(), 100000)
+  T.truthy(tostring(t):find("100000 dimensions: too many to print", 1, true))
+  T.raises(function() t:totable() end, "a tensor of 100000 dimensions does not become nested tables (at most 64 levels")
+  local deepest = lmkit.zeros(table.move(sizes, 1, 64, 1, {}))
+  T.eq(select(2, pcall(deepest.totable, deepest)) ~= nil, true)
+  state_is_healthy()
+end)
+
 T.run()
