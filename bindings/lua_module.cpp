@@ -195,7 +195,13 @@ int join(lua_State* L) {
 }
 
 int lmkit_where(lua_State* L) {
-  push_tensor(L, torch::where(check_tensor(L, 1), check_operand(L, 2), check_operand(L, 3)));
+  const auto condition = check_tensor(L, 1);
+  auto a = check_operand(L, 2);
+  auto b = check_operand(L, 3);
+  // Torch 1.13's where takes two tensors of one dtype: given two numbers (wrapped 0-d tensors) it
+  // fails an internal assertion. Both go to the type promotion of the pair, as torch.where does.
+  const auto type = at::result_type(a, b);
+  push_tensor(L, torch::where(condition, a.to(type), b.to(type)));
   return 1;
 }
 

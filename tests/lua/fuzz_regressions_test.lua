@@ -122,4 +122,15 @@ T.test("a tensor of 100,000 dimensions prints and converts without overflowing t
   state_is_healthy()
 end)
 
+T.test("where takes two numbers, or a tensor and a number of another type, with Torch's promotion", function()
+  -- Two numbers failed Torch 1.13's internal assertion (needs_dynamic_casting) in the kernel.
+  local mask = lmkit.tensor({true, false, true})
+  T.eq(lmkit.where(mask, 3, 2):totable(), {3, 2, 3})
+  T.eq(lmkit.where(mask, -1.5, 3):totable(), {-1.5, 3, -1.5})
+  T.eq(lmkit.where(mask, -1.5, 3):dtype(), "float32")
+  T.eq(lmkit.where(mask, lmkit.tensor({1, 2, 3}), 0.5):totable(), {1, 0.5, 3})
+  T.eq(lmkit.where(mask, lmkit.tensor({1.5, 2, 3}, {dtype = "float64"}), 7):dtype(), "float64")
+  T.eq(lmkit.where(mask, lmkit.ones(3), lmkit.zeros(3)):totable(), {1, 0, 1})
+end)
+
 T.run()
