@@ -133,4 +133,13 @@ T.test("where takes two numbers, or a tensor and a number of another type, with 
   T.eq(lmkit.where(mask, lmkit.ones(3), lmkit.zeros(3)):totable(), {1, 0, 1})
 end)
 
+T.test("press_rank takes any matrix size without overflow; negative sizes are errors", function()
+  local sv = lmkit.tensor({3.0, 1.0, 1e-9}, {dtype = "float64"})
+  -- rows + cols + 1 overflowed int64 (UBSan) for rows near 2^63; negative sizes gave sqrt(-n) = nan.
+  T.eq(lmkit.analysis.press_rank(sv, math.maxinteger, 1), 0)  -- a tolerance of ~543
+  T.eq(lmkit.analysis.press_rank(sv, 3, 3), 2)
+  T.raises(function() lmkit.analysis.press_rank(sv, -5, 3) end, "rows and cols must be non-negative, got -5 and 3")
+  T.raises(function() lmkit.analysis.press_rank(sv, 3, math.mininteger) end, "must be non-negative")
+end)
+
 T.run()
