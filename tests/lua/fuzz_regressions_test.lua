@@ -142,4 +142,24 @@ T.test("press_rank takes any matrix size without overflow; negative sizes are er
   T.raises(function() lmkit.analysis.press_rank(sv, 3, math.mininteger) end, "must be non-negative")
 end)
 
+T.test("the BPTT sampler and evaluation batches take window lengths near 2^63 without overflow", function()
+  local data = lmkit.data.batchify(lmkit.arange(0, 20), 2)  -- [10, 2]
+  -- bptt + max_delta overflowed in the sampler's constructor (UBSan; reached from lmkit.train too).
+  T.raises(function() lmkit.data.bptt_sampler{data = data, bptt = math.maxinteger - 1} end,
+           "bptt + max_delta must fit in 64 bits, got bptt 9223372036854775806 and max_delta 20")
+  T.raises(function() lmkit.data.bptt_sampler{data = data, sd = 1 / 0} end, "sd must be finite and non-negative")
+  -- A window drawn near 2^63 long covers the rest of the data and ends the epoch.
+  local sampler = lmkit.data.bptt_sampler{data = data, bptt = math.maxinteger - 100, max_delta = 0, sd = 0}
+  local input = sampler:next()
+  T.eq(input:size(), {9, 2})
+  T.eq(sampler:next(), nil)
+  T.eq(sampler:epoch(), 1)
+  -- EvalBatches:size() added bptt to the row count: ⌈9 / 2^63⌉ is 1.
+  local _, batches = lmkit.data.eval_batches(data, math.maxinteger)
+  T.eq(batches:size(), 1)
+  T.eq(#batches, 1)
+  local _, by_three = lmkit.data.eval_batches(data, 3)
+  T.eq(by_three:size(), 3)
+end)
+
 T.run()
