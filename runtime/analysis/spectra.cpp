@@ -58,21 +58,28 @@ PairwiseKl pairwise_kl(const torch::Tensor& log_probs, std::int64_t pairs, std::
   if (pairs < 1) throw UsageError("pairwise_kl: pairs must be ≥ 1");
   std::mt19937_64 engine(seed);
   std::uniform_int_distribution<std::int64_t> pick(0, m - 1);
-  std::vector<std::int64_t> first(static_cast<std::size_t>(pairs)), second(static_cast<std::size_t>(pairs));
+  // Tensors, not std::vectors: an absurd count fails in Torch's allocator with an error that says
+  // how much was asked (a std::vector's operator new aborts under ASan, and says little otherwise).
+  auto first = torch::empty({pairs}, torch::kInt64);
+  auto second = torch::empty({pairs}, torch::kInt64);
+  auto* first_ids = first.data_ptr<std::int64_t>();
+  auto* second_ids = second.data_ptr<std::int64_t>();
   for (std::int64_t i = 0; i < pairs; ++i) {
-    first[i] = pick(engine);
-    do second[i] = pick(engine); while (second[i] == first[i]);
+    first_ids[i] = pick(engine);
+    do second_ids[i] = pick(engine); while (second_ids[i] == first_ids[i]);
   }
   torch::NoGradGuard no_grad;
   const auto q = log_probs.to(torch::kFloat64);
-  const auto index_options = torch::TensorOptions().dtype(torch::kInt64).device(q.device());
+  first = first.to(q.device());
+  second = second.to(q.device());
   constexpr std::int64_t kChunk = 4096;  // bounds memory at 2·chunk·vocab doubles
   std::vector<torch::Tensor> kls;
-  for (std::int64_t start = 0; start < pairs; start += kChunk) {
+  for (std::int64_t start = 0; start < pairs;) {
     const auto n = std::min(kChunk, pairs - start);
-    auto a = q.index_select(0, torch::from_blob(first.data() + start, {n}, torch::kInt64).to(index_options));
-    auto b = q.index_select(0, torch::from_blob(second.data() + start, {n}, torch::kInt64).to(index_options));
+    auto a = q.index_select(0, first.narrow(0, start, n));
+    auto b = q.index_select(0, second.narrow(0, start, n));
     kls.push_back((a.exp() * (a - b)).sum(1));
+    start += n;  // never past pairs: start + kChunk would overflow near 2^63
   }
   const auto kl = torch::cat(kls);
   PairwiseKl result;

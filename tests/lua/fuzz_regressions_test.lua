@@ -162,4 +162,15 @@ T.test("the BPTT sampler and evaluation batches take window lengths near 2^63 wi
   T.eq(by_three:size(), 3)
 end)
 
+T.test("pairwise_kl with an absurd number of pairs fails in Torch's allocator, saying how much", function()
+  local q = lmkit.tensor({{0.3, 0.7}, {0.7, 0.3}}, {dtype = "float64"}):log()
+  -- 2^46 pairs of indices (2^49 bytes, beyond any address space) went to std::vector: std::bad_alloc
+  -- without a size, and an abort under ASan.
+  T.raises(function() lmkit.analysis.pairwise_kl(q, {pairs = 1 << 46}) end, "can't allocate memory")
+  T.raises(function() lmkit.analysis.pairwise_kl(q, {pairs = math.maxinteger}) end, "overflow")
+  local kl = lmkit.analysis.pairwise_kl(q, {pairs = 5000, seed = 1})
+  T.eq(kl.pairs, 5000)
+  T.near(kl.mean, 0.4 * math.log(0.7 / 0.3), 1e-12)
+end)
+
 T.run()
