@@ -756,33 +756,34 @@ end
 GUARDS["lmkit.train"] = training_guard(1)
 GUARDS["lmkit.resume"] = training_guard(2)
 -- Counts of work (iterations, context pairs, tokens to draw, values of a ladder): legal at any size
--- and costing time in proportion, so the fuzzer caps them at WORK_CAP; a count that would only
--- allocate (a tensor size) is never capped: a huge one must fail cleanly.
---   name = {arguments = {positions}, options = {position, keys...}, lists = {positions}}
+-- and costing time in proportion, so the fuzzer caps them at WORK_CAP. Where the count is also
+-- allocated up front (`allocates`), counts from 2^31 on pass unchanged: no machine has the memory,
+-- so the allocation must fail, cleanly. A count that only allocates (a tensor size) is never capped.
+--   name = {arguments = {positions}, options = {position, keys...}, lists = {positions}, allocates=}
 local WORK_CAP = 1000
 local WORK_COUNTS = {
-  ["SyntheticLanguage:entropy_rate"] = {arguments = {2}},
-  ["SyntheticLanguage:best_perplexity"] = {arguments = {2}},
+  ["SyntheticLanguage:entropy_rate"] = {arguments = {2}, allocates = true},
+  ["SyntheticLanguage:best_perplexity"] = {arguments = {2}, allocates = true},
   ["lmkit.analysis.refactorization_robustness"] = {options = {2, "iterations"}},
   ["lmkit.analysis.noise_robustness"] = {lists = {2}},
-  ["lmkit.analysis.pairwise_kl"] = {options = {2, "pairs"}},
+  ["lmkit.analysis.pairwise_kl"] = {options = {2, "pairs"}, allocates = true},
 }
 
-local function cap(value)
-  if math.type(value) == "integer" and value > WORK_CAP then return WORK_CAP end
-  if math.type(value) == "float" and value > WORK_CAP then return WORK_CAP + 0.0 end
-  return value
+local function cap(value, allocates)
+  if type(value) ~= "number" or not (value > WORK_CAP) then return value end
+  if allocates and value >= 2 ^ 31 then return value end
+  return math.type(value) == "integer" and WORK_CAP or WORK_CAP + 0.0
 end
 
 local function cap_work(target, args)
   local spec = WORK_COUNTS[target.name]
   if not spec then return end
-  for _, i in ipairs(spec.arguments or {}) do args[i] = cap(args[i]) end
+  for _, i in ipairs(spec.arguments or {}) do args[i] = cap(args[i], spec.allocates) end
   local options = spec.options and args[spec.options[1]]
   if type(options) == "table" and getmetatable(options) == nil then
     for k = 2, #spec.options do
       local key = spec.options[k]
-      rawset(options, key, cap(rawget(options, key)))
+      rawset(options, key, cap(rawget(options, key), spec.allocates))
     end
   end
   for _, i in ipairs(spec.lists or {}) do
