@@ -66,6 +66,17 @@ int box_gc(lua_State* L) {
 }
 
 
+// Pushes methods[name] of the metatable on top of the stack, read raw (the tables are reachable from
+// Lua through getmetatable, so they may have been given metamethods); throws if it is no function.
+void push_method_named(lua_State* L, const char* name) {
+  lua_pushliteral(L, "methods");
+  const bool has_methods = lua_rawget(L, -2) == LUA_TTABLE;
+  lua_pushstring(L, name);
+  if (!has_methods || lua_rawget(L, -2) != LUA_TFUNCTION) {
+    throw UsageError(std::string("the '") + name + "' method of this class was removed from its metatable");
+  }
+}
+
 std::vector<std::int64_t> ids_argument(lua_State* L, int position) {
   if (auto* t = test_tensor(L, position)) {
     if (!t->defined()) throw ArgError(position, "tensor was already closed or collected");
@@ -436,9 +447,8 @@ int data_eval_batches(lua_State* L) {
   const auto bptt = check_integer(L, 2);
   auto batches = std::make_shared<EvalBatches>(source, bptt);
   lua_settop(L, 2);
-  lua_getfield(L, LUA_REGISTRYINDEX, kEvalMeta);
-  lua_getfield(L, -1, "methods");
-  lua_getfield(L, -1, "next");  // the iterator function
+  luaL_getmetatable(L, kEvalMeta);
+  push_method_named(L, "next");  // the iterator function
   push_box<EvalBatches, kEvalMeta>(L) = std::move(batches);
   return 2;
 }
@@ -461,10 +471,10 @@ int sampler_next(lua_State* L) {
 int sampler_batches(lua_State* L) {
   check_sampler(L, 1);
   lua_settop(L, 1);
-  luaL_getmetafield(L, 1, "methods");
-  lua_getfield(L, -1, "next");
-  lua_replace(L, -2);
+  lua_getmetatable(L, 1);
+  push_method_named(L, "next");
   lua_insert(L, 1);
+  lua_settop(L, 2);
   return 2;
 }
 

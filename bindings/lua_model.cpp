@@ -278,7 +278,8 @@ int lmkit_model(lua_State* L) {
   }
   auto options = language_model_options_from_json(config);
   Head head{nullptr};
-  lua_getfield(L, 1, "head");
+  lua_pushliteral(L, "head");
+  lua_rawget(L, 1);  // raw: a raising __index would longjmp over config and options
   if (!lua_isnil(L, -1)) {
     nlohmann::json head_config;
     head = head_from_spec(L, -1, options.encoder().nhidlast(), options.encoder().emb(), head_config);

@@ -317,7 +317,7 @@ int lmkit_is_tensor(lua_State* L) {
 
 // lmkit.doc(value) -> name, doc | nil: the registry behind help().
 int lmkit_doc(lua_State* L) {
-  luaL_checkany(L, 1);
+  if (lua_isnone(L, 1)) throw ArgError(1, "value expected");
   if (lua_type(L, 1) == LUA_TSTRING) {
     if (lua_getfield(L, LUA_REGISTRYINDEX, "lmkit.docs_by_name") != LUA_TTABLE) return 0;
     lua_pushvalue(L, 1);

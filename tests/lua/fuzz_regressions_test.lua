@@ -173,4 +173,22 @@ T.test("pairwise_kl with an absurd number of pairs fails in Torch's allocator, s
   T.near(kl.mean, 0.4 * math.log(0.7 / 0.3), 1e-12)
 end)
 
+T.test("option tables are read raw: their metamethods never run inside a binding", function()
+  -- A raising __index on an option lmkit.model or lmkit.configure looked up (head, settings)
+  -- longjmp'ed over the binding's live C++ objects (the model's configuration, the settings).
+  local touched = {}
+  local function watched(t)
+    return setmetatable(t, {__index = function(_, key)
+      touched[#touched + 1] = key
+      error("__index ran for " .. tostring(key))
+    end})
+  end
+  local model = lmkit.model(watched{vocab_size = 6, emb = 3, nhid = 4, nhidlast = 3, nlayers = 1})
+  T.eq(model:parameter_count().total > 0, true)
+  T.eq(lmkit.configure({a = 1}, watched{}).a, 1)
+  T.eq(touched, {})
+  T.raises(function() lmkit.doc() end, "bad argument #1 to 'lmkit.doc' (value expected)")
+  state_is_healthy()
+end)
+
 T.run()
