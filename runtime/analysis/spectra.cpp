@@ -19,8 +19,17 @@ void check_matrix(const torch::Tensor& m, const char* what) {
   if (!m.is_floating_point()) throw UsageError(std::string(what) + ": expects a floating-point matrix");
 }
 
+// Checked before every SVD that computes singular vectors: given an infinity, LAPACK's gesdd (as
+// OpenBLAS ships it) iterates forever instead of failing (a NaN at least fails to converge).
+void check_finite(const torch::Tensor& m, const char* what) {
+  if (!torch::isfinite(m).all().item<bool>()) {
+    throw UsageError(std::string(what) + ": the matrix contains nan or inf (its SVD is undefined)");
+  }
+}
+
 // U·diag(S with all but the top `keep` zeroed)·Vᵀ.
-torch::Tensor truncated(const torch::Tensor& matrix, std::int64_t keep) {
+torch::Tensor truncated(const torch::Tensor& matrix, std::int64_t keep, const char* what) {
+  check_finite(matrix, what);
   auto usv = torch::linalg_svd(matrix, /*full_matrices=*/false);
   auto s = std::get<1>(usv).clone();
   if (keep < s.size(0)) s.narrow(0, keep, s.size(0) - keep).zero_();
@@ -46,6 +55,7 @@ torch::Tensor cumulative_share(const torch::Tensor& sv) {
 torch::Tensor projection_2d(const torch::Tensor& matrix) {
   check_matrix(matrix, "projection_2d");
   if (matrix.size(1) < 2) throw UsageError("projection_2d: the matrix needs at least 2 columns");
+  check_finite(matrix, "projection_2d");
   const auto centered = matrix - matrix.mean(0, true);
   const auto v = std::get<2>(torch::linalg_svd(centered, /*full_matrices=*/false));
   return torch::matmul(centered, v.narrow(0, 0, 2).t());
@@ -95,10 +105,11 @@ std::vector<RefactorStep> refactorization_robustness(const torch::Tensor& matrix
   if (keep < 1 || iterations < 1) throw UsageError("refactorization_robustness: keep and iterations must be ≥ 1");
   torch::NoGradGuard no_grad;
   const auto m = matrix.size(0), n = matrix.size(1);
-  const auto original = truncated(matrix, keep);
+  const auto original = truncated(matrix, keep, "refactorization_robustness");
   auto current = original;
   std::vector<RefactorStep> steps;
   for (std::int64_t i = 1; i <= iterations; ++i) {
+    check_finite(current, "refactorization_robustness (a reconstruction overflowed)");
     auto usv = torch::linalg_svd(current, /*full_matrices=*/false);
     current = torch::matmul(std::get<0>(usv) * std::get<1>(usv).unsqueeze(0), std::get<2>(usv));
     RefactorStep step;
@@ -117,7 +128,7 @@ std::vector<NoiseStep> noise_robustness(const torch::Tensor& matrix, const std::
   if (ladder.empty()) throw UsageError("noise_robustness: the ladder of c values is empty");
   torch::NoGradGuard no_grad;
   const auto m = matrix.size(0), n = matrix.size(1);
-  const auto base = truncated(matrix, keep);
+  const auto base = truncated(matrix, keep, "noise_robustness");
   auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
   std::vector<NoiseStep> steps;
   for (double c : ladder) {

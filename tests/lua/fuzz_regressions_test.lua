@@ -191,4 +191,20 @@ T.test("option tables are read raw: their metamethods never run inside a binding
   state_is_healthy()
 end)
 
+T.test("SVDs with singular vectors refuse infinities instead of iterating forever in LAPACK", function()
+  -- A row of inf (left in a pool matrix by an in-place fill) made OpenBLAS's gesdd loop in sbdsqr
+  -- for the rest of the run: the fuzzer's 10-minute run was killed there.
+  local m = lmkit.randn(8, 5)
+  m[1] = 1 / 0
+  T.raises(function() lmkit.analysis.refactorization_robustness(m, {keep = 2, iterations = 1}) end,
+           "refactorization_robustness: the matrix contains nan or inf")
+  T.raises(function() lmkit.analysis.noise_robustness(m, {0.1}) end, "noise_robustness: the matrix contains nan or inf")
+  T.raises(function() lmkit.analysis.projection_2d(m) end, "projection_2d: the matrix contains nan or inf")
+  m[1] = -1 / 0
+  T.raises(function() lmkit.analysis.projection_2d(m) end, "contains nan or inf")
+  m[1] = 0.5
+  T.eq(#lmkit.analysis.refactorization_robustness(m, {keep = 2, iterations = 2}), 2)
+  T.eq(lmkit.analysis.projection_2d(m):size(), {8, 2})
+end)
+
 T.run()
