@@ -207,4 +207,21 @@ T.test("SVDs with singular vectors refuse infinities instead of iterating foreve
   T.eq(lmkit.analysis.projection_2d(m):size(), {8, 2})
 end)
 
+T.test("fill_ of an integer tensor from a value that requires grad leaves it without autograd history", function()
+  -- Torch recorded FillBackward into the int64 tensor, which then required grad: t:square() and
+  -- every later op failed an internal assertion (isDifferentiableType).
+  local value = lmkit.randn(2, {requires_grad = true}):sum()
+  for _, dtype in ipairs{"int64", "int32", "bool", "uint8"} do
+    local t = lmkit.zeros(2, 3, {dtype = dtype})
+    t:fill_(value)
+    T.eq(t.requires_grad, false, dtype)
+    T.eq(t:clone():size(), {2, 3}, dtype)  -- any op on it asserted
+  end
+  local f = lmkit.zeros(2, 3)
+  f:fill_(value)
+  T.eq(f.requires_grad, true)
+  f:sum():backward()
+  T.eq(value.requires_grad, true)
+end)
+
 T.run()
