@@ -997,7 +997,15 @@ end
 -- ---- main loop -------------------------------------------------------------------------------
 
 say(("binding fuzz: seed %d, %g s, %d functions and methods (%d left out)"):format(seed, cfg.seconds, #targets, #excluded))
-say(("  reproduce: lmkit run tests/fuzz/binding_fuzz.lua --set seed=%d --set seconds=%g --set verbose=true"):format(seed, cfg.seconds))
+-- How to replay this run: the same seed through the same runner (the lmkit executable, or the
+-- interpreter that loaded lmkit.so).
+local runner = lmkit.process.executable()
+local module_file = package.searchpath("lmkit", package.cpath)
+if not runner:match("lmkit$") and module_file then
+  runner = "--module " .. module_file:match("^(.*)/[^/]*$") .. " " .. runner
+end
+say(("  replay: tests/fuzz/run_binding_fuzz.sh %s %g seed=%d verbose=true (calls=N stops at call N)")
+    :format(runner, cfg.seconds, seed))
 lmkit.set_threads(1)
 local threads = lmkit.get_threads()
 local started = clock()

@@ -16,6 +16,7 @@
 # last calls of the trace and the working folder (kept) are shown.
 set -uo pipefail
 
+original_arguments=("$@")
 sanitized=0
 module_dir=""
 preload=""
@@ -84,5 +85,12 @@ fi
   echo "last calls (oldest first; $work/trace.log has them all):"
   tail -n 15 "$work/trace.log" 2>/dev/null
   echo "working folder kept: $work"
+  seed=$(sed -n 's/^binding fuzz: seed \([0-9]*\).*/\1/p' "$work/report.log" | head -n 1)
+  last_call=$(tail -n 1 "$work/trace.log" 2>/dev/null | sed -n 's/^#\([0-9]*\).*/\1/p')
+  if [ -n "$seed" ]; then
+    printf 'replay:'
+    printf ' %q' "$0" "${original_arguments[@]}" "seed=$seed" ${last_call:+"calls=$last_call"} verbose=true
+    printf '\n'
+  fi
 } >&2
 exit 1
