@@ -228,7 +228,7 @@ void push_corpus(lua_State* L, LuaCorpus corpus) {
 
 }  // namespace
 
-const data::Corpus& check_corpus_value(lua_State* L, int position) { return check_corpus(L, position).corpus; }
+data::Corpus check_corpus_value(lua_State* L, int position) { return check_corpus(L, position).corpus; }
 
 void push_corpus_value(lua_State* L, data::Corpus corpus) { push_corpus(L, LuaCorpus{std::move(corpus), std::nullopt}); }
 
