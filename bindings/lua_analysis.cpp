@@ -97,7 +97,7 @@ analysis::MatrixProgress terminal_progress(const char* what) {
 }
 
 int analysis_logp_matrix(lua_State* L) {
-  auto& model = check_model(L, 1);
+  LanguageModel model = check_model(L, 1);  // alive even if a Lua head closes it
   auto tokens = check_token_stream(L, 2);
   Options o(L, 3, {"batch_size", "bptt", "max_contexts", "dtype", "f_logits"});
   LuaCallScope scope(L);
@@ -106,7 +106,7 @@ int analysis_logp_matrix(lua_State* L) {
 }
 
 int analysis_logp_svdvals(lua_State* L) {
-  auto& model = check_model(L, 1);
+  LanguageModel model = check_model(L, 1);  // alive even if a Lua head closes it
   auto tokens = check_token_stream(L, 2);
   Options o(L, 3, {"batch_size", "bptt", "max_contexts", "dtype", "f_logits", "block_rows"});
   LuaCallScope scope(L);

@@ -102,7 +102,8 @@ int lmkit_configure(lua_State* L) {
   Options options(L, 2, {"settings"});
   std::vector<config::Setting> settings = stored_settings(L);
   if (options.present()) {
-    lua_getfield(L, 2, "settings");
+    lua_pushliteral(L, "settings");
+    lua_rawget(L, 2);  // raw: a raising __index would longjmp over `settings`
     if (!lua_isnil(L, -1)) {
       if (lua_type(L, -1) != LUA_TTABLE) throw ArgError(2, "option 'settings' must be a list of \"key=value\" strings");
       settings.clear();

@@ -43,12 +43,14 @@ struct Box {
   std::shared_ptr<T> value;
 };
 
+// The object in the userdata at `position`, shared: a binding holds it for its whole call, since
+// Lua code that runs meanwhile (a finalizer at any allocation, a callback) may close the userdata.
 template <typename T, const char* Meta>
-T& check(lua_State* L, int position, const char* display) {
+std::shared_ptr<T> check(lua_State* L, int position, const char* display) {
   auto* box = static_cast<Box<T>*>(luaL_testudata(L, position, Meta));
   if (!box) type_error(L, position, display);
   if (!box->value) throw ArgError(position, std::string(display) + " was already closed or collected");
-  return *box->value;
+  return box->value;
 }
 
 template <typename T, const char* Meta>
@@ -67,6 +69,17 @@ int box_gc(lua_State* L) {
 }
 
 
+// Pushes methods[name] of the metatable on top of the stack, read raw (the tables are reachable from
+// Lua through getmetatable, so they may have been given metamethods); throws if it is no function.
+void push_method_named(lua_State* L, const char* name) {
+  lua_pushliteral(L, "methods");
+  const bool has_methods = lua_rawget(L, -2) == LUA_TTABLE;
+  lua_pushstring(L, name);
+  if (!has_methods || lua_rawget(L, -2) != LUA_TFUNCTION) {
+    throw UsageError(std::string("the '") + name + "' method of this class was removed from its metatable");
+  }
+}
+
 std::vector<std::int64_t> ids_argument(lua_State* L, int position) {
   if (auto* t = test_tensor(L, position)) {
     if (!t->defined()) throw ArgError(position, "tensor was already closed or collected");
@@ -84,16 +97,16 @@ std::vector<std::int64_t> ids_argument(lua_State* L, int position) {
 
 using VocabRef = const Vocabulary;
 
-VocabRef& check_vocab(lua_State* L, int position) { return check<VocabRef, kVocabMeta>(L, position, "Vocab"); }
+std::shared_ptr<VocabRef> check_vocab(lua_State* L, int position) { return check<VocabRef, kVocabMeta>(L, position, "Vocab"); }
 
 int vocab_size(lua_State* L) {
-  lua_pushinteger(L, check_vocab(L, 1).size());
+  lua_pushinteger(L, check_vocab(L, 1)->size());
   return 1;
 }
 
 int vocab_id(lua_State* L) {
-  const auto& v = check_vocab(L, 1);
-  const auto id = v.find(check_string(L, 2));
+  const auto v = check_vocab(L, 1);
+  const auto id = v->find(check_string(L, 2));
   if (id) {
     lua_pushinteger(L, *id);
   } else {
@@ -103,10 +116,10 @@ int vocab_id(lua_State* L) {
 }
 
 int vocab_word(lua_State* L) {
-  const auto& v = check_vocab(L, 1);
+  const auto v = check_vocab(L, 1);
   const auto id = check_integer(L, 2);
   try {
-    push_string(L, v.word(id));
+    push_string(L, v->word(id));
   } catch (const UsageError& e) {
     throw ArgError(2, e.what());
   }
@@ -114,23 +127,23 @@ int vocab_word(lua_State* L) {
 }
 
 int vocab_encode(lua_State* L) {
-  const auto& v = check_vocab(L, 1);
+  const auto v = check_vocab(L, 1);
   const auto text = check_string(L, 2);
   Options options(L, 3, {"eos", "unk"});
-  auto ids = v.encode(text, options.boolean("eos").value_or(false), options.string("unk"));
+  auto ids = v->encode(text, options.boolean("eos").value_or(false), options.string("unk"));
   push_tensor(L, data::to_tensor(std::move(ids)));
   return 1;
 }
 
 int vocab_decode(lua_State* L) {
-  const auto& v = check_vocab(L, 1);
+  const auto v = check_vocab(L, 1);
   const auto ids = ids_argument(L, 2);
-  push_string(L, v.decode(ids));
+  push_string(L, v->decode(ids));
   return 1;
 }
 
 int vocab_tostring(lua_State* L) {
-  push_string(L, "Vocab(" + std::to_string(check_vocab(L, 1).size()) + " words)");
+  push_string(L, "Vocab(" + std::to_string(check_vocab(L, 1)->size()) + " words)");
   return 1;
 }
 
@@ -156,31 +169,31 @@ void push_vocab(lua_State* L, std::shared_ptr<const Vocabulary> vocab) {
 
 // ---- Corpus ---------------------------------------------------------------------------------
 
-LuaCorpus& check_corpus(lua_State* L, int position) { return check<LuaCorpus, kCorpusMeta>(L, position, "Corpus"); }
+std::shared_ptr<LuaCorpus> check_corpus(lua_State* L, int position) { return check<LuaCorpus, kCorpusMeta>(L, position, "Corpus"); }
 
 bool corpus_field(lua_State* L, const std::string& key) {
-  auto& c = check_corpus(L, 1);
+  const auto c = check_corpus(L, 1);
   if (key == "train") {
-    push_tensor(L, c.corpus.train);
+    push_tensor(L, c->corpus.train);
   } else if (key == "valid") {
-    push_tensor(L, c.corpus.valid);
+    push_tensor(L, c->corpus.valid);
   } else if (key == "test") {
-    push_tensor(L, c.corpus.test);
+    push_tensor(L, c->corpus.test);
   } else if (key == "vocab") {
-    push_vocab(L, c.corpus.vocab);
+    push_vocab(L, c->corpus.vocab);
   } else if (key == "name") {
-    push_string(L, c.corpus.name);
+    push_string(L, c->corpus.name);
   } else if (key == "protocol") {
-    push_string(L, c.corpus.protocol);
+    push_string(L, c->corpus.protocol);
   } else if (key == "source") {
-    push_string(L, c.corpus.source);
+    push_string(L, c->corpus.source);
   } else if (key == "from_cache") {
-    lua_pushboolean(L, c.report && c.report->from_cache);
+    lua_pushboolean(L, c->report && c->report->from_cache);
   } else if (key == "cache_status") {
-    push_string(L, c.report ? c.report->cache_status : "none (generated)");
+    push_string(L, c->report ? c->report->cache_status : "none (generated)");
   } else if (key == "cache_file") {
-    if (c.report && !c.report->cache_file.empty()) {
-      push_string(L, c.report->cache_file.string());
+    if (c->report && !c->report->cache_file.empty()) {
+      push_string(L, c->report->cache_file.string());
     } else {
       lua_pushnil(L);
     }
@@ -197,7 +210,7 @@ std::string corpus_summary_text(const LuaCorpus& c) {
 }
 
 int corpus_tostring(lua_State* L) {
-  push_string(L, corpus_summary_text(check_corpus(L, 1)));
+  push_string(L, corpus_summary_text(*check_corpus(L, 1)));
   return 1;
 }
 
@@ -218,7 +231,7 @@ void push_corpus(lua_State* L, LuaCorpus corpus) {
 
 }  // namespace
 
-const data::Corpus& check_corpus_value(lua_State* L, int position) { return check_corpus(L, position).corpus; }
+data::Corpus check_corpus_value(lua_State* L, int position) { return check_corpus(L, position)->corpus; }
 
 void push_corpus_value(lua_State* L, data::Corpus corpus) { push_corpus(L, LuaCorpus{std::move(corpus), std::nullopt}); }
 
@@ -226,7 +239,7 @@ namespace {
 
 // ---- Synthetic languages --------------------------------------------------------------------
 
-SyntheticLanguage& check_language(lua_State* L, int position) {
+std::shared_ptr<SyntheticLanguage> check_language(lua_State* L, int position) {
   return check<SyntheticLanguage, kLanguageMeta>(L, position, "SyntheticLanguage");
 }
 
@@ -263,42 +276,42 @@ std::int64_t check_count(lua_State* L, int position, const char* what) {
 }
 
 int language_generate(lua_State* L) {
-  auto& lang = check_language(L, 1);
+  const auto lang = check_language(L, 1);
   const auto n = check_count(L, 2, "token count");
   std::optional<std::uint64_t> seed;
   if (auto s = opt_integer(L, 3)) seed = static_cast<std::uint64_t>(*s);
-  push_tensor(L, lang.generate(n, seed));
+  push_tensor(L, lang->generate(n, seed));
   return 1;
 }
 
 int language_log_probs(lua_State* L) {
-  auto& lang = check_language(L, 1);
-  push_tensor(L, lang.log_probs(check_tensor(L, 2)));
+  const auto lang = check_language(L, 1);
+  push_tensor(L, lang->log_probs(check_tensor(L, 2)));
   return 1;
 }
 
 int language_nll(lua_State* L) {
-  auto& lang = check_language(L, 1);
-  push_tensor(L, lang.nll(check_tensor(L, 2)));
+  const auto lang = check_language(L, 1);
+  push_tensor(L, lang->nll(check_tensor(L, 2)));
   return 1;
 }
 
 int language_entropy_rate(lua_State* L) {
-  auto& lang = check_language(L, 1);
+  const auto lang = check_language(L, 1);
   const auto n = opt_integer(L, 2).value_or(200000);
-  lua_pushnumber(L, lang.entropy_rate(n));
+  lua_pushnumber(L, lang->entropy_rate(n));
   return 1;
 }
 
 int language_best_perplexity(lua_State* L) {
-  auto& lang = check_language(L, 1);
+  const auto lang = check_language(L, 1);
   const auto n = opt_integer(L, 2).value_or(200000);
-  lua_pushnumber(L, std::exp(lang.entropy_rate(n)));
+  lua_pushnumber(L, std::exp(lang->entropy_rate(n)));
   return 1;
 }
 
 int language_expected_rank(lua_State* L) {
-  const auto r = check_language(L, 1).expected_rank();
+  const auto r = check_language(L, 1)->expected_rank();
   if (r < 0) {
     lua_pushnil(L);
   } else {
@@ -308,17 +321,17 @@ int language_expected_rank(lua_State* L) {
 }
 
 int language_corpus(lua_State* L) {
-  auto& lang = check_language(L, 1);
+  const auto lang = check_language(L, 1);
   Options o(L, 2, {"train", "valid", "test"});
   LuaCorpus c;
-  c.corpus = lang.corpus(o.integer("train").value_or(200000), o.integer("valid").value_or(20000),
+  c.corpus = lang->corpus(o.integer("train").value_or(200000), o.integer("valid").value_or(20000),
                          o.integer("test").value_or(20000));
   push_corpus(L, std::move(c));
   return 1;
 }
 
 int language_tostring(lua_State* L) {
-  push_string(L, check_language(L, 1).describe());
+  push_string(L, check_language(L, 1)->describe());
   return 1;
 }
 
@@ -406,12 +419,12 @@ void push_batch(lua_State* L, const Batch& b) {
   push_tensor(L, b.target);
 }
 
-EvalBatches& check_eval(lua_State* L, int position) { return check<EvalBatches, kEvalMeta>(L, position, "EvalBatches"); }
+std::shared_ptr<EvalBatches> check_eval(lua_State* L, int position) { return check<EvalBatches, kEvalMeta>(L, position, "EvalBatches"); }
 
 int eval_next(lua_State* L) {
-  auto& batches = check_eval(L, 1);
+  const auto batches = check_eval(L, 1);
   Batch b;
-  if (!batches.next(b)) {
+  if (!batches->next(b)) {
     lua_pushnil(L);
     return 1;
   }
@@ -420,12 +433,12 @@ int eval_next(lua_State* L) {
 }
 
 int eval_size(lua_State* L) {
-  lua_pushinteger(L, check_eval(L, 1).size());
+  lua_pushinteger(L, check_eval(L, 1)->size());
   return 1;
 }
 
 int eval_reset(lua_State* L) {
-  check_eval(L, 1).reset();
+  check_eval(L, 1)->reset();
   lua_settop(L, 1);
   return 1;
 }
@@ -449,19 +462,18 @@ int data_eval_batches(lua_State* L) {
   const auto bptt = check_integer(L, 2);
   auto batches = std::make_shared<EvalBatches>(source, bptt);
   lua_settop(L, 2);
-  lua_getfield(L, LUA_REGISTRYINDEX, kEvalMeta);
-  lua_getfield(L, -1, "methods");
-  lua_getfield(L, -1, "next");  // the iterator function
+  luaL_getmetatable(L, kEvalMeta);
+  push_method_named(L, "next");  // the iterator function
   push_box<EvalBatches, kEvalMeta>(L) = std::move(batches);
   return 2;
 }
 
-BpttSampler& check_sampler(lua_State* L, int position) { return check<BpttSampler, kSamplerMeta>(L, position, "BpttSampler"); }
+std::shared_ptr<BpttSampler> check_sampler(lua_State* L, int position) { return check<BpttSampler, kSamplerMeta>(L, position, "BpttSampler"); }
 
 int sampler_next(lua_State* L) {
-  auto& sampler = check_sampler(L, 1);
+  const auto sampler = check_sampler(L, 1);
   Batch b;
-  if (!sampler.next(b)) {
+  if (!sampler->next(b)) {
     lua_pushnil(L);
     return 1;
   }
@@ -474,23 +486,23 @@ int sampler_next(lua_State* L) {
 int sampler_batches(lua_State* L) {
   check_sampler(L, 1);
   lua_settop(L, 1);
-  luaL_getmetafield(L, 1, "methods");
-  lua_getfield(L, -1, "next");
-  lua_replace(L, -2);
+  lua_getmetatable(L, 1);
+  push_method_named(L, "next");
   lua_insert(L, 1);
+  lua_settop(L, 2);
   return 2;
 }
 
 int sampler_state(lua_State* L) {
-  push_string(L, check_sampler(L, 1).state());
+  push_string(L, check_sampler(L, 1)->state());
   return 1;
 }
 
 int sampler_set_state(lua_State* L) {
-  auto& sampler = check_sampler(L, 1);
+  const auto sampler = check_sampler(L, 1);
   const auto state = check_string(L, 2);
   try {
-    sampler.set_state(state);
+    sampler->set_state(state);
   } catch (const UsageError& e) {
     throw ArgError(2, e.what());
   }
@@ -499,12 +511,12 @@ int sampler_set_state(lua_State* L) {
 }
 
 int sampler_epoch(lua_State* L) {
-  lua_pushinteger(L, check_sampler(L, 1).epoch());
+  lua_pushinteger(L, check_sampler(L, 1)->epoch());
   return 1;
 }
 
 int sampler_draw_length(lua_State* L) {
-  lua_pushinteger(L, check_sampler(L, 1).draw_length());
+  lua_pushinteger(L, check_sampler(L, 1)->draw_length());
   return 1;
 }
 
@@ -593,6 +605,6 @@ void open_data(lua_State* L, int module_index) {
   lua_setfield(L, module_index, "data");
 }
 
-const data::Vocabulary& check_vocabulary(lua_State* L, int position) { return check_vocab(L, position); }
+std::shared_ptr<const data::Vocabulary> check_vocabulary(lua_State* L, int position) { return check_vocab(L, position); }
 
 }  // namespace lmkit::lua

@@ -94,7 +94,8 @@ std::vector<analysis::BenchmarkName> check_benchmarks(lua_State* L, int options)
 
 int analysis_word_similarity(lua_State* L) {
   const auto embedding = check_embedding(L, 1);
-  const auto& vocab = check_vocabulary(L, 2);
+  const auto vocab_holder = check_vocabulary(L, 2);
+  const auto& vocab = *vocab_holder;
   Options options(L, 3, {"benchmarks", "dir", "case"});
   const auto benchmarks = check_benchmarks(L, 3);
   const auto dir_option = options.string("dir");
@@ -261,8 +262,8 @@ void push_contexts(lua_State* L, const std::vector<analysis::Context>& contexts)
 }
 
 int analysis_top_k_contexts(lua_State* L) {
-  auto& model = check_model(L, 1);
-  const auto& vocab = check_vocabulary(L, 2);
+  LanguageModel model = check_model(L, 1);  // alive even if a Lua head closes it
+  const auto vocab = check_vocabulary(L, 2);
   const auto contexts = check_contexts(L, 3);
   Options options(L, 4, {"k", "unk"});
   const auto k = options.integer("k").value_or(5);
@@ -270,7 +271,7 @@ int analysis_top_k_contexts(lua_State* L) {
   std::vector<analysis::ContextPrediction> predictions;
   {
     LuaCallScope scope(L);  // a head written in Lua calls back on this thread
-    predictions = analysis::top_k_contexts(model, vocab, contexts, k, unk);
+    predictions = analysis::top_k_contexts(model, *vocab, contexts, k, unk);
   }
   lua_createtable(L, static_cast<int>(predictions.size()), 0);
   for (std::size_t i = 0; i < predictions.size(); ++i) {

@@ -104,7 +104,7 @@ torch::Tensor check_ids(lua_State* L, int position) {
 }
 
 int model_forward(lua_State* L) {
-  auto& model = check_model(L, 1);
+  LanguageModel model = check_model(L, 1);  // alive even if a Lua head closes it
   auto ids = check_ids(L, 2);
   auto hidden = check_hidden(L, 3, model, ids.size(1));
   LuaCallScope scope(L);
@@ -115,7 +115,7 @@ int model_forward(lua_State* L) {
 }
 
 int model_log_probs(lua_State* L) {
-  auto& model = check_model(L, 1);
+  LanguageModel model = check_model(L, 1);  // alive even if a Lua head closes it
   auto ids = check_ids(L, 2);
   auto hidden = check_hidden(L, 3, model, ids.size(1));
   LuaCallScope scope(L);
@@ -127,11 +127,12 @@ int model_log_probs(lua_State* L) {
 
 int model_loss(lua_State* L) {
   auto& box = check_box(L, 1);
+  LanguageModel model = box.model;  // alive even if a Lua head closes it
   auto ids = check_ids(L, 2);
-  auto& targets = check_tensor(L, 3);
-  auto hidden = check_hidden(L, 4, box.model, ids.size(1));
+  auto targets = check_tensor(L, 3);
+  auto hidden = check_hidden(L, 4, model, ids.size(1));
   LuaCallScope scope(L);
-  auto out = box.model->loss(ids, targets, hidden);
+  auto out = model->loss(ids, targets, hidden);
   box.ar = out.ar;
   box.tar = out.tar;
   push_tensor(L, out.loss);
@@ -154,7 +155,7 @@ int model_tar(lua_State* L) {
 }
 
 int model_top_k(lua_State* L) {
-  auto& model = check_model(L, 1);
+  LanguageModel model = check_model(L, 1);  // alive even if a Lua head closes it
   auto ids = check_ids(L, 2);
   const auto k = check_integer(L, 3);
   if (k < 1 || k > model->options.encoder().vocab_size()) throw ArgError(3, "k must be in [1, vocab_size]");
@@ -277,7 +278,8 @@ int lmkit_model(lua_State* L) {
   }
   auto options = language_model_options_from_json(config);
   Head head{nullptr};
-  lua_getfield(L, 1, "head");
+  lua_pushliteral(L, "head");
+  lua_rawget(L, 1);  // raw: a raising __index would longjmp over config and options
   if (!lua_isnil(L, -1)) {
     nlohmann::json head_config;
     head = head_from_spec(L, -1, options.encoder().nhidlast(), options.encoder().emb(), head_config);

@@ -16,6 +16,10 @@ constexpr const char* kModelMetatable = "lmkit.Model";
 void open_model(lua_State* L, int module_index);
 
 // The model in the Model userdata at `position` (ArgError otherwise); a new Model userdata.
+// The reference lives only as long as the userdata holds the model: a binding whose call runs Lua
+// code (a head written in Lua, a callback, a finalizer at an allocation) takes a copy,
+// `LanguageModel model = check_model(L, 1);`, so that closing the Model from that code cannot free
+// the model under the running call.
 LanguageModel& check_model(lua_State* L, int position);
 void push_model(lua_State* L, LanguageModel model);
 

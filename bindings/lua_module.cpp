@@ -31,7 +31,9 @@ torch::TensorOptions tensor_options(lua_State* L, int position,
 }
 
 void walk_nested(lua_State* L, int position, NestedListBuilder& builder, int depth) {
-  if (depth > 64) throw ArgError(1, "nested tables deeper than 64 levels (a cycle?)");
+  if (depth > kMaxNestedListDepth) {
+    throw ArgError(1, "nested tables deeper than " + std::to_string(kMaxNestedListDepth) + " levels (a cycle?)");
+  }
   if (!lua_checkstack(L, 2)) throw std::bad_alloc();
   position = lua_absindex(L, position);
   switch (lua_type(L, position)) {
@@ -193,7 +195,13 @@ int join(lua_State* L) {
 }
 
 int lmkit_where(lua_State* L) {
-  push_tensor(L, torch::where(check_tensor(L, 1), check_operand(L, 2), check_operand(L, 3)));
+  const auto condition = check_tensor(L, 1);
+  auto a = check_operand(L, 2);
+  auto b = check_operand(L, 3);
+  // Torch 1.13's where takes two tensors of one dtype: given two numbers (wrapped 0-d tensors) it
+  // fails an internal assertion. Both go to the type promotion of the pair, as torch.where does.
+  const auto type = at::result_type(a, b);
+  push_tensor(L, torch::where(condition, a.to(type), b.to(type)));
   return 1;
 }
 
@@ -272,7 +280,12 @@ int lmkit_device(lua_State* L) {
 }
 
 int lmkit_set_threads(lua_State* L) {
-  set_threads(static_cast<int>(check_integer(L, 1)));
+  const auto threads = check_integer(L, 1);
+  // Checked before narrowing to int, which would turn 2^32 + 1 into 1 and -1e18 into 1486618624.
+  if (threads < 1 || threads > kMaxThreads) {
+    throw ArgError(1, "thread count must be in 1.." + std::to_string(kMaxThreads) + ", got " + std::to_string(threads));
+  }
+  set_threads(static_cast<int>(threads));
   return 0;
 }
 
@@ -304,7 +317,7 @@ int lmkit_is_tensor(lua_State* L) {
 
 // lmkit.doc(value) -> name, doc | nil: the registry behind help().
 int lmkit_doc(lua_State* L) {
-  luaL_checkany(L, 1);
+  if (lua_isnone(L, 1)) throw ArgError(1, "value expected");
   if (lua_type(L, 1) == LUA_TSTRING) {
     if (lua_getfield(L, LUA_REGISTRYINDEX, "lmkit.docs_by_name") != LUA_TTABLE) return 0;
     lua_pushvalue(L, 1);
@@ -349,7 +362,7 @@ const Function kFunctions[] = {
     {"clock", lmkit_clock, "lmkit.clock() -> number\nWall-clock seconds from a steady clock, for timing (differences only; os.clock counts CPU time of all threads)."},
     {"seed", lmkit_seed, "lmkit.seed(n)\nSeeds Torch's CPU and CUDA generators and Lua's math.random."},
     {"device", lmkit_device, "lmkit.device() -> string\n\"cuda\" when a CUDA device is usable, else \"cpu\"."},
-    {"set_threads", lmkit_set_threads, "lmkit.set_threads(n)\nThreads for Torch's CPU kernels and for OpenBLAS."},
+    {"set_threads", lmkit_set_threads, "lmkit.set_threads(n)\nThreads (1..1024) for Torch's CPU kernels and for OpenBLAS."},
     {"get_threads", lmkit_get_threads, "lmkit.get_threads() -> integer\nThreads Torch's CPU kernels use."},
     {"version", lmkit_version, "lmkit.version() -> {lmkit=, torch=, lua=, cuda_compiled=, cuda_usable=}\nWhat this build is made of."},
     {"is_tensor", lmkit_is_tensor, "lmkit.is_tensor(value) -> boolean\nTrue for an lmkit.Tensor."},

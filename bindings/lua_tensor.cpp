@@ -1,11 +1,14 @@
 #include "bindings/lua_tensor.h"
 
+#include <algorithm>
+#include <limits>
 #include <new>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 
 #include "bindings/lua_call.h"
 #include "runtime/core/error.h"
+#include "runtime/tensor/nested_list.h"
 #include "runtime/tensor/tensor_format.h"
 #include "runtime/tensor/tensor_index.h"
 
@@ -302,14 +305,22 @@ std::int64_t check_dim(lua_State* L, int position, const torch::Tensor& t) {
 
 namespace {
 
+// What build_nested_table reads: plain data and raw pointers only. It runs under lua_pcall, where a
+// Lua memory error (a big tensor, little memory) longjmps out, and that must skip no destructor.
+struct NestedTableJob {
+  const void* data;
+  const std::int64_t* sizes;
+  std::size_t dims;
+  torch::ScalarType type;  // kBool, kInt64 or kFloat64
+};
+
 template <typename T>
-void push_nested(lua_State* L, const T* data, const std::vector<std::int64_t>& sizes,
-                 std::size_t dim, std::int64_t& offset) {
-  const auto n = sizes[dim];
-  if (!lua_checkstack(L, 2)) throw std::bad_alloc();
-  lua_createtable(L, static_cast<int>(n), 0);
+void push_nested(lua_State* L, const T* data, const NestedTableJob& job, std::size_t dim, std::int64_t& offset) {
+  const auto n = job.sizes[dim];
+  luaL_checkstack(L, 2, "tensor too deep for the Lua stack");
+  lua_createtable(L, static_cast<int>(std::min<std::int64_t>(n, 1 << 20)), 0);
   for (std::int64_t i = 0; i < n; ++i) {
-    if (dim + 1 == sizes.size()) {
+    if (dim + 1 == job.dims) {
       const T v = data[offset++];
       if constexpr (std::is_same_v<T, bool>) {
         lua_pushboolean(L, v);
@@ -319,10 +330,39 @@ void push_nested(lua_State* L, const T* data, const std::vector<std::int64_t>& s
         lua_pushnumber(L, v);
       }
     } else {
-      push_nested(L, data, sizes, dim + 1, offset);
+      push_nested(L, data, job, dim + 1, offset);
     }
     lua_rawseti(L, -2, i + 1);
   }
+}
+
+int build_nested_table(lua_State* L) {
+  const auto& job = *static_cast<const NestedTableJob*>(lua_touserdata(L, 1));
+  std::int64_t offset = 0;
+  if (job.type == torch::kBool) {
+    push_nested(L, static_cast<const bool*>(job.data), job, 0, offset);
+  } else if (job.type == torch::kInt64) {
+    push_nested(L, static_cast<const std::int64_t*>(job.data), job, 0, offset);
+  } else {
+    push_nested(L, static_cast<const double*>(job.data), job, 0, offset);
+  }
+  return 1;
+}
+
+// The most empty tables totable builds for a tensor without elements. A size-0 dimension makes
+// every table above it empty, but there are still as many of them as the sizes before it multiply
+// to ([2^40, 0] would be 2^40 tables), with no data to bound them.
+constexpr std::int64_t kMaxEmptyTables = std::int64_t{1} << 24;
+
+// 1 + s0 + s0·s1 + ... up to the last dimension: the tables a nested conversion builds (saturating).
+std::int64_t nested_table_count(torch::IntArrayRef sizes) {
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  std::int64_t tables = 1, prefix = 1;
+  for (std::size_t d = 0; d + 1 < sizes.size(); ++d) {
+    if (__builtin_mul_overflow(prefix, sizes[d], &prefix) || __builtin_add_overflow(tables, prefix, &tables)) return kMax;
+    if (prefix == 0) break;
+  }
+  return tables;
 }
 
 }  // namespace
@@ -339,18 +379,30 @@ void push_tensor_as_table(lua_State* L, const torch::Tensor& tensor) {
     }
     return;
   }
-  const auto sizes = t.sizes().vec();
-  std::int64_t offset = 0;
-  if (t.scalar_type() == torch::kBool) {
-    auto c = t.contiguous();
-    push_nested(L, c.data_ptr<bool>(), sizes, 0, offset);
-  } else if (torch::isIntegralType(t.scalar_type(), false)) {
-    auto c = t.to(torch::kInt64).contiguous();
-    push_nested(L, c.data_ptr<int64_t>(), sizes, 0, offset);
-  } else {
-    auto c = t.to(torch::kFloat64).contiguous();
-    push_nested(L, c.data_ptr<double>(), sizes, 0, offset);
+  if (t.dim() > kMaxNestedListDepth) {
+    throw UsageError("a tensor of " + std::to_string(t.dim()) + " dimensions does not become nested tables (at most " +
+                     std::to_string(kMaxNestedListDepth) + " levels, as lmkit.tensor reads them)");
   }
+  if (t.numel() == 0) {
+    const auto tables = nested_table_count(t.sizes());
+    if (tables > kMaxEmptyTables) {
+      throw UsageError("a tensor of size " + format_shape(t.sizes()) + " has no elements but would become " +
+                       std::to_string(tables) + " nested empty tables (at most " + std::to_string(kMaxEmptyTables) + ")");
+    }
+  }
+  const auto sizes = t.sizes().vec();
+  torch::Tensor values;
+  if (t.scalar_type() == torch::kBool) {
+    values = t.contiguous();
+  } else if (torch::isIntegralType(t.scalar_type(), false)) {
+    values = t.to(torch::kInt64).contiguous();
+  } else {
+    values = t.to(torch::kFloat64).contiguous();
+  }
+  NestedTableJob job{values.data_ptr(), sizes.data(), sizes.size(), values.scalar_type()};
+  lua_pushcfunction(L, build_nested_table);
+  lua_pushlightuserdata(L, &job);
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) throw PendingLuaError();
 }
 
 void open_tensor(lua_State* L) {

@@ -211,7 +211,8 @@ int method_narrow(lua_State* L) {
   const auto length = check_integer(L, 4);
   try {
     const auto from = start == t.size(dim) + 1 ? t.size(dim) : resolve_position(start, t.size(dim), "start");
-    if (length < 0 || from + length > t.size(dim)) {
+    // length > size - from, not from + length > size: a length near 2^63 overflows the sum.
+    if (length < 0 || length > t.size(dim) - from) {
       throw UsageError("narrow: " + std::to_string(length) + " elements from " + std::to_string(start) +
                        " run past the end of dimension " + std::to_string(dim + 1) + " (size " +
                        std::to_string(t.size(dim)) + ")");
@@ -420,7 +421,11 @@ const Function kMethods[] = {
     LMKIT_INPLACE(mul_, t.mul_(other), "t:mul_(other) -> t\nt *= other, in place."),
     LMKIT_INPLACE(div_, t.div_(other), "t:div_(other) -> t\nt /= other, in place."),
     LMKIT_INPLACE(copy_, t.copy_(other), "t:copy_(src) -> t\nCopies src's values into t (broadcasting, converting)."),
-    LMKIT_INPLACE(fill_, t.fill_(other), "t:fill_(value) -> t\nSets every element to a number (or one-element tensor)."),
+    // Torch 1.13 records autograd history for fill_ even into an integer or bool tensor (from a
+    // value that requires grad), leaving it requiring grad: every later op on it then fails an
+    // internal assertion. Only floating-point tensors get the differentiable fill.
+    LMKIT_INPLACE(fill_, t.fill_(torch::isFloatingType(t.scalar_type()) ? other : other.detach()),
+                  "t:fill_(value) -> t\nSets every element to a number (or one-element tensor)."),
     {"zero_", [](lua_State* L) -> int { self(L).zero_(); lua_settop(L, 1); return 1; }, "t:zero_() -> t\nSets every element to 0."},
     {"uniform_", [](lua_State* L) -> int { self(L).uniform_(opt_number(L, 2).value_or(0.0), opt_number(L, 3).value_or(1.0)); lua_settop(L, 1); return 1; }, "t:uniform_([a[, b]]) -> t\nFills with U(a, b) draws (default U(0, 1))."},
     {"normal_", [](lua_State* L) -> int { self(L).normal_(opt_number(L, 2).value_or(0.0), opt_number(L, 3).value_or(1.0)); lua_settop(L, 1); return 1; }, "t:normal_([mean[, std]]) -> t\nFills with N(mean, std^2) draws (default N(0, 1))."},

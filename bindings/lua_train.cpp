@@ -442,7 +442,7 @@ void push_eval_result(lua_State* L, const training::EvalResult& r) {
 }
 
 int lmkit_evaluate(lua_State* L) {
-  auto& model = check_model(L, 1);
+  LanguageModel model = check_model(L, 1);  // alive even if a Lua head closes it
   auto tokens = check_token_stream(L, 2);
   Options o(L, 3, {"batch_size", "bptt"});
   LuaCallScope scope(L);
@@ -451,7 +451,7 @@ int lmkit_evaluate(lua_State* L) {
 }
 
 int lmkit_dynamic_evaluate(lua_State* L) {
-  auto& model = check_model(L, 1);
+  LanguageModel model = check_model(L, 1);  // alive even if a Lua head closes it
   auto train_tokens = check_token_stream(L, 2);
   auto tokens = check_token_stream(L, 3);
   Options o(L, 4, {"lr", "lamb", "epsilon", "bptt", "batch_size", "stats_batch_size", "max_stats_windows"});

@@ -43,7 +43,13 @@ torch::Tensor svdvals(const torch::Tensor& matrix, bool as_float64) {
 }
 
 double press_tolerance(double sigma_max, std::int64_t rows, std::int64_t cols, torch::ScalarType eps_dtype) {
-  return 0.5 * std::sqrt(static_cast<double>(rows + cols + 1)) * sigma_max * machine_epsilon(eps_dtype);
+  if (rows < 0 || cols < 0) {
+    throw UsageError("the matrix's rows and cols must be non-negative, got " + std::to_string(rows) + " and " +
+                     std::to_string(cols));
+  }
+  // Summed as doubles: rows + cols + 1 overflows int64 near 2^63.
+  const double size = static_cast<double>(rows) + static_cast<double>(cols) + 1.0;
+  return 0.5 * std::sqrt(size) * sigma_max * machine_epsilon(eps_dtype);
 }
 
 std::int64_t press_rank(const torch::Tensor& singular_values, std::int64_t rows, std::int64_t cols,

@@ -19,8 +19,17 @@ void check_matrix(const torch::Tensor& m, const char* what) {
   if (!m.is_floating_point()) throw UsageError(std::string(what) + ": expects a floating-point matrix");
 }
 
+// Checked before every SVD that computes singular vectors: given an infinity, LAPACK's gesdd (as
+// OpenBLAS ships it) iterates forever instead of failing (a NaN at least fails to converge).
+void check_finite(const torch::Tensor& m, const char* what) {
+  if (!torch::isfinite(m).all().item<bool>()) {
+    throw UsageError(std::string(what) + ": the matrix contains nan or inf (its SVD is undefined)");
+  }
+}
+
 // U·diag(S with all but the top `keep` zeroed)·Vᵀ.
-torch::Tensor truncated(const torch::Tensor& matrix, std::int64_t keep) {
+torch::Tensor truncated(const torch::Tensor& matrix, std::int64_t keep, const char* what) {
+  check_finite(matrix, what);
   auto usv = torch::linalg_svd(matrix, /*full_matrices=*/false);
   auto s = std::get<1>(usv).clone();
   if (keep < s.size(0)) s.narrow(0, keep, s.size(0) - keep).zero_();
@@ -57,6 +66,7 @@ std::pair<torch::Tensor, torch::Tensor> normalized_cdf(const torch::Tensor& sv) 
 torch::Tensor projection_2d(const torch::Tensor& matrix) {
   check_matrix(matrix, "projection_2d");
   if (matrix.size(1) < 2) throw UsageError("projection_2d: the matrix needs at least 2 columns");
+  check_finite(matrix, "projection_2d");
   const auto centered = matrix - matrix.mean(0, true);
   const auto v = std::get<2>(torch::linalg_svd(centered, /*full_matrices=*/false));
   return torch::matmul(centered, v.narrow(0, 0, 2).t());
@@ -69,21 +79,28 @@ PairwiseKl pairwise_kl(const torch::Tensor& log_probs, std::int64_t pairs, std::
   if (pairs < 1) throw UsageError("pairwise_kl: pairs must be ≥ 1");
   std::mt19937_64 engine(seed);
   std::uniform_int_distribution<std::int64_t> pick(0, m - 1);
-  std::vector<std::int64_t> first(static_cast<std::size_t>(pairs)), second(static_cast<std::size_t>(pairs));
+  // Tensors, not std::vectors: an absurd count fails in Torch's allocator with an error that says
+  // how much was asked (a std::vector's operator new aborts under ASan, and says little otherwise).
+  auto first = torch::empty({pairs}, torch::kInt64);
+  auto second = torch::empty({pairs}, torch::kInt64);
+  auto* first_ids = first.data_ptr<std::int64_t>();
+  auto* second_ids = second.data_ptr<std::int64_t>();
   for (std::int64_t i = 0; i < pairs; ++i) {
-    first[i] = pick(engine);
-    do second[i] = pick(engine); while (second[i] == first[i]);
+    first_ids[i] = pick(engine);
+    do second_ids[i] = pick(engine); while (second_ids[i] == first_ids[i]);
   }
   torch::NoGradGuard no_grad;
   const auto q = log_probs.to(torch::kFloat64);
-  const auto index_options = torch::TensorOptions().dtype(torch::kInt64).device(q.device());
+  first = first.to(q.device());
+  second = second.to(q.device());
   constexpr std::int64_t kChunk = 4096;  // bounds memory at 2·chunk·vocab doubles
   std::vector<torch::Tensor> kls;
-  for (std::int64_t start = 0; start < pairs; start += kChunk) {
+  for (std::int64_t start = 0; start < pairs;) {
     const auto n = std::min(kChunk, pairs - start);
-    auto a = q.index_select(0, torch::from_blob(first.data() + start, {n}, torch::kInt64).to(index_options));
-    auto b = q.index_select(0, torch::from_blob(second.data() + start, {n}, torch::kInt64).to(index_options));
+    auto a = q.index_select(0, first.narrow(0, start, n));
+    auto b = q.index_select(0, second.narrow(0, start, n));
     kls.push_back((a.exp() * (a - b)).sum(1));
+    start += n;  // never past pairs: start + kChunk would overflow near 2^63
   }
   const auto kl = torch::cat(kls);
   PairwiseKl result;
@@ -99,10 +116,11 @@ std::vector<RefactorStep> refactorization_robustness(const torch::Tensor& matrix
   if (keep < 1 || iterations < 1) throw UsageError("refactorization_robustness: keep and iterations must be ≥ 1");
   torch::NoGradGuard no_grad;
   const auto m = matrix.size(0), n = matrix.size(1);
-  const auto original = truncated(matrix, keep);
+  const auto original = truncated(matrix, keep, "refactorization_robustness");
   auto current = original;
   std::vector<RefactorStep> steps;
   for (std::int64_t i = 1; i <= iterations; ++i) {
+    check_finite(current, "refactorization_robustness (a reconstruction overflowed)");
     auto usv = torch::linalg_svd(current, /*full_matrices=*/false);
     current = torch::matmul(std::get<0>(usv) * std::get<1>(usv).unsqueeze(0), std::get<2>(usv));
     RefactorStep step;
@@ -121,7 +139,7 @@ std::vector<NoiseStep> noise_robustness(const torch::Tensor& matrix, const std::
   if (ladder.empty()) throw UsageError("noise_robustness: the ladder of c values is empty");
   torch::NoGradGuard no_grad;
   const auto m = matrix.size(0), n = matrix.size(1);
-  const auto base = truncated(matrix, keep);
+  const auto base = truncated(matrix, keep, "noise_robustness");
   auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
   std::vector<NoiseStep> steps;
   for (double c : ladder) {

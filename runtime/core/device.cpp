@@ -45,8 +45,8 @@ OpenBlasSetThreads find_openblas_set_threads() {
 }  // namespace
 
 void set_threads(int threads) {
-  if (threads < 1) {
-    throw UsageError("thread count must be at least 1, got " + std::to_string(threads));
+  if (threads < 1 || threads > kMaxThreads) {
+    throw UsageError("thread count must be in 1.." + std::to_string(kMaxThreads) + ", got " + std::to_string(threads));
   }
   torch::set_num_threads(threads);
   if (auto set_blas = find_openblas_set_threads()) set_blas(threads);

@@ -17,8 +17,13 @@ torch::Device parse_device(const std::string& name);
 // Seeds Torch's CPU and CUDA generators.
 void seed_torch(std::uint64_t seed);
 
+// The most threads set_threads accepts: more than any machine lmkit runs on has hardware threads.
+// Torch creates its pool on the next parallel kernel, and asked for millions of threads OpenMP
+// aborts the process when the system refuses them.
+constexpr int kMaxThreads = 1024;
+
 // Sets Torch's intra-op threads and OpenBLAS's threads together: on small machines the two pools
-// otherwise oversubscribe the cores (see docs/benchmarks.md).
+// otherwise oversubscribe the cores (see docs/benchmarks.md). threads must be in 1..kMaxThreads.
 void set_threads(int threads);
 int get_threads();
 

@@ -59,6 +59,10 @@ bool EvalBatches::next(Batch& batch) {
   return true;
 }
 
-std::int64_t EvalBatches::size() const { return (source_.size(0) - 1 + bptt_ - 1) / bptt_; }
+std::int64_t EvalBatches::size() const {
+  // ⌈(nbatch − 1) / bptt⌉ without adding bptt, which overflows for a bptt near 2^63.
+  const std::int64_t rows = source_.size(0) - 1;
+  return rows / bptt_ + (rows % bptt_ != 0 ? 1 : 0);
+}
 
 }  // namespace lmkit::data

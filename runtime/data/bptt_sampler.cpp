@@ -1,6 +1,8 @@
 #include "runtime/data/bptt_sampler.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "runtime/core/error.h"
@@ -19,9 +21,15 @@ BpttSampler::BpttSampler(torch::Tensor source, BpttSamplerOptions options)
   }
   if (options_.bptt <= 0) throw UsageError("bptt must be positive, got " + std::to_string(options_.bptt));
   if (!(options_.p_full >= 0 && options_.p_full <= 1)) throw UsageError("p_full must be in [0, 1]");
-  if (!(options_.sd >= 0)) throw UsageError("sd must be non-negative");
+  if (!(options_.sd >= 0 && std::isfinite(options_.sd))) throw UsageError("sd must be finite and non-negative");
   if (options_.min_len <= 0) throw UsageError("min_len must be positive");
-  if (options_.max_delta < 0 || options_.bptt + options_.max_delta < options_.min_len) {
+  if (options_.max_delta < 0) throw UsageError("max_delta must be non-negative");
+  // Compared as a difference: bptt + max_delta overflows int64 for sizes near 2^63.
+  if (options_.max_delta > std::numeric_limits<std::int64_t>::max() - options_.bptt) {
+    throw UsageError("bptt + max_delta must fit in 64 bits, got bptt " + std::to_string(options_.bptt) +
+                     " and max_delta " + std::to_string(options_.max_delta));
+  }
+  if (options_.bptt + options_.max_delta < options_.min_len) {
     throw UsageError("bptt + max_delta must be at least min_len");
   }
 }
@@ -37,9 +45,11 @@ double BpttSampler::normal(double mean, double sd) {
 std::int64_t BpttSampler::draw_length() {
   const double bptt = static_cast<double>(options_.bptt);
   const double base = uniform() < options_.p_full ? bptt : bptt / 2.0;
-  auto len = static_cast<std::int64_t>(std::trunc(normal(base, options_.sd)));  // Python's int()
-  len = std::max(options_.min_len, len);
-  return std::min(len, options_.bptt + options_.max_delta);
+  const double drawn = std::trunc(normal(base, options_.sd));  // Python's int()
+  // Clamped before the conversion: a double at or beyond 2^63 has no int64 value.
+  const std::int64_t longest = options_.bptt + options_.max_delta;
+  if (drawn >= static_cast<double>(longest)) return longest;
+  return std::max(options_.min_len, static_cast<std::int64_t>(std::max(drawn, 0.0)));
 }
 
 bool BpttSampler::next(Batch& batch) {
@@ -51,7 +61,9 @@ bool BpttSampler::next(Batch& batch) {
   const std::int64_t len = draw_length();
   batch = get_batch(source_, position_, len);
   batch.lr_scale = static_cast<double>(len) / static_cast<double>(options_.bptt);
-  position_ += len;
+  // A window may be drawn longer than the rest of the data (it ends the epoch): stopping at the
+  // end keeps position_ + len from overflowing for lengths near 2^63.
+  position_ += std::min(len, source_.size(0) - position_);
   return true;
 }
 

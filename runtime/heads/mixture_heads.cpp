@@ -11,8 +11,14 @@ namespace lmkit {
 
 MosHeadImpl::MosHeadImpl(MosHeadOptions o) : options(o) {
   if (o.K() <= 0) throw ConfigError("mos: K must be positive, got " + std::to_string(o.K()));
-  if (o.dropoutl() < 0 || o.dropoutl() >= 1) throw ConfigError("mos: dropoutl must be in [0, 1)");
-  latent = register_module("latent", torch::nn::Linear(o.in_dim(), o.K() * o.latent_dim()));
+  if (!(o.dropoutl() >= 0 && o.dropoutl() < 1)) throw ConfigError("mos: dropoutl must be in [0, 1)");  // NaN too
+  // The K latent contexts share one Linear of K·latent_dim outputs: a product that can overflow.
+  std::int64_t latent_width = 0;
+  if (__builtin_mul_overflow(o.K(), o.latent_dim(), &latent_width)) {
+    throw ConfigError("mos: K · latent_dim = " + std::to_string(o.K()) + " · " + std::to_string(o.latent_dim()) +
+                      " does not fit in 64 bits");
+  }
+  latent = register_module("latent", torch::nn::Linear(o.in_dim(), latent_width));
   prior = register_module("prior", torch::nn::Linear(torch::nn::LinearOptions(o.in_dim(), o.K()).bias(false)));
 }
 

@@ -1,8 +1,12 @@
 #include "runtime/models/awd_lstm.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
 #include <string>
 
 #include "runtime/core/error.h"
@@ -27,6 +31,52 @@ torch::Tensor embedding_dropout(const torch::Tensor& weight, const torch::Tensor
   return rows * keep.index({ids}).unsqueeze(-1);
 }
 
+namespace {
+
+// a·b + c, saturating at the largest int64 (sizes here are positive).
+std::int64_t saturating_multiply_add(std::int64_t a, std::int64_t b, std::int64_t c) {
+  std::int64_t product = 0, sum = 0;
+  if (__builtin_mul_overflow(a, b, &product) || __builtin_add_overflow(product, c, &sum)) {
+    return std::numeric_limits<std::int64_t>::max();
+  }
+  return sum;
+}
+
+// The parameters of one LSTM layer: w_ih [4h, in], w_hh [4h, h], b_ih and b_hh [4h].
+std::int64_t layer_parameters(std::int64_t in, std::int64_t h) {
+  const std::int64_t gates = saturating_multiply_add(4, h, 0);
+  return saturating_multiply_add(gates, saturating_multiply_add(in, 1, h), saturating_multiply_add(gates, 2, 0));
+}
+
+// Bytes the encoder's parameters take as float32, plus a few KiB of bookkeeping per layer (four
+// tensors and their names: what dominates when the layers are tiny and many); saturating.
+std::int64_t encoder_bytes(const AwdLstmOptions& o) {
+  std::int64_t parameters = saturating_multiply_add(o.vocab_size(), o.emb(), 0);
+  if (o.nlayers() == 1) {
+    parameters = saturating_multiply_add(layer_parameters(o.emb(), o.nhidlast()), 1, parameters);
+  } else {
+    parameters = saturating_multiply_add(layer_parameters(o.emb(), o.nhid()), 1, parameters);
+    parameters = saturating_multiply_add(layer_parameters(o.nhid(), o.nhid()), o.nlayers() - 2, parameters);
+    parameters = saturating_multiply_add(layer_parameters(o.nhid(), o.nhidlast()), 1, parameters);
+  }
+  return saturating_multiply_add(o.nlayers(), 4096, saturating_multiply_add(parameters, 4, 0));
+}
+
+std::int64_t physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return std::numeric_limits<std::int64_t>::max();
+  return saturating_multiply_add(pages, page_size, 0);
+}
+
+std::string gibibytes(std::int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return text;
+}
+
+}  // namespace
+
 AwdLstmImpl::AwdLstmImpl(AwdLstmOptions opts) : options(std::move(opts)) {
   const auto& o = options;
   const std::pair<const char*, int64_t> sizes[] = {{"vocab_size", o.vocab_size()}, {"emb", o.emb()}, {"nhid", o.nhid()},
@@ -39,6 +89,17 @@ AwdLstmImpl::AwdLstmImpl(AwdLstmOptions opts) : options(std::move(opts)) {
                                                   {"wdrop", o.wdrop()}};
   for (const auto& [name, p] : rates) {
     if (!(p >= 0.0 && p < 1.0)) throw ConfigError(fmt::format("AWD-LSTM option '{}' must be in [0, 1), got {}", name, p));
+  }
+  // Checked before anything is allocated: huge sizes would overflow 4·nhid, and a huge nlayers
+  // would build layer after layer until memory runs out instead of failing at one allocation.
+  const auto needed = encoder_bytes(o);
+  const auto available = physical_memory_bytes();
+  if (needed > available) {
+    throw ConfigError("AWD-LSTM sizes (vocab_size " + std::to_string(o.vocab_size()) + ", emb " + std::to_string(o.emb()) +
+                      ", nhid " + std::to_string(o.nhid()) + ", nhidlast " + std::to_string(o.nhidlast()) + ", nlayers " +
+                      std::to_string(o.nlayers()) + ") need " +
+                      (needed == std::numeric_limits<std::int64_t>::max() ? std::string("over 2^63 bytes") : gibibytes(needed)) +
+                      " for the encoder alone, more than this machine's memory (" + gibibytes(available) + ")");
   }
   embedding = register_parameter("embedding", torch::empty({o.vocab_size(), o.emb()}));
   for (int64_t l = 0; l < o.nlayers(); ++l) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/core/error.h"
+#include "runtime/tensor/nested_list.h"
 
 namespace lmkit {
 namespace {
@@ -203,6 +204,8 @@ std::string format_tensor(const torch::Tensor& tensor, const TensorFormatOptions
     body = format_elements(cpu, options.precision).front();
   } else if (cpu.numel() == 0) {
     body = "{}";
+  } else if (cpu.dim() > kMaxNestedListDepth) {
+    body = "{... " + std::to_string(cpu.dim()) + " dimensions: too many to print ...}";
   } else {
     std::vector<bool> cut(cpu.dim(), false);
     auto shown = cpu.numel() > options.threshold ? summarize(cpu, options.edge_items, cut) : cpu;

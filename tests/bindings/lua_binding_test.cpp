@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "bindings/lua_data.h"
 #include "bindings/lua_module.h"
 #include "bindings/lua_tensor.h"
 #include "repl/lua_state_handle.h"
@@ -119,6 +120,21 @@ TEST_F(LuaBindingTest, EveryModuleFunctionIsDocumented) {
 TEST_F(LuaBindingTest, UnknownTensorFieldIsAnError) {
   auto r = run("return lmkit.ones(2):szie()");
   EXPECT_NE(r.text.find("Tensor has no method or field 'szie'"), std::string::npos) << r.text;
+}
+
+// lmkit.train took the corpus by reference into its userdata, then allocated (its TrainControl): a
+// finalizer run by that allocation could close the corpus and free it under the reference (the
+// binding fuzzer's ASan run, heap-use-after-free in Corpus's copy constructor).
+TEST_F(LuaBindingTest, CorpusValuesOutliveTheirUserdata) {
+  lua_State* L = state_.get();
+  ASSERT_TRUE(run("corpus = lmkit.data.synthetic{vocab = 6, states = 3, dim = 2}:corpus{train = 30, valid = 10, test = 10}").ok);
+  lua_settop(L, 0);
+  lua_getglobal(L, "corpus");
+  const auto& corpus = check_corpus_value(L, 1);
+  ASSERT_TRUE(run("getmetatable(corpus).__close(corpus); corpus = nil; collectgarbage(); collectgarbage()").ok);
+  EXPECT_EQ(corpus.name, "synthetic");
+  EXPECT_EQ(corpus.vocab->size(), 6);
+  EXPECT_EQ(corpus.train.numel(), 30);
 }
 
 }  // namespace

@@ -48,6 +48,7 @@ TEST(DeviceTest, ThreadsAreSetAndValidated) {
   EXPECT_EQ(get_threads(), 2);
   set_threads(before);
   EXPECT_THROW(set_threads(0), UsageError);
+  EXPECT_THROW(set_threads(kMaxThreads + 1), UsageError);
 }
 
 TEST(DeviceTest, BuildInfoDescribesItself) {
