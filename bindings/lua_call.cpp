@@ -201,6 +201,12 @@ std::optional<std::string> opt_string(lua_State* L, int position) {
 
 void push_string(lua_State* L, const std::string& s) { lua_pushlstring(L, s.data(), s.size()); }
 
+int get_field_raw(lua_State* L, int table, const char* key) {
+  table = lua_absindex(L, table);
+  lua_pushstring(L, key);
+  return lua_rawget(L, table);
+}
+
 int index_with_fields(lua_State* L, bool (*field)(lua_State*, const std::string&)) {
   if (lua_type(L, 2) != LUA_TSTRING) throw ArgError(2, "field name (string) expected");
   if (push_method(L, 1, 2)) return 1;

@@ -70,6 +70,10 @@ class Options {
 // `methods` table of the value at `object` and returns true; otherwise leaves the stack unchanged.
 bool push_method(lua_State* L, int object, int key);
 
+// Pushes field `key` of the table at `table` without metamethods (a raising __index would longjmp
+// over the binding's C++ frames) and returns its type.
+int get_field_raw(lua_State* L, int table, const char* key);
+
 // Pushes a std::string (embedded zeros kept).
 void push_string(lua_State* L, const std::string& s);
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bindings/lua_call.h"
+#include "runtime/config/json_text.h"
 #include "runtime/core/error.h"
 
 namespace lmkit::lua {
@@ -154,7 +155,11 @@ config::Json value_to_json(lua_State* L, int position, const std::string& path, 
     case LUA_TSTRING: {
       std::size_t length = 0;
       const char* text = lua_tolstring(L, position, &length);
-      return std::string(text, length);
+      std::string value(text, length);
+      if (!config::is_valid_utf8(value)) {
+        throw ConfigError(where + " is not UTF-8 text (JSON and run files hold UTF-8 strings)");
+      }
+      return value;
     }
     case LUA_TTABLE: {
       enter_nested_level(L, static_cast<int>(ancestors.size()), where);
@@ -192,7 +197,13 @@ config::Json table_to_json(lua_State* L, int position, const std::string& path, 
       lua_pop(L, 2);
       throw ConfigError(where + " mixes named and numbered entries; settings tables use names only");
     }
-    const std::string key = lua_tostring(L, -2);
+    std::size_t key_length = 0;
+    const char* key_text = lua_tolstring(L, -2, &key_length);
+    const std::string key(key_text, key_length);
+    if (!config::is_valid_utf8(key)) {
+      lua_pop(L, 2);
+      throw ConfigError(where + " has a key that is not UTF-8 text (JSON keys are UTF-8 strings)");
+    }
     object[key] = value_to_json(L, -1, path.empty() ? key : path + "." + key, ancestors);
     lua_pop(L, 1);
   }

@@ -139,12 +139,12 @@ class LuaPointwiseHeadImpl : public HeadImpl {
 class LuaCustomHeadImpl : public HeadImpl {
  public:
   LuaCustomHeadImpl(lua_State* L, int table, std::string name) : name_(std::move(name)) {
-    lua_getfield(L, table, "forward");
+    get_field_raw(L, table, "forward");
     forward_ = std::make_unique<LuaRef>(L, -1);
     lua_pop(L, 1);
-    if (lua_getfield(L, table, "nll") == LUA_TFUNCTION) nll_ = std::make_unique<LuaRef>(L, -1);
+    if (get_field_raw(L, table, "nll") == LUA_TFUNCTION) nll_ = std::make_unique<LuaRef>(L, -1);
     lua_pop(L, 1);
-    if (lua_getfield(L, table, "parameters") == LUA_TTABLE) {
+    if (get_field_raw(L, table, "parameters") == LUA_TTABLE) {
       const auto n = lua_rawlen(L, -1);
       for (lua_Unsigned i = 1; i <= n; ++i) {
         lua_rawgeti(L, -1, static_cast<lua_Integer>(i));
@@ -295,7 +295,7 @@ int mixture_spec(lua_State* L) {
   const auto K = o.integer("K");
   std::optional<double> dropoutl;
   if (WithDropout) dropoutl = o.number("dropoutl");
-  if (dropoutl && (*dropoutl < 0 || *dropoutl >= 1)) throw ArgError(1, "option 'dropoutl' must be in [0, 1)");
+  if (dropoutl && !(*dropoutl >= 0 && *dropoutl < 1)) throw ArgError(1, "option 'dropoutl' must be in [0, 1)");
   push_spec(L, Kind);
   set_integer(L, "K", K, 1);
   set_number(L, "dropoutl", dropoutl);
@@ -328,7 +328,7 @@ int heads_custom(lua_State* L) {
     }
   }
   const auto field_type = [&](const char* key) {
-    const int type = lua_getfield(L, 1, key);
+    const int type = get_field_raw(L, 1, key);
     lua_pop(L, 1);
     return type;
   };
@@ -341,7 +341,7 @@ int heads_custom(lua_State* L) {
   if (name_type != LUA_TNIL && name_type != LUA_TSTRING) throw ArgError(1, "field 'name' must be a string");
   push_spec(L, "custom");
   for (const char* key : {"forward", "nll", "parameters", "name"}) {
-    lua_getfield(L, 1, key);
+    get_field_raw(L, 1, key);
     lua_setfield(L, -2, key);
   }
   return 1;
@@ -369,14 +369,14 @@ LuaCallScope::~LuaCallScope() { current_thread = previous_; }
 
 Head head_from_spec(lua_State* L, int position, int64_t in_dim, int64_t latent_dim, nlohmann::json& config) {
   position = lua_absindex(L, position);
-  if (lua_type(L, position) != LUA_TTABLE || lua_getfield(L, position, "kind") != LUA_TSTRING) {
+  if (lua_type(L, position) != LUA_TTABLE || get_field_raw(L, position, "kind") != LUA_TSTRING) {
     if (lua_type(L, position) == LUA_TTABLE) lua_pop(L, 1);
     throw UsageError("option 'head' must be a head from lmkit.heads (e.g. lmkit.heads.mos{K=15})");
   }
   const std::string kind = lua_tostring(L, -1);
   lua_pop(L, 1);
   if (kind == "pointwise") {
-    lua_getfield(L, position, "fn");
+    get_field_raw(L, position, "fn");
     auto head = std::make_shared<LuaPointwiseHeadImpl>(L, -1);
     lua_pop(L, 1);
     config = head->config();
@@ -384,7 +384,7 @@ Head head_from_spec(lua_State* L, int position, int64_t in_dim, int64_t latent_d
   }
   if (kind == "custom") {
     std::string name = "custom";
-    if (lua_getfield(L, position, "name") == LUA_TSTRING) name = lua_tostring(L, -1);
+    if (get_field_raw(L, position, "name") == LUA_TSTRING) name = lua_tostring(L, -1);
     lua_pop(L, 1);
     auto head = std::make_shared<LuaCustomHeadImpl>(L, position, name);
     config = head->config();

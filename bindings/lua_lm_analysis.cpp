@@ -30,11 +30,6 @@ void set_number(lua_State* L, const char* key, double value) {
   lua_setfield(L, -2, key);
 }
 
-// Pushes field `key` of the table at the top of the stack (raw: no metamethods); returns its type.
-int raw_field(lua_State* L, const char* key) {
-  lua_pushstring(L, key);
-  return lua_rawget(L, -2);
-}
 
 // The embedding at `position`: an [N, d] Tensor, or a Model's input embedding.
 torch::Tensor check_embedding(lua_State* L, int position) {
@@ -151,13 +146,13 @@ std::vector<analysis::SimilarityResult> read_results(lua_State* L, int position,
       throw ArgError(position, entry + " is not a table");
     }
     analysis::SimilarityResult r;
-    if (raw_field(L, "name") != LUA_TSTRING) {
+    if (get_field_raw(L, -1, "name") != LUA_TSTRING) {
       lua_pop(L, 2);
       throw ArgError(position, entry + ": field 'name' must be a string");
     }
     r.name = lua_tostring(L, -1);
     lua_pop(L, 1);
-    if (raw_field(L, "spearman") != LUA_TNUMBER) {
+    if (get_field_raw(L, -1, "spearman") != LUA_TNUMBER) {
       lua_pop(L, 2);
       throw ArgError(position, entry + ": field 'spearman' must be a number");
     }
@@ -227,13 +222,13 @@ std::vector<analysis::Context> check_contexts(lua_State* L, int position) {
     if (type == LUA_TSTRING) {
       context.text = lua_tostring(L, -1);
     } else if (type == LUA_TTABLE) {
-      if (raw_field(L, "text") != LUA_TSTRING) {
+      if (get_field_raw(L, -1, "text") != LUA_TSTRING) {
         lua_pop(L, 2);
         throw ArgError(position, entry + ": field 'text' must be a string");
       }
       context.text = lua_tostring(L, -1);
       lua_pop(L, 1);
-      const int next = raw_field(L, "next");
+      const int next = get_field_raw(L, -1, "next");
       if (next == LUA_TSTRING) {
         context.next = lua_tostring(L, -1);
       } else if (next != LUA_TNIL) {

@@ -377,8 +377,9 @@ int lmkit_train(lua_State* L) {
   if (!args.model) throw ArgError(1, "option 'model' is required (an lmkit.model{...})");
   if (!args.corpus) throw ArgError(1, "option 'corpus' is required (lmkit.data.corpus(...) or a synthetic language's corpus)");
   if (args.run_dir.empty()) throw ArgError(1, "option 'run_dir' is required (the directory that keeps this run)");
-  auto& model = option_value(1, "model", [&]() -> LanguageModel& { return check_model(L, args.model); });
-  const auto& corpus = option_value(1, "corpus", [&]() -> const data::Corpus& { return check_corpus_value(L, args.corpus); });
+  // A copy: a finalizer run during an allocation may close the Model userdata while training runs.
+  LanguageModel model = option_value(1, "model", [&]() -> LanguageModel& { return check_model(L, args.model); });
+  const auto corpus = option_value(1, "corpus", [&]() { return check_corpus_value(L, args.corpus); });
   auto options = training::train_options_from_json(args.options);
   push_control(L);
   const int control = lua_gettop(L);
@@ -415,7 +416,7 @@ int lmkit_resume(lua_State* L) {
   }
   data::Corpus corpus;
   if (args.corpus) {
-    corpus = option_value(2, "corpus", [&]() -> const data::Corpus& { return check_corpus_value(L, args.corpus); });
+    corpus = option_value(2, "corpus", [&]() { return check_corpus_value(L, args.corpus); });
   } else {
     corpus = data::corpus_from_origin(config.at("corpus").at("origin"));
   }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 
 namespace lmkit::config {
 
@@ -20,10 +21,10 @@ std::int64_t json_integer(const nlohmann::json& value, const std::string& what) 
   }
   if (value.is_number_float()) {
     const double d = value.get<double>();
-    if (!std::isfinite(d) || d != std::trunc(d)) throw ConfigError(what + " must be an integer, got " + fmt::format("{}", d));
+    if (!std::isfinite(d) || d != std::trunc(d)) throw ConfigError(what + " must be an integer, got " + describe_number(d));
     // 2^63 is the first double beyond the range; every integral double below it converts exactly.
     if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) {
-      throw ConfigError(what + " must be an integer within the 64-bit range, got " + fmt::format("{}", d));
+      throw ConfigError(what + " must be an integer within the 64-bit range, got " + describe_number(d));
     }
     return static_cast<std::int64_t>(d);
   }

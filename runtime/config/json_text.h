@@ -18,6 +18,13 @@ class JsonTextError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// JSON text of `value` for a file (indent < 0: one line). A string that is not UTF-8 (a run_dir
+// of other bytes, say) has its bad bytes replaced by U+FFFD rather than failing the write.
+std::string dump_json(const nlohmann::json& value, int indent = -1);
+
+// Whether `text` is well-formed UTF-8 (JSON strings must be; Lua strings are any bytes).
+bool is_valid_utf8(const std::string& text);
+
 // Parses `text`; throws JsonTextError with nlohmann's description of a syntax error, or for
 // nesting deeper than kMaxNestingDepth. Callers add the file or argument it came from.
 nlohmann::json parse_json_text(const std::string& text);

@@ -8,6 +8,7 @@
 #include "ops/gss_log_softmax.h"
 #include "ops/plif.h"
 #include "runtime/config/json_numbers.h"
+#include "runtime/core/number_text.h"
 #include "runtime/core/error.h"
 #include "runtime/heads/advsoft_head.h"
 #include "runtime/heads/gss_head.h"
@@ -67,7 +68,7 @@ torch::Tensor SigSoftmaxHeadImpl::f_logits(const torch::Tensor& h, const Decoder
 }
 
 GssHeadImpl::GssHeadImpl(GssHeadOptions o) : options(o) {
-  if (!(o.k() > 0)) throw ConfigError("gss: k must be positive (the slope below c), got " + fmt::format("{}", o.k()));
+  if (!(o.k() > 0)) throw ConfigError("gss: k must be positive (the slope below c), got " + describe_number(o.k()));
 }
 
 nlohmann::json GssHeadImpl::config() const { return {{"kind", kind()}, {"c", options.c()}, {"k", options.k()}}; }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/models/dropout.h"
 
 namespace lmkit {
@@ -88,7 +89,9 @@ AwdLstmImpl::AwdLstmImpl(AwdLstmOptions opts) : options(std::move(opts)) {
                                                   {"dropouti", o.dropouti()}, {"dropoute", o.dropoute()},
                                                   {"wdrop", o.wdrop()}};
   for (const auto& [name, p] : rates) {
-    if (!(p >= 0.0 && p < 1.0)) throw ConfigError(fmt::format("AWD-LSTM option '{}' must be in [0, 1), got {}", name, p));
+    if (!(p >= 0.0 && p < 1.0)) {
+      throw ConfigError(fmt::format("AWD-LSTM option '{}' must be in [0, 1), got {}", name, describe_number(p)));
+    }
   }
   // Checked before anything is allocated: huge sizes would overflow 4·nhid, and a huge nlayers
   // would build layer after layer until memory runs out instead of failing at one allocation.

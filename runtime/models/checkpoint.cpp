@@ -43,7 +43,7 @@ T take(const std::string& in, std::size_t& at, const std::string& path) {
 }  // namespace
 
 std::string encode_container(const nlohmann::json& header, const std::string& archive) {
-  const std::string json = header.dump();
+  const std::string json = config::dump_json(header);
   std::string out(kMagic, sizeof(kMagic));
   put<std::uint32_t>(out, kFormat);
   put<std::uint64_t>(out, json.size());

@@ -22,7 +22,7 @@ RunStore::RunStore(std::filesystem::path dir) : dir_(std::move(dir)) {
 }
 
 void RunStore::write_json(const std::string& name, const nlohmann::json& value) const {
-  write_file_atomically(path(name), value.dump(2) + "\n");
+  write_file_atomically(path(name), config::dump_json(value, 2) + "\n");
 }
 
 nlohmann::json RunStore::read_json(const std::string& name) const {
@@ -53,7 +53,7 @@ void RunStore::append_line(const std::string& name, const std::string& line) con
   ::close(fd);
 }
 
-void RunStore::append_metric(const nlohmann::json& record) const { append_line("metrics.jsonl", record.dump()); }
+void RunStore::append_metric(const nlohmann::json& record) const { append_line("metrics.jsonl", config::dump_json(record)); }
 
 void RunStore::append_log(const std::string& line) const { append_line("log.txt", line); }
 
@@ -81,7 +81,7 @@ std::vector<nlohmann::json> RunStore::metrics() const {
 void RunStore::truncate_metrics(std::size_t count) const {
   const auto records = metrics();
   std::string text;
-  for (std::size_t i = 0; i < count && i < records.size(); ++i) text += records[i].dump() + "\n";
+  for (std::size_t i = 0; i < count && i < records.size(); ++i) text += config::dump_json(records[i]) + "\n";
   write_file_atomically(path("metrics.jsonl"), text);
 }
 

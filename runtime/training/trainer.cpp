@@ -22,6 +22,7 @@
 #include "runtime/training/optimizer.h"
 #include "runtime/config/json_numbers.h"
 #include "runtime/core/interruption.h"
+#include "runtime/core/number_text.h"
 #include "runtime/training/preemption.h"
 #include "runtime/training/progress.h"
 #include "runtime/training/switch_policy.h"
@@ -103,7 +104,7 @@ namespace {
 
 void check_options(const TrainOptions& o) {
   auto positive = [](const char* key, double value) {
-    if (!(value > 0)) throw UsageError("training option '" + std::string(key) + "' must be > 0, got " + fmt::format("{}", value));
+    if (!(value > 0)) throw UsageError("training option '" + std::string(key) + "' must be > 0, got " + describe_number(value));
   };
   positive("lr", o.lr);
   positive("batch_size", static_cast<double>(o.batch_size));
@@ -127,13 +128,6 @@ void check_options(const TrainOptions& o) {
   }
   SwitchPolicy(o.switch_policy, o.nonmono, o.switch_epoch);  // validates
   if (o.flood && !(*o.flood >= 0)) throw UsageError("training option 'flood' must be ≥ 0");
-}
-
-// "NaN", "inf", "-inf" or the number: fmt prints a NaN with its sign bit ("-nan"), which reads as
-// a second mystery.
-std::string describe_number(double value) {
-  if (std::isnan(value)) return "NaN";
-  return fmt::format("{}", value);
 }
 
 // A switch the run's length cannot reach is almost always a forgotten setting (the ET default is
@@ -933,7 +927,7 @@ void Trainer::request_stop(const std::string& reason) {
 double Trainer::lr() const { return s_->optimizer->groups()[0].lr; }
 
 void Trainer::set_lr(double lr) {
-  if (!(lr > 0)) throw UsageError("set_lr: the learning rate must be > 0");
+  if (!(lr > 0) || !std::isfinite(lr)) throw UsageError("set_lr: the learning rate must be finite and > 0, got " + describe_number(lr));
   s_->optimizer->groups()[0].lr = lr;
 }
 

@@ -116,4 +116,26 @@ T.test("a run directory's files are untrusted: deep JSON works to the bound, bey
   os.execute("rm -rf '" .. dir .. "'")
 end)
 
+T.test("text that is not UTF-8 is named where JSON needs UTF-8; JSON syntax errors read plainly", function()
+  T.raises(function() lmkit.json_encode({name = "caf\xe9"}) end, "'value.name' is not UTF-8 text")
+  T.raises(function() lmkit.json_encode({["\xff"] = 1}) end, "has a key that is not UTF-8 text")
+  T.eq(lmkit.json_decode(lmkit.json_encode({s = "café ∑ 𝔘"})), {s = "café ∑ 𝔘"})
+  local message = T.raises(function() lmkit.json_decode("{") end, "not valid JSON: parse error at line 1, column 2")
+  T.eq(message:find("[json.exception", 1, true), nil)
+  -- A run directory whose name is not UTF-8 trains; its files replace the bad byte.
+  local dir = os.tmpname() .. "-\xff"
+  local corpus = lmkit.data.corpus{name = "synthetic", vocab = 5, states = 2, dim = 2, train = 300, valid = 60, test = 60}
+  local run = lmkit.train{model = lmkit.model{vocab_size = 5, emb = 4, nhid = 4, nhidlast = 4, nlayers = 1},
+                          corpus = corpus, run_dir = dir, epochs = 1, batch_size = 2, bptt = 5, log_interval = 100}
+  T.eq(run:summary().status, "finished")
+  os.execute("rm -rf '" .. dir .. "'")
+end)
+
+T.test("head specs are read raw, and a NaN rate is refused", function()
+  local hostile = setmetatable({}, {__index = function() error("x") end})
+  T.raises(function() lmkit.model{vocab_size = 5, head = hostile} end, "option 'head' must be a head from lmkit.heads")
+  T.raises(function() lmkit.heads.mos{dropoutl = 0 / 0} end, "option 'dropoutl' must be in [0, 1)")
+  state_is_healthy()
+end)
+
 T.run()
