@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -236,6 +238,15 @@ void set_integer(lua_State* L, const char* key, std::optional<lua_Integer> value
   }
 }
 
+void set_flags(lua_State* L, const Options& o, std::initializer_list<const char*> keys) {
+  for (const char* key : keys) {
+    if (const auto flag = o.boolean(key)) {
+      lua_pushboolean(L, *flag);
+      lua_setfield(L, -2, key);
+    }
+  }
+}
+
 int heads_gss(lua_State* L) {
   Options o(L, 1, {"c", "k"});
   const auto c = o.number("c");
@@ -261,12 +272,7 @@ int heads_plif(lua_State* L) {
   set_number(L, "T", T);
   set_number(L, "sigma", sigma);
   set_number(L, "lr", lr);
-  for (const char* key : {"freeze", "authors_offset"}) {
-    if (const auto flag = o.boolean(key)) {
-      lua_pushboolean(L, *flag);
-      lua_setfield(L, -2, key);
-    }
-  }
+  set_flags(L, o, {"freeze", "authors_offset"});
   return 1;
 }
 
@@ -280,11 +286,12 @@ int heads_relu(lua_State* L) {
 }
 
 int heads_advsoft(lua_State* L) {
-  Options o(L, 1, {"eps"});
+  Options o(L, 1, {"eps", "relative", "aligned_only"});
   const auto eps = o.number("eps");
-  if (eps && *eps < 0) throw ArgError(1, "option 'eps' must be non-negative");
+  if (eps && !(*eps >= 0 && std::isfinite(*eps))) throw ArgError(1, "option 'eps' must be finite and non-negative");
   push_spec(L, "advsoft");
   set_number(L, "eps", eps);
+  set_flags(L, o, {"relative", "aligned_only"});
   return 1;
 }
 
@@ -357,7 +364,7 @@ const Function kHeadFunctions[] = {
     {"mos", mixture_spec<kMos, true>, "lmkit.heads.mos{K=15, dropoutl=0.29} -> HeadSpec\nMixture of Softmaxes: logsumexp_k(log π_k + log_softmax(h_k·Eᵀ + b)), h_k = tanh(W_k h), π = softmax(U h)."},
     {"moss", mixture_spec<kMoss, true>, "lmkit.heads.moss{K=15, dropoutl=0.29} -> HeadSpec\nMixture of SigSoftmaxes: MoS with SigSoftmax components."},
     {"moc", mixture_spec<kMoc, true>, "lmkit.heads.moc{K=15, dropoutl=0.29} -> HeadSpec\nMixture of Contexts: log_softmax((Σ_k π_k h_k)·Eᵀ + b)."},
-    {"advsoft", heads_advsoft, "lmkit.heads.advsoft{eps=0.01} -> HeadSpec\nAdversarial Softmax: while training, the target's output embedding is moved by −ε·h/‖h‖; evaluation is Softmax. Embedding noise is the model option emb_noise."},
+    {"advsoft", heads_advsoft, "lmkit.heads.advsoft{eps=0.01, relative=false, aligned_only=false} -> HeadSpec\nAdversarial Softmax: while training, the target's output embedding e_t is moved by −ε_t·h/‖h‖; evaluation is Softmax. ε_t = eps (thesis eq. 3.23); relative=true makes it eps·‖e_t‖ and aligned_only=true perturbs only where cos(h, e_t) > 0, as the code behind thesis Tables A.1–A.3 (eps 0.005). Embedding noise is the model option emb_noise."},
     {"pointwise", heads_pointwise, "lmkit.heads.pointwise(fn) -> HeadSpec\nlog_softmax(fn(l)) for a Lua function fn of the logits Tensor [M, N] returning a Tensor of the same shape, composed from lmkit tensor ops (autograd works). Models with it cannot be saved."},
     {"custom", heads_custom, "lmkit.heads.custom{forward=fn, nll=fn, parameters={...}, name=} -> HeadSpec\nA head written in Lua: forward(h [M, d], weight [N, d], bias [N] or nil) returns log-probabilities [M, N]; optional nll(h, targets, weight, bias) returns [M] negative log-likelihoods; parameters (Tensors) become the head's parameters. See docs/lua-heads.md."},
 };

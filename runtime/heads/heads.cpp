@@ -145,7 +145,10 @@ AdvSoftHeadImpl::AdvSoftHeadImpl(AdvSoftHeadOptions o) : options(o) {
   if (o.eps() < 0) throw ConfigError("advsoft: eps must be non-negative");
 }
 
-nlohmann::json AdvSoftHeadImpl::config() const { return {{"kind", kind()}, {"eps", options.eps()}}; }
+nlohmann::json AdvSoftHeadImpl::config() const {
+  return {{"kind", kind()}, {"eps", options.eps()}, {"relative", options.relative()},
+          {"aligned_only", options.aligned_only()}};
+}
 
 torch::Tensor AdvSoftHeadImpl::log_probs(const torch::Tensor& h, const Decoder& decoder) {
   return torch::log_softmax(decoder.logits(rows_of(h)), 1);
@@ -160,9 +163,16 @@ torch::Tensor AdvSoftHeadImpl::nll(const torch::Tensor& h, const torch::Tensor& 
   auto l = decoder.logits(x);
   auto t = target_column(targets);
   if (!is_training() || options.eps() == 0) return torch::logsumexp(l, 1) - l.gather(1, t).squeeze(1);
-  // h·δ* with δ* = −ε·h/‖h‖ held constant: −ε·(h·ĥ).
+  // h·δ* = −ε_t·‖h‖, written as −ε_t·(h·ĥ) with ĥ held constant: its gradient in h is −ε_t·ĥ
+  // (also at h = 0, where ‖h‖'s own gradient is undefined).
   auto direction = (x / x.norm(2, 1, true).clamp_min(1e-12)).detach();
   auto shift = -options.eps() * (x * direction).sum(1, true);
+  if (options.relative() || options.aligned_only()) {
+    auto target_embedding = decoder.weight.index_select(0, t.squeeze(1));
+    if (options.relative()) shift = shift * target_embedding.norm(2, 1, true);
+    // cos(h, e_t) > 0 ⇔ h·e_t > 0
+    if (options.aligned_only()) shift = shift * ((x * target_embedding).sum(1, true) > 0).to(shift.scalar_type());
+  }
   auto target_logit = l.gather(1, t) + shift;
   auto perturbed = l.scatter(1, t, target_logit);
   return torch::logsumexp(perturbed, 1) - target_logit.squeeze(1);
@@ -239,8 +249,13 @@ Head make_head(const nlohmann::json& config, int64_t in_dim, int64_t latent_dim)
     return make_head_of<ReluHeadImpl>(ReluHeadOptions().eps(r.get("eps", 1e-8)));
   }
   if (kind == "advsoft") {
-    ConfigReader r(config, {"eps"});
-    return make_head_of<AdvSoftHeadImpl>(AdvSoftHeadOptions().eps(r.get("eps", 0.01)));
+    ConfigReader r(config, {"eps", "relative", "aligned_only"});
+    // Configs written before relative/aligned_only existed load as eq. 3.23.
+    const AdvSoftHeadOptions d;
+    return make_head_of<AdvSoftHeadImpl>(AdvSoftHeadOptions()
+                                             .eps(r.get("eps", d.eps()))
+                                             .relative(r.get("relative", d.relative()))
+                                             .aligned_only(r.get("aligned_only", d.aligned_only())));
   }
   if (kind == "mos" || kind == "moss" || kind == "moc") {
     ConfigReader r(config, {"K", "dropoutl"});

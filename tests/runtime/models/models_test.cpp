@@ -109,7 +109,8 @@ std::vector<nlohmann::json> all_heads() {
           {{"kind", "mos"}, {"K", 3}},
           {{"kind", "moss"}, {"K", 3}},
           {{"kind", "moc"}, {"K", 3}},
-          {{"kind", "advsoft"}, {"eps", 0.1}}};
+          {{"kind", "advsoft"}, {"eps", 0.1}},
+          {{"kind", "advsoft"}, {"eps", 0.05}, {"relative", true}, {"aligned_only", true}}};
 }
 
 TEST(HeadTest, EveryHeadNormalizesAndNllMatchesLogProbs) {
@@ -257,6 +258,40 @@ TEST(HeadTest, MocAndMosAgreeWhenOnePriorDominates) {
   // ...and differ when the priors are mixed.
   for (auto* head : {mos->as<MosHeadImpl>(), moc->as<MosHeadImpl>()}) head->prior->weight.zero_();
   EXPECT_FALSE(torch::allclose(mos->log_probs(f.h, f.decoder), moc->log_probs(f.h, f.decoder), 1e-3, 1e-3));
+}
+
+// The two readings of AdvSoft's radius against the closed form of the inner minimum:
+// nll = logsumexp(l') − l'_t with l'_t = l_t − ε_t·‖h‖, and ε_t = eps (thesis eq. 3.23) or
+// eps·‖e_t‖ where h·e_t > 0, nothing elsewhere (the code behind Tables A.1–A.3).
+TEST(HeadTest, AdvSoftPerturbsTheTargetLogitByItsClosedForm) {
+  auto f = random_fixture(3, 4, 5, 9, 2.0);
+  auto targets = torch::randint(9, {12}, torch::kInt64);
+  auto x = f.h.reshape({-1, 5});
+  auto l = f.decoder.logits(x);
+  auto e = f.decoder.weight.index_select(0, targets);
+  auto h_norm = x.norm(2, 1);
+  auto aligned = (x * e).sum(1) > 0;
+  ASSERT_GT(aligned.sum().item<int64_t>(), 0);
+  ASSERT_LT(aligned.sum().item<int64_t>(), 12);  // both kinds of rows
+  auto expected_nll = [&](const torch::Tensor& radius) {
+    auto target_logit = l.gather(1, targets.view({-1, 1})).squeeze(1) - radius * h_norm;
+    auto perturbed = l.scatter(1, targets.view({-1, 1}), target_logit.view({-1, 1}));
+    return torch::logsumexp(perturbed, 1) - target_logit;
+  };
+  auto fixed = build({{"kind", "advsoft"}, {"eps", 0.3}}, 5);
+  fixed->train();
+  EXPECT_TRUE(torch::allclose(fixed->nll(f.h, targets, f.decoder), expected_nll(torch::full({12}, 0.3, kDouble)), 1e-12, 1e-12));
+  auto authors = build({{"kind", "advsoft"}, {"eps", 0.3}, {"relative", true}, {"aligned_only", true}}, 5);
+  authors->train();
+  auto radius = 0.3 * e.norm(2, 1) * aligned.to(torch::kFloat64);
+  EXPECT_TRUE(torch::allclose(authors->nll(f.h, targets, f.decoder), expected_nll(radius), 1e-12, 1e-12));
+  // Evaluation is plain Softmax in both readings.
+  authors->eval();
+  EXPECT_TRUE(torch::allclose(authors->nll(f.h, targets, f.decoder),
+                              -torch::log_softmax(l, 1).gather(1, targets.view({-1, 1})).squeeze(1), 1e-12, 1e-12));
+  EXPECT_EQ(authors->config()["relative"], true);
+  EXPECT_EQ(authors->config()["aligned_only"], true);
+  EXPECT_EQ(fixed->config()["relative"], false);
 }
 
 // Press rank in float64: singular values above 0.5·√(m+n+1)·σ_max·eps.
