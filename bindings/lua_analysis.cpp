@@ -108,14 +108,23 @@ int analysis_logp_matrix(lua_State* L) {
 int analysis_logp_svdvals(lua_State* L) {
   LanguageModel model = check_model(L, 1);  // alive even if a Lua head closes it
   auto tokens = check_token_stream(L, 2);
-  Options o(L, 3, {"batch_size", "bptt", "max_contexts", "dtype", "f_logits", "block_rows"});
+  Options o(L, 3, {"batch_size", "bptt", "max_contexts", "dtype", "f_logits", "method", "memory_gb", "block_rows"});
+  analysis::LogpSpectrumOptions spectrum;
+  if (auto method = o.string("method")) spectrum.method = analysis::parse_spectrum_method(*method);
+  if (auto gib = o.number("memory_gb")) {
+    if (!(*gib > 0 && *gib < 1e9)) throw ArgError(3, "option 'memory_gb' must be a positive number of GiB");
+    spectrum.memory_limit_bytes = static_cast<std::int64_t>(*gib * 1024.0 * 1024.0 * 1024.0);
+  }
+  spectrum.block_rows = o.integer("block_rows").value_or(0);
+  if (spectrum.block_rows < 0) throw ArgError(3, "option 'block_rows' must be ≥ 1 (or absent: 2·vocab)");
   LuaCallScope scope(L);
-  const auto result = analysis::logp_singular_values(model, tokens, logp_options(o), o.integer("block_rows").value_or(0),
-                                                     terminal_progress("logP spectrum (streaming QR)"));
+  const auto result = analysis::logp_singular_values(model, tokens, logp_options(o), spectrum,
+                                                     terminal_progress("logP matrix, then its singular values"));
   push_tensor(L, result.singular_values);
   lua_pushinteger(L, result.rows);
   lua_pushinteger(L, result.cols);
-  return 3;
+  push_string(L, result.description);
+  return 4;
 }
 
 int analysis_embedding(lua_State* L) {
@@ -192,7 +201,7 @@ const Function kFunctions[] = {
     {"press_rank", analysis_press_rank, "lmkit.analysis.press_rank(sv, rows, cols[, eps_dtype=\"float32\"]) -> integer\nNumber of singular values above 0.5·sqrt(rows+cols+1)·σ_max·eps(eps_dtype) (the thesis's rank; float32 eps as the reference computed it)."},
     {"effective_rank", analysis_effective_rank, "lmkit.analysis.effective_rank(sv, eps) -> integer\nSmallest k with Σ_{i≤k} σ_i² ≥ (1 − eps)·Σ σ_i²."},
     {"logp_matrix", analysis_logp_matrix, "lmkit.analysis.logp_matrix(model, tokens[, {batch_size=1, bptt=70, max_contexts=nil, dtype=\"float32\", f_logits=false}]) -> Tensor\nlog P(·|c) for every context of the stream, in evaluation order: [contexts, vocab] (PTB test: 82,430 × 10,000). f_logits=true gives the head's transformed logits f(l) instead (heads of the form log_softmax(f(l)))."},
-    {"logp_svdvals", analysis_logp_svdvals, "lmkit.analysis.logp_svdvals(model, tokens[, {batch_size=1, bptt=70, max_contexts=nil, dtype=\"float32\", f_logits=false, block_rows=2·vocab}]) -> Tensor, rows, cols\nSingular values of the logP matrix without holding it: blocks of rows go through a streaming QR (R ← qr([R; block]).R), then the SVD of R. For matrices too large for memory (WikiText-2 test: 245,569 × 33,278)."},
+    {"logp_svdvals", analysis_logp_svdvals, "lmkit.analysis.logp_svdvals(model, tokens[, {batch_size=1, bptt=70, max_contexts=nil, dtype=\"float32\", f_logits=false, method=\"auto\", memory_gb=nil, block_rows=2·vocab}]) -> Tensor, rows, cols, method\nSingular values of the logP matrix (descending) and its size. method \"svd\": Q whole in host memory, one values-only SVD (LAPACK ?gesdd in place; the thesis's method); \"streaming_qr\": Q never held, blocks of block_rows rows folded into a QR's R, then the SVD of R; \"auto\" (default): svd when Q fits in memory_gb (default: 60% of the memory available now). The 4th result describes the method that ran, for reports."},
     {"embedding", analysis_embedding, "lmkit.analysis.embedding(model) -> Tensor\nThe input embedding matrix [vocab, emb] (the decoder's too when tied), detached."},
     {"normalized_spectrum", analysis_normalized_spectrum, "lmkit.analysis.normalized_spectrum(sv) -> Tensor\nσ / σ_max."},
     {"cumulative_share", analysis_cumulative_share, "lmkit.analysis.cumulative_share(sv) -> Tensor\nΣ_{j≤i} σ_j / Σ_j σ_j: the share of Σσ held by the first i singular values (not the MoS paper's Fig. 1: see normalized_cdf)."},

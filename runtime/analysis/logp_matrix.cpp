@@ -1,23 +1,27 @@
 #include "runtime/analysis/logp_matrix.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "runtime/analysis/lapack_svd.h"
 #include "runtime/analysis/matrix_rank.h"
+#include "runtime/core/host_memory.h"
 #include "runtime/core/error.h"
 #include "runtime/core/interruption.h"
 #include "runtime/data/batching.h"
+#include "runtime/tensor/tensor_format.h"
 
 namespace lmkit::analysis {
 namespace {
 
-// Calls consume(rows) for each window's [rows, vocab] block, in evaluation order, until
-// max_contexts rows were produced.
+// Calls consume(rows, offset) for each window's [rows, vocab] block, in evaluation order, until
+// logp_matrix_rows(tokens, o) rows were produced; offset is the block's first row in Q.
 template <typename Consume>
 std::int64_t for_each_window(LanguageModel& model, const torch::Tensor& tokens, const LogpMatrixOptions& o,
                              const MatrixProgress& progress, Consume&& consume) {
-  data::check_eval_stream(tokens, o.batch_size, o.bptt, "logp_matrix");
+  const std::int64_t wanted = logp_matrix_rows(tokens, o);
   check_token_ids(tokens, model->options.encoder().vocab_size(), "the tokens");
   if (o.f_logits) {
     auto probe = model->head->f_logits(torch::zeros({1, model->decoder().weight.size(1)}, model->decoder().weight.options()),
@@ -31,8 +35,6 @@ std::int64_t for_each_window(LanguageModel& model, const torch::Tensor& tokens, 
   torch::NoGradGuard no_grad;
   const auto device = model->encoder->embedding.device();
   const auto source = data::batchify(tokens, o.batch_size).to(device);
-  const std::int64_t available = (source.size(0) - 1) * o.batch_size;
-  const std::int64_t wanted = o.max_contexts < 0 ? available : std::min(o.max_contexts, available);
   data::EvalBatches batches(source, o.bptt);
   auto hidden = model->init_hidden(o.batch_size);
   data::Batch batch;
@@ -45,21 +47,63 @@ std::int64_t for_each_window(LanguageModel& model, const torch::Tensor& tokens, 
     torch::Tensor rows = o.f_logits ? model->head->f_logits(encoded.output, model->decoder())
                                     : model->head->log_probs(encoded.output, model->decoder());
     if (rows.size(0) > wanted - done) rows = rows.narrow(0, 0, wanted - done);
-    consume(rows);
+    consume(rows, done);
     done += rows.size(0);
     if (progress) progress(done, wanted);
+  }
+  if (done != wanted) {
+    throw std::logic_error("logp_matrix: the stream gave " + std::to_string(done) + " contexts, not " +
+                           std::to_string(wanted));
   }
   return done;
 }
 
+// Q whole, [rows, vocab] in o.dtype, allocated once and filled window by window (no second copy).
+torch::Tensor filled_matrix(LanguageModel& model, const torch::Tensor& tokens, const LogpMatrixOptions& o,
+                            torch::Device device, const MatrixProgress& progress) {
+  const auto rows = logp_matrix_rows(tokens, o);
+  auto q = torch::empty({rows, model->options.encoder().vocab_size()}, torch::TensorOptions().dtype(o.dtype).device(device));
+  for_each_window(model, tokens, o, progress,
+                  [&](const torch::Tensor& block, std::int64_t offset) { q.narrow(0, offset, block.size(0)).copy_(block); });
+  return q;
+}
+
+std::int64_t element_size(torch::ScalarType dtype) { return static_cast<std::int64_t>(c10::elementSize(dtype)); }
+
 }  // namespace
+
+std::int64_t logp_matrix_rows(const torch::Tensor& tokens, const LogpMatrixOptions& o) {
+  data::check_eval_stream(tokens, o.batch_size, o.bptt, "logp_matrix");
+  if (o.max_contexts == 0 || o.max_contexts < -1) {
+    throw UsageError("logp_matrix: max_contexts must be ≥ 1, or −1 for every context; got " +
+                     std::to_string(o.max_contexts));
+  }
+  if (o.dtype != torch::kFloat32 && o.dtype != torch::kFloat64) {
+    throw UsageError("logp_matrix: dtype must be float32 or float64, got " + dtype_name(o.dtype));
+  }
+  const std::int64_t available = (tokens.numel() / o.batch_size - 1) * o.batch_size;
+  return o.max_contexts < 0 ? available : std::min(o.max_contexts, available);
+}
 
 torch::Tensor logp_matrix(LanguageModel& model, const torch::Tensor& tokens, const LogpMatrixOptions& options,
                           const MatrixProgress& progress) {
-  std::vector<torch::Tensor> blocks;
-  for_each_window(model, tokens, options, progress,
-                  [&](const torch::Tensor& rows) { blocks.push_back(rows.to(options.dtype)); });
-  return torch::cat(blocks, 0);
+  return filled_matrix(model, tokens, options, model->encoder->embedding.device(), progress);
+}
+
+std::string spectrum_method_name(SpectrumMethod method) {
+  switch (method) {
+    case SpectrumMethod::kAuto: return "auto";
+    case SpectrumMethod::kSvd: return "svd";
+    case SpectrumMethod::kStreamingQr: return "streaming_qr";
+  }
+  return "?";
+}
+
+SpectrumMethod parse_spectrum_method(const std::string& name) {
+  for (auto method : {SpectrumMethod::kAuto, SpectrumMethod::kSvd, SpectrumMethod::kStreamingQr}) {
+    if (spectrum_method_name(method) == name) return method;
+  }
+  throw UsageError("unknown spectrum method '" + name + "' (known: auto, svd, streaming_qr)");
 }
 
 StreamingSvd::StreamingSvd(std::int64_t cols, torch::ScalarType dtype, torch::Device device)
@@ -84,11 +128,31 @@ torch::Tensor StreamingSvd::singular_values() const {
   return svdvals(r_);
 }
 
-StreamedSpectrum logp_singular_values(LanguageModel& model, const torch::Tensor& tokens,
-                                      const LogpMatrixOptions& options, std::int64_t block_rows,
-                                      const MatrixProgress& progress) {
+LogpSpectrum logp_singular_values(LanguageModel& model, const torch::Tensor& tokens, const LogpMatrixOptions& options,
+                                  const LogpSpectrumOptions& spectrum, const MatrixProgress& progress) {
   const auto vocab = model->options.encoder().vocab_size();
-  if (block_rows <= 0) block_rows = 2 * vocab;
+  const auto rows = logp_matrix_rows(tokens, options);
+  if (spectrum.memory_limit_bytes < 0 || spectrum.block_rows < 0) {
+    throw UsageError("logp spectrum: memory_limit_bytes and block_rows must be ≥ 0 (0: the default)");
+  }
+  auto method = spectrum.method;
+  if (method == SpectrumMethod::kAuto) {
+    const double budget = spectrum.memory_limit_bytes > 0 ? static_cast<double>(spectrum.memory_limit_bytes)
+                                                          : 0.6 * static_cast<double>(available_memory_bytes());
+    // As doubles: rows · vocab · 8 can pass 2^63 for absurd streams.
+    const double needed = static_cast<double>(rows) * static_cast<double>(vocab) * static_cast<double>(element_size(options.dtype));
+    method = needed <= budget ? SpectrumMethod::kSvd : SpectrumMethod::kStreamingQr;
+  }
+  LogpSpectrum result;
+  result.rows = rows;
+  result.cols = vocab;
+  result.method = method;
+  if (method == SpectrumMethod::kSvd) {
+    result.singular_values = svdvals_destroying(filled_matrix(model, tokens, options, torch::kCPU, progress));
+    result.description = "thin SVD of Q (" + destroying_svd_routine(options.dtype) + ", values only)";
+    return result;
+  }
+  const auto block_rows = spectrum.block_rows > 0 ? spectrum.block_rows : 2 * vocab;
   StreamingSvd svd(vocab, options.dtype, model->encoder->embedding.device());
   std::vector<torch::Tensor> pending;
   std::int64_t pending_rows = 0;
@@ -98,13 +162,15 @@ StreamedSpectrum logp_singular_values(LanguageModel& model, const torch::Tensor&
     pending.clear();
     pending_rows = 0;
   };
-  for_each_window(model, tokens, options, progress, [&](const torch::Tensor& rows) {
-    pending.push_back(rows.to(options.dtype));
-    pending_rows += rows.size(0);
+  for_each_window(model, tokens, options, progress, [&](const torch::Tensor& block, std::int64_t) {
+    pending.push_back(block.to(options.dtype));
+    pending_rows += block.size(0);
     if (pending_rows >= block_rows) flush();
   });
   flush();
-  return {svd.singular_values(), svd.rows(), svd.cols()};
+  result.singular_values = svd.singular_values();
+  result.description = "streaming QR of Q in blocks of " + std::to_string(block_rows) + " rows, then the SVD of R";
+  return result;
 }
 
 }  // namespace lmkit::analysis

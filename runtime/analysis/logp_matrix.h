@@ -4,12 +4,16 @@
 // window is position t of column b — with batch_size 1, plain token order). Built in evaluation
 // mode on the model's device, in the model's precision, then converted to `dtype`.
 //
-// PTB's test split gives 82,430 × 10,000 (3.3 GB in float32). For matrices that do not fit,
-// logp_singular_values never holds Q: it feeds blocks of rows into a streaming QR (StreamingSvd)
-// and returns the singular values of the whole matrix (WikiText-2 test: 245,569 × 33,278).
+// PTB's test split gives 82,430 × 10,000 (3.3 GB in float32). logp_singular_values decomposes Q
+// as the thesis did, by one thin SVD of the whole matrix (values only, LAPACK ?gesdd in place:
+// lapack_svd.h), when Q fits in memory; otherwise it never holds Q: it feeds blocks of rows into a
+// streaming QR (StreamingSvd) and returns the singular values of the whole matrix (WikiText-2's
+// whole test split: 245,569 × 33,278). The two agree to rounding (tested); which one ran is
+// reported, since the thesis notes that a change of SVD algorithm moved a rank (SS: 4,640 vs 4,979).
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "runtime/models/language_model.h"
 
@@ -49,15 +53,37 @@ class StreamingSvd {
   std::int64_t rows_ = 0;
 };
 
-struct StreamedSpectrum {
-  torch::Tensor singular_values;
-  std::int64_t rows = 0, cols = 0;
+// The number of rows (contexts) logp_matrix gives for `tokens` under `options`.
+std::int64_t logp_matrix_rows(const torch::Tensor& tokens, const LogpMatrixOptions& options);
+
+enum class SpectrumMethod {
+  kAuto,         // kSvd when Q fits in memory_limit_bytes, else kStreamingQr
+  kSvd,          // Q whole in host memory, one values-only SVD (the thesis's method)
+  kStreamingQr,  // blocks of rows folded into R, then the SVD of R (n × n)
+};
+// "auto", "svd", "streaming_qr"; parse_spectrum_method names the accepted ones on a bad name.
+std::string spectrum_method_name(SpectrumMethod method);
+SpectrumMethod parse_spectrum_method(const std::string& name);
+
+struct LogpSpectrumOptions {
+  SpectrumMethod method = SpectrumMethod::kAuto;
+  // kAuto's budget for Q (bytes); 0: 60% of the host memory available when the call starts.
+  std::int64_t memory_limit_bytes = 0;
+  // kStreamingQr's rows per QR step; 0: 2·vocab, which keeps the QR work near that of one SVD of Q.
+  std::int64_t block_rows = 0;
 };
 
-// The singular values of logp_matrix(model, tokens, options), streamed in blocks of block_rows
-// rows (0: 2·vocab, which keeps the QR work near that of one SVD of Q).
-StreamedSpectrum logp_singular_values(LanguageModel& model, const torch::Tensor& tokens,
-                                      const LogpMatrixOptions& options, std::int64_t block_rows = 0,
-                                      const MatrixProgress& progress = nullptr);
+struct LogpSpectrum {
+  torch::Tensor singular_values;
+  std::int64_t rows = 0, cols = 0;
+  SpectrumMethod method = SpectrumMethod::kSvd;  // the one that ran (never kAuto)
+  std::string description;  // for reports: "thin SVD of Q (LAPACK sgesdd, values only)", ...
+};
+
+// The singular values of logp_matrix(model, tokens, options), descending, in options.dtype.
+// With kSvd, Q is built in host memory (also for a model on a GPU).
+LogpSpectrum logp_singular_values(LanguageModel& model, const torch::Tensor& tokens,
+                                  const LogpMatrixOptions& options, const LogpSpectrumOptions& spectrum = {},
+                                  const MatrixProgress& progress = nullptr);
 
 }  // namespace lmkit::analysis

@@ -1,15 +1,14 @@
 #include "runtime/models/awd_lstm.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <limits>
 #include <string>
 
 #include "runtime/core/error.h"
+#include "runtime/core/host_memory.h"
 #include "runtime/core/number_text.h"
 #include "runtime/models/dropout.h"
 
@@ -61,19 +60,6 @@ std::int64_t encoder_bytes(const AwdLstmOptions& o) {
     parameters = saturating_multiply_add(layer_parameters(o.nhid(), o.nhidlast()), 1, parameters);
   }
   return saturating_multiply_add(o.nlayers(), 4096, saturating_multiply_add(parameters, 4, 0));
-}
-
-std::int64_t physical_memory_bytes() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page_size = ::sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page_size <= 0) return std::numeric_limits<std::int64_t>::max();
-  return saturating_multiply_add(pages, page_size, 0);
-}
-
-std::string gibibytes(std::int64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
-  return text;
 }
 
 }  // namespace

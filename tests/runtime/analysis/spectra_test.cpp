@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <utility>
 
+#include "runtime/analysis/lapack_svd.h"
 #include "runtime/analysis/logp_matrix.h"
 #include "runtime/analysis/matrix_rank.h"
 #include "runtime/analysis/spectra.h"
@@ -97,10 +100,65 @@ TEST(StreamingSvdTest, ModelSpectrumStreamedEqualsDirect) {
   LogpMatrixOptions options;
   options.dtype = torch::kFloat64;
   const auto direct = svdvals(logp_matrix(model, tokens, options));
-  const auto streamed = logp_singular_values(model, tokens, options, /*block_rows=*/100);
+  LogpSpectrumOptions spectrum;
+  spectrum.method = SpectrumMethod::kStreamingQr;
+  spectrum.block_rows = 100;
+  const auto streamed = logp_singular_values(model, tokens, options, spectrum);
   EXPECT_EQ(streamed.rows, 899);
   EXPECT_EQ(streamed.cols, 40);
+  EXPECT_EQ(streamed.method, SpectrumMethod::kStreamingQr);
   EXPECT_LT((streamed.singular_values - direct).abs().max().item<double>(), 1e-9 * direct[0].item<double>());
+  spectrum.method = SpectrumMethod::kSvd;
+  const auto whole = logp_singular_values(model, tokens, options, spectrum);
+  EXPECT_EQ(whole.method, SpectrumMethod::kSvd);
+  EXPECT_NE(whole.description.find("thin SVD of Q"), std::string::npos) << whole.description;
+  EXPECT_LT((whole.singular_values - direct).abs().max().item<double>(), 1e-12 * direct[0].item<double>());
+}
+
+// auto: the thesis's whole-matrix SVD when Q fits the budget, the streaming QR when it does not.
+TEST(StreamingSvdTest, AutoDecomposesQWholeWhenItFitsTheBudget) {
+  auto model = random_model();
+  const auto tokens = random_tokens(300);
+  LogpMatrixOptions options;
+  options.max_contexts = 200;
+  LogpSpectrumOptions spectrum;
+  spectrum.memory_limit_bytes = 200 * 40 * 4;  // exactly Q in float32
+  EXPECT_EQ(logp_singular_values(model, tokens, options, spectrum).method, SpectrumMethod::kSvd);
+  spectrum.memory_limit_bytes = 200 * 40 * 4 - 1;
+  const auto streamed = logp_singular_values(model, tokens, options, spectrum);
+  EXPECT_EQ(streamed.method, SpectrumMethod::kStreamingQr);
+  EXPECT_EQ(streamed.rows, 200);
+  EXPECT_NE(streamed.description.find("streaming QR"), std::string::npos) << streamed.description;
+  EXPECT_EQ(parse_spectrum_method("streaming_qr"), SpectrumMethod::kStreamingQr);
+  EXPECT_THROW(parse_spectrum_method("qr"), UsageError);
+  options.max_contexts = 0;
+  EXPECT_THROW(logp_singular_values(model, tokens, options), UsageError);
+}
+
+// The in-place LAPACK SVD against singular values fixed by construction: U·diag(σ)·Vᵀ with
+// orthonormal U, V, for a tall and a wide matrix, in both precisions.
+TEST(LapackSvdTest, ValuesOnlySvdFindsSingularValuesByConstruction) {
+  seed_torch(3);
+  const auto sigma = torch::tensor({9.0, 4.0, 2.5, 1.0, 1e-3, 1e-7}, kDouble);
+  for (auto [rows, cols] : {std::pair<std::int64_t, std::int64_t>{50, 6}, {6, 50}, {30, 20}}) {
+    const auto k = std::min(rows, cols);
+    const auto u = std::get<0>(torch::linalg_qr(torch::randn({rows, k}, kDouble)));
+    const auto v = std::get<0>(torch::linalg_qr(torch::randn({cols, k}, kDouble)));
+    auto s = torch::zeros({k}, kDouble);
+    s.narrow(0, 0, std::min<std::int64_t>(k, 6)).copy_(sigma.narrow(0, 0, std::min<std::int64_t>(k, 6)));
+    const auto a = u.matmul(torch::diag(s)).matmul(v.t());
+    const auto got = svdvals_destroying(a.clone());
+    ASSERT_EQ(got.size(0), k);
+    EXPECT_LT((got - s).abs().max().item<double>(), 1e-13) << rows << "x" << cols;
+    const auto got32 = svdvals_destroying(a.to(torch::kFloat32));
+    EXPECT_EQ(got32.scalar_type(), torch::kFloat32);
+    EXPECT_LT((got32.to(torch::kFloat64) - s).abs().max().item<double>(), 1e-5) << rows << "x" << cols;
+  }
+  auto bad = torch::ones({3, 3}, kDouble);
+  bad[1][1] = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(svdvals_destroying(bad), UsageError);
+  EXPECT_THROW(svdvals_destroying(torch::ones({3}, kDouble)), UsageError);
+  EXPECT_THROW(svdvals_destroying(torch::ones({3, 3}, torch::kInt64)), UsageError);
 }
 
 TEST(SpectraTest, NormalizedAndCumulativeClosedForms) {
