@@ -260,19 +260,35 @@ int analysis_top_k_contexts(lua_State* L) {
   LanguageModel model = check_model(L, 1);  // alive even if a Lua head closes it
   const auto vocab = check_vocabulary(L, 2);
   const auto contexts = check_contexts(L, 3);
-  Options options(L, 4, {"k", "unk"});
+  Options options(L, 4, {"k", "unk", "stream", "bptt"});
   const auto k = options.integer("k").value_or(5);
   const auto unk = options.string("unk");
+  const auto bptt = options.integer("bptt").value_or(70);
+  std::optional<torch::Tensor> stream;
+  if (options.present()) {
+    if (get_field_raw(L, 4, "stream") != LUA_TNIL) {
+      auto* t = test_tensor(L, -1);
+      if (!t || !t->defined() || t->dim() != 1 || t->scalar_type() != torch::kInt64) {
+        lua_pop(L, 1);
+        throw ArgError(4, "option 'stream' must be a 1-D int64 Tensor of token ids (e.g. corpus.test)");
+      }
+      stream = *t;
+    }
+    lua_pop(L, 1);
+  }
   std::vector<analysis::ContextPrediction> predictions;
   {
     LuaCallScope scope(L);  // a head written in Lua calls back on this thread
-    predictions = analysis::top_k_contexts(model, *vocab, contexts, k, unk);
+    predictions = stream ? analysis::top_k_in_stream(model, *vocab, *stream, contexts, k, bptt, unk)
+                         : analysis::top_k_contexts(model, *vocab, contexts, k, unk);
   }
   lua_createtable(L, static_cast<int>(predictions.size()), 0);
   for (std::size_t i = 0; i < predictions.size(); ++i) {
     const auto& p = predictions[i];
-    lua_createtable(L, 0, 6);
+    lua_createtable(L, 0, 8);
     set_string(L, "context", p.text);
+    set_string(L, "state", p.stream_position >= 0 ? "stream" : "zero");
+    if (p.stream_position >= 0) set_integer(L, "position", p.stream_position + 1);
     lua_createtable(L, static_cast<int>(p.top.size()), 0);
     for (std::size_t j = 0; j < p.top.size(); ++j) {
       lua_createtable(L, 0, 3);
@@ -317,8 +333,10 @@ const Function kFunctions[] = {
     {"similarity_benchmarks", analysis_similarity_benchmarks,
      "lmkit.analysis.similarity_benchmarks() -> {{name=, file=}, ...}\nThe 13 word-similarity benchmarks in the thesis's order (Table 5.2) and their file names."},
     {"top_k_contexts", analysis_top_k_contexts,
-     "lmkit.analysis.top_k_contexts(model, vocab, contexts[, {k=5, unk=nil}]) -> {{context=, top={{word=, id=, prob=}, ...}, next=, next_prob=, next_rank=, next_position=}, ...}\n"
-     "The k most likely next words after each context (a string of words, or {text=, next=} with the true next word), read from a zero state in evaluation mode (thesis Table 5.1). "
+     "lmkit.analysis.top_k_contexts(model, vocab, contexts[, {k=5, unk=nil, stream=nil, bptt=70}]) -> {{context=, state=, position=, top={{word=, id=, prob=}, ...}, next=, next_prob=, next_rank=, next_position=}, ...}\n"
+     "The k most likely next words after each context (a string of words, or {text=, next=} with the true next word), in evaluation mode (thesis Table 5.1). "
+     "Without stream, each context is read from a zero state (state = \"zero\"). With stream (token ids, e.g. corpus.test), each context is found in it and read off one evaluation of the stream "
+     "(batch 1, windows of bptt, the state carried from its start: state = \"stream\", position = the 1-based index of its last word), as the thesis read Table 5.1; a context the stream lacks is read from a zero state. "
      "For a given next word: its probability, its rank among all words, and its position in top (false when absent). Unknown words are an error unless unk names their stand-in (e.g. \"<unk>\")."},
     {"read_contexts", analysis_read_contexts,
      "lmkit.analysis.read_contexts(path) -> {{text=, next=}, ...}\nContexts from a file: one per line as \"context<TAB>next word\" (the next word optional); blank lines and lines starting with '#' are skipped."},

@@ -8,9 +8,11 @@
 -- One cell per model: Softmax, SS, GSS(−1.5, 2.5), LMS-PLIF, MoS, MoC with ET-ASGD, and MoS†, MoC†
 -- with NT-ASGD (as the thesis, to compare with Yang et al.'s MoS‡ and MoC‡, whose published
 -- predictions the table also shows). Each cell trains its model on real words
--- (recipes/presets/chapter5.lua: ptb-mini at tiny scale) and reads each context from a zero state
--- (lmkit.analysis.top_k_contexts). The thesis read the contexts as part of the test stream, so the
--- text before a context also shaped its state; here its first sentence stands in for that history.
+-- (recipes/presets/chapter5.lua: ptb-mini at tiny scale) and reads each context where it occurs in
+-- the test stream, off one evaluation of it with batch size 1, bptt 70 and the hidden state carried
+-- from the start — as the thesis did, so that all the text before a context shapes the prediction
+-- (lmkit.analysis.top_k_contexts with stream = corpus.test). A context the stream lacks (a test
+-- split cut by --set lines=N) is read from a zero state, and the report says which were.
 -- Beside the top-5 the report gives P(true next word), its rank among all words, and how many
 -- contexts have the true next word among the top 5 (paper | ours).
 local recipe = require "lmkit.recipe"
@@ -138,7 +140,8 @@ return recipe.define{
     local model, summary, corpus = chapter5.train_model_cell(cell, ctx, true)
     local contexts = lmkit.analysis.read_contexts(contexts_file(cfg))
     -- unk: with --set lines=N the cut-down vocabulary lacks some words; they read as <unk>.
-    local out = lmkit.analysis.top_k_contexts(model, corpus.vocab, contexts, {k = cfg.k, unk = "<unk>"})
+    local out = lmkit.analysis.top_k_contexts(model, corpus.vocab, contexts,
+                                              {k = cfg.k, unk = "<unk>", stream = corpus.test, bptt = 70})
     local result = {valid_ppl = summary.valid_ppl, test_ppl = summary.test_ppl, vocab = corpus.vocab:size(), contexts = {}}
     for i, c in ipairs(out) do
       local top = {}
@@ -146,7 +149,8 @@ return recipe.define{
       -- A next word outside the vocabulary (only with lines > 0) was scored as <unk>: not its own.
       local known = contexts[i].next == nil or corpus.vocab:id(contexts[i].next) ~= nil
       result.contexts[i] = {top = top, next_known = known, next_prob = known and c.next_prob or nil,
-                            next_rank = known and c.next_rank or nil, next_position = known and c.next_position or 0}
+                            next_rank = known and c.next_rank or nil, next_position = known and c.next_position or 0,
+                            state = c.state, position = c.position}
     end
     return result
   end,
@@ -202,6 +206,19 @@ return recipe.define{
         end
         t:add(row)
       end
+    end
+    t:note(chapter5.switch_note(results, ctx.cfg))
+    -- Where each context was read (the same for every model: one test stream).
+    local first = nil
+    for _, r in ipairs(results) do first = first or (r.result and r.result.contexts) end
+    if first then
+      local at, zero = {}, {}
+      for i, c in ipairs(first) do
+        if c.state == "stream" then at[#at + 1] = ("#%d at token %d"):format(i, c.position) else zero[#zero + 1] = "#" .. i end
+      end
+      t:note(("Read off one evaluation of the test stream (batch 1, bptt 70, state carried from its start): %s.%s"):format(
+        #at > 0 and table.concat(at, ", ") or "none",
+        #zero > 0 and (" Not in this test stream, read from a zero state: %s."):format(table.concat(zero, ", ")) or ""))
     end
     t:print()
     for _, ext in ipairs{"md", "csv", "tex"} do t:save(ctx.out .. "/report." .. ext) end

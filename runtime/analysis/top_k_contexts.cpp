@@ -1,9 +1,12 @@
 #include "runtime/analysis/top_k_contexts.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
 #include "runtime/core/error.h"
+#include "runtime/core/interruption.h"
+#include "runtime/data/batching.h"
 #include "runtime/data/corpus.h"
 
 namespace lmkit::analysis {
@@ -62,62 +65,138 @@ std::vector<Context> read_contexts(const std::filesystem::path& file) {
   return contexts;
 }
 
-std::vector<ContextPrediction> top_k_contexts(LanguageModel& model, const data::Vocabulary& vocab,
-                                              const std::vector<Context>& contexts, std::int64_t k,
-                                              const std::optional<std::string>& unk) {
+namespace {
+
+struct EncodedContexts {
+  std::vector<std::vector<std::int64_t>> words;
+  std::vector<std::optional<std::int64_t>> targets;
+};
+
+// Every context (and next word) encoded first, so a bad word fails before any model work.
+EncodedContexts encode_contexts(LanguageModel& model, const data::Vocabulary& vocab, const std::vector<Context>& contexts,
+                                std::int64_t k, const std::optional<std::string>& unk) {
   const auto n = model->options.encoder().vocab_size();
   if (vocab.size() != n) {
     throw UsageError("the vocabulary has " + std::to_string(vocab.size()) + " words but the model " +
                      std::to_string(n));
   }
   if (k < 1 || k > n) throw UsageError("k must be in [1, " + std::to_string(n) + "], got " + std::to_string(k));
-  // Encode every context (and next word) first, so a bad word fails before any model work.
-  std::vector<std::vector<std::int64_t>> encoded;
-  std::vector<std::optional<std::int64_t>> targets;
+  EncodedContexts encoded;
   for (std::size_t i = 0; i < contexts.size(); ++i) {
     const auto& context = contexts[i];
     const std::string which = "context " + std::to_string(i + 1) + ": ";
     try {
-      encoded.push_back(vocab.encode(context.text, false, unk));
-      if (encoded.back().empty()) throw UsageError("the context has no words");
+      encoded.words.push_back(vocab.encode(context.text, false, unk));
+      if (encoded.words.back().empty()) throw UsageError("the context has no words");
       if (context.next) {
         const auto ids = vocab.encode(*context.next, false, unk);
         if (ids.size() != 1) throw UsageError("the next word must be one word, got '" + *context.next + "'");
-        targets.push_back(ids[0]);
+        encoded.targets.push_back(ids[0]);
       } else {
-        targets.push_back(std::nullopt);
+        encoded.targets.push_back(std::nullopt);
       }
     } catch (const UsageError& e) {
       throw UsageError(which + e.what());
     }
   }
+  return encoded;
+}
+
+// The prediction from log P(·|context) (a [N] row), for context i.
+ContextPrediction predict(const torch::Tensor& log_probs_row, const data::Vocabulary& vocab, const Context& context,
+                          const std::optional<std::int64_t>& target, std::int64_t k) {
+  const auto last = log_probs_row.to(torch::kCPU, torch::kFloat64);
+  const auto [values, indices] = last.topk(k);
+  ContextPrediction result;
+  result.text = context.text;
+  for (std::int64_t j = 0; j < k; ++j) {
+    const auto id = indices[j].item<std::int64_t>();
+    result.top.push_back({vocab.word(id), id, std::exp(values[j].item<double>())});
+  }
+  result.next = context.next;
+  if (target) {
+    const double lp = last[*target].item<double>();
+    result.next_prob = std::exp(lp);
+    result.next_rank = 1 + (last > lp).sum().item<std::int64_t>();
+    for (std::int64_t j = 0; j < k; ++j) {
+      if (result.top[static_cast<std::size_t>(j)].id == *target) result.next_position = j + 1;
+    }
+  }
+  return result;
+}
+
+ContextPrediction predict_from_zero_state(LanguageModel& model, const data::Vocabulary& vocab, const Context& context,
+                                          const std::vector<std::int64_t>& words,
+                                          const std::optional<std::int64_t>& target, std::int64_t k) {
+  const auto device = model->encoder->embedding.device();
+  auto ids = data::to_tensor(std::vector<std::int64_t>(words)).view({-1, 1}).to(device);
+  auto [logp, hidden] = model->log_probs(ids, model->init_hidden(1));
+  return predict(logp[logp.size(0) - 1], vocab, context, target, k);
+}
+
+// The 0-based index of the last word of the first occurrence of `words` in `stream`, or −1.
+std::int64_t find_in_stream(const std::vector<std::int64_t>& stream, const std::vector<std::int64_t>& words) {
+  const auto found = std::search(stream.begin(), stream.end(), words.begin(), words.end());
+  if (found == stream.end()) return -1;
+  return static_cast<std::int64_t>(found - stream.begin()) + static_cast<std::int64_t>(words.size()) - 1;
+}
+
+}  // namespace
+
+std::vector<ContextPrediction> top_k_contexts(LanguageModel& model, const data::Vocabulary& vocab,
+                                              const std::vector<Context>& contexts, std::int64_t k,
+                                              const std::optional<std::string>& unk) {
+  const auto encoded = encode_contexts(model, vocab, contexts, k, unk);
+  EvalModeGuard eval_mode(model);
+  torch::NoGradGuard no_grad;
+  std::vector<ContextPrediction> results;
+  for (std::size_t i = 0; i < contexts.size(); ++i) {
+    results.push_back(predict_from_zero_state(model, vocab, contexts[i], encoded.words[i], encoded.targets[i], k));
+  }
+  return results;
+}
+
+std::vector<ContextPrediction> top_k_in_stream(LanguageModel& model, const data::Vocabulary& vocab,
+                                               const torch::Tensor& tokens, const std::vector<Context>& contexts,
+                                               std::int64_t k, std::int64_t bptt, const std::optional<std::string>& unk) {
+  const auto encoded = encode_contexts(model, vocab, contexts, k, unk);
+  data::check_eval_stream(tokens, 1, bptt, "top_k_in_stream");
+  check_token_ids(tokens, model->options.encoder().vocab_size(), "the stream");
+  const auto flat = tokens.to(torch::kCPU).contiguous();
+  const std::vector<std::int64_t> stream(flat.data_ptr<std::int64_t>(), flat.data_ptr<std::int64_t>() + flat.numel());
+  std::vector<std::int64_t> positions;
+  std::int64_t last_needed = -1;
+  for (const auto& words : encoded.words) {
+    positions.push_back(find_in_stream(stream, words));
+    last_needed = std::max(last_needed, positions.back());
+  }
 
   EvalModeGuard eval_mode(model);
   torch::NoGradGuard no_grad;
+  std::vector<ContextPrediction> results(contexts.size());
   const auto device = model->encoder->embedding.device();
-  std::vector<ContextPrediction> results;
+  auto hidden = model->init_hidden(1);
+  InterruptibleScope interruptible;
+  // Windows of bptt inputs from the start, as an evaluation of the stream reads them.
+  for (std::int64_t start = 0; start <= last_needed; start += bptt) {
+    interruptible.poll("top_k_in_stream");
+    const auto length = std::min(bptt, last_needed + 1 - start);
+    auto input = flat.narrow(0, start, length).view({-1, 1}).to(device);
+    auto encoded_window = model->encode(input, hidden);
+    hidden = detach_state(encoded_window.hidden);
+    for (std::size_t i = 0; i < contexts.size(); ++i) {
+      const auto at = positions[i];
+      if (at < start || at >= start + length) continue;
+      const auto row = encoded_window.output.narrow(0, at - start, 1);
+      const auto logp = model->head->log_probs(row, model->decoder());
+      results[i] = predict(logp[0], vocab, contexts[i], encoded.targets[i], k);
+      results[i].stream_position = at;
+    }
+  }
   for (std::size_t i = 0; i < contexts.size(); ++i) {
-    auto ids = data::to_tensor(std::vector<std::int64_t>(encoded[i])).view({-1, 1}).to(device);
-    auto [logp, hidden] = model->log_probs(ids, model->init_hidden(1));
-    const auto last = logp[logp.size(0) - 1].to(torch::kCPU, torch::kFloat64);
-    const auto [values, indices] = last.topk(k);
-    ContextPrediction result;
-    result.text = contexts[i].text;
-    for (std::int64_t j = 0; j < k; ++j) {
-      const auto id = indices[j].item<std::int64_t>();
-      result.top.push_back({vocab.word(id), id, std::exp(values[j].item<double>())});
+    if (positions[i] < 0) {
+      results[i] = predict_from_zero_state(model, vocab, contexts[i], encoded.words[i], encoded.targets[i], k);
     }
-    result.next = contexts[i].next;
-    if (targets[i]) {
-      const auto target = *targets[i];
-      const double lp = last[target].item<double>();
-      result.next_prob = std::exp(lp);
-      result.next_rank = 1 + (last > lp).sum().item<std::int64_t>();
-      for (std::int64_t j = 0; j < k; ++j) {
-        if (result.top[static_cast<std::size_t>(j)].id == target) result.next_position = j + 1;
-      }
-    }
-    results.push_back(std::move(result));
   }
   return results;
 }

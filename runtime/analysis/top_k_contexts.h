@@ -1,9 +1,13 @@
 // Next-word predictions for chosen contexts (thesis Table 5.1, after Yang et al.'s MoS paper).
 //
 // A context is a string of whitespace-separated words (PTB's tokens, "<eos>" between sentences),
-// optionally with the true next word. The model reads the context from a zero hidden state, in
-// evaluation mode (no dropout; the model's mode is restored afterwards), and its distribution
-// P(·|context) after the last word gives:
+// optionally with the true next word. The model reads it in evaluation mode (no dropout; the
+// model's mode is restored afterwards), either
+//   from a zero hidden state (top_k_contexts), or
+//   where it occurs in a token stream (top_k_in_stream): the thesis read Table 5.1 off its running
+//   evaluation of PTB's test split (batch 1, bptt 70, the hidden state carried from the start),
+//   so all the text before a context shapes the prediction, not only the context;
+// and its distribution P(·|context) after the last word gives:
 //   top      the k most likely next words with their probabilities, most likely first
 //   next_*   for the true next word w: P(w|context), its rank 1 + #{v : P(v) > P(w)} among all N
 //            words, and its position in `top` (0 when it is not among the k).
@@ -40,6 +44,9 @@ struct ContextPrediction {
   double next_prob = 0.0;         // when next is given
   std::int64_t next_rank = 0;     // 1-based among all words
   std::int64_t next_position = 0; // 1-based in `top`, 0 when absent
+  // Where the prediction was read: the 0-based stream index of the context's last word, or −1
+  // for a reading from a zero state (top_k_contexts, or a context the stream does not contain).
+  std::int64_t stream_position = -1;
 };
 
 // Reads a contexts file (format above); UsageError "file:line: ..." for a line with an empty
@@ -51,5 +58,14 @@ std::vector<Context> read_contexts(const std::filesystem::path& file);
 std::vector<ContextPrediction> top_k_contexts(LanguageModel& model, const data::Vocabulary& vocab,
                                               const std::vector<Context>& contexts, std::int64_t k,
                                               const std::optional<std::string>& unk = std::nullopt);
+
+// Each context at its first occurrence in `tokens` (1-D int64 ids of `vocab`), read off one
+// evaluation of the stream in windows of `bptt` tokens with batch size 1 and the state carried
+// (evaluation stops after the last context found). A context the stream does not contain is read
+// from a zero state instead (stream_position −1), so a cut-down stream still gives every row.
+std::vector<ContextPrediction> top_k_in_stream(LanguageModel& model, const data::Vocabulary& vocab,
+                                               const torch::Tensor& tokens, const std::vector<Context>& contexts,
+                                               std::int64_t k, std::int64_t bptt = 70,
+                                               const std::optional<std::string>& unk = std::nullopt);
 
 }  // namespace lmkit::analysis

@@ -157,6 +157,48 @@ T.test("top-k contexts agree with log_probs; k and the true word's rank", functi
   T.eq(all.next_position, all.next_rank)
 end)
 
+T.test("top-k contexts read off a stream: the logP matrix's row at their first occurrence", function()
+  lmkit.seed(6)
+  local m = lmkit.model{vocab_size = 9, emb = 4, nhid = 6, nhidlast = 4}
+  -- A stream of 300 tokens without "Paris" (id 4 is never drawn), so a context with it is absent.
+  local ids = {}
+  for i = 1, 300 do ids[i] = ({1, 2, 3, 5, 6, 7})[(i * 7 + i // 5) % 6 + 1] end
+  local stream = lmkit.tensor(ids, {dtype = "int64"})
+  T.eq(vocab:id("Paris"), 4)
+  -- The words at 1-based stream positions 180..182, and where they first occur.
+  local words = {vocab:word(ids[180]), vocab:word(ids[181]), vocab:word(ids[182])}
+  local first
+  for p = 3, 300 do
+    if ids[p - 2] == ids[180] and ids[p - 1] == ids[181] and ids[p] == ids[182] then first = p; break end
+  end
+  local text = table.concat(words, " ")
+  local out = analysis.top_k_contexts(m, vocab, {{text = text, next = "Paris"}, "cat Paris dog"},
+                                      {k = 3, stream = stream, bptt = 70})
+  T.eq(out[1].state, "stream")
+  T.eq(out[1].position, first)
+  -- Independent truth: row `first` of Q over the same stream, batch 1, bptt 70, state carried.
+  local q = analysis.logp_matrix(m, stream, {batch_size = 1, bptt = 70, dtype = "float64"})
+  local row = q[first]
+  local values, indices = row:topk(3)
+  for j = 1, 3 do
+    T.eq(out[1].top[j].id, indices[j]:item() - 1)
+    T.near(out[1].top[j].prob, math.exp(values[j]:item()), 1e-6)
+  end
+  T.near(out[1].next_prob, math.exp(row[4 + 1]:item()), 1e-6)
+  -- The state carried from the stream's start matters: a zero state reads the same words otherwise.
+  local zero = analysis.top_k_contexts(m, vocab, {{text = text, next = "Paris"}}, {k = 3})[1]
+  T.eq(zero.state, "zero")
+  T.truthy(math.abs(zero.next_prob - out[1].next_prob) > 1e-6)
+  -- Absent from the stream: read from a zero state, and said so.
+  T.eq(out[2].state, "zero")
+  T.eq(out[2].position, nil)
+  local alone = analysis.top_k_contexts(m, vocab, {"cat Paris dog"}, {k = 3})[1]
+  T.near(out[2].top[1].prob, alone.top[1].prob, 1e-9)
+  T.raises(function() analysis.top_k_contexts(m, vocab, {"cat"}, {stream = {1, 2}}) end,
+           "option 'stream' must be a 1-D int64 Tensor")
+  T.raises(function() analysis.top_k_contexts(m, vocab, {"cat"}, {stream = stream, bptt = 0}) end, "bptt must be ≥ 1")
+end)
+
 T.test("top-k contexts: unknown words, k and input errors", function()
   local m = lmkit.model{vocab_size = 9, emb = 4, nhid = 6, nhidlast = 4}
   T.raises(function() analysis.top_k_contexts(m, vocab, {"cat zebra"}) end, "context 1: word 'zebra' is not in the vocabulary")
