@@ -16,6 +16,7 @@
 local recipe = require "lmkit.recipe"
 local presets = require "presets.awd_lstm"
 local lineup = require "presets.lineup"
+local measure = require "presets.measure"
 
 -- #Param, train, validation and test ppl, rank of Q, per policy and head, as published.
 local function row(params, train, valid, test, rank)
@@ -131,6 +132,7 @@ return recipe.define{
       end
       t:add(line)
     end
+    measure.note_rank(t, results, cfg.dataset)
     lineup.print_and_save(t, ctx.out, "report")
 
     -- What ET changes per head: Δ test ppl = ET − NT (the thesis: ≈ −1.00 on PTB, −0.75 on WT2).

@@ -15,6 +15,7 @@
 local recipe = require "lmkit.recipe"
 local presets = require "presets.awd_lstm"
 local lineup = require "presets.lineup"
+local measure = require "presets.measure"
 
 -- Table 4.8 (11 seeds): #Param, time per epoch, then mean and sd of train, validation, test ppl and rank.
 -- Table 4.9 (the 10 sampled seeds): test ppl mean and sd, p-value against Softmax.
@@ -119,6 +120,7 @@ return recipe.define{
       t8:add(line)
     end
     t8:note(presets.switch_note(ctx.cfg))
+    measure.note_rank(t8, results, cfg.dataset)
     lineup.print_and_save(t8, ctx.out, "report")
 
     -- Table 4.9: the sampled seeds only, each head against Softmax.

@@ -99,6 +99,7 @@ return recipe.define{
       end
       t:add(row)
     end
+    t:note(chapter5.switch_note(results, ctx.cfg))
     t:print()
     for _, ext in ipairs{"md", "csv", "tex"} do t:save(ctx.out .. "/report." .. ext) end
 

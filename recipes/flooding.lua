@@ -156,6 +156,7 @@ return recipe.define{
         t:add(row)
       end
       t:note(presets.switch_note(cfg))
+      measure.note_rank(t, rs, cfg.dataset)
       measure.print_and_save(t, ctx.out, files[name])
       measure.rank_correlations(rs)
       print()

@@ -3,7 +3,7 @@
 --
 --   lmkit run recipes/press_robustness.lua                                  -- tiny scale (a few minutes on a CPU)
 --   lmkit run recipes/press_robustness.lua --set epochs=1 --set heads=softmax,mos
---   lmkit run recipes/press_robustness.lua --set scale=paper --set dataset=wikitext-2 --set max_contexts=33320
+--   lmkit run recipes/press_robustness.lua --set scale=paper --set dataset=wikitext-2   -- Q: WT2's first 33,320 contexts
 --   lmkit run recipes/press_robustness.lua --set ladder=1e2,1,1e-2,1e-4 --set robust_eps_dtype=float32
 --
 -- One cell per head (Softmax, SS, GSS(−1.5, 2.5), LMS-PLIF, MoS: the rows of Tables 5.14/5.15).
@@ -21,6 +21,7 @@
 local recipe = require "lmkit.recipe"
 local presets = require "presets.awd_lstm"
 local chapter5 = require "presets.chapter5"
+local measure = require "presets.measure"
 
 -- Press rank and ε-effective ranks (ε = 1e-3, 1e-4, 1e-5) of Q on the test split:
 -- thesis Table 5.14 (PTB) and Table 5.15 (WT2, first 33,320 contexts); AAAI paper Table 6.
@@ -80,7 +81,7 @@ return recipe.define{
   description = "Press rank vs ε-effective rank per head; robustness of Press rank (thesis Tables 5.11–5.15, Fig. 7)",
   settings = chapter5.settings{
     heads = "softmax,ss,gss,plif,mos",  -- the models (presets/chapter5.lua: softmax ss gss plif mos moc ...)
-    max_contexts = 0,           -- > 0 limits the contexts of Q (the thesis's WT2 Q: 33,320)
+    max_contexts = -1,          -- Q's test contexts: -1 as the thesis (PTB all, WT2 the first 33,320), 0 all, n
     robust_head = "mos",        -- whose Q the robustness experiments use ("" skips them)
     robust_contexts = 10000,    -- its first rows (thesis: 10,000 × 10,000; 0: all)
     keep = 10,                  -- singular values kept by Alg. 5.1/5.2
@@ -104,11 +105,11 @@ return recipe.define{
   run = function(cell, ctx)
     local cfg = ctx.cfg
     local model, summary, corpus = chapter5.train_model_cell(cell, ctx, false)
-    local sv, rows, cols = lmkit.analysis.logp_svdvals(model, corpus.test, {
-      batch_size = 1, max_contexts = cfg.max_contexts > 0 and cfg.max_contexts or nil})
+    local sv, rows, cols, method = lmkit.analysis.logp_svdvals(model, corpus.test, {
+      batch_size = 1, max_contexts = measure.contexts(cfg.max_contexts, cfg.dataset)})
     local result = {test_ppl = summary.test_ppl, valid_ppl = summary.valid_ppl, contexts = rows, vocab = cols,
-                    press = lmkit.analysis.press_rank(sv, rows, cols, cfg.eps_dtype),
-                    spectrum = lmkit.analysis.normalized_spectrum(sv):totable()}
+                    rank_method = method, press = lmkit.analysis.press_rank(sv, rows, cols, cfg.eps_dtype),
+                    singular_values = sv:totable(), spectrum = lmkit.analysis.normalized_spectrum(sv):totable()}
     for i, eps in ipairs(EPSILONS) do result["e" .. (i + 2)] = lmkit.analysis.effective_rank(sv, eps) end
 
     if cell.model == cfg.robust_head then
@@ -176,15 +177,26 @@ return recipe.define{
       },
       paper = paper,
     }
-    local series = {}
+    local series, raw_series = {}, {}
     for _, r in ipairs(results) do
       local label = chapter5.model(r.cell.model).label
       local row = {model = label}
       if r.result then
         for _, k in ipairs{"press", "e3", "e4", "e5", "test_ppl", "contexts"} do row[k] = r.result[k] end
         series[#series + 1] = {values = r.result.spectrum, label = label}
+        raw_series[#raw_series + 1] = {values = r.result.singular_values, label = label}
       end
       ranks:add(row)
+    end
+    ranks:note(chapter5.switch_note(results, cfg))
+    local methods, seen = {}, {}
+    for _, r in ipairs(results) do
+      local m = r.result and r.result.rank_method
+      if m and not seen[m] then seen[m] = true; methods[#methods + 1] = m end
+    end
+    if #methods > 0 then
+      ranks:note(("Q's singular values: %s; Press rank against %s's eps%s."):format(table.concat(methods, "; "),
+        cfg.eps_dtype, cfg.eps_dtype == "float32" and " (the thesis computed Q's SVD in float32)" or ""))
     end
     ranks:print()
     save(ranks, "ranks")
@@ -197,9 +209,9 @@ return recipe.define{
                           key = "top right", xrange = {1, math.min(500, longest)}, yrange = {0, 0.2},
                           xlabel = "index i", ylabel = "σ_i / σ_1",
                           title = ("Normalized singular values of Q, %s"):format(data.short)}
-      -- Thesis Fig. 5.9 / 5.11: the whole spectrum on a log axis.
-      lmkit.plot.spectrum{out = ctx.out .. "/spectrum_log.png", series = series, xlabel = "index i",
-                          ylabel = "σ_i / σ_1", title = ("Singular values of Q, %s"):format(data.short)}
+      -- Thesis Fig. 5.9 / 5.11: the raw singular values, the whole spectrum on a log axis.
+      lmkit.plot.spectrum{out = ctx.out .. "/spectrum_log.png", series = raw_series, normalize = false, xlabel = "index i",
+                          ylabel = "σ_i", title = ("Singular values of Q, %s"):format(data.short)}
     end
 
     -- Tables 5.11–5.13: the robustness experiments on one head's Q.

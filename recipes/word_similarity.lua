@@ -156,6 +156,7 @@ return recipe.define{
       end
       pairs_table:add(row)
     end
+    pairs_table:note(chapter5.switch_note(results, cfg))
     pairs_table:print()
     save(pairs_table, "pairs")
 

@@ -175,4 +175,23 @@ function chapter5.train_model_cell(cell, ctx, words)
   return chapter5.train{entry = chapter5.model(cell.model), cfg = ctx.cfg, dir = ctx.dir, out = ctx.out, words = words}
 end
 
+-- A line for a report: the ASGD switch each of the results' models trained with (chapter 5's
+-- models are those of Tables 4.8/5.1: ET-ASGD at epoch 200, MoS†/MoC† NT-ASGD), at this scale.
+function chapter5.switch_note(results, cfg)
+  local groups, order = {}, {}
+  for _, r in ipairs(results) do
+    local entry = chapter5.model(r.cell.model)
+    local text = "NT-ASGD"
+    if entry.switch == "et" then
+      local p = presets.resolve{family = entry.family, dataset = cfg.dataset, scale = cfg.scale}
+      text = ("ET-ASGD averaging after epoch %d"):format(presets.et_epoch(cfg, cfg.epochs > 0 and cfg.epochs or p.train.epochs))
+    end
+    if not groups[text] then groups[text] = {}; order[#order + 1] = text end
+    table.insert(groups[text], entry.label)
+  end
+  local parts = {}
+  for _, text in ipairs(order) do parts[#parts + 1] = ("%s (%s)"):format(text, table.concat(groups[text], ", ")) end
+  return ("ASGD switch: %s; the thesis: ET-ASGD at epoch 200, NT-ASGD for MoS† and MoC†."):format(table.concat(parts, "; "))
+end
+
 return chapter5

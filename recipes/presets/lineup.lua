@@ -106,7 +106,8 @@ function lineup.run_cell(o)
                   params_total = model:parameter_count().total}
   if o.rank then
     -- train_cell returns the best model (the checkpoint the test perplexity is of).
-    result.rank, result.contexts = measure.rank(model, corpus)
+    result.rank, result.contexts, result.vocab, result.rank_method =
+      measure.rank(model, corpus, measure.contexts(-1, cfg.dataset))
   end
   return result
 end

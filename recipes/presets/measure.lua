@@ -5,7 +5,7 @@
 --   local measure = require "presets.measure"
 --   local r = measure.model{model = model, corpus = corpus, preset = p, summary = summary,
 --                           eval_train_tokens = 0, max_contexts = -1}
---   -- r = {params=, train_ppl=, valid_ppl=, test_ppl=, rank=, contexts=, vocab=}
+--   -- r = {params=, train_ppl=, valid_ppl=, test_ppl=, rank=, contexts=, vocab=, rank_method=}
 local presets = require "presets.awd_lstm"
 local report_files = require "presets.report_files"
 local measure = {}
@@ -29,10 +29,38 @@ function measure.train_ppl(model, corpus, preset, max_tokens)
   return lmkit.evaluate(model, tokens, {batch_size = preset.train.eval_batch_size, bptt = preset.train.bptt}).ppl
 end
 
--- Press rank of the test split's logP matrix (streaming QR: WT2's whole test split would fit too).
+-- Press rank (float32's eps, SPEC §3) of the test split's logP matrix: rank, contexts, vocabulary,
+-- and the method that decomposed Q — the thesis's thin SVD of the whole matrix when Q fits in
+-- memory, else a streaming QR (lmkit.analysis.logp_svdvals's method = "auto").
 function measure.rank(model, corpus, max_contexts)
-  local sv, rows, cols = lmkit.analysis.logp_svdvals(model, corpus.test, {batch_size = 1, max_contexts = max_contexts})
-  return lmkit.analysis.press_rank(sv, rows, cols), rows, cols
+  local sv, rows, cols, method = lmkit.analysis.logp_svdvals(model, corpus.test, {batch_size = 1, max_contexts = max_contexts})
+  return lmkit.analysis.press_rank(sv, rows, cols), rows, cols, method
+end
+
+-- The note under a report that ranks: what Q was (contexts × words of which split) and how it was
+-- decomposed, from the results themselves (cells may differ, e.g. one ran out of memory for the SVD).
+-- nil when no result has a rank.
+function measure.rank_note(results, dataset)
+  local seen, parts = {}, {}
+  for _, r in ipairs(results) do
+    local x = r.result
+    if x and x.rank and x.contexts then
+      local key = ("%d contexts × %d words, %s"):format(x.contexts, x.vocab or 0, x.rank_method or "method not recorded")
+      if not seen[key] then seen[key] = true; parts[#parts + 1] = key end
+    end
+  end
+  if #parts == 0 then return nil end
+  local thesis = measure.thesis_contexts[dataset]
+  local as_thesis = thesis == nil and "" or thesis > 0 and (" (the thesis: the first %d contexts)"):format(thesis)
+                    or " (the thesis: all its contexts)"
+  return ("Rank: Press rank (float32 eps) of Q = log P(·|context) on the test split, batch 1, bptt 70%s: %s."):format(
+    as_thesis, table.concat(parts, "; "))
+end
+
+-- Adds measure.rank_note's note to report table t, when the results have ranks.
+function measure.note_rank(t, results, dataset)
+  local note = measure.rank_note(results, dataset)
+  if note then t:note(note) end
 end
 
 -- Everything the tables report for one trained model, from its run's `summary`:
@@ -57,7 +85,7 @@ function measure.model(o)
   if (o.eval_train_tokens or 0) ~= 0 then
     r.train_ppl_eval = measure.train_ppl(model, corpus, p, o.eval_train_tokens > 0 and o.eval_train_tokens or nil)
   end
-  if o.rank ~= false then r.rank, r.contexts, r.vocab = measure.rank(model, corpus, o.max_contexts) end
+  if o.rank ~= false then r.rank, r.contexts, r.vocab, r.rank_method = measure.rank(model, corpus, o.max_contexts) end
   return r
 end
 

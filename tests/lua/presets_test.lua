@@ -98,6 +98,16 @@ T.test("each recipe's switch: ET at the scale's epoch (paper 200), NT, or the ce
   end
 end)
 
+T.test("ranks use the thesis's contexts by default: all of PTB's test split, WT2's first 33,320", function()
+  local measure = require "presets.measure"
+  T.eq(measure.contexts(-1, "ptb"), nil)
+  T.eq(measure.contexts(-1, "wikitext-2"), 33320)  -- 476 windows of 70 at batch size 1
+  T.eq(measure.contexts(0, "wikitext-2"), nil)
+  for _, name in ipairs{"gss_grid", "press_robustness", "mos_mixtures", "mos_dropout", "flooding"} do
+    T.eq(dofile(assert(package.searchpath(name, package.path))).settings.max_contexts, -1, name)
+  end
+end)
+
 T.test("unknown names are errors that list the known ones", function()
   T.raises(function() presets.resolve{dataset = "ptb2"} end, "datasets: ptb, wikitext-2")
   T.raises(function() presets.resolve{scale = "huge"} end, "tiny, small or paper")
