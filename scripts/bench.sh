@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Training throughput: lmkit vs the plain PyTorch yardstick (benchmarks/awd_lstm_reference.py), on
+# Training throughput: lmkit vs the plain PyTorch yardstick (scripts/awd_lstm_reference.py), on
 # this machine, same shapes, same token stream, same threads. Prints each run's raw JSON line, then
 # one Markdown table (config | lmkit tok/s | pytorch tok/s | ratio), ratio = lmkit / pytorch.
 #
@@ -49,7 +49,7 @@ for config in "${configs[@]}"; do
   for _ in $(seq 1 "$repeats"); do
     l=$("$lmkit" run scripts/bench_train.lua --set size="$size" --set head="$head" --set threads="$threads" \
           --set steps="$s" --set warmup="$w" | tail -1)
-    p=$("$python" benchmarks/awd_lstm_reference.py --size "$size" --head "$head" --threads "$threads" \
+    p=$("$python" scripts/awd_lstm_reference.py --size "$size" --head "$head" --threads "$threads" \
           --steps "$s" --warmup "$w" | tail -1)
     echo "$l"; echo "$p"
     lm+=("$l"); py+=("$p")

@@ -1,4 +1,4 @@
--- Training throughput of lmkit on this machine, the lmkit side of benchmarks/awd_lstm_reference.py
+-- Training throughput of lmkit on this machine, the lmkit side of scripts/awd_lstm_reference.py
 -- (the plain PyTorch yardstick); scripts/bench.sh runs both and prints the ratio.
 --   ./build/lmkit run scripts/bench_train.lua --set size=tiny --set head=mos --set threads=2
 -- One step = what the yardstick's step does: model:loss (embedding dropout, locked dropouts,
@@ -30,7 +30,7 @@ o.head = mos and lmkit.heads.mos{K = cfg.K, dropoutl = 0.29} or lmkit.heads.soft
 local model = lmkit.model(o):train()
 local params = model:parameters()
 
--- Identical to token_stream() in benchmarks/awd_lstm_reference.py (Lua integers wrap mod 2^64).
+-- Identical to token_stream() in scripts/awd_lstm_reference.py (Lua integers wrap mod 2^64).
 local total = cfg.warmup + cfg.steps
 local n_rows = total * cfg.bptt + 1
 local tokens, x = {}, cfg.seed

@@ -44,7 +44,7 @@ if [ "$with_slurm" = yes ]; then
   packages+=(slurmctld slurmd slurm-client munge)
 fi
 
-# Debian's PyTorch 1.13 for /usr/bin/python3, only for benchmarks/awd_lstm_reference.py (the plain
+# Debian's PyTorch 1.13 for /usr/bin/python3, only for scripts/awd_lstm_reference.py (the plain
 # PyTorch yardstick that scripts/bench.sh times lmkit against); lmkit itself needs none of it.
 if [ "$with_bench" = yes ]; then
   packages+=(python3-torch)

@@ -14,7 +14,7 @@ random window lengths) so that both programs do the same number of tokens per st
 The token stream is the same 64-bit LCG as scripts/bench_train.lua, so both programs read identical
 tokens. Prints one JSON line: {"impl": "pytorch", "tokens_per_s": ..., "step_ms": ..., ...}.
 
-  /usr/bin/python3 benchmarks/awd_lstm_reference.py --size tiny --head softmax --threads 2
+  /usr/bin/python3 scripts/awd_lstm_reference.py --size tiny --head softmax --threads 2
 """
 import argparse
 import json
