@@ -26,6 +26,9 @@ local PAPER = {
   },
 }
 local ALL_K = {1, 3, 5, 10, 15, 20}
+-- Table 5.5: Yang et al.'s reported K, test ppl, rank on PTB (the MoS paper's claim that rank drives
+-- test performance, which Table 5.6 re-examines).
+local YANG = {{3, 58.62, 6467}, {5, 57.36, 8930}, {10, 56.33, 9973}, {15, 55.97, 9981}, {20, 56.17, 9981}}
 
 return recipe.define{
   name = "mos_mixtures",
@@ -89,6 +92,41 @@ return recipe.define{
     measure.note_rank(t, results, ctx.cfg.dataset)
     measure.print_and_save(t, ctx.out, "report")
     measure.rank_correlations(results)
-    print("report files: " .. ctx.out .. "/report.{md,csv,tex}")
+
+    -- Table 5.5: the same K beside what Yang et al. reported (PTB), and both correlations.
+    if cfg.dataset == "ptb" then
+      local ours = {}
+      for _, r in ipairs(results) do if r.result then ours[r.cell.K] = r.result end end
+      local t55 = lmkit.report.table{
+        title = ("Rank and test ppl per K: Yang et al.'s report (thesis Table 5.5) beside ours on %s"):format(data.short),
+        data = data,
+        columns = {
+          {key = "K", label = "#Mixture"},
+          {key = "yang_test", label = "Test ppl (Yang et al.)", digits = 2}, {key = "test_ppl", label = "Test ppl (ours)", digits = 2},
+          {key = "yang_rank", label = "Rank (Yang et al.)"}, {key = "rank", label = "Rank (ours)"},
+        },
+      }
+      local yr, yp, orank, oppl = {}, {}, {}, {}
+      for _, y in ipairs(YANG) do
+        local o = ours[y[1]]
+        t55:add{K = y[1], yang_test = y[2], yang_rank = y[3], test_ppl = o and o.test_ppl, rank = o and o.rank}
+        yr[#yr + 1], yp[#yp + 1] = y[3], y[2]
+        if o and o.rank then orank[#orank + 1], oppl[#oppl + 1] = o.rank, o.test_ppl end
+      end
+      local function r_of(a, b)
+        if #a < 3 then return "n/a" end
+        for i = 2, #a do
+          if a[i] ~= a[1] then
+            for j = 2, #b do if b[j] ~= b[1] then return ("%+.3f"):format((lmkit.stats.pearsonr(a, b))) end end
+          end
+        end
+        return "n/a"
+      end
+      t55:note(("Pearson r(rank, test ppl): Yang et al.'s rows %s, ours %s."):format(r_of(yr, yp), r_of(orank, oppl)))
+      measure.print_and_save(t55, ctx.out, "table5_5")
+      print("report files: " .. ctx.out .. "/{report,table5_5}.{md,csv,tex}")
+    else
+      print("report files: " .. ctx.out .. "/report.{md,csv,tex}")
+    end
   end,
 }

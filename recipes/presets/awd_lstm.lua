@@ -113,6 +113,50 @@ function presets.data(cfg, o)
   return {label = ("%s (%s scale)"):format(name, cfg.scale), short = name, paper_data = true, paper_label = name}
 end
 
+-- Parameters of each LSTM layer of a model table (emb, nhid, nhidlast, nlayers; weights tied):
+-- layer l maps its input (emb for the first, nhid after) to nhid (nhidlast for the last), with
+-- 4·out·(in + out) weights and two bias vectors of 4·out. Returns the list and the recurrent
+-- (hidden-to-hidden, DropConnect's) weights per layer.
+function presets.lstm_parameters(m)
+  local layers, recurrent = {}, {}
+  local n = m.nlayers or 3
+  for l = 1, n do
+    local input = l == 1 and m.emb or m.nhid
+    local output = l == n and m.nhidlast or m.nhid
+    layers[l] = 4 * output * (input + output) + 8 * output
+    recurrent[l] = 4 * output * output
+  end
+  return layers, recurrent
+end
+
+-- The thesis's Softmax‡ (§5.7.2, footnote 4): the baseline AWD-LSTM's dropout rates, each reduced in
+-- proportion to the parameters of the layer it acts on when the model shrinks from `base` to
+-- `small` (model tables with sizes and rates). The thesis gives no formula; lmkit reads it as
+--   dropoute, dropouti (embedding rows, embedded words)  × emb_small / emb_base (the embedding's N·emb)
+--   dropouth (between LSTM layers)                       × parameters of the layers before the last
+--   dropout (the last layer's output)                    × parameters of the last layer
+--   wdrop (DropConnect on recurrent weights)              × recurrent weights of all layers
+-- (a rate whose layers do not exist on one side, e.g. dropouth of a one-layer model, is kept).
+-- Returns the rates and the ratios.
+function presets.proportional_dropouts(base, small)
+  local function sum(list, first, last)
+    local total = 0
+    for i = first or 1, last or #list do total = total + list[i] end
+    return total
+  end
+  local base_layers, base_recurrent = presets.lstm_parameters(base)
+  local small_layers, small_recurrent = presets.lstm_parameters(small)
+  local function ratio(a, b) return (a > 0 and b > 0) and a / b or 1 end
+  local r = {
+    embedding = small.emb / base.emb,
+    between = ratio(sum(small_layers, 1, #small_layers - 1), sum(base_layers, 1, #base_layers - 1)),
+    last = small_layers[#small_layers] / base_layers[#base_layers],
+    recurrent = sum(small_recurrent) / sum(base_recurrent),
+  }
+  return {dropoute = base.dropoute * r.embedding, dropouti = base.dropouti * r.embedding,
+          dropouth = base.dropouth * r.between, dropout = base.dropout * r.last, wdrop = base.wdrop * r.recurrent}, r
+end
+
 -- The corpus a resolved configuration names: the synthetic language at tiny scale, else the real
 -- corpus (full protocol; ptb-mini where only valid/test splits are present).
 function presets.load_corpus(cfg)

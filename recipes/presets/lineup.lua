@@ -132,6 +132,14 @@ function lineup.ranksums_p(a, b)
   return p
 end
 
+-- Two-sided unpaired (Student's) t-test p-value of two samples — the conference paper's test
+-- (its Tables 2 and 4) — nil when either has fewer than 2 values.
+function lineup.ttest_p(a, b)
+  if #a < 2 or #b < 2 then return nil end
+  local _, p = lmkit.stats.ttest_ind(a, b)
+  return p
+end
+
 -- The results of a seed grid (cells with `seed_index`, 1 = the configuration's own seed) per
 -- name of the cell field `field` ("head", "model"), for each of `names`:
 --   all[name]       every finished result (the mean ± sd tables are over all seeds),
@@ -200,23 +208,33 @@ function lineup.head_row(head, all, expected, paper)
 end
 
 -- The columns of an "A vs B" table of rank-sum tests on test ppl (rows from lineup.ranksum_row;
--- the paper's numbers, where published, go in paper_a, paper_a_sd, paper_b, paper_b_sd, p_paper).
+-- the paper's numbers, where published, go in paper_a, paper_a_sd, paper_b, paper_b_sd, p_paper, and
+-- the conference paper's t-test p-value in t_p_paper).
 function lineup.ranksum_columns()
-  return {
+  return lineup.join({
     {key = "comparison", label = "A vs B"}, {key = "n", label = "Seeds (A/B)"},
     {key = "a", label = "Test ppl A", digits = 2, sd = "a_sd", paper = "paper_a"},
     {key = "b", label = "Test ppl B", digits = 2, sd = "b_sd", paper = "paper_b"},
     {key = "paper_a_sd", label = "sd A (paper)", digits = 2}, {key = "paper_b_sd", label = "sd B (paper)", digits = 2},
-    {key = "p_paper", label = "p-value (paper)", format = "%.2e"}, {key = "p", label = "p-value (ours)", format = "%.2e"},
+  }, lineup.p_columns())
+end
+
+-- The p-value columns of a test table: the thesis's two-sided Wilcoxon rank-sum test, whether it
+-- is significant, and the conference paper's unpaired t-test (its numbers in t_p_paper).
+function lineup.p_columns()
+  return {
+    {key = "p_paper", label = "Rank-sum p (thesis)", format = "%.2e"}, {key = "p", label = "Rank-sum p (ours)", format = "%.2e"},
     {key = "significant", label = "Significant at 0.05 (ours)"},
+    {key = "t_p_paper", label = "t-test p (AAAI paper)", format = "%.2e"}, {key = "t_p", label = "t-test p (ours)", format = "%.2e"},
   }
 end
 
--- Sets row.p and row.significant from the rank-sum test of two samples (left unset where the test
--- says nothing: fewer than 2 values on a side).
+-- Sets row.p and row.significant from the rank-sum test of two samples, and row.t_p from the
+-- unpaired t-test (left unset where a test says nothing: fewer than 2 values on a side).
 function lineup.add_p(row, a, b)
   local p = lineup.ranksums_p(a, b)
   if p then row.p, row.significant = p, p < 0.05 and "yes" or "no" end
+  row.t_p = lineup.ttest_p(a, b)
   return row
 end
 

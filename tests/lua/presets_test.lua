@@ -26,6 +26,46 @@ T.test("the paper's PTB Softmax model has the paper's parameter count", function
   T.eq(lmkit.model(o):parameter_count().total, 24221600)
 end)
 
+T.test("LSTM layer parameters by formula equal the model's; Softmax‡'s proportional dropouts", function()
+  for _, m in ipairs{{emb = 5, nhid = 7, nhidlast = 3, nlayers = 3}, {emb = 4, nhid = 6, nhidlast = 4, nlayers = 1},
+                     {emb = 6, nhid = 9, nhidlast = 6, nlayers = 2}} do
+    local layers = presets.lstm_parameters(m)
+    local total = 0
+    for _, n in ipairs(layers) do total = total + n end
+    T.eq(total, lmkit.model{vocab_size = 11, emb = m.emb, nhid = m.nhid, nhidlast = m.nhidlast, nlayers = m.nlayers,
+                            tie_weights = m.emb == m.nhidlast}:parameter_count().lstm)
+  end
+  -- Softmax‡ of thesis §5.7.2: Softmax† sizes (emb = nhidlast = 280, nhid 960) have 16.35M parameters
+  -- (10,000 words: embedding, decoder bias, LSTMs) against the baseline's 24.22M.
+  local base = presets.resolve{family = "awd", dataset = "ptb", scale = "paper"}.model
+  local small = {emb = 280, nhid = 960, nhidlast = 280, nlayers = 3}
+  local layers = presets.lstm_parameters(small)
+  T.eq(10000 * 280 + 10000 + layers[1] + layers[2] + layers[3], 16350800)
+  local rates, r = presets.proportional_dropouts(base, small)
+  T.near(r.embedding, 0.7, 1e-12)
+  T.near(rates.dropouti, 0.28, 1e-12)
+  T.near(rates.dropoute, 0.07, 1e-12)
+  T.near(r.last, (4 * 280 * (960 + 280) + 8 * 280) / (4 * 400 * (1150 + 400) + 8 * 400), 1e-12)
+  T.near(rates.dropout, 0.4 * r.last, 1e-12)
+  T.near(r.recurrent, (2 * 4 * 960 * 960 + 4 * 280 * 280) / (2 * 4 * 1150 * 1150 + 4 * 400 * 400), 1e-12)
+  T.truthy(rates.dropouth < base.dropouth and rates.wdrop < base.wdrop)
+  -- a one-layer model has no dropout between layers: its rate is kept
+  local one = presets.proportional_dropouts(base, {emb = 200, nhid = 500, nhidlast = 200, nlayers = 1})
+  T.eq(one.dropouth, base.dropouth)
+end)
+
+T.test("seed tables carry the thesis's rank-sum and the AAAI paper's unpaired t-test", function()
+  local lineup = require "presets.lineup"
+  local row = lineup.add_p({}, {1, 2, 3, 4}, {3, 4, 5, 6})
+  -- Student's t = −2.19089 on 6 degrees of freedom: two-sided p = 0.0709877 (textbook t distribution).
+  T.near(row.t_p, 0.0709877, 1e-6)
+  T.truthy(row.p > 0 and row.p < 1)
+  T.eq(lineup.add_p({}, {1}, {2, 3}).t_p, nil)  -- one value on a side: the tests say nothing
+  local keys = {}
+  for _, c in ipairs(lineup.ranksum_columns()) do keys[c.key] = true end
+  T.truthy(keys.t_p and keys.t_p_paper and keys.p and keys.p_paper)
+end)
+
 T.test("tiny scale is small and trains", function()
   local cfg = presets.resolve{family = "mos", dataset = "ptb", scale = "tiny"}
   T.eq(cfg.corpus.kind, "synthetic")
