@@ -15,6 +15,7 @@
 #include "bindings/lua_stats.h"
 #include "bindings/lua_tensor.h"
 #include "bindings/lua_train.h"
+#include "runtime/core/host_memory.h"
 
 namespace lmkit::lua {
 namespace {
@@ -32,6 +33,7 @@ void preload_embedded(lua_State* L) {
 }
 
 int open_module(lua_State* L) {
+  keep_freed_memory_in_process();
   preload_embedded(L);
   lua_newtable(L);
   const int module = lua_gettop(L);

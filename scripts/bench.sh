@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Training throughput: lmkit vs the plain PyTorch yardstick (scripts/awd_lstm_reference.py), on
-# this machine, same shapes, same token stream, same threads. Prints each run's raw JSON line, then
-# one Markdown table (config | lmkit tok/s | pytorch tok/s | ratio), ratio = lmkit / pytorch.
+# Training throughput: lmkit.train (scripts/bench_lmkit_train.lua, what users run), lmkit's Lua-loop
+# step (scripts/bench_train.lua) and the plain PyTorch yardstick (scripts/awd_lstm_reference.py),
+# alternating, on this machine, same shapes, same token stream, same threads. Prints each run's raw
+# JSON line (with its peak RSS from GNU time), then one Markdown table of medians and ratios.
 #
 #   bash scripts/bench.sh                      # tiny softmax, tiny mos
 #   bash scripts/bench.sh --full               # also the PTB-size softmax and mos (slow on CPU)
@@ -40,37 +41,50 @@ configs=("tiny softmax" "tiny mos")
 
 echo "machine: $(nproc) cores, $(LC_ALL=C lscpu | sed -n 's/^Model name: *//p' | head -1), threads $threads"
 echo "versions: $("$lmkit" --version 2>/dev/null | paste -sd ',' - | sed 's/,/, /g') | yardstick: Python $("$python" -c 'import sys, torch; print(sys.version.split()[0] + ", torch " + torch.__version__)')"
+# Peak RSS of each program from GNU time (its maximum resident set size, KiB), added to its JSON line.
+with_peak() {
+  local out peak
+  out=$(/usr/bin/time -f '%M' -o "$tmp/peak" "$@" | tail -1)
+  peak=$(tail -1 "$tmp/peak")
+  echo "${out%\}}, \"peak_rss_mb\": $((peak / 1024))}"
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
 rows=()
 for config in "${configs[@]}"; do
   read -r size head <<<"$config"
   s=$steps w=$warmup
   [ "$size" = ptb ] && s=$ptb_steps w=$ptb_warmup
-  lm=() py=()
+  lt=() lm=() py=()
   for _ in $(seq 1 "$repeats"); do
-    l=$("$lmkit" run scripts/bench_train.lua --set size="$size" --set head="$head" --set threads="$threads" \
-          --set steps="$s" --set warmup="$w" | tail -1)
-    p=$("$python" scripts/awd_lstm_reference.py --size "$size" --head "$head" --threads "$threads" \
-          --steps "$s" --warmup "$w" | tail -1)
-    echo "$l"; echo "$p"
-    lm+=("$l"); py+=("$p")
+    t=$(with_peak "$lmkit" run scripts/bench_lmkit_train.lua --set size="$size" --set head="$head" \
+          --set threads="$threads" --set steps="$s" --set warmup="$w")
+    l=$(with_peak "$lmkit" run scripts/bench_train.lua --set size="$size" --set head="$head" --set threads="$threads" \
+          --set steps="$s" --set warmup="$w")
+    p=$(with_peak "$python" scripts/awd_lstm_reference.py --size "$size" --head "$head" --threads "$threads" \
+          --steps "$s" --warmup "$w")
+    echo "$t"; echo "$l"; echo "$p"
+    lt+=("$t"); lm+=("$l"); py+=("$p")
   done
-  rows+=("$("$python" - "$config" "${#lm[@]}" "${lm[@]}" "${py[@]}" <<'PY'
+  rows+=("$("$python" - "$config" "${#lm[@]}" "${lt[@]}" "${lm[@]}" "${py[@]}" <<'PY'
 import json, statistics, sys
 config, n = sys.argv[1], int(sys.argv[2])
-lm = [json.loads(s) for s in sys.argv[3:3 + n]]
-py = [json.loads(s) for s in sys.argv[3 + n:]]
-for a, b in zip(lm, py):
+runs = [json.loads(s) for s in sys.argv[3:]]
+lt, lm, py = runs[:n], runs[n:2 * n], runs[2 * n:]
+for a, b, c in zip(lt, lm, py):
     for key in ("parameters", "bsz", "bptt", "steps", "threads"):
-        if a[key] != b[key]:
-            sys.exit(f"bench.sh: {config}: {key} differs: lmkit {a[key]}, pytorch {b[key]}")
-tl = statistics.median(r["tokens_per_s"] for r in lm)
-tp = statistics.median(r["tokens_per_s"] for r in py)
+        if not a[key] == b[key] == c[key]:
+            sys.exit(f"bench.sh: {config}: {key} differs: lmkit.train {a[key]}, Lua loop {b[key]}, pytorch {c[key]}")
+def median(rs, key): return statistics.median(r[key] for r in rs)
+tt, tl, tp = median(lt, "tokens_per_s"), median(lm, "tokens_per_s"), median(py, "tokens_per_s")
+mt, mp = median(lt, "peak_rss_mb"), median(py, "peak_rss_mb")
 shape = f'{config} ({lm[0]["parameters"]:,} params, {lm[0]["bptt"]}x{lm[0]["bsz"]})'
-print(f"| {shape} | {tl:,.0f} | {tp:,.0f} | {tl / tp:.2f} |")
+print(f"| {shape} | {tt:,.0f} | {tl:,.0f} | {tp:,.0f} | {tt / tp:.2f} | {tl / tp:.2f} | {mt:,.0f} / {mp:,.0f} |")
 PY
 )")
 done
 echo
-echo "| config | lmkit tok/s | pytorch tok/s | ratio |"
-echo "|---|---|---|---|"
+echo "| config | lmkit.train tok/s | Lua loop tok/s | pytorch tok/s | lmkit.train / pytorch | Lua loop / pytorch | peak RSS MB (lmkit.train / pytorch) |"
+echo "|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"

@@ -47,7 +47,7 @@ fi
 # Debian's PyTorch 1.13 for /usr/bin/python3, only for scripts/awd_lstm_reference.py (the plain
 # PyTorch yardstick that scripts/bench.sh times lmkit against); lmkit itself needs none of it.
 if [ "$with_bench" = yes ]; then
-  packages+=(python3-torch)
+  packages+=(python3-torch time)   # GNU time: the peak RSS of each benchmarked program
 fi
 
 missing=()

@@ -2,7 +2,14 @@
 
 #include <unistd.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -40,6 +47,22 @@ std::string gibibytes(std::int64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
   return text;
+}
+
+bool keep_freed_memory_in_process() {
+  static std::once_flag once;
+  static bool changed = false;
+  std::call_once(once, [] {
+#if defined(__GLIBC__)
+    const char* opt_out = std::getenv("LMKIT_SYSTEM_MALLOC");
+    const char* tunables = std::getenv("GLIBC_TUNABLES");
+    if ((opt_out && std::strcmp(opt_out, "1") == 0) || (tunables && std::strstr(tunables, "glibc.malloc."))) return;
+    changed = mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024) == 1;
+    changed = mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024) == 1 && changed;
+    changed = mallopt(M_TOP_PAD, 64 * 1024 * 1024) == 1 && changed;
+#endif
+  });
+  return changed;
 }
 
 }  // namespace lmkit

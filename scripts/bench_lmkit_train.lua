@@ -1,0 +1,94 @@
+-- Training throughput of lmkit.train itself — what users run: the BPTT sampler's random window
+-- lengths, lr scaled by seq_len/bptt, AR/TAR, global-norm clipping, the finiteness checks, logging —
+-- on the same model, sizes, dropouts and token stream as scripts/bench_train.lua (the Lua-loop step)
+-- and scripts/awd_lstm_reference.py (the plain PyTorch yardstick); scripts/bench.sh runs all three.
+--   ./build/lmkit run scripts/bench_lmkit_train.lua --set size=tiny --set head=softmax --set threads=2
+-- The token stream is the yardstick's 64-bit LCG written out as a corpus (id 0 spelled "<eos>", so
+-- that the vocabulary has exactly N words and the parameter count matches). The run stops itself
+-- after warmup + steps steps (the on_step callback asks it to); tokens/s is over the steps after the
+-- warm-up, with each window's own length, from the wall clock at the end of each step (no ASGD switch:
+-- the yardstick does not average either). Peak RSS is
+-- the process's VmHWM. Prints one JSON line with impl = "lmkit.train".
+local cfg = lmkit.configure({size = "tiny", head = "softmax", K = 15, bptt = 70, bsz = 0, steps = 20, warmup = 3,
+                             threads = 2, lr = 20.0, seed = 141, dir = ""})
+lmkit.set_threads(cfg.threads)
+assert(cfg.head == "softmax" or cfg.head == "mos", "head must be softmax or mos")
+assert(cfg.size == "tiny" or cfg.size == "ptb", "size must be tiny or ptb")
+local mos = cfg.head == "mos"
+local bsz = cfg.bsz > 0 and cfg.bsz or ((cfg.size == "ptb" and mos) and 12 or 20)
+local o
+if cfg.size == "tiny" then
+  o = {vocab_size = 1000, emb = 32, nhid = 64, nhidlast = 32}
+elseif mos then
+  o = {vocab_size = 10000, emb = 280, nhid = 960, nhidlast = 620}
+else
+  o = {vocab_size = 10000, emb = 400, nhid = 1150, nhidlast = 400}
+end
+-- SPEC Table 4.3 (PTB columns), as bench_train.lua and the yardstick.
+o.dropout, o.dropouti, o.dropoute, o.wdrop = 0.4, 0.4, 0.1, 0.5
+o.dropouth = mos and 0.225 or 0.3
+o.head = mos and lmkit.heads.mos{K = cfg.K, dropoutl = 0.29} or lmkit.heads.softmax()
+
+-- The corpus: the yardstick's stream, long enough for the steps at any drawn window length
+-- (≤ bptt + 40 at most windows; 2·bptt per step is ample), plus short valid/test splits.
+local dir = cfg.dir ~= "" and cfg.dir or os.tmpname() .. ".d"
+os.execute(("mkdir -p '%s'"):format(dir:gsub("'", "'\\''")))
+local function write_split(name, rows, seed)
+  local words, x = {}, seed
+  for i = 1, rows * bsz do
+    x = x * 6364136223846793005 + 1442695040888963407
+    local id = (x >> 33) % o.vocab_size
+    words[i] = id == 0 and "\n" or ("w" .. id .. " ")
+  end
+  -- every word of the vocabulary once, so that the vocabulary is exactly N words whatever the draw
+  for id = 1, o.vocab_size - 1 do words[#words + 1] = "w" .. id .. " " end
+  lmkit.write_file(dir .. "/" .. name .. ".txt", table.concat(words) .. "\n")
+end
+local total = cfg.warmup + cfg.steps
+write_split("train", total * 2 * cfg.bptt + 1, cfg.seed)
+write_split("valid", 2 * cfg.bptt, cfg.seed + 1)
+write_split("test", 2 * cfg.bptt, cfg.seed + 2)
+local corpus = lmkit.data.corpus{name = "bench", path = dir, cache = false}
+o.vocab_size = corpus.vocab:size()
+
+lmkit.seed(cfg.seed)
+local model = lmkit.model(o)
+local clock = lmkit.clock
+local ends, tokens = {}, {}
+local run = lmkit.train{
+  model = model, corpus = corpus, run_dir = dir .. "/run", lr = cfg.lr, batch_size = bsz, bptt = cfg.bptt,
+  epochs = 1, switch = "none", clip = 0.25, wdecay = 1.2e-6, log_interval = 1000000, seed = cfg.seed, test = false,
+  on_step = function(info, control)
+    ends[#ends + 1] = clock()
+    tokens[#tokens + 1] = info.seq_len * bsz
+    if #ends >= total then control:stop("benchmark: " .. total .. " steps") end
+  end,
+}
+assert(#ends >= total, ("lmkit.train ran %d steps, fewer than the %d asked (a longer train split is needed)"):format(#ends, total))
+
+local timed_tokens, step_times = 0, {}
+for i = cfg.warmup + 1, total do
+  timed_tokens = timed_tokens + tokens[i]
+  step_times[#step_times + 1] = ends[i] - ends[i - 1]
+end
+local seconds = ends[total] - ends[cfg.warmup]
+table.sort(step_times)
+local n = #step_times
+local median = n % 2 == 1 and step_times[(n + 1) // 2] or (step_times[n // 2] + step_times[n // 2 + 1]) / 2
+local peak_kib = 0
+local status = io.open("/proc/self/status")
+if status then
+  for line in status:lines() do
+    local kib = line:match("^VmHWM:%s*(%d+)")
+    if kib then peak_kib = tonumber(kib) end
+  end
+  status:close()
+end
+local v = lmkit.version()
+print(("{\"impl\": \"lmkit.train\", \"size\": %q, \"head\": %q, \"bsz\": %d, \"bptt\": %d, \"steps\": %d, \"warmup\": %d, " ..
+       "\"threads\": %d, \"parameters\": %d, \"tokens_per_s\": %.1f, \"step_ms\": %.2f, \"step_ms_mean\": %.2f, " ..
+       "\"peak_rss_mb\": %.0f, \"status\": %q, \"torch\": %q, \"lmkit\": %q}"):format(
+  cfg.size, cfg.head, bsz, cfg.bptt, cfg.steps, cfg.warmup, cfg.threads, model:parameter_count().total,
+  timed_tokens / seconds, 1000 * median, 1000 * seconds / n, peak_kib / 1024, run:summary().status,
+  tostring(v.torch), tostring(v.lmkit)))
+if cfg.dir == "" then os.execute(("rm -rf '%s'"):format(dir:gsub("'", "'\\''"))) end
