@@ -285,13 +285,20 @@ int lmkit_set_threads(lua_State* L) {
   if (threads < 1 || threads > kMaxThreads) {
     throw ArgError(1, "thread count must be in 1.." + std::to_string(kMaxThreads) + ", got " + std::to_string(threads));
   }
-  set_threads(static_cast<int>(threads));
+  Options o(L, 2, {"blas"});
+  const auto blas = o.integer("blas").value_or(0);
+  if (blas < 0 || blas > kMaxThreads) {
+    throw ArgError(2, "option 'blas' must be in 1.." + std::to_string(kMaxThreads) + " (or absent: the same), got " +
+                          std::to_string(blas));
+  }
+  set_threads(static_cast<int>(threads), static_cast<int>(blas));
   return 0;
 }
 
 int lmkit_get_threads(lua_State* L) {
   lua_pushinteger(L, get_threads());
-  return 1;
+  lua_pushinteger(L, get_blas_threads());
+  return 2;
 }
 
 int lmkit_version(lua_State* L) {
@@ -362,8 +369,8 @@ const Function kFunctions[] = {
     {"clock", lmkit_clock, "lmkit.clock() -> number\nWall-clock seconds from a steady clock, for timing (differences only; os.clock counts CPU time of all threads)."},
     {"seed", lmkit_seed, "lmkit.seed(n)\nSeeds Torch's CPU and CUDA generators and Lua's math.random."},
     {"device", lmkit_device, "lmkit.device() -> string\n\"cuda\" when a CUDA device is usable, else \"cpu\"."},
-    {"set_threads", lmkit_set_threads, "lmkit.set_threads(n)\nThreads (1..1024) for Torch's CPU kernels and for OpenBLAS."},
-    {"get_threads", lmkit_get_threads, "lmkit.get_threads() -> integer\nThreads Torch's CPU kernels use."},
+    {"set_threads", lmkit_set_threads, "lmkit.set_threads(n[, {blas=n}])\nThreads (1..1024) for Torch's CPU kernels and for OpenBLAS (blas= gives OpenBLAS its own count; docs/benchmarks.md has the measured choices)."},
+    {"get_threads", lmkit_get_threads, "lmkit.get_threads() -> integer, integer\nThreads Torch's CPU kernels use, and OpenBLAS's (0 when Torch's BLAS is not OpenBLAS)."},
     {"version", lmkit_version, "lmkit.version() -> {lmkit=, torch=, lua=, cuda_compiled=, cuda_usable=}\nWhat this build is made of."},
     {"is_tensor", lmkit_is_tensor, "lmkit.is_tensor(value) -> boolean\nTrue for an lmkit.Tensor."},
     {"document", lmkit_document, "lmkit.document(value, name, doc) -> value\nAttaches documentation to a function or table of yours, so help() shows it: the doc's first line is the signature with return values."},

@@ -10,8 +10,9 @@
 -- the yardstick does not average either). Peak RSS is
 -- the process's VmHWM. Prints one JSON line with impl = "lmkit.train".
 local cfg = lmkit.configure({size = "tiny", head = "softmax", K = 15, bptt = 70, bsz = 0, steps = 20, warmup = 3,
-                             threads = 2, lr = 20.0, seed = 141, dir = ""})
-lmkit.set_threads(cfg.threads)
+                             threads = 2, blas_threads = 0, lr = 20.0, seed = 141, dir = ""})
+-- blas_threads > 0: OpenBLAS's own count (docs/benchmarks.md's thread study); 0: the same as threads
+lmkit.set_threads(cfg.threads, {blas = cfg.blas_threads})
 assert(cfg.head == "softmax" or cfg.head == "mos", "head must be softmax or mos")
 assert(cfg.size == "tiny" or cfg.size == "ptb", "size must be tiny or ptb")
 local mos = cfg.head == "mos"
@@ -86,9 +87,9 @@ if status then
 end
 local v = lmkit.version()
 print(("{\"impl\": \"lmkit.train\", \"size\": %q, \"head\": %q, \"bsz\": %d, \"bptt\": %d, \"steps\": %d, \"warmup\": %d, " ..
-       "\"threads\": %d, \"parameters\": %d, \"tokens_per_s\": %.1f, \"step_ms\": %.2f, \"step_ms_mean\": %.2f, " ..
+       "\"threads\": %d, \"blas_threads\": %d, \"parameters\": %d, \"tokens_per_s\": %.1f, \"step_ms\": %.2f, \"step_ms_mean\": %.2f, " ..
        "\"peak_rss_mb\": %.0f, \"status\": %q, \"torch\": %q, \"lmkit\": %q}"):format(
-  cfg.size, cfg.head, bsz, cfg.bptt, cfg.steps, cfg.warmup, cfg.threads, model:parameter_count().total,
-  timed_tokens / seconds, 1000 * median, 1000 * seconds / n, peak_kib / 1024, run:summary().status,
+  cfg.size, cfg.head, bsz, cfg.bptt, cfg.steps, cfg.warmup, cfg.threads, select(2, lmkit.get_threads()),
+  model:parameter_count().total, timed_tokens / seconds, 1000 * median, 1000 * seconds / n, peak_kib / 1024, run:summary().status,
   tostring(v.torch), tostring(v.lmkit)))
 if cfg.dir == "" then os.execute(("rm -rf '%s'"):format(dir:gsub("'", "'\\''"))) end

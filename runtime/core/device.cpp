@@ -39,20 +39,33 @@ namespace {
 // OpenBLAS is found at run time: Torch may be linked against another BLAS, in which case the
 // call is simply absent and only Torch's pool is set.
 using OpenBlasSetThreads = void (*)(int);
+using OpenBlasGetThreads = int (*)();
 OpenBlasSetThreads find_openblas_set_threads() {
   return reinterpret_cast<OpenBlasSetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
 }
+OpenBlasGetThreads find_openblas_get_threads() {
+  return reinterpret_cast<OpenBlasGetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+}
 }  // namespace
 
-void set_threads(int threads) {
+void set_threads(int threads, int blas_threads) {
   if (threads < 1 || threads > kMaxThreads) {
     throw UsageError("thread count must be in 1.." + std::to_string(kMaxThreads) + ", got " + std::to_string(threads));
   }
+  if (blas_threads < 0 || blas_threads > kMaxThreads) {
+    throw UsageError("BLAS thread count must be in 1.." + std::to_string(kMaxThreads) + " (0: the same), got " +
+                     std::to_string(blas_threads));
+  }
   torch::set_num_threads(threads);
-  if (auto set_blas = find_openblas_set_threads()) set_blas(threads);
+  if (auto set_blas = find_openblas_set_threads()) set_blas(blas_threads > 0 ? blas_threads : threads);
 }
 
 int get_threads() { return torch::get_num_threads(); }
+
+int get_blas_threads() {
+  auto get_blas = find_openblas_get_threads();
+  return get_blas ? get_blas() : 0;
+}
 
 int cuda_device_count() { return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0; }
 

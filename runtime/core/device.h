@@ -22,10 +22,13 @@ void seed_torch(std::uint64_t seed);
 // aborts the process when the system refuses them.
 constexpr int kMaxThreads = 1024;
 
-// Sets Torch's intra-op threads and OpenBLAS's threads together: on small machines the two pools
-// otherwise oversubscribe the cores (see docs/benchmarks.md). threads must be in 1..kMaxThreads.
-void set_threads(int threads);
+// Sets Torch's intra-op threads and OpenBLAS's threads: together by default, since on small
+// machines the two pools otherwise oversubscribe the cores (see docs/benchmarks.md); blas_threads
+// > 0 gives OpenBLAS its own count. Both must be in 1..kMaxThreads (0 for blas_threads: the same).
+void set_threads(int threads, int blas_threads = 0);
 int get_threads();
+// OpenBLAS's thread count, or 0 when Torch's BLAS is not OpenBLAS.
+int get_blas_threads();
 
 // How many CUDA devices this process can use (0 without a CUDA build or device).
 int cuda_device_count();
