@@ -303,9 +303,11 @@ int lmkit_get_threads(lua_State* L) {
 
 int lmkit_version(lua_State* L) {
   const auto info = build_info();
-  lua_createtable(L, 0, 5);
+  lua_createtable(L, 0, 6);
   lua_pushstring(L, info.lmkit_version.c_str());
   lua_setfield(L, -2, "lmkit");
+  lua_pushstring(L, info.git_revision.c_str());
+  lua_setfield(L, -2, "git");
   lua_pushstring(L, info.torch_version.c_str());
   lua_setfield(L, -2, "torch");
   lua_pushstring(L, LUA_RELEASE);
@@ -371,7 +373,7 @@ const Function kFunctions[] = {
     {"device", lmkit_device, "lmkit.device() -> string\n\"cuda\" when a CUDA device is usable, else \"cpu\"."},
     {"set_threads", lmkit_set_threads, "lmkit.set_threads(n[, {blas=n}])\nThreads (1..1024) for Torch's CPU kernels and for OpenBLAS (blas= gives OpenBLAS its own count; docs/benchmarks.md has the measured choices)."},
     {"get_threads", lmkit_get_threads, "lmkit.get_threads() -> integer, integer\nThreads Torch's CPU kernels use, and OpenBLAS's (0 when Torch's BLAS is not OpenBLAS)."},
-    {"version", lmkit_version, "lmkit.version() -> {lmkit=, torch=, lua=, cuda_compiled=, cuda_usable=}\nWhat this build is made of."},
+    {"version", lmkit_version, "lmkit.version() -> {lmkit=, git=, torch=, lua=, cuda_compiled=, cuda_usable=}\nWhat this build is made of (git: the source revision of a development build, \"\" otherwise)."},
     {"is_tensor", lmkit_is_tensor, "lmkit.is_tensor(value) -> boolean\nTrue for an lmkit.Tensor."},
     {"document", lmkit_document, "lmkit.document(value, name, doc) -> value\nAttaches documentation to a function or table of yours, so help() shows it: the doc's first line is the signature with return values."},
     {"doc", lmkit_doc, "lmkit.doc(value | name) -> name, doc\nThe documentation of an lmkit function or class (nil if it has none); help() prints it."},

@@ -18,39 +18,6 @@
 namespace lmkit::repl {
 namespace {
 
-// Calls require("lmkit.batch")[function](options) in a fresh state; the integer it returns is the
-// exit status. `script` (a recipe) puts its folder on package.path, as `lmkit run` does.
-int call_batch_function(const char* function, const nlohmann::json& options,
-                        const std::vector<config::Setting>& settings, const std::string& script) {
-  LuaStateHandle state(lua::new_lmkit_state());
-  lua_State* L = state.get();
-  lua::set_cli_settings(L, settings);
-  set_package_path(L, script);
-  if (!make_globals_strict(L)) {
-    std::cerr << "lmkit: " << lua_tostring(L, -1) << "\n";
-    return 1;
-  }
-  int status;
-  {
-    InterruptGuard guard(L);
-    lua_getglobal(L, "require");
-    lua_pushliteral(L, "lmkit.batch");
-    status = lua::call_with_traceback(L, 1, 1);
-    if (status == LUA_OK) {
-      lua_getfield(L, -1, function);
-      lua::push_json(L, options);
-      status = lua::call_with_traceback(L, 1, 1);
-    }
-  }
-  std::fflush(stdout);
-  if (status != LUA_OK) {
-    const char* message = lua_tostring(L, -1);
-    std::cerr << "lmkit: " << (message ? message : "(error object is not a string)") << "\n";
-    return 1;
-  }
-  return lua_isinteger(L, -1) ? static_cast<int>(lua_tointeger(L, -1)) : 0;
-}
-
 nlohmann::json read_manifest(const std::string& dir) {
   const std::string path = dir + "/batch/manifest.json";
   std::ifstream in(path);
@@ -76,11 +43,11 @@ int run_batch(const BatchOptions& options) {
   nlohmann::json o = options.options;
   o["recipe"] = options.recipe;
   o["sets"] = options.sets;
-  return call_batch_function("submit", o, settings, options.recipe);
+  return call_lmkit_function("lmkit.batch", "submit", o, settings, options.recipe);
 }
 
 int show_batch_status(const std::string& dir) {
-  return call_batch_function("status", nlohmann::json{{"dir", dir}}, {}, "");
+  return call_lmkit_function("lmkit.batch", "status", nlohmann::json{{"dir", dir}}, {}, "");
 }
 
 int report_batch(const std::string& dir) {

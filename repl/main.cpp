@@ -3,9 +3,12 @@
 
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <optional>
+#include <string>
 
 #include "bindings/lua_call.h"
 #include "repl/batch_command.h"
+#include "repl/recipe_catalog.h"
 #include "repl/repl_session.h"
 #include "repl/script_runner.h"
 #include "runtime/core/device.h"
@@ -26,7 +29,28 @@ std::string version_text() {
 
 }  // namespace
 
+// `lmkit run RECIPE --help` (or -h) asks for the recipe's settings, not for the run command's help.
+std::optional<std::string> recipe_help_request(int argc, char** argv) {
+  if (argc < 4 || std::string(argv[1]) != "run") return std::nullopt;
+  const std::string target = argv[2];
+  if (target.empty() || target[0] == '-') return std::nullopt;
+  for (int i = 3; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") break;
+    if (a == "--help" || a == "-h") return target;
+  }
+  return std::nullopt;
+}
+
 int main(int argc, char** argv) {
+  if (const auto target = recipe_help_request(argc, argv)) {
+    try {
+      return lmkit::repl::show_recipe_help(*target);
+    } catch (const std::exception& e) {
+      std::cerr << "lmkit: " << lmkit::lua::describe_exception(std::current_exception()) << "\n";
+      return 2;
+    }
+  }
   CLI::App app{"lmkit — a toolkit for softmax-bottleneck research on word-level language models,\n"
                "C++ (LibTorch) scripted in Lua 5.4. Without a command, starts the REPL."};
   app.set_version_flag("--version", version_text, "Print the lmkit, Lua and Torch versions and CUDA availability");
@@ -37,14 +61,16 @@ int main(int argc, char** argv) {
   bool no_strict = false;
   int threads = 0;
 
-  auto* run = app.add_subcommand("run", "Run a Lua recipe or script");
-  run->add_option("script", script, "The .lua file to run")->required();
+  auto* run = app.add_subcommand("run", "Run a Lua recipe or script (a file, or the name of one of lmkit's recipes)");
+  run->add_option("script", script, "The .lua file to run, or a recipe's name (lmkit recipes lists them)")->required();
   run->add_option("--set", sets, "Override a setting: key=value (repeatable; dotted keys for nested tables)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   run->add_option("args", script_args, "Arguments for the script, after --");
   run->add_flag("--no-strict", no_strict, "Allow undeclared globals (off by default: a typo is an error)");
   run->add_option("--threads", threads, "CPU threads for Torch and OpenBLAS (default: Torch's choice)");
+
+  auto* recipes = app.add_subcommand("recipes", "List lmkit's recipes and what each reproduces");
 
   auto* repl = app.add_subcommand("repl", "Interactive Lua with lmkit loaded");
   repl->add_option("--set", sets, "Settings visible as lmkit.settings (key=value, repeatable)")
@@ -59,7 +85,7 @@ int main(int argc, char** argv) {
   bool requeue = false, wait = false, dry_run = false;
   std::vector<std::string> sbatch_args;
   auto* batch = app.add_subcommand("batch", "Run a recipe's grid as batch tasks: here (--backend local) or as a Slurm job array");
-  batch->add_option("recipe", script, "The recipe (.lua) whose cells become the tasks")->required();
+  batch->add_option("recipe", script, "The recipe (a .lua file or a recipe's name) whose cells become the tasks")->required();
   batch->add_option("--backend", backend, "local: processes on this machine; slurm: one sbatch job array")
       ->check(CLI::IsMember({"local", "slurm"}));
   batch->add_option("--set", sets, "A recipe setting for the grid and every task (key=value, repeatable; out=DIR is the batch folder)")
@@ -97,9 +123,10 @@ int main(int argc, char** argv) {
 
   try {
     if (threads > 0) lmkit::set_threads(threads);
+    if (*recipes) return lmkit::repl::list_recipes();
     if (*run) {
       lmkit::repl::ScriptOptions options;
-      options.path = script;
+      options.path = lmkit::repl::resolve_recipe(script);
       options.settings = parse_settings(sets);
       options.args = script_args;
       options.strict_globals = !no_strict;
@@ -107,7 +134,7 @@ int main(int argc, char** argv) {
     }
     if (*batch) {
       lmkit::repl::BatchOptions options;
-      options.recipe = script;
+      options.recipe = lmkit::repl::resolve_recipe(script);
       options.sets = sets;
       auto& o = options.options;
       o["backend"] = backend;

@@ -89,4 +89,35 @@ int run_script(const ScriptOptions& options) {
   return 0;
 }
 
+int call_lmkit_function(const char* module, const char* function, const nlohmann::json& options,
+                        const std::vector<config::Setting>& settings, const std::string& script) {
+  LuaStateHandle state(lua::new_lmkit_state());
+  lua_State* L = state.get();
+  lua::set_cli_settings(L, settings);
+  set_package_path(L, script);
+  if (!make_globals_strict(L)) {
+    std::cerr << "lmkit: " << lua_tostring(L, -1) << "\n";
+    return 1;
+  }
+  int status;
+  {
+    InterruptGuard guard(L);
+    lua_getglobal(L, "require");
+    lua_pushstring(L, module);
+    status = lua::call_with_traceback(L, 1, 1);
+    if (status == LUA_OK) {
+      lua_getfield(L, -1, function);
+      lua::push_json(L, options);
+      status = lua::call_with_traceback(L, 1, 1);
+    }
+  }
+  std::fflush(stdout);
+  if (status != LUA_OK) {
+    const char* message = lua_tostring(L, -1);
+    std::cerr << "lmkit: " << (message ? message : "(error object is not a string)") << "\n";
+    return 1;
+  }
+  return lua_isinteger(L, -1) ? static_cast<int>(lua_tointeger(L, -1)) : 0;
+}
+
 }  // namespace lmkit::repl

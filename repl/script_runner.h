@@ -4,6 +4,7 @@
 #include <vector>
 
 #include <lua.hpp>
+#include <nlohmann/json.hpp>
 
 #include "runtime/config/settings.h"
 
@@ -23,5 +24,12 @@ int run_script(const ScriptOptions& options);
 // Shared with the batch commands, which load recipes the same way: strict globals (false with
 // the error on the stack). package.path: repl/package_path.h.
 bool make_globals_strict(lua_State* L);
+
+// Calls require(module)[function](options) in a fresh lmkit state with `settings` as the command
+// line's --set values; the integer it returns is the exit status (0 when it returns none), 1 when
+// it raised (the error goes to stderr). `script` (a recipe) puts its folder on package.path, as
+// `lmkit run` does. The batch and catalog commands are such calls.
+int call_lmkit_function(const char* module, const char* function, const nlohmann::json& options,
+                        const std::vector<config::Setting>& settings, const std::string& script);
 
 }  // namespace lmkit::repl

@@ -195,6 +195,126 @@ function Recipe:main(overrides)
   return self.report(results, self:context(cfg, nil))
 end
 
+-- ---- the catalog: `lmkit recipes` and `lmkit run NAME --help` ----
+
+local function read_text(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local text = f:read("a")
+  f:close()
+  return text
+end
+
+-- The text of a script's leading comment block, joined ("" when it has none).
+local function leading_comment(text)
+  local lines = {}
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    local comment = line:match("^%-%-+%s?(.*)$")
+    if not comment then break end
+    lines[#lines + 1] = comment
+  end
+  return table.concat(lines, "\n")
+end
+
+-- Loads a recipe file's definition without running it: only files that call recipe.define are
+-- executed (their top level only defines); other scripts (quickstart.lua) would run, so they are
+-- described by their leading comment. Returns the definition or nil, and the file's text.
+local function definition_of(path)
+  local text = read_text(path)
+  if not text then return nil, nil end
+  if not text:find("recipe%.define") then return nil, text end
+  local chunk, err = loadfile(path)
+  if not chunk then error(("%s: %s"):format(path, err), 0) end
+  local ok, value = pcall(chunk)
+  if not ok then error(("%s: %s"):format(path, tostring(value)), 0) end
+  return recipe.is_recipe(value) and value or nil, text
+end
+
+-- The doc comment of a setting: the `-- ...` after `key = value,` on its declaring line, in the
+-- recipe's own text or else in the presets it builds its settings from (e.g. chapter5.settings).
+local function setting_doc(key, texts)
+  local pattern = "^%s*" .. key:gsub("%p", "%%%0") .. "%s*=%s*[^\n]-,%s*%-%-%s*([^\n]*)"
+  for _, text in ipairs(texts) do
+    for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+      local doc = line:match(pattern)
+      if doc then return doc end
+    end
+  end
+  return ""
+end
+
+-- {name=, file=, description=, kind = "recipe"|"script"} for each .lua file in `files` (paths),
+-- sorted by name.
+function recipe.catalog(files)
+  local entries = {}
+  for _, file in ipairs(files) do
+    local name = file:match("([^/]+)%.lua$")
+    local def, text = definition_of(file)
+    if def then
+      entries[#entries + 1] = {name = name, file = file, description = def.description, kind = "recipe"}
+    elseif text then
+      -- the first sentence of the first paragraph of its leading comment
+      local paragraph = (leading_comment(text) .. "\n\n"):match("^(.-)\n%s*\n"):gsub("%s*\n%s*", " ")
+      local first = paragraph:match("^(.-%.)%s") or paragraph
+      entries[#entries + 1] = {name = name, file = file, description = first, kind = "script"}
+    end
+  end
+  table.sort(entries, function(a, b) return a.name < b.name end)
+  return entries
+end
+
+-- The settings of the recipe in `file`: {{key=, default=, doc=}, ...} sorted by key, the runner's
+-- own (out, task, report_only) last. `presets` are texts searched for docs after the recipe's.
+function recipe.settings_of(file, presets)
+  local def, text = definition_of(file)
+  if not def then return nil end
+  local texts = {text}
+  for _, t in ipairs(presets or {}) do texts[#texts + 1] = t end
+  local rows = {}
+  for key, default in pairs(def.settings) do
+    rows[#rows + 1] = {key = key, default = default, doc = setting_doc(key, texts)}
+  end
+  table.sort(rows, function(a, b) return a.key < b.key end)
+  rows[#rows + 1] = {key = "out", default = "runs/" .. def.name .. "-<scale>", doc = "the output folder (results, report)"}
+  rows[#rows + 1] = {key = "task", default = 0, doc = "> 0: run only cell I (a batch array task)"}
+  rows[#rows + 1] = {key = "report_only", default = false, doc = "render the report from the cells that have finished"}
+  return rows, def
+end
+
+-- `lmkit recipes`: prints the catalog of lmkit's recipes folder. options = {dir=, files={...}}.
+function recipe.print_catalog(options)
+  local entries = recipe.catalog(options.files)
+  print(("Recipes in %s (lmkit run NAME [--set key=value ...]; lmkit run NAME --help for its settings):"):format(options.dir))
+  local width = 0
+  for _, e in ipairs(entries) do width = math.max(width, #e.name) end
+  for _, e in ipairs(entries) do
+    print(("  %-" .. width .. "s  %s%s"):format(e.name, e.description, e.kind == "script" and " (a script)" or ""))
+  end
+  return 0
+end
+
+-- `lmkit run NAME --help`: the recipe's description and settings. options = {file=, presets={...}}.
+function recipe.print_help(options)
+  local presets = {}
+  for _, path in ipairs(options.presets or {}) do presets[#presets + 1] = read_text(path) end
+  local rows, def = recipe.settings_of(options.file, presets)
+  if not rows then
+    local text = read_text(options.file) or error(("cannot read %s"):format(options.file), 0)
+    print(leading_comment(text))
+    print("\n(a script, not a recipe: it reads its settings through lmkit.configure)")
+    return 0
+  end
+  print(("%s — %s\n%s\n"):format(def.name, def.description, options.file))
+  print("Settings (--set key=value):")
+  local kw, dw = 0, 0
+  local function show(v) return type(v) == "string" and ("%q"):format(v) or tostring(v) end
+  for _, r in ipairs(rows) do kw, dw = math.max(kw, #r.key), math.max(dw, #show(r.default)) end
+  for _, r in ipairs(rows) do
+    print(("  %-" .. kw .. "s = %-" .. dw .. "s  %s"):format(r.key, show(r.default), r.doc))
+  end
+  return 0
+end
+
 -- What `lmkit run` does with the value a script returns: a recipe is run, anything else ignored.
 function recipe.run_returned(value)
   if recipe.is_recipe(value) then value:main() end

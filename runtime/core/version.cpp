@@ -4,6 +4,7 @@
 
 #include <torch/version.h>
 
+#include "lmkit_git_revision.h"
 #include "lmkit_version_config.h"
 
 namespace lmkit {
@@ -11,6 +12,7 @@ namespace lmkit {
 BuildInfo build_info() {
   BuildInfo info;
   info.lmkit_version = LMKIT_VERSION;
+  info.git_revision = LMKIT_GIT_REVISION;
   info.torch_version = TORCH_VERSION;
 #ifdef LMKIT_WITH_CUDA
   info.cuda_compiled = true;
@@ -29,7 +31,8 @@ std::string describe_build(const BuildInfo& info, const std::string& lua_version
   } else {
     cuda = "not compiled in";
   }
-  return "lmkit " + info.lmkit_version + "\n" + lua_version + "\nTorch " + info.torch_version +
+  const std::string revision = info.git_revision.empty() ? "" : " (git " + info.git_revision + ")";
+  return "lmkit " + info.lmkit_version + revision + "\n" + lua_version + "\nTorch " + info.torch_version +
          " (CUDA: " + cuda + ")";
 }
 

@@ -785,6 +785,7 @@ struct Trainer::State {
     json out = {{"status", status},
                 {"run_dir", store.dir().string()},
                 {"lmkit", build_info().lmkit_version},
+                {"lmkit_git", build_info().git_revision},
                 {"epochs", stage == "train" ? epoch : options.epochs},
                 {"finetune_epochs", stage == "finetune" ? epoch : 0},
                 {"steps", step},

@@ -56,7 +56,14 @@ TEST(DeviceTest, BuildInfoDescribesItself) {
   EXPECT_FALSE(info.lmkit_version.empty());
   EXPECT_EQ(info.torch_version.rfind(std::to_string(TORCH_VERSION_MAJOR) + ".", 0), 0u);
   const auto text = describe_build(info, "Lua 5.4.4");
-  EXPECT_NE(text.find("lmkit " + info.lmkit_version + "\nLua 5.4.4\nTorch "), std::string::npos);
+  const std::string revision = info.git_revision.empty() ? "" : " (git " + info.git_revision + ")";
+  EXPECT_NE(text.find("lmkit " + info.lmkit_version + revision + "\nLua 5.4.4\nTorch "), std::string::npos);
+  // a development build names its revision; a build outside git (a tarball, a package) names none
+  auto plain = info;
+  plain.git_revision = "";
+  EXPECT_EQ(describe_build(plain, "Lua 5.4.4").rfind("lmkit " + info.lmkit_version + "\n", 0), 0u);
+  plain.git_revision = "0123456789ab-dirty";
+  EXPECT_EQ(describe_build(plain, "Lua 5.4.4").rfind("lmkit " + info.lmkit_version + " (git 0123456789ab-dirty)\n", 0), 0u);
 }
 
 }  // namespace
