@@ -15,7 +15,7 @@ unset LMKIT_RECIPES
 cmake --install "$build" --prefix "$work/prefix" >"$work/install.log" 2>&1 || { cat "$work/install.log"; fail "cmake --install"; }
 for f in bin/lmkit lib/lua/5.4/lmkit.so share/lmkit/recipes/gss_grid.lua share/lmkit/recipes/presets/awd_lstm.lua \
          share/lmkit/recipes/data/table5_1_contexts.txt share/doc/lmkit/recipes.md share/doc/lmkit/LICENSE \
-         share/doc/lmkit/CITATION.cff; do
+         share/doc/lmkit/CITATION.cff share/man/man1/lmkit.1; do
   [ -e "$work/prefix/$f" ] || fail "the installation lacks $f"
 done
 cd "$work/elsewhere" || exit 1
