@@ -28,16 +28,21 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-SIZES = {  # vocab, emb, nhid, nhidlast (scripts/bench_models.lua's sizes)
+SIZES = {  # vocab, emb, nhid, nhidlast (scripts/bench_models.lua's sizes; wt2: SPEC Table 4.3)
     ("tiny", "softmax"): (1000, 32, 64, 32),
     ("tiny", "mos"): (1000, 32, 64, 32),
     ("ptb", "softmax"): (10000, 400, 1150, 400),
     ("ptb", "mos"): (10000, 280, 960, 620),
+    ("wt2", "softmax"): (33278, 400, 1150, 400),
+    ("wt2", "mos"): (33278, 300, 1150, 650),
 }
-DROPOUTS = {  # dropout, dropouth, dropouti, dropoute, wdrop (SPEC Table 4.3, PTB columns)
-    "softmax": (0.4, 0.3, 0.4, 0.1, 0.5),
-    "mos": (0.4, 0.225, 0.4, 0.1, 0.5),
+DROPOUTS = {  # dropout, dropouth, dropouti, dropoute, wdrop (SPEC Table 4.3; tiny uses the PTB columns)
+    ("ptb", "softmax"): (0.4, 0.3, 0.4, 0.1, 0.5),
+    ("ptb", "mos"): (0.4, 0.225, 0.4, 0.1, 0.5),
+    ("wt2", "softmax"): (0.4, 0.2, 0.65, 0.1, 0.5),
+    ("wt2", "mos"): (0.4, 0.2, 0.55, 0.1, 0.5),
 }
+BATCH_SIZES = {"tiny": {"softmax": 20, "mos": 20}, "ptb": {"softmax": 20, "mos": 12}, "wt2": {"softmax": 80, "mos": 15}}
 DROPOUTL = 0.29
 
 
@@ -94,10 +99,10 @@ class WeightDrop(nn.Module):
 
 
 class AwdLstm(nn.Module):
-    def __init__(self, head, vocab, emb, nhid, nhidlast, nlayers=3, K=15):
+    def __init__(self, head, vocab, emb, nhid, nhidlast, dropouts, nlayers=3, K=15):
         super().__init__()
         self.head, self.vocab, self.emb_dim, self.K = head, vocab, emb, K
-        (self.dropout, self.dropouth, self.dropouti, self.dropoute, wdrop) = DROPOUTS[head]
+        (self.dropout, self.dropouth, self.dropouti, self.dropoute, wdrop) = dropouts
         self.lockdrop = LockedDropout()
         self.encoder = nn.Embedding(vocab, emb)
         self.sizes = [nhid if l < nlayers - 1 else nhidlast for l in range(nlayers)]
@@ -144,9 +149,9 @@ class AwdLstm(nn.Module):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--size", choices=["tiny", "ptb"], default="tiny")
+    ap.add_argument("--size", choices=["tiny", "ptb", "wt2"], default="tiny")
     ap.add_argument("--head", choices=["softmax", "mos"], default="softmax")
-    ap.add_argument("--bsz", type=int, default=None, help="default 20 (softmax), 12 (ptb mos), 20 (tiny mos)")
+    ap.add_argument("--bsz", type=int, default=None, help="default 20, except 12 (ptb mos), 80 (wt2 softmax), 15 (wt2 mos)")
     ap.add_argument("--bptt", type=int, default=70)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
@@ -156,7 +161,7 @@ def main():
     ap.add_argument("--seed", type=int, default=141)
     ap.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     args = ap.parse_args()
-    bsz = args.bsz or (12 if (args.size, args.head) == ("ptb", "mos") else 20)
+    bsz = args.bsz or BATCH_SIZES[args.size][args.head]
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -165,7 +170,8 @@ def main():
     if device.type == "cuda" and not torch.cuda.is_available():
         ap.error(f"--device {args.device}: this torch ({torch.__version__}) sees no CUDA device")
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    model = AwdLstm(args.head, vocab, emb, nhid, nhidlast, K=args.K).train().to(device)
+    dropouts = DROPOUTS[("ptb" if args.size == "tiny" else args.size, args.head)]
+    model = AwdLstm(args.head, vocab, emb, nhid, nhidlast, dropouts, K=args.K).train().to(device)
     params = list(model.parameters())
     n_params = sum(p.numel() for p in params)
     opt = torch.optim.SGD(params, lr=args.lr, weight_decay=1.2e-6)

@@ -6,13 +6,15 @@
 #
 #   bash scripts/bench.sh                      # tiny softmax, tiny mos
 #   bash scripts/bench.sh --full               # also the PTB-size softmax and mos (slow on CPU)
+#   bash scripts/bench.sh --config "wt2 mos" --config "wt2 softmax 15"   # SIZE HEAD [BATCH SIZE]
 #   bash scripts/bench.sh --threads 2 --steps 20 --warmup 3 --repeats 3
 #   bash scripts/bench.sh --device cuda --config "ptb softmax" --config "ptb mos" --ptb-steps 200 --ptb-warmup 20
 #
 # LMKIT: the lmkit binary (default ./build/lmkit); PYTHON: a python with torch (default
 # /usr/bin/python3, Debian's python3-torch: bash scripts/setup.sh --with-bench --no-build).
 # With --repeats R the two programs alternate R times per config and the table shows medians.
-# --config "SIZE HEAD" (repeatable) replaces the default list; --device runs the three programs there.
+# --config "SIZE HEAD [BSZ]" (repeatable; SIZE tiny, ptb or wt2) replaces the default list; --device
+# runs the three programs there. --ptb-steps/--ptb-warmup apply to the ptb and wt2 sizes.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -60,17 +62,19 @@ trap 'rm -rf "$tmp"' EXIT
 
 rows=()
 for config in "${configs[@]}"; do
-  read -r size head <<<"$config"
+  read -r size head bsz <<<"$config"
   s=$steps w=$warmup
-  [ "$size" = ptb ] && s=$ptb_steps w=$ptb_warmup
+  [ "$size" != tiny ] && s=$ptb_steps w=$ptb_warmup
+  lm_bsz=() py_bsz=()
+  [ -z "$bsz" ] || { lm_bsz=(--set bsz="$bsz"); py_bsz=(--bsz "$bsz"); }
   lt=() lm=() py=()
   for _ in $(seq 1 "$repeats"); do
     t=$(with_peak "$lmkit" run scripts/bench_lmkit_train.lua --set size="$size" --set head="$head" \
-          --set threads="$threads" --set steps="$s" --set warmup="$w" --set device="$device")
+          --set threads="$threads" --set steps="$s" --set warmup="$w" --set device="$device" "${lm_bsz[@]}")
     l=$(with_peak "$lmkit" run scripts/bench_train.lua --set size="$size" --set head="$head" --set threads="$threads" \
-          --set steps="$s" --set warmup="$w" --set device="$device")
+          --set steps="$s" --set warmup="$w" --set device="$device" "${lm_bsz[@]}")
     p=$(with_peak "$python" scripts/awd_lstm_reference.py --size "$size" --head "$head" --threads "$threads" \
-          --steps "$s" --warmup "$w" --device "$device")
+          --steps "$s" --warmup "$w" --device "$device" "${py_bsz[@]}")
     echo "$t"; echo "$l"; echo "$p"
     lt+=("$t"); lm+=("$l"); py+=("$p")
   done
