@@ -36,7 +36,7 @@ export PATH=$LMKIT_DEPS_PREFIX/bin:$PATH
 lmkit_cmake_usable() {
   command -v cmake >/dev/null || return 1
   local version
-  version=$(cmake --version | sed -n 's/^cmake version \([0-9]*\.[0-9]*\).*/\1/p')
+  version=$(cmake --version 2>/dev/null | sed -n 's/^cmake version \([0-9]*\.[0-9]*\).*/\1/p')
   [ -n "$version" ] && [ "$(printf '%s\n' 3.22 "$version" | sort -V | head -1)" = 3.22 ]
 }
 if lmkit_cmake_usable && command -v ninja >/dev/null; then

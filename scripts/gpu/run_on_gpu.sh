@@ -13,7 +13,11 @@
 # Options: --budget SECONDS (540): the whole run's deadline, each step gets what is left of it;
 #          --bench-steps N (200) --bench-warmup N (20) --bench-repeats R (1): timed steps per program,
 #          alternating lmkit and the PyTorch yardstick R times per configuration;
-#          --build-dir DIR (build-gpu).
+#          --bench-config "SIZE HEAD [BSZ]" (repeatable; default: ptb softmax,
+#            ptb mos, wt2 mos, wt2 softmax 15, the issue's workloads these benchmarks express);
+#          --rank-contexts N (82430, PTB test); --build-dir DIR (build-gpu);
+#          --device cpu: a dry run of this driver on a machine without a GPU (CUDA off, CPU benchmarks).
+# PYTHON (default python3) is the Python whose torch lmkit is built against and the yardstick runs on.
 # Writes to $OUT (default ./gpu-out): machine.txt, results.md (the table of steps, the benchmark
 # table, the tail of each failed step's log) and logs.tar.gz (every step's full log). At most 8
 # files come back from a device call, so the logs travel as one archive.
@@ -27,7 +31,7 @@ if [ "${1:-}" = --step ]; then
   step=$2
   build=$LMKIT_GPU_BUILD
   machine_python() {  # python3 without the carried libraries: they are for lmkit's build alone
-    env LD_LIBRARY_PATH="$LMKIT_GPU_ORIGINAL_LD_LIBRARY_PATH" python3 "$@"
+    env LD_LIBRARY_PATH="$LMKIT_GPU_ORIGINAL_LD_LIBRARY_PATH" "$LMKIT_GPU_PYTHON" "$@"
   }
   case $step in
     facts)
@@ -50,7 +54,7 @@ if [ "${1:-}" = --step ]; then
       ls -d /usr/local/cuda* 2>/dev/null; echo "CUDA_HOME=${CUDA_HOME:-}"
       section nvidia-smi; show nvidia-smi
       show nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,compute_cap --format=csv
-      section python-torch; have python3; show machine_python --version
+      section python-torch; have "$LMKIT_GPU_PYTHON"; show machine_python --version
       show machine_python -c 'import torch; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version(), torch._C._GLIBCXX_USE_CXX11_ABI, torch.utils.cmake_prefix_path)'
       show machine_python - <<'PY'
 import os, torch
@@ -74,10 +78,16 @@ PY
         echo "warning: this PyTorch uses the old libstdc++ ABI; the carried fmt and GoogleTest are built" \
              "with the new one, so linking them into lmkit will fail (docs/development.md)"
       fi
+      if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=$PATH:/usr/local/cuda/bin; fi
       # Only the CUDA architecture of this machine: half the nvcc work of the default "80;90".
-      arch=$(machine_python -c 'import torch; p = torch.cuda.get_device_capability(); print(f"{p[0]}{p[1]}")' 2>/dev/null || echo 90)
-      bash scripts/gpu/configure.sh "$build" -DLMKIT_CUDA=ON -DLMKIT_CUDA_ARCHITECTURES="$arch" \
-        -DLMKIT_BUILD_TESTS=ON -DPython3_EXECUTABLE="$(command -v python3)"
+      # TORCH_CUDA_ARCH_LIST spares Torch's CMake config its own detection (it adds nvcc flags).
+      read -r arch TORCH_CUDA_ARCH_LIST < <(machine_python -c 'import torch; p = torch.cuda.get_device_capability(); print(f"{p[0]}{p[1]} {p[0]}.{p[1]}")' 2>/dev/null || echo "90 9.0")
+      export TORCH_CUDA_ARCH_LIST
+      echo "CUDA architecture: $arch (TORCH_CUDA_ARCH_LIST=$TORCH_CUDA_ARCH_LIST)"
+      cuda=ON
+      [ "$LMKIT_GPU_DEVICE" = cpu ] && cuda=OFF
+      bash scripts/gpu/configure.sh "$build" -DLMKIT_CUDA=$cuda -DLMKIT_CUDA_ARCHITECTURES="$arch" \
+        -DLMKIT_BUILD_TESTS=ON -DPython3_EXECUTABLE="$(command -v "$LMKIT_GPU_PYTHON")"
       ;;
     build)
       cmake --build "$build" -j "$(nproc)"
@@ -93,8 +103,9 @@ PY
     bench)
       # Each configuration on its own, so that a slow one or the deadline cuts the table short
       # instead of losing it. "SIZE HEAD [BSZ]": the issue's workloads that the scripts express.
-      configs=("ptb softmax" "ptb mos" "wt2 mos" "wt2 softmax 15")
-      printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec python3 "$@"\n' "$LMKIT_GPU_ORIGINAL_LD_LIBRARY_PATH" >/tmp/lmkit-machine-python
+      IFS=';' read -r -a configs <<<"$LMKIT_GPU_BENCH_CONFIGS"
+      printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$LMKIT_GPU_ORIGINAL_LD_LIBRARY_PATH" \
+        "$(command -v "$LMKIT_GPU_PYTHON")" >/tmp/lmkit-machine-python
       chmod +x /tmp/lmkit-machine-python
       rows=()
       for config in "${configs[@]}"; do
@@ -102,7 +113,7 @@ PY
         if [ "$left" -lt 60 ]; then echo "== $config: skipped, ${left}s left"; continue; fi
         echo "== $config"
         table=$(LMKIT="$build/lmkit" PYTHON=/tmp/lmkit-machine-python timeout "$((left - 10))" \
-          bash scripts/bench.sh --device cuda --threads 4 --config "$config" --repeats "$LMKIT_GPU_BENCH_REPEATS" \
+          bash scripts/bench.sh --device "$LMKIT_GPU_DEVICE" --threads 4 --config "$config" --repeats "$LMKIT_GPU_BENCH_REPEATS" \
             --ptb-steps "$LMKIT_GPU_BENCH_STEPS" --ptb-warmup "$LMKIT_GPU_BENCH_WARMUP") || { echo "$table"; echo "== $config: failed"; continue; }
         echo "$table"
         rows+=("$(tail -1 <<<"$table")")
@@ -111,7 +122,8 @@ PY
       [ ${#rows[@]} -eq 0 ] || printf '%s\n' "${rows[@]}"
       ;;
     rank)
-      "$build/lmkit" run scripts/bench_rank.lua --set device=cuda --set threads="$(nproc)"
+      "$build/lmkit" run scripts/bench_rank.lua --set device="$LMKIT_GPU_DEVICE" --set threads="$(nproc)" \
+        --set contexts="$LMKIT_GPU_RANK_CONTEXTS"
       ;;
     cpu_suite)
       left=$(( LMKIT_GPU_DEADLINE - $(date +%s) - 15 ))
@@ -128,7 +140,9 @@ fi
 all_steps=(facts configure build gpu_tests bench rank cpu_suite)
 steps=("${all_steps[@]}")
 budget=540 build_dir=build-gpu
-export LMKIT_GPU_BENCH_STEPS=200 LMKIT_GPU_BENCH_WARMUP=20 LMKIT_GPU_BENCH_REPEATS=1
+export LMKIT_GPU_BENCH_STEPS=200 LMKIT_GPU_BENCH_WARMUP=20 LMKIT_GPU_BENCH_REPEATS=1 LMKIT_GPU_DEVICE=cuda
+export LMKIT_GPU_RANK_CONTEXTS=82430 LMKIT_GPU_PYTHON=${PYTHON:-python3}
+bench_configs=()
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) steps=(facts configure build gpu_tests) ;;
@@ -137,12 +151,19 @@ while [ $# -gt 0 ]; do
     --bench-steps) LMKIT_GPU_BENCH_STEPS=$2; shift ;;
     --bench-warmup) LMKIT_GPU_BENCH_WARMUP=$2; shift ;;
     --bench-repeats) LMKIT_GPU_BENCH_REPEATS=$2; shift ;;
+    --bench-config) bench_configs+=("$2"); shift ;;
+    --rank-contexts) LMKIT_GPU_RANK_CONTEXTS=$2; shift ;;
     --build-dir) build_dir=$2; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --device) LMKIT_GPU_DEVICE=$2; shift ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "run_on_gpu.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
 done
+# The issue's workloads that the training benchmarks express: "SIZE HEAD [BSZ]".
+[ ${#bench_configs[@]} -gt 0 ] || bench_configs=("ptb softmax" "ptb mos" "wt2 mos" "wt2 softmax 15")
+LMKIT_GPU_BENCH_CONFIGS=$(IFS=';'; echo "${bench_configs[*]}")
+export LMKIT_GPU_BENCH_CONFIGS
 for step in "${steps[@]}"; do
   [[ " ${all_steps[*]} " == *" $step "* ]] || { echo "run_on_gpu.sh: unknown step '$step' (${all_steps[*]})" >&2; exit 2; }
 done
