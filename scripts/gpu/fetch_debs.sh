@@ -21,7 +21,7 @@ for option in "$@"; do
   case $option in
     --no-tools) with_tools=no ;;
     --full-boost) full_boost=yes ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
     *) echo "fetch_debs.sh: unknown option '$option' (try --help)" >&2; exit 2 ;;
   esac
 done

@@ -114,7 +114,7 @@ PY
         echo "== $config"
         table=$(LMKIT="$build/lmkit" PYTHON=/tmp/lmkit-machine-python timeout "$((left - 10))" \
           bash scripts/bench.sh --device "$LMKIT_GPU_DEVICE" --threads 4 --config "$config" --repeats "$LMKIT_GPU_BENCH_REPEATS" \
-            --ptb-steps "$LMKIT_GPU_BENCH_STEPS" --ptb-warmup "$LMKIT_GPU_BENCH_WARMUP") || { echo "$table"; echo "== $config: failed"; continue; }
+            --steps "$LMKIT_GPU_BENCH_STEPS" --warmup "$LMKIT_GPU_BENCH_WARMUP" --ptb-steps "$LMKIT_GPU_BENCH_STEPS" --ptb-warmup "$LMKIT_GPU_BENCH_WARMUP") || { echo "$table"; echo "== $config: failed"; continue; }
         echo "$table"
         rows+=("$(tail -1 <<<"$table")")
       done
@@ -155,7 +155,7 @@ while [ $# -gt 0 ]; do
     --rank-contexts) LMKIT_GPU_RANK_CONTEXTS=$2; shift ;;
     --build-dir) build_dir=$2; shift ;;
     --device) LMKIT_GPU_DEVICE=$2; shift ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
     *) echo "run_on_gpu.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
