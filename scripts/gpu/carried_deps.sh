@@ -15,7 +15,10 @@ lmkit_untar() {
   if command -v xz >/dev/null; then
     tar -C "$2" -xJf "$1"
   else
-    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$1" "$2"
+    # filter="tar" keeps symlinks and modes as packed (newer Pythons would otherwise warn or filter).
+    python3 -c 'import sys, tarfile
+kw = {"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}
+tarfile.open(sys.argv[1]).extractall(sys.argv[2], **kw)' "$1" "$2"
   fi
 }
 
@@ -25,7 +28,7 @@ if [ ! -d "$lmkit_deps_dir/prefix/usr" ]; then
          "run scripts/gpu/fetch_debs.sh where apt works, and carry .gpu-deps/carry" >&2
     return 1
   }
-  lmkit_untar "$lmkit_deps_dir/carry/deps.tar.xz" "$lmkit_deps_dir"
+  lmkit_untar "$lmkit_deps_dir/carry/deps.tar.xz" "$lmkit_deps_dir" || return 1
 fi
 export LMKIT_DEPS_PREFIX=$lmkit_deps_dir/prefix/usr
 lmkit_deps_libdir=$LMKIT_DEPS_PREFIX/lib/x86_64-linux-gnu
@@ -48,7 +51,7 @@ else
            "did not travel (scripts/gpu/fetch_debs.sh without --no-tools makes it)" >&2
       return 1
     }
-    lmkit_untar "$lmkit_deps_dir/carry/tools.tar.xz" "$lmkit_deps_dir"
+    lmkit_untar "$lmkit_deps_dir/carry/tools.tar.xz" "$lmkit_deps_dir" || return 1
   fi
   # Wrappers, not PATH + LD_LIBRARY_PATH for the whole shell: the carried curl/ssl/icu libraries
   # must not shadow the machine's own for python3 and the rest.

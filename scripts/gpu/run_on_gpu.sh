@@ -35,6 +35,7 @@ if [ "${1:-}" = --step ]; then
   }
   case $step in
     facts)
+      set +e  # a fact that cannot be read is written down as such; the others still are
       # The machine as it is, not as the carried dependencies make it look.
       PATH=$LMKIT_GPU_ORIGINAL_PATH LD_LIBRARY_PATH=$LMKIT_GPU_ORIGINAL_LD_LIBRARY_PATH
       section() { printf '\n== %s\n' "$1"; }
@@ -202,9 +203,12 @@ write_results() {
 }
 
 # The carried dependencies once, here, so that every step sees the same PATH and LD_LIBRARY_PATH.
-carried_ok=yes
+# Its log stays out of $OUT unless it failed: only 8 files come back.
+carried_ok=yes carried_log=$(mktemp)
+carried_start=$(date +%s)
 # shellcheck source=carried_deps.sh
-source "$root/scripts/gpu/carried_deps.sh" >"$out/logs/carried_deps.log" 2>&1 || carried_ok=no
+source "$root/scripts/gpu/carried_deps.sh" >"$carried_log" 2>&1 || carried_ok=no
+results+=("| unpack carried dependencies | $(( $(date +%s) - carried_start )) | $([ $carried_ok = yes ] && echo "ok (cmake/ninja: $LMKIT_DEPS_TOOLS)" || echo failed) |")
 
 run_step() {
   local step=$1 log cap start rc=0 tenths seconds status
@@ -232,8 +236,8 @@ run_step() {
 }
 
 if [ $carried_ok = no ]; then
-  cat "$out/logs/carried_deps.log"
-  results+=("| carried dependencies | 0 | failed: see logs/carried_deps.log |")
+  cp "$carried_log" "$out/logs/carried_deps.log"
+  cat "$carried_log"
   failed_logs+=("$out/logs/carried_deps.log")
 fi
 built=unknown  # "no" once configure or build failed: the later steps would only repeat that failure
