@@ -48,7 +48,7 @@ configs=("tiny softmax" "tiny mos")
 [ "$full" = yes ] && configs+=("ptb softmax" "ptb mos")
 [ ${#chosen_configs[@]} -eq 0 ] || configs=("${chosen_configs[@]}")
 
-echo "machine: $(nproc) cores, $(LC_ALL=C lscpu | sed -n 's/^Model name: *//p' | head -1), threads $threads, device $device"
+echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(LC_ALL=C lscpu | sed -n 's/^Model name: *//p' | head -1), threads $threads, device $device"
 echo "versions: $("$lmkit" --version 2>/dev/null | paste -sd ',' - | sed 's/,/, /g') | yardstick: Python $("$python" -c 'import sys, torch; print(sys.version.split()[0] + ", torch " + torch.__version__)')"
 # Peak RSS of each program from GNU time (its maximum resident set size, KiB), added to its JSON line.
 with_peak() {

@@ -43,7 +43,7 @@ if [ "${1:-}" = --step ]; then
       have() { command -v "$1" >/dev/null && echo "$1: $(command -v "$1")" || echo "$1: none"; }
       section date; date -u
       section os; cat /etc/os-release; uname -a
-      section cpu-memory-disk; echo "cores: $(nproc)"; grep -E 'MemTotal|MemAvailable' /proc/meminfo; df -h "$root" /tmp
+      section cpu-memory-disk; echo "cores: $LMKIT_GPU_CORES (OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset})"; grep -E 'MemTotal|MemAvailable' /proc/meminfo; df -h "$root" /tmp
       section glibc; ldd --version 2>&1 | head -1
       section compilers; have gcc; have g++; have c++; show gcc --version | head -1; show g++ --version | head -1
       echo "newest GLIBCXX of the compiler's libstdc++: $(strings "$(g++ -print-file-name=libstdc++.so.6)" 2>/dev/null |
@@ -91,12 +91,12 @@ PY
         -DLMKIT_BUILD_TESTS=ON -DPython3_EXECUTABLE="$(command -v "$LMKIT_GPU_PYTHON")"
       ;;
     build)
-      cmake --build "$build" -j "$(nproc)"
+      cmake --build "$build" -j "$LMKIT_GPU_CORES"
       "$build/lmkit" --version
       echo 'print("lmkit.device(): " .. lmkit.device())' >"$build/print_device.lua"
       "$build/lmkit" run "$build/print_device.lua"
-      echo "== the libraries lmkit loads"
-      ldd "$build/lmkit" | sed 's/ (0x.*//'
+      echo "== where lmkit's Torch, CUDA and carried libraries load from"
+      ldd "$build/lmkit" | grep -E 'torch|c10|cud|nv|fmt|lua|readline|lapack|blas|gfortran|tinfo|not found' | sed 's/ (0x.*//'
       ;;
     gpu_tests)
       ctest --test-dir "$build" -L gpu --output-on-failure --timeout 300
@@ -123,13 +123,13 @@ PY
       [ ${#rows[@]} -eq 0 ] || printf '%s\n' "${rows[@]}"
       ;;
     rank)
-      "$build/lmkit" run scripts/bench_rank.lua --set device="$LMKIT_GPU_DEVICE" --set threads="$(nproc)" \
+      "$build/lmkit" run scripts/bench_rank.lua --set device="$LMKIT_GPU_DEVICE" --set threads="$LMKIT_GPU_CORES" \
         --set contexts="$LMKIT_GPU_RANK_CONTEXTS"
       ;;
     cpu_suite)
       left=$(( LMKIT_GPU_DEADLINE - $(date +%s) - 15 ))
       # --stop-time ends ctest itself before the deadline, so that its summary is still written.
-      ctest --test-dir "$build" -LE gpu -E batch_slurm --output-on-failure -j "$(nproc)" --timeout 300 \
+      ctest --test-dir "$build" -LE gpu -E batch_slurm --output-on-failure -j "$LMKIT_GPU_CORES" --timeout 300 \
         --stop-time "$(date -d "+${left} seconds" +%H:%M:%S)"
       ;;
     *) echo "run_on_gpu.sh: unknown step '$step'" >&2; exit 2 ;;
@@ -176,6 +176,9 @@ export LMKIT_GPU_DEADLINE=$(( $(date +%s) + budget ))
 export LMKIT_GPU_BUILD=$root/$build_dir
 [[ $build_dir = /* ]] && LMKIT_GPU_BUILD=$build_dir
 export LMKIT_GPU_ORIGINAL_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-} LMKIT_GPU_ORIGINAL_PATH=$PATH
+# All cores: nproc obeys OMP_NUM_THREADS, which an image may set.
+LMKIT_GPU_CORES=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
+export LMKIT_GPU_CORES
 export PYTHONUNBUFFERED=1
 
 results=()  # "| step | seconds | status |" rows
@@ -188,7 +191,7 @@ write_results() {
     echo "|---|---|---|"
     printf '%s\n' "${results[@]}"
     if [ -f "$out/logs/bench.log" ]; then
-      echo; echo "## Benchmarks (scripts/bench.sh --device cuda; tokens/s, ratio = lmkit / PyTorch)"; echo
+      echo; echo "## Benchmarks (scripts/bench.sh --device $LMKIT_GPU_DEVICE; tokens/s, ratio = lmkit / PyTorch)"; echo
       sed -n '/^== all configurations/,$p' "$out/logs/bench.log" | tail -n +2
       echo; echo '```'; grep -E '^(\{|machine:|versions:)' "$out/logs/bench.log" || true; echo '```'
     fi
@@ -228,6 +231,9 @@ run_step() {
     124|137) status="timed out (budget)" ;;
     *) status="failed (exit $rc)" ;;
   esac
+  if [ "$step" = cpu_suite ] && grep -q "stop time has been passed" "$log"; then
+    status="cut at the deadline: $(grep -oE '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -1)"
+  fi
   [ $rc = 0 ] || { failed_logs+=("$log"); tail -15 "$log"; }
   results+=("| $step | $seconds | $status |")
   write_results
