@@ -12,7 +12,7 @@ lmkit_deps_dir=$lmkit_root/.gpu-deps
 # untar ARCHIVE DEST: xz may be missing on a bare machine; Python's tarfile reads xz by itself.
 lmkit_untar() {
   mkdir -p "$2"
-  if command -v xz >/dev/null; then
+  if xz --version >/dev/null 2>&1; then
     tar -C "$2" -xJf "$1"
   else
     # filter="tar" keeps symlinks and modes as packed (newer Pythons would otherwise warn or filter).
@@ -42,7 +42,7 @@ lmkit_cmake_usable() {
   version=$(cmake --version 2>/dev/null | sed -n 's/^cmake version \([0-9]*\.[0-9]*\).*/\1/p')
   [ -n "$version" ] && [ "$(printf '%s\n' 3.22 "$version" | sort -V | head -1)" = 3.22 ]
 }
-if lmkit_cmake_usable && command -v ninja >/dev/null; then
+if lmkit_cmake_usable && ninja --version >/dev/null 2>&1; then
   export LMKIT_DEPS_TOOLS=system
 else
   if [ ! -d "$lmkit_deps_dir/tools/usr" ]; then

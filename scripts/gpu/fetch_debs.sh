@@ -97,11 +97,11 @@ normalize_tree() {
     [ -e "$tree$target" ] || { echo "fetch_debs.sh: $link points to $target, which is not carried" >&2; exit 1; }
     ln -sfn "$(realpath --relative-to="$(dirname "$link")" "$tree$target")" "$link"
   done < <(find "$tree" -type l -lname '/*' -print0)
+  # Documentation, translations and editor files are of no use to a build.
+  rm -rf "$tree"/usr/share/{doc,man,info,lintian,bug,locale,emacs,vim,bash-completion,aclocal}
   local dangling
   dangling=$(find "$tree" -xtype l)
   [ -z "$dangling" ] || { echo "fetch_debs.sh: links that lead nowhere after the merge:"$'\n'"$dangling" >&2; exit 1; }
-  # Documentation, translations and editor files are of no use to a build.
-  rm -rf "$tree"/usr/share/{doc,man,info,lintian,bug,locale,emacs,vim,bash-completion,aclocal}
 }
 
 slim_prefix() {
