@@ -51,9 +51,11 @@ configs=("tiny softmax" "tiny mos")
 echo "machine: $(env -u OMP_NUM_THREADS nproc) cores, $(LC_ALL=C lscpu | sed -n 's/^Model name: *//p' | head -1), threads $threads, device $device"
 echo "versions: $("$lmkit" --version 2>/dev/null | paste -sd ',' - | sed 's/,/, /g') | yardstick: Python $("$python" -c 'import sys, torch; print(sys.version.split()[0] + ", torch " + torch.__version__)')"
 # Peak RSS of each program from GNU time (its maximum resident set size, KiB), added to its JSON line.
+# GNU time from PATH: on a GPU machine it is the carried one (scripts/gpu/fetch_debs.sh).
+gnu_time=$(type -P time) || { echo "bench.sh: needs GNU time for the peak RSS (Debian: apt-get install time)" >&2; exit 1; }
 with_peak() {
   local out peak
-  out=$(/usr/bin/time -f '%M' -o "$tmp/peak" "$@" | tail -1)
+  out=$("$gnu_time" -f '%M' -o "$tmp/peak" "$@" | tail -1)
   peak=$(tail -1 "$tmp/peak")
   echo "${out%\}}, \"peak_rss_mb\": $((peak / 1024))}"
 }

@@ -45,6 +45,7 @@ deps_packages=(
   libopenblas-pthread-dev libopenblas0-pthread libgfortran5 libquadmath0
   libreadline-dev libreadline8 libncurses-dev libncurses6 libncursesw6 libtinfo6
   libgtest-dev libgmock-dev googletest
+  time   # GNU time: scripts/bench.sh reads each program's peak RSS from it
 )
 # Debian's cmake needs curl, archive and their TLS/compression libraries; all of them are carried
 # because the GPU machine's versions (if any) are unknown. The closure check below keeps this list honest.

@@ -108,7 +108,7 @@ PY
       printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$LMKIT_GPU_ORIGINAL_LD_LIBRARY_PATH" \
         "$(command -v "$LMKIT_GPU_PYTHON")" >/tmp/lmkit-machine-python
       chmod +x /tmp/lmkit-machine-python
-      rows=()
+      rows=() header=""
       for config in "${configs[@]}"; do
         left=$(( LMKIT_GPU_DEADLINE - $(date +%s) ))
         if [ "$left" -lt 60 ]; then echo "== $config: skipped, ${left}s left"; continue; fi
@@ -117,10 +117,11 @@ PY
           bash scripts/bench.sh --device "$LMKIT_GPU_DEVICE" --threads 4 --config "$config" --repeats "$LMKIT_GPU_BENCH_REPEATS" \
             --steps "$LMKIT_GPU_BENCH_STEPS" --warmup "$LMKIT_GPU_BENCH_WARMUP" --ptb-steps "$LMKIT_GPU_BENCH_STEPS" --ptb-warmup "$LMKIT_GPU_BENCH_WARMUP") || { echo "$table"; echo "== $config: failed"; continue; }
         echo "$table"
+        header=$(grep -m1 -A1 '^| config' <<<"$table")
         rows+=("$(tail -1 <<<"$table")")
       done
-      echo; echo "== all configurations"; echo "| config | lmkit tok/s | pytorch tok/s | ratio |"; echo "|---|---|---|---|"
-      [ ${#rows[@]} -eq 0 ] || printf '%s\n' "${rows[@]}"
+      echo; echo "== all configurations"
+      [ ${#rows[@]} -eq 0 ] || { echo "$header"; printf '%s\n' "${rows[@]}"; }
       ;;
     rank)
       "$build/lmkit" run scripts/bench_rank.lua --set device="$LMKIT_GPU_DEVICE" --set threads="$LMKIT_GPU_CORES" \
@@ -191,7 +192,7 @@ write_results() {
     echo "|---|---|---|"
     printf '%s\n' "${results[@]}"
     if [ -f "$out/logs/bench.log" ]; then
-      echo; echo "## Benchmarks (scripts/bench.sh --device $LMKIT_GPU_DEVICE; tokens/s, ratio = lmkit / PyTorch)"; echo
+      echo; echo "## Benchmarks (scripts/bench.sh --device $LMKIT_GPU_DEVICE: lmkit.train, lmkit's Lua loop, the PyTorch yardstick)"; echo
       sed -n '/^== all configurations/,$p' "$out/logs/bench.log" | tail -n +2
       echo; echo '```'; grep -E '^(\{|machine:|versions:)' "$out/logs/bench.log" || true; echo '```'
     fi
