@@ -6,13 +6,13 @@
 # timed and may fail without stopping the next ones (except that nothing runs without a build).
 #
 #   bash scripts/gpu/run_on_gpu.sh --quick     # facts, configure, build, ctest -L gpu: a first probe
-#   bash scripts/gpu/run_on_gpu.sh             # also the benchmarks, the rank timing and the CPU suite
-#   bash scripts/gpu/run_on_gpu.sh --only bench,rank     # chosen steps (the build is incremental)
+#   bash scripts/gpu/run_on_gpu.sh             # also the rank timing, the benchmarks and the CPU suite
+#   bash scripts/gpu/run_on_gpu.sh --only configure,build,cpu_suite   # chosen steps (an existing build is reused)
 #
-# Steps, in order: facts configure build gpu_tests bench rank cpu_suite.
+# Steps, in order: facts configure build gpu_tests rank bench cpu_suite.
 # Options: --budget SECONDS (540): the whole run's deadline, each step gets what is left of it;
 #          --bench-steps N (200) --bench-warmup N (20) --bench-repeats R (1): timed steps per program,
-#          alternating lmkit and the PyTorch yardstick R times per configuration;
+#          alternating lmkit.train, lmkit's Lua loop and the PyTorch yardstick R times per configuration;
 #          --bench-config "SIZE HEAD [BSZ]" (repeatable; default: ptb softmax,
 #            ptb mos, wt2 mos, wt2 softmax 15, the workloads these benchmarks express);
 #          --rank-contexts N (82430, PTB test); --build-dir DIR (build-gpu);
@@ -141,7 +141,9 @@ PY
 fi
 
 # --- the driver -------------------------------------------------------------------------------
-all_steps=(facts configure build gpu_tests bench rank cpu_suite)
+# The rank timing before the benchmarks: one short run for one target, while the benchmarks take
+# whatever time is left, configuration by configuration.
+all_steps=(facts configure build gpu_tests rank bench cpu_suite)
 steps=("${all_steps[@]}")
 budget=540 build_dir=build-gpu
 export LMKIT_GPU_BENCH_STEPS=200 LMKIT_GPU_BENCH_WARMUP=20 LMKIT_GPU_BENCH_REPEATS=1 LMKIT_GPU_DEVICE=cuda
