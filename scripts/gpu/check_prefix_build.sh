@@ -6,7 +6,7 @@
 # is PyTorch's. Then checks where headers and libraries came from. Needs root (unshare -m).
 #
 #   bash scripts/gpu/check_prefix_build.sh BUILD_DIR [ctest arguments...]
-#   nice -n 19 bash scripts/gpu/check_prefix_build.sh /tmp/build-prefix -j2 --timeout 900 -E batch_slurm -LE package
+#   nice -n 19 bash scripts/gpu/check_prefix_build.sh /tmp/build-prefix -j2 --timeout 1200 -E batch_slurm
 #
 # JOBS (default 2) caps the build's parallel jobs; ctest arguments "none" skip the tests.
 set -euo pipefail

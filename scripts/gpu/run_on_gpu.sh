@@ -130,8 +130,8 @@ PY
     cpu_suite)
       left=$(( LMKIT_GPU_DEADLINE - $(date +%s) - 15 ))
       # --stop-time ends ctest itself before the deadline, so that its summary is still written.
-      # Not the Slurm test (no Slurm there) nor the Debian package's (cpack + dpkg-shlibdeps package
-      # Debian's own libraries, which neither a PyTorch wheel nor the carried prefix are).
+      # Not the Slurm test (no Slurm there) nor the Debian package's (it requires a package that
+      # depends on Debian's libtorch; Torch here is PyTorch's).
       ctest --test-dir "$build" -LE 'gpu|package' -E batch_slurm --output-on-failure -j "$LMKIT_GPU_CORES" --timeout 300 \
         --stop-time "$(date -d "+${left} seconds" +%H:%M:%S)"
       ;;
