@@ -13,8 +13,11 @@ random window lengths) so that both programs do the same number of tokens per st
 
 The token stream is the same 64-bit LCG as scripts/bench_train.lua, so both programs read identical
 tokens. Prints one JSON line: {"impl": "pytorch", "tokens_per_s": ..., "step_ms": ..., ...}.
+--device cuda runs the model and the batches there; each timed step then begins and ends with
+torch.cuda.synchronize(), so that it measures the device's work, not the queueing of it.
 
   /usr/bin/python3 scripts/awd_lstm_reference.py --size tiny --head softmax --threads 2
+  python3 scripts/awd_lstm_reference.py --size ptb --head softmax --device cuda --steps 200 --warmup 20
 """
 import argparse
 import json
@@ -25,16 +28,21 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-SIZES = {  # vocab, emb, nhid, nhidlast (scripts/bench_models.lua's sizes)
+SIZES = {  # vocab, emb, nhid, nhidlast (scripts/bench_models.lua's sizes; wt2: SPEC Table 4.3)
     ("tiny", "softmax"): (1000, 32, 64, 32),
     ("tiny", "mos"): (1000, 32, 64, 32),
     ("ptb", "softmax"): (10000, 400, 1150, 400),
     ("ptb", "mos"): (10000, 280, 960, 620),
+    ("wt2", "softmax"): (33278, 400, 1150, 400),
+    ("wt2", "mos"): (33278, 300, 1150, 650),
 }
-DROPOUTS = {  # dropout, dropouth, dropouti, dropoute, wdrop (SPEC Table 4.3, PTB columns)
-    "softmax": (0.4, 0.3, 0.4, 0.1, 0.5),
-    "mos": (0.4, 0.225, 0.4, 0.1, 0.5),
+DROPOUTS = {  # dropout, dropouth, dropouti, dropoute, wdrop (SPEC Table 4.3; tiny uses the PTB columns)
+    ("ptb", "softmax"): (0.4, 0.3, 0.4, 0.1, 0.5),
+    ("ptb", "mos"): (0.4, 0.225, 0.4, 0.1, 0.5),
+    ("wt2", "softmax"): (0.4, 0.2, 0.65, 0.1, 0.5),
+    ("wt2", "mos"): (0.4, 0.2, 0.55, 0.1, 0.5),
 }
+BATCH_SIZES = {"tiny": {"softmax": 20, "mos": 20}, "ptb": {"softmax": 20, "mos": 12}, "wt2": {"softmax": 80, "mos": 15}}
 DROPOUTL = 0.29
 
 
@@ -91,10 +99,10 @@ class WeightDrop(nn.Module):
 
 
 class AwdLstm(nn.Module):
-    def __init__(self, head, vocab, emb, nhid, nhidlast, nlayers=3, K=15):
+    def __init__(self, head, vocab, emb, nhid, nhidlast, dropouts, nlayers=3, K=15):
         super().__init__()
         self.head, self.vocab, self.emb_dim, self.K = head, vocab, emb, K
-        (self.dropout, self.dropouth, self.dropouti, self.dropoute, wdrop) = DROPOUTS[head]
+        (self.dropout, self.dropouth, self.dropouti, self.dropoute, wdrop) = dropouts
         self.lockdrop = LockedDropout()
         self.encoder = nn.Embedding(vocab, emb)
         self.sizes = [nhid if l < nlayers - 1 else nhidlast for l in range(nlayers)]
@@ -112,7 +120,8 @@ class AwdLstm(nn.Module):
         self.decoder.bias.data.zero_()
 
     def init_hidden(self, bsz):
-        return [(torch.zeros(1, bsz, h), torch.zeros(1, bsz, h)) for h in self.sizes]
+        device = self.encoder.weight.device
+        return [(torch.zeros(1, bsz, h, device=device), torch.zeros(1, bsz, h, device=device)) for h in self.sizes]
 
     def forward(self, ids, hidden):
         x = embedded_dropout(self.encoder, ids, self.dropoute if self.training else 0, self.training)
@@ -140,9 +149,9 @@ class AwdLstm(nn.Module):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--size", choices=["tiny", "ptb"], default="tiny")
+    ap.add_argument("--size", choices=["tiny", "ptb", "wt2"], default="tiny")
     ap.add_argument("--head", choices=["softmax", "mos"], default="softmax")
-    ap.add_argument("--bsz", type=int, default=None, help="default 20 (softmax), 12 (ptb mos), 20 (tiny mos)")
+    ap.add_argument("--bsz", type=int, default=None, help="default 20, except 12 (ptb mos), 80 (wt2 softmax), 15 (wt2 mos)")
     ap.add_argument("--bptt", type=int, default=70)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
@@ -150,13 +159,19 @@ def main():
     ap.add_argument("--K", type=int, default=15)
     ap.add_argument("--lr", type=float, default=20.0)
     ap.add_argument("--seed", type=int, default=141)
+    ap.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     args = ap.parse_args()
-    bsz = args.bsz or (12 if (args.size, args.head) == ("ptb", "mos") else 20)
+    bsz = args.bsz or BATCH_SIZES[args.size][args.head]
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     vocab, emb, nhid, nhidlast = SIZES[(args.size, args.head)]
-    model = AwdLstm(args.head, vocab, emb, nhid, nhidlast, K=args.K).train()
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        ap.error(f"--device {args.device}: this torch ({torch.__version__}) sees no CUDA device")
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    dropouts = DROPOUTS[("ptb" if args.size == "tiny" else args.size, args.head)]
+    model = AwdLstm(args.head, vocab, emb, nhid, nhidlast, dropouts, K=args.K).train().to(device)
     params = list(model.parameters())
     n_params = sum(p.numel() for p in params)
     opt = torch.optim.SGD(params, lr=args.lr, weight_decay=1.2e-6)
@@ -164,10 +179,11 @@ def main():
 
     total = args.warmup + args.steps
     n_rows = total * args.bptt + 1
-    data = token_stream(n_rows * bsz, vocab, args.seed).view(bsz, n_rows).t().contiguous()  # batchify
+    data = token_stream(n_rows * bsz, vocab, args.seed).view(bsz, n_rows).t().contiguous().to(device)  # batchify
     hidden = model.init_hidden(bsz)
     times, loss_value = [], float("nan")
     for step in range(total):
+        sync()
         start = time.perf_counter()
         i = step * args.bptt
         ids, targets = data[i:i + args.bptt], data[i + 1:i + 1 + args.bptt].reshape(-1)
@@ -180,13 +196,14 @@ def main():
         torch.nn.utils.clip_grad_norm_(params, clip)
         opt.step()
         loss_value = nll.item()
+        sync()
         if step >= args.warmup:
             times.append(time.perf_counter() - start)
 
     tokens = args.bptt * bsz
     print(json.dumps({
         "impl": "pytorch", "size": args.size, "head": args.head, "bsz": bsz, "bptt": args.bptt,
-        "steps": args.steps, "warmup": args.warmup, "threads": args.threads, "parameters": n_params,
+        "steps": args.steps, "warmup": args.warmup, "threads": args.threads, "device": args.device, "parameters": n_params,
         "tokens_per_s": round(tokens * len(times) / sum(times), 1),
         "step_ms": round(1000 * statistics.median(times), 2),
         "step_ms_mean": round(1000 * statistics.mean(times), 2),

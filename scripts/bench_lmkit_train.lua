@@ -9,25 +9,37 @@
 -- warm-up, with each window's own length, from the wall clock at the end of each step (no ASGD switch:
 -- the yardstick does not average either). Peak RSS is
 -- the process's VmHWM. Prints one JSON line with impl = "lmkit.train".
+-- device=cuda moves the model there (lmkit.train follows the model's device). Each step reads its
+-- loss and gradient norm back to the host, which waits for the step's queued kernels; the optimizer's
+-- update is the one part still queued when on_step reads the clock, and the next step's first read
+-- waits for it: per step the times are shifted by that tail, the total over the timed steps is not.
 local cfg = lmkit.configure({size = "tiny", head = "softmax", K = 15, bptt = 70, bsz = 0, steps = 20, warmup = 3,
-                             threads = 2, blas_threads = 0, lr = 20.0, seed = 141, dir = ""})
+                             threads = 2, blas_threads = 0, lr = 20.0, seed = 141, dir = "", device = "cpu"})
 -- blas_threads > 0: OpenBLAS's own count (docs/benchmarks.md's thread study); 0: the same as threads
 lmkit.set_threads(cfg.threads, {blas = cfg.blas_threads})
 assert(cfg.head == "softmax" or cfg.head == "mos", "head must be softmax or mos")
-assert(cfg.size == "tiny" or cfg.size == "ptb", "size must be tiny or ptb")
+assert(cfg.size == "tiny" or cfg.size == "ptb" or cfg.size == "wt2", "size must be tiny, ptb or wt2")
 local mos = cfg.head == "mos"
-local bsz = cfg.bsz > 0 and cfg.bsz or ((cfg.size == "ptb" and mos) and 12 or 20)
+-- The papers' batch sizes (SPEC Table 4.3); tiny keeps 20. As bench_train.lua and the yardstick.
+local default_bsz = {tiny = {softmax = 20, mos = 20}, ptb = {softmax = 20, mos = 12}, wt2 = {softmax = 80, mos = 15}}
+local bsz = cfg.bsz > 0 and cfg.bsz or default_bsz[cfg.size][cfg.head]
 local o
 if cfg.size == "tiny" then
   o = {vocab_size = 1000, emb = 32, nhid = 64, nhidlast = 32}
-elseif mos then
-  o = {vocab_size = 10000, emb = 280, nhid = 960, nhidlast = 620}
+elseif cfg.size == "ptb" then
+  o = mos and {vocab_size = 10000, emb = 280, nhid = 960, nhidlast = 620}
+          or {vocab_size = 10000, emb = 400, nhid = 1150, nhidlast = 400}
 else
-  o = {vocab_size = 10000, emb = 400, nhid = 1150, nhidlast = 400}
+  o = mos and {vocab_size = 33278, emb = 300, nhid = 1150, nhidlast = 650}
+          or {vocab_size = 33278, emb = 400, nhid = 1150, nhidlast = 400}
 end
--- SPEC Table 4.3 (PTB columns), as bench_train.lua and the yardstick.
-o.dropout, o.dropouti, o.dropoute, o.wdrop = 0.4, 0.4, 0.1, 0.5
-o.dropouth = mos and 0.225 or 0.3
+-- SPEC Table 4.3 (tiny uses the PTB columns), as bench_train.lua and the yardstick.
+o.dropout, o.dropoute, o.wdrop = 0.4, 0.1, 0.5
+if cfg.size == "wt2" then
+  o.dropouti, o.dropouth = mos and 0.55 or 0.65, 0.2
+else
+  o.dropouti, o.dropouth = 0.4, mos and 0.225 or 0.3
+end
 o.head = mos and lmkit.heads.mos{K = cfg.K, dropoutl = 0.29} or lmkit.heads.softmax()
 
 -- The corpus: the yardstick's stream, long enough for the steps at any drawn window length
@@ -54,6 +66,7 @@ o.vocab_size = corpus.vocab:size()
 
 lmkit.seed(cfg.seed)
 local model = lmkit.model(o)
+if cfg.device ~= "cpu" then model:to(cfg.device) end
 local clock = lmkit.clock
 local ends, tokens = {}, {}
 local run = lmkit.train{
@@ -87,9 +100,9 @@ if status then
 end
 local v = lmkit.version()
 print(("{\"impl\": \"lmkit.train\", \"size\": %q, \"head\": %q, \"bsz\": %d, \"bptt\": %d, \"steps\": %d, \"warmup\": %d, " ..
-       "\"threads\": %d, \"blas_threads\": %d, \"parameters\": %d, \"tokens_per_s\": %.1f, \"step_ms\": %.2f, \"step_ms_mean\": %.2f, " ..
+       "\"threads\": %d, \"blas_threads\": %d, \"device\": %q, \"parameters\": %d, \"tokens_per_s\": %.1f, \"step_ms\": %.2f, \"step_ms_mean\": %.2f, " ..
        "\"peak_rss_mb\": %.0f, \"status\": %q, \"torch\": %q, \"lmkit\": %q}"):format(
-  cfg.size, cfg.head, bsz, cfg.bptt, cfg.steps, cfg.warmup, cfg.threads, select(2, lmkit.get_threads()),
+  cfg.size, cfg.head, bsz, cfg.bptt, cfg.steps, cfg.warmup, cfg.threads, select(2, lmkit.get_threads()), cfg.device,
   model:parameter_count().total, timed_tokens / seconds, 1000 * median, 1000 * seconds / n, peak_kib / 1024, run:summary().status,
   tostring(v.torch), tostring(v.lmkit)))
 if cfg.dir == "" then os.execute(("rm -rf '%s'"):format(dir:gsub("'", "'\\''"))) end

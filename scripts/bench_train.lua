@@ -8,26 +8,40 @@
 -- lengths and its per-epoch validation are left out, so both sides do the same tokens per step).
 -- The token stream is the yardstick's 64-bit LCG, so both programs read identical tokens.
 -- Wall time per step from lmkit.clock; prints one JSON line with impl = "lmkit".
+-- device=cuda (or cuda:N) moves the model and the token batches there. The step's timing needs no
+-- explicit synchronize (lmkit binds none): nll:item() at the end of each step copies to the host
+-- after every kernel queued before it on the stream, the SGD update's included, so the clock
+-- stops only once the whole step has run on the device.
 local cfg = lmkit.configure({size = "tiny", head = "softmax", K = 15, bptt = 70, bsz = 0, steps = 20, warmup = 3,
-                             threads = 2, lr = 20.0, seed = 141, collect = false})
+                             threads = 2, lr = 20.0, seed = 141, collect = false, device = "cpu"})
 lmkit.set_threads(cfg.threads)
 lmkit.seed(cfg.seed)
 assert(cfg.head == "softmax" or cfg.head == "mos", "head must be softmax or mos")
+assert(cfg.size == "tiny" or cfg.size == "ptb" or cfg.size == "wt2", "size must be tiny, ptb or wt2")
 local mos = cfg.head == "mos"
-local bsz = cfg.bsz > 0 and cfg.bsz or ((cfg.size == "ptb" and mos) and 12 or 20)
+-- The papers' batch sizes (SPEC Table 4.3); tiny keeps 20.
+local default_bsz = {tiny = {softmax = 20, mos = 20}, ptb = {softmax = 20, mos = 12}, wt2 = {softmax = 80, mos = 15}}
+local bsz = cfg.bsz > 0 and cfg.bsz or default_bsz[cfg.size][cfg.head]
 local o
 if cfg.size == "tiny" then
   o = {vocab_size = 1000, emb = 32, nhid = 64, nhidlast = 32}
-elseif mos then
-  o = {vocab_size = 10000, emb = 280, nhid = 960, nhidlast = 620}
+elseif cfg.size == "ptb" then
+  o = mos and {vocab_size = 10000, emb = 280, nhid = 960, nhidlast = 620}
+          or {vocab_size = 10000, emb = 400, nhid = 1150, nhidlast = 400}
 else
-  o = {vocab_size = 10000, emb = 400, nhid = 1150, nhidlast = 400}
+  o = mos and {vocab_size = 33278, emb = 300, nhid = 1150, nhidlast = 650}
+          or {vocab_size = 33278, emb = 400, nhid = 1150, nhidlast = 400}
 end
--- SPEC Table 4.3 (PTB columns); the same values as the yardstick's DROPOUTS.
-o.dropout, o.dropouti, o.dropoute, o.wdrop = 0.4, 0.4, 0.1, 0.5
-o.dropouth = mos and 0.225 or 0.3
+-- SPEC Table 4.3 (tiny uses the PTB columns); the same values as the yardstick's DROPOUTS.
+o.dropout, o.dropoute, o.wdrop = 0.4, 0.1, 0.5
+if cfg.size == "wt2" then
+  o.dropouti, o.dropouth = mos and 0.55 or 0.65, 0.2
+else
+  o.dropouti, o.dropouth = 0.4, mos and 0.225 or 0.3
+end
 o.head = mos and lmkit.heads.mos{K = cfg.K, dropoutl = 0.29} or lmkit.heads.softmax()
 local model = lmkit.model(o):train()
+if cfg.device ~= "cpu" then model:to(cfg.device) end
 local params = model:parameters()
 
 -- Identical to token_stream() in scripts/awd_lstm_reference.py (Lua integers wrap mod 2^64).
@@ -39,6 +53,7 @@ for i = 1, n_rows * bsz do
   tokens[i] = (x >> 33) % o.vocab_size
 end
 local data = lmkit.data.batchify(lmkit.tensor(tokens, {dtype = "int64"}), bsz)  -- [n_rows, bsz]
+if cfg.device ~= "cpu" then data = data:to(cfg.device) end
 
 local lr, wdecay, clip = cfg.lr, 1.2e-6, 0.25
 local function sgd_step()
@@ -90,7 +105,7 @@ local function round(v, d) local m = 10 ^ d; return math.floor(v * m + 0.5) / m 
 local v = lmkit.version()
 -- Keys in the yardstick's order (json_encode of a Lua table has no order, so the line is written out).
 print(("{\"impl\": \"lmkit\", \"size\": %q, \"head\": %q, \"bsz\": %d, \"bptt\": %d, \"steps\": %d, \"warmup\": %d, " ..
-       "\"threads\": %d, \"parameters\": %d, \"tokens_per_s\": %.1f, \"step_ms\": %.2f, \"step_ms_mean\": %.2f, " ..
+       "\"threads\": %d, \"device\": %q, \"parameters\": %d, \"tokens_per_s\": %.1f, \"step_ms\": %.2f, \"step_ms_mean\": %.2f, " ..
        "\"final_nll\": %.4f, \"torch\": %q, \"lmkit\": %q}"):format(
-  cfg.size, cfg.head, bsz, cfg.bptt, cfg.steps, cfg.warmup, cfg.threads, model:parameter_count().total,
+  cfg.size, cfg.head, bsz, cfg.bptt, cfg.steps, cfg.warmup, cfg.threads, cfg.device, model:parameter_count().total,
   round(cfg.bptt * bsz * n / sum, 1), 1000 * median, 1000 * sum / n, nll_value, tostring(v.torch), tostring(v.lmkit)))
