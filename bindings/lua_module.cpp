@@ -285,13 +285,18 @@ int lmkit_set_threads(lua_State* L) {
   if (threads < 1 || threads > kMaxThreads) {
     throw ArgError(1, "thread count must be in 1.." + std::to_string(kMaxThreads) + ", got " + std::to_string(threads));
   }
-  Options o(L, 2, {"blas"});
-  const auto blas = o.integer("blas").value_or(0);
-  if (blas < 0 || blas > kMaxThreads) {
-    throw ArgError(2, "option 'blas' must be in 1.." + std::to_string(kMaxThreads) + " (or absent: the same), got " +
-                          std::to_string(blas));
+  Options o(L, 2, {"torch", "blas"});
+  int pools[2] = {0, 0};
+  const char* names[2] = {"torch", "blas"};
+  for (int i = 0; i < 2; ++i) {
+    const auto count = o.integer(names[i]).value_or(0);
+    if (count < 0 || count > kMaxThreads) {
+      throw ArgError(2, std::string("option '") + names[i] + "' must be in 1.." + std::to_string(kMaxThreads) +
+                            " (or absent: the default), got " + std::to_string(count));
+    }
+    pools[i] = static_cast<int>(count);
   }
-  set_threads(static_cast<int>(threads), static_cast<int>(blas));
+  set_threads(static_cast<int>(threads), pools[0], pools[1]);
   return 0;
 }
 
@@ -371,7 +376,7 @@ const Function kFunctions[] = {
     {"clock", lmkit_clock, "lmkit.clock() -> number\nWall-clock seconds from a steady clock, for timing (differences only; os.clock counts CPU time of all threads)."},
     {"seed", lmkit_seed, "lmkit.seed(n)\nSeeds Torch's CPU and CUDA generators and Lua's math.random."},
     {"device", lmkit_device, "lmkit.device() -> string\n\"cuda\" when a CUDA device is usable, else \"cpu\"."},
-    {"set_threads", lmkit_set_threads, "lmkit.set_threads(n[, {blas=n}])\nThreads (1..1024) for Torch's CPU kernels and for OpenBLAS (blas= gives OpenBLAS its own count; docs/benchmarks.md has the measured choices)."},
+    {"set_threads", lmkit_set_threads, "lmkit.set_threads(n[, {torch=1, blas=n}])\nGives lmkit n CPU cores (1..1024): OpenBLAS's n threads run the matrix products and Torch's intra-op pool keeps 1 thread, since both pools at n oversubscribe the cores (measured: docs/benchmarks.md, \"Threads\"). torch= and blas= set a pool's count explicitly."},
     {"get_threads", lmkit_get_threads, "lmkit.get_threads() -> integer, integer\nThreads Torch's CPU kernels use, and OpenBLAS's (0 when Torch's BLAS is not OpenBLAS)."},
     {"version", lmkit_version, "lmkit.version() -> {lmkit=, git=, torch=, lua=, cuda_compiled=, cuda_usable=}\nWhat this build is made of (git: the source revision of a development build, \"\" otherwise)."},
     {"is_tensor", lmkit_is_tensor, "lmkit.is_tensor(value) -> boolean\nTrue for an lmkit.Tensor."},

@@ -14,9 +14,10 @@
 -- update is the one part still queued when on_step reads the clock, and the next step's first read
 -- waits for it: per step the times are shifted by that tail, the total over the timed steps is not.
 local cfg = lmkit.configure({size = "tiny", head = "softmax", K = 15, bptt = 70, bsz = 0, steps = 20, warmup = 3,
-                             threads = 2, blas_threads = 0, lr = 20.0, seed = 141, dir = "", device = "cpu"})
--- blas_threads > 0: OpenBLAS's own count (docs/benchmarks.md's thread study); 0: the same as threads
-lmkit.set_threads(cfg.threads, {blas = cfg.blas_threads})
+                             threads = 2, torch_threads = 0, blas_threads = 0, lr = 20.0, seed = 141, dir = "", device = "cpu"})
+-- threads: the cores lmkit gets (lmkit.set_threads: OpenBLAS n, Torch 1); torch_threads /
+-- blas_threads > 0 set one pool explicitly (docs/benchmarks.md's thread study)
+lmkit.set_threads(cfg.threads, {torch = cfg.torch_threads, blas = cfg.blas_threads})
 assert(cfg.head == "softmax" or cfg.head == "mos", "head must be softmax or mos")
 assert(cfg.size == "tiny" or cfg.size == "ptb" or cfg.size == "wt2", "size must be tiny, ptb or wt2")
 local mos = cfg.head == "mos"
@@ -100,9 +101,9 @@ if status then
 end
 local v = lmkit.version()
 print(("{\"impl\": \"lmkit.train\", \"size\": %q, \"head\": %q, \"bsz\": %d, \"bptt\": %d, \"steps\": %d, \"warmup\": %d, " ..
-       "\"threads\": %d, \"blas_threads\": %d, \"device\": %q, \"parameters\": %d, \"tokens_per_s\": %.1f, \"step_ms\": %.2f, \"step_ms_mean\": %.2f, " ..
+       "\"threads\": %d, \"torch_threads\": %d, \"blas_threads\": %d, \"device\": %q, \"parameters\": %d, \"tokens_per_s\": %.1f, \"step_ms\": %.2f, \"step_ms_mean\": %.2f, " ..
        "\"peak_rss_mb\": %.0f, \"status\": %q, \"torch\": %q, \"lmkit\": %q}"):format(
-  cfg.size, cfg.head, bsz, cfg.bptt, cfg.steps, cfg.warmup, cfg.threads, select(2, lmkit.get_threads()), cfg.device,
+  cfg.size, cfg.head, bsz, cfg.bptt, cfg.steps, cfg.warmup, cfg.threads, lmkit.get_threads(), select(2, lmkit.get_threads()), cfg.device,
   model:parameter_count().total, timed_tokens / seconds, 1000 * median, 1000 * seconds / n, peak_kib / 1024, run:summary().status,
   tostring(v.torch), tostring(v.lmkit)))
 if cfg.dir == "" then os.execute(("rm -rf '%s'"):format(dir:gsub("'", "'\\''"))) end

@@ -48,16 +48,18 @@ OpenBlasGetThreads find_openblas_get_threads() {
 }
 }  // namespace
 
-void set_threads(int threads, int blas_threads) {
-  if (threads < 1 || threads > kMaxThreads) {
-    throw UsageError("thread count must be in 1.." + std::to_string(kMaxThreads) + ", got " + std::to_string(threads));
+void set_threads(int cores, int torch_threads, int blas_threads) {
+  if (cores < 1 || cores > kMaxThreads) {
+    throw UsageError("thread count must be in 1.." + std::to_string(kMaxThreads) + ", got " + std::to_string(cores));
   }
-  if (blas_threads < 0 || blas_threads > kMaxThreads) {
-    throw UsageError("BLAS thread count must be in 1.." + std::to_string(kMaxThreads) + " (0: the same), got " +
-                     std::to_string(blas_threads));
+  for (const auto& [name, count] : {std::pair<const char*, int>{"Torch", torch_threads}, {"BLAS", blas_threads}}) {
+    if (count < 0 || count > kMaxThreads) {
+      throw UsageError(std::string(name) + " thread count must be in 1.." + std::to_string(kMaxThreads) +
+                       " (0: the default), got " + std::to_string(count));
+    }
   }
-  torch::set_num_threads(threads);
-  if (auto set_blas = find_openblas_set_threads()) set_blas(blas_threads > 0 ? blas_threads : threads);
+  torch::set_num_threads(torch_threads > 0 ? torch_threads : 1);
+  if (auto set_blas = find_openblas_set_threads()) set_blas(blas_threads > 0 ? blas_threads : cores);
 }
 
 int get_threads() { return torch::get_num_threads(); }

@@ -22,10 +22,13 @@ void seed_torch(std::uint64_t seed);
 // aborts the process when the system refuses them.
 constexpr int kMaxThreads = 1024;
 
-// Sets Torch's intra-op threads and OpenBLAS's threads: together by default, since on small
-// machines the two pools otherwise oversubscribe the cores (see docs/benchmarks.md); blas_threads
-// > 0 gives OpenBLAS its own count. Both must be in 1..kMaxThreads (0 for blas_threads: the same).
-void set_threads(int threads, int blas_threads = 0);
+// Gives lmkit `cores` CPU cores. By default OpenBLAS gets them all and Torch's intra-op pool one
+// thread: the GEMMs are where the threads pay, and both pools at full size oversubscribe the cores
+// (measured on 2 cores, docs/benchmarks.md "Threads": Torch 2 + OpenBLAS 2 ran at half the speed
+// of Torch 1 + OpenBLAS 2 on every workload). torch_threads / blas_threads > 0 set a pool
+// explicitly. Every count must be in 1..kMaxThreads (0 for the two overrides: the default).
+void set_threads(int cores, int torch_threads = 0, int blas_threads = 0);
+// Torch's intra-op threads.
 int get_threads();
 // OpenBLAS's thread count, or 0 when Torch's BLAS is not OpenBLAS.
 int get_blas_threads();

@@ -43,12 +43,18 @@ TEST(DeviceTest, SeedMakesDrawsReproducible) {
 }
 
 TEST(DeviceTest, ThreadsAreSetAndValidated) {
-  const int before = get_threads();
+  // n cores: OpenBLAS gets them, Torch's pool one thread unless told otherwise
   set_threads(2);
+  EXPECT_EQ(get_threads(), 1);
+  if (get_blas_threads() != 0) EXPECT_EQ(get_blas_threads(), 2);
+  set_threads(2, /*torch_threads=*/2, /*blas_threads=*/1);
   EXPECT_EQ(get_threads(), 2);
-  set_threads(before);
+  if (get_blas_threads() != 0) EXPECT_EQ(get_blas_threads(), 1);
+  set_threads(1);
   EXPECT_THROW(set_threads(0), UsageError);
   EXPECT_THROW(set_threads(kMaxThreads + 1), UsageError);
+  EXPECT_THROW(set_threads(1, -1), UsageError);
+  EXPECT_THROW(set_threads(1, 0, kMaxThreads + 1), UsageError);
 }
 
 TEST(DeviceTest, BuildInfoDescribesItself) {
