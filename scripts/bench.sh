@@ -2,7 +2,7 @@
 # Training throughput: lmkit.train (scripts/bench_lmkit_train.lua, what users run), lmkit's Lua-loop
 # step (scripts/bench_train.lua) and the plain PyTorch yardstick (scripts/awd_lstm_reference.py),
 # alternating, on this machine, same shapes, same token stream, same threads. Prints each run's raw
-# JSON line (with its peak RSS from GNU time), then one Markdown table of medians and ratios.
+# JSON line (with max_rss_mb, its peak RSS from GNU time), then one Markdown table of medians and ratios.
 #
 #   bash scripts/bench.sh                      # tiny softmax, tiny mos
 #   bash scripts/bench.sh --full               # also the PTB-size softmax and mos (slow on CPU)
@@ -57,7 +57,7 @@ with_peak() {
   local out peak
   out=$("$gnu_time" -f '%M' -o "$tmp/peak" "$@" | tail -1)
   peak=$(tail -1 "$tmp/peak")
-  echo "${out%\}}, \"peak_rss_mb\": $((peak / 1024))}"
+  echo "${out%\}}, \"max_rss_mb\": $((peak / 1024))}"
 }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -91,7 +91,7 @@ for a, b, c in zip(lt, lm, py):
             sys.exit(f"bench.sh: {config}: {key} differs: lmkit.train {a[key]}, Lua loop {b[key]}, pytorch {c[key]}")
 def median(rs, key): return statistics.median(r[key] for r in rs)
 tt, tl, tp = median(lt, "tokens_per_s"), median(lm, "tokens_per_s"), median(py, "tokens_per_s")
-mt, mp = median(lt, "peak_rss_mb"), median(py, "peak_rss_mb")
+mt, mp = median(lt, "max_rss_mb"), median(py, "max_rss_mb")
 shape = f'{config} ({lm[0]["parameters"]:,} params, {lm[0]["bptt"]}x{lm[0]["bsz"]})'
 print(f"| {shape} | {tt:,.0f} | {tl:,.0f} | {tp:,.0f} | {tt / tp:.2f} | {tl / tp:.2f} | {mt:,.0f} / {mp:,.0f} |")
 PY
