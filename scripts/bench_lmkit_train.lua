@@ -19,6 +19,9 @@ local cfg = lmkit.configure({size = "tiny", head = "softmax", K = 15, bptt = 70,
 -- blas_threads > 0 set one pool explicitly (docs/benchmarks.md's thread study)
 lmkit.set_threads(cfg.threads, {torch = cfg.torch_threads, blas = cfg.blas_threads})
 assert(cfg.head == "softmax" or cfg.head == "mos", "head must be softmax or mos")
+-- the clock starts at the end of the last warm-up step, so there must be one
+assert(cfg.warmup >= 1, "warmup must be ≥ 1: the timed steps start at the end of the last warm-up step")
+assert(cfg.steps >= 1, "steps must be ≥ 1")
 assert(cfg.size == "tiny" or cfg.size == "ptb" or cfg.size == "wt2", "size must be tiny, ptb or wt2")
 local mos = cfg.head == "mos"
 -- The papers' batch sizes (SPEC Table 4.3); tiny keeps 20. As bench_train.lua and the yardstick.
