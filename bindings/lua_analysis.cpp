@@ -9,6 +9,7 @@
 #include "bindings/lua_heads.h"
 #include "bindings/lua_model.h"
 #include "bindings/lua_tensor.h"
+#include "runtime/analysis/hidden_size.h"
 #include "runtime/analysis/logp_matrix.h"
 #include "runtime/analysis/matrix_rank.h"
 #include "runtime/analysis/spectra.h"
@@ -40,6 +41,22 @@ int analysis_press_rank(lua_State* L) {
 int analysis_effective_rank(lua_State* L) {
   auto& sv = check_tensor(L, 1);
   lua_pushinteger(L, analysis::effective_rank(sv, check_number(L, 2)));
+  return 1;
+}
+
+int analysis_hidden_size(lua_State* L) {
+  auto& sv = check_tensor(L, 1);
+  Options o(L, 2, {"bias", "min_gap"});
+  const auto e = analysis::estimate_hidden_size(sv, o.boolean("bias").value_or(true), o.number("min_gap").value_or(1e3));
+  lua_createtable(L, 0, 4);
+  lua_pushinteger(L, e.hidden_size);
+  lua_setfield(L, -2, "hidden_size");
+  lua_pushinteger(L, e.signal);
+  lua_setfield(L, -2, "signal");
+  lua_pushnumber(L, e.gap);
+  lua_setfield(L, -2, "gap");
+  lua_pushboolean(L, e.found);
+  lua_setfield(L, -2, "found");
   return 1;
 }
 
@@ -199,6 +216,7 @@ int analysis_noise(lua_State* L) {
 const Function kFunctions[] = {
     {"svdvals", analysis_svdvals, "lmkit.analysis.svdvals(Q[, {float64=false}]) -> Tensor\nSingular values of a matrix, descending, in its own precision (float64 on request); LAPACK gesdd on CPU, cuSOLVER on GPU — never through QᵀQ."},
     {"press_rank", analysis_press_rank, "lmkit.analysis.press_rank(sv, rows, cols[, eps_dtype=\"float32\"]) -> integer\nNumber of singular values above 0.5·sqrt(rows+cols+1)·σ_max·eps(eps_dtype) (the thesis's rank; float32 eps as the reference computed it)."},
+    {"hidden_size", analysis_hidden_size, "lmkit.analysis.hidden_size(sv[, {bias=true, min_gap=1e3}]) -> {hidden_size=, signal=, gap=, found=}\nA softmax model's hidden size d from the singular values of its log-probabilities alone (Finlayson et al. 2024): the largest ratio σ_r/σ_{r+1} ends the signal, d = r − 2 (r − 1 without a decoder bias); found = the gap reaches min_gap (a bottleneck's signature; heads that break the bottleneck leave none)."},
     {"effective_rank", analysis_effective_rank, "lmkit.analysis.effective_rank(sv, eps) -> integer\nSmallest k with Σ_{i≤k} σ_i² ≥ (1 − eps)·Σ σ_i²."},
     {"logp_matrix", analysis_logp_matrix, "lmkit.analysis.logp_matrix(model, tokens[, {batch_size=1, bptt=70, max_contexts=nil, dtype=\"float32\", f_logits=false}]) -> Tensor\nlog P(·|c) for every context of the stream, in evaluation order: [contexts, vocab] (PTB test: 82,430 × 10,000). f_logits=true gives the head's transformed logits f(l) instead (heads of the form log_softmax(f(l)))."},
     {"logp_svdvals", analysis_logp_svdvals, "lmkit.analysis.logp_svdvals(model, tokens[, {batch_size=1, bptt=70, max_contexts=nil, dtype=\"float32\", f_logits=false, method=\"auto\", memory_gb=nil, block_rows=2·vocab}]) -> Tensor, rows, cols, method\nSingular values of the logP matrix (descending) and its size. method \"svd\": Q whole in host memory, one values-only SVD (LAPACK ?gesdd in place; the thesis's method); \"streaming_qr\": Q never held, blocks of block_rows rows folded into a QR's R, then the SVD of R; \"auto\" (default): svd when Q fits in memory_gb (default: 60% of the memory available now). The 4th result describes the method that ran, for reports."},

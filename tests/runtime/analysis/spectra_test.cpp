@@ -6,6 +6,7 @@
 #include <limits>
 #include <utility>
 
+#include "runtime/analysis/hidden_size.h"
 #include "runtime/analysis/lapack_svd.h"
 #include "runtime/analysis/logp_matrix.h"
 #include "runtime/analysis/matrix_rank.h"
@@ -113,6 +114,45 @@ TEST(StreamingSvdTest, ModelSpectrumStreamedEqualsDirect) {
   EXPECT_EQ(whole.method, SpectrumMethod::kSvd);
   EXPECT_NE(whole.description.find("thin SVD of Q"), std::string::npos) << whole.description;
   EXPECT_LT((whole.singular_values - direct).abs().max().item<double>(), 1e-12 * direct[0].item<double>());
+}
+
+// The hidden size from outputs: a spectrum with r strong values then noise puts the gap at r.
+TEST(HiddenSizeTest, TheLargestGapEndsTheSignal) {
+  const auto sv = torch::tensor({50.0, 20.0, 9.0, 4.0, 2.0, 3e-5, 2e-5, 1e-5}, kDouble);
+  const auto e = estimate_hidden_size(sv);
+  EXPECT_EQ(e.signal, 5);
+  EXPECT_EQ(e.hidden_size, 3);  // r − 2 with a bias
+  EXPECT_NEAR(e.gap, 2.0 / 3e-5, 1e-6);
+  EXPECT_TRUE(e.found);
+  EXPECT_EQ(estimate_hidden_size(sv, /*bias=*/false).hidden_size, 4);
+  // A gently decaying spectrum has no signature.
+  const auto smooth = torch::pow(0.9, torch::arange(50, kDouble));
+  EXPECT_FALSE(estimate_hidden_size(smooth).found);
+  // Exact zeros after the signal: an infinite gap at the first one.
+  const auto exact = estimate_hidden_size(torch::tensor({3.0, 2.0, 1.0, 0.0, 0.0}, kDouble));
+  EXPECT_EQ(exact.signal, 3);
+  EXPECT_TRUE(std::isinf(exact.gap));
+  // The unigram direction's gap after σ_1 (a model that learnt little context) is not the signature.
+  const auto unigram = estimate_hidden_size(torch::tensor({1.0, 1e-5, 8e-6, 5e-6, 4e-6, 1e-12, 9e-13}, kDouble));
+  EXPECT_EQ(unigram.signal, 5);
+  EXPECT_EQ(unigram.hidden_size, 3);
+  EXPECT_THROW(estimate_hidden_size(torch::tensor({1.0, 0.5, 0.2}, kDouble)), UsageError);
+  EXPECT_THROW(estimate_hidden_size(torch::tensor({1.0, 2.0}, kDouble)), UsageError);
+  EXPECT_THROW(estimate_hidden_size(sv, true, 1.0), UsageError);
+}
+
+// A Softmax model's Q gives its d back exactly; a SigSoftmax model's keeps it hidden.
+TEST(HiddenSizeTest, SoftmaxRevealsItsHiddenSizeSigSoftmaxDoesNot) {
+  for (std::int64_t d : {4, 6, 9}) {
+    auto model = random_model({{"kind", "softmax"}}, d);
+    const auto q = logp_matrix(model, random_tokens(600), {});
+    const auto e = estimate_hidden_size(svdvals(q));
+    EXPECT_TRUE(e.found) << d;
+    EXPECT_EQ(e.hidden_size, d);
+  }
+  auto sigsoftmax = random_model({{"kind", "sigsoftmax"}}, 6);
+  const auto e = estimate_hidden_size(svdvals(logp_matrix(sigsoftmax, random_tokens(600), {})));
+  EXPECT_FALSE(e.found) << "gap " << e.gap << " at " << e.signal;
 }
 
 // auto: the thesis's whole-matrix SVD when Q fits the budget, the streaming QR when it does not.

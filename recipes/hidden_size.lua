@@ -1,0 +1,135 @@
+-- Hidden size from outputs (Finlayson, Ren & Swayamdipta 2024; Carlini et al. 2024): given only a
+-- model's log-probabilities for n > d contexts, its hidden size d can be read off their singular
+-- values — a softmax head's log P spans d + 2 dimensions (the thesis's rank 402 for d = 400), and
+-- the spectrum falls by orders of magnitude after the (d + 2)-th value. The thesis's rank tables,
+-- read as a security property: heads that break the bottleneck (SigSoftmax, GSS, LMS-PLIF, MoS)
+-- leave no such gap, so their d cannot be recovered this way.
+--
+--   lmkit run recipes/hidden_size.lua                                     -- tiny scale (minutes on a CPU)
+--   lmkit run recipes/hidden_size.lua --set dims=8,16,24,32 --set heads=softmax,gss
+--   lmkit run recipes/hidden_size.lua --set scale=paper --set dims=200,400
+--
+-- Cells: a Softmax model for each d of `dims` (emb = nhidlast = d), and each other head of `heads`
+-- at the middle d. Each cell trains its model (recipes/presets/awd_lstm.lua), takes the singular
+-- values of its logP matrix Q on the test split (all of PTB's contexts, WT2's first 33,320; thin
+-- SVD when Q fits in memory) from the model in float64, and estimates d with
+-- lmkit.analysis.hidden_size (the largest ratio σ_r/σ_{r+1}; d = r − 2, the decoder having a bias).
+-- Not in the papers, our choices: Q in float64 (the outputs at full precision; a weakly trained
+-- model's context signal is below float32's rounding noise), the estimator's min_gap (1e3: the
+-- report gives every gap), and a mixture's "d" being its latent dimension (= emb).
+local recipe = require "lmkit.recipe"
+local presets = require "presets.awd_lstm"
+local lineup = require "presets.lineup"
+local measure = require "presets.measure"
+
+local function numbers(value, name)
+  local list = {}
+  for item in tostring(value):gmatch("[^,%s]+") do
+    local n = math.tointeger(tonumber(item))
+    if not n or n < 1 then error(("hidden_size: %s must list positive integers, got '%s'"):format(name, item), 0) end
+    list[#list + 1] = n
+  end
+  if #list == 0 then error(("hidden_size: %s is empty"):format(name), 0) end
+  return list
+end
+
+return recipe.define{
+  name = "hidden_size",
+  description = "Hidden size from output log-probabilities: Softmax gives its d away, bottleneck-breaking heads do not",
+  settings = {
+    scale = "tiny",          -- tiny | small | paper (recipes/presets/awd_lstm.lua)
+    dataset = "ptb",         -- ptb | wikitext-2
+    dims = "8,16,24",        -- the Softmax models' d (emb = nhidlast)
+    heads = "sigsoftmax,gss,plif,mos",  -- other heads, each at the middle d of dims
+    min_gap = 1000,          -- the ratio σ_r/σ_{r+1} that counts as a bottleneck's signature
+    epochs = 0,              -- > 0 overrides the scale's epoch count
+    switch = "et",           -- the ASGD switch (SPEC §2): "et" or "nt"
+    switch_epoch = 0,        -- > 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)
+    max_contexts = -1,       -- Q's test contexts: -1 as the thesis (PTB all, WT2 the first 33,320), 0 all, n
+  },
+
+  grid = function(cfg)
+    local dims = numbers(cfg.dims, "dims")
+    local cells = {}
+    for _, d in ipairs(dims) do cells[#cells + 1] = {head = "softmax", d = d} end
+    local middle = dims[(#dims + 1) // 2]
+    for _, head in ipairs(lineup.list(cfg.heads)) do
+      if head ~= "softmax" then cells[#cells + 1] = {head = head, d = middle} end
+    end
+    return cells
+  end,
+
+  run = function(cell, ctx)
+    local cfg = ctx.cfg
+    local p = lineup.preset(cell.head, cfg)
+    -- d is the width the decoder's logits come from: emb = nhidlast for the single-softmax heads,
+    -- the latent dimension (= emb) for the mixtures, whose last LSTM layer keeps its own width.
+    local model_sizes = {emb = cell.d}
+    if lineup.family(cell.head) ~= "mos" then model_sizes.nhidlast = cell.d end
+    local model, summary, corpus = presets.train_cell{preset = p, head = lineup.head(p, cell.head),
+                                                      dir = ctx.dir .. "/run", model = model_sizes,
+                                                      train = presets.train_overrides(cfg)}
+    -- The outputs at full precision: the trained model in float64. In float32 a weakly trained
+    -- model's context signal (σ_2.. of Q, ~1e-5·σ_1 after one tiny epoch) sits under the rounding
+    -- noise (~1e-7·√(m+n)·σ_1) and no estimator sees it.
+    model:double()
+    local sv, rows, cols, method = lmkit.analysis.logp_svdvals(model, corpus.test, {
+      batch_size = 1, dtype = "float64", max_contexts = measure.contexts(cfg.max_contexts, cfg.dataset)})
+    local e = lmkit.analysis.hidden_size(sv, {bias = true, min_gap = cfg.min_gap})
+    return {test_ppl = summary.test_ppl, contexts = rows, vocab = cols, rank_method = method,
+            rank = lmkit.analysis.press_rank(sv, rows, cols, "float64"), signal = e.signal, estimated = e.hidden_size,
+            gap = e.gap, found = e.found, spectrum = lmkit.analysis.normalized_spectrum(sv):totable()}
+  end,
+
+  report = function(results, ctx)
+    local cfg = ctx.cfg
+    local data = presets.data(cfg)
+    local t = lmkit.report.table{
+      title = ("Hidden size from the log-probabilities alone, %s"):format(data.short),
+      data = data,
+      columns = {
+        {key = "head", label = "Head"}, {key = "d", label = "d (true)"},
+        {key = "rank", label = "Press rank (float64)"}, {key = "signal", label = "r (largest gap after σ_r)"},
+        {key = "gap", label = "σ_r / σ_r+1", format = "%.3g"},
+        {key = "estimated", label = "d estimated (r − 2)"}, {key = "verdict", label = "Verdict"},
+        {key = "test_ppl", label = "Test ppl", digits = 2},
+      },
+    }
+    local softmax_total, softmax_exact = 0, 0
+    local series = {}
+    for _, r in ipairs(results) do
+      local row = {head = lineup.label(r.cell.head), d = r.cell.d}
+      local x = r.result
+      if x then
+        row.rank, row.signal, row.gap, row.test_ppl = x.rank, x.signal, x.gap, x.test_ppl
+        row.estimated = x.found and x.estimated or nil
+        if not x.found then
+          row.verdict = "no signature"
+        elseif x.estimated == r.cell.d then
+          row.verdict = "d recovered"
+        else
+          row.verdict = ("gap, but d off by %+d"):format(x.estimated - r.cell.d)
+        end
+        if r.cell.head == "softmax" then
+          softmax_total = softmax_total + 1
+          if x.found and x.estimated == r.cell.d then softmax_exact = softmax_exact + 1 end
+        end
+        series[#series + 1] = {values = x.spectrum, label = ("%s d=%d"):format(row.head, r.cell.d)}
+      end
+      t:add(row)
+    end
+    t:note(("Softmax models whose d was recovered exactly: %d of %d. A gap counts as the signature when " ..
+            "σ_r/σ_r+1 ≥ %g (min_gap)."):format(softmax_exact, softmax_total, cfg.min_gap))
+    t:note(presets.switch_note(cfg, "ET-ASGD (the heads of Tables 4.8/4.9)"))
+    t:note("Q is computed from the trained model in float64 (the outputs at full precision) and its Press " ..
+           "rank counted against float64's eps.")
+    measure.print_and_save(t, ctx.out, "report")
+    if #series > 0 then
+      local plot_file = ctx.out .. "/spectra.png"
+      lmkit.plot.spectrum{out = plot_file, series = series, xlabel = "index i", ylabel = "σ_i / σ_1",
+                          title = ("Singular values of Q per model, %s"):format(data.short)}
+      print("plot: " .. plot_file)
+    end
+    print("report files: " .. ctx.out .. "/report.{md,csv,tex}")
+  end,
+}

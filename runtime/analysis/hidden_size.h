@@ -1,0 +1,31 @@
+// A model's hidden size read off its outputs alone (Finlayson, Ren & Swayamdipta 2024; Carlini et al.
+// 2024): a softmax head's log-probabilities log_softmax(H·Eᵀ + b) over n > d contexts span at most
+// d + 2 dimensions (d from H·Eᵀ, one from the bias b, one from the per-context normalizer; d + 1
+// without a bias — the thesis's "rank 402" for d = 400). Their singular values fall by orders of
+// magnitude after the (d + 2)-th, down to the precision's rounding noise; the position of the
+// largest multiplicative gap σ_r / σ_{r+1} gives r and so d = r − 2 (r − 1 without a bias). The
+// search starts at the r of d = 1: the gap after σ_1 is the unigram direction's (every row of Q
+// shares log P(w) up to the context's part), large for a model that has learnt little context.
+// Heads that break the bottleneck (SigSoftmax, GSS, PLIF, MoS) leave no such gap: there the largest
+// ratio is small and `found` is false — the thesis's rank tables read as a security property.
+#pragma once
+#include <cstdint>
+
+#include "runtime/core/torch.h"
+
+namespace lmkit::analysis {
+
+struct HiddenSizeEstimate {
+  std::int64_t signal = 0;       // r: singular values before the largest gap
+  double gap = 0;                // σ_r / σ_{r+1} (infinity when σ_{r+1} is exactly 0)
+  std::int64_t hidden_size = 0;  // r − 2 with a decoder bias, r − 1 without (at least 0)
+  bool found = false;            // gap ≥ min_gap: a bottleneck's signature
+};
+
+// `singular_values` descending (any float dtype, at least 3 of them with a bias, 2 without). `bias`: whether the model's
+// logits have a bias (AWD-LSTM's decoder has one). `min_gap` > 1: the ratio a gap must reach to
+// count as the signature (default 1e3: a float32 Q's noise floor sits ~1e-6 below its σ₁, the
+// decay of real singular values within a spectrum is far gentler). UsageError otherwise.
+HiddenSizeEstimate estimate_hidden_size(const torch::Tensor& singular_values, bool bias = true, double min_gap = 1e3);
+
+}  // namespace lmkit::analysis
