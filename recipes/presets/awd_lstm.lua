@@ -211,12 +211,14 @@ function presets.train_overrides(cfg, base)
   return train
 end
 
--- A line for a report: the switch a recipe trained with, beside the thesis's.
+-- A line for a report: the switch a recipe trained with, beside the thesis's (thesis = false: a
+-- recipe beyond the thesis, no thesis table to name).
 function presets.switch_note(cfg, thesis)
   local switch = rawget(cfg, "switch")
   local ours = switch == "et"
     and ("ET-ASGD, averaging after epoch %d"):format(presets.et_epoch(cfg, (cfg.epochs or 0) > 0 and cfg.epochs or nil))
     or "NT-ASGD (non-monotone trigger)"
+  if thesis == false then return ("ASGD switch: %s."):format(ours) end
   return ("ASGD switch: %s; the thesis's table used %s."):format(ours, thesis or
     (switch == "et" and "ET-ASGD at epoch 200" or "NT-ASGD"))
 end
