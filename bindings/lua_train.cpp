@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <new>
+#include <optional>
 #include <stdexcept>
 
 #include "bindings/lua_call.h"
@@ -14,6 +15,7 @@
 #include "runtime/core/error.h"
 #include "runtime/data/corpus_origin.h"
 #include "runtime/models/checkpoint.h"
+#include "runtime/training/cache_evaluation.h"
 #include "runtime/training/evaluation.h"
 #include "runtime/training/run_store.h"
 #include "runtime/training/trainer.h"
@@ -442,12 +444,62 @@ void push_eval_result(lua_State* L, const training::EvalResult& r) {
   push_json(L, json{{"loss", r.loss}, {"ppl", r.perplexity}, {"tokens", r.tokens}});
 }
 
+// The table at `table` (option `cache` of argument 3): {window=, theta=, lambda=}, read raw; every
+// error names cache.<key>.
+training::CacheOptions read_cache_options(lua_State* L, int table) {
+  training::CacheOptions options;
+  lua_pushnil(L);
+  while (lua_next(L, table) != 0) {
+    const std::string key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
+    if (key == "window") {
+      int exact = 0;
+      const auto value = lua_tointegerx(L, -1, &exact);
+      if (!exact || value < 1) {
+        lua_pop(L, 2);
+        throw ArgError(3, "option 'cache.window' must be an integer ≥ 1 (contexts per column)");
+      }
+      options.window = value;
+    } else if (key == "theta" || key == "lambda") {
+      int is_number = 0;
+      const double value = lua_tonumberx(L, -1, &is_number);
+      if (!is_number) {
+        lua_pop(L, 2);
+        throw ArgError(3, "option 'cache." + key + "' must be a number");
+      }
+      (key == "theta" ? options.theta : options.lambda) = value;
+    } else {
+      lua_pop(L, 2);
+      throw ArgError(3, "unknown option 'cache." + (key.empty() ? std::string("(not a string)") : key) +
+                            "' (accepted: window, theta, lambda)");
+    }
+    lua_pop(L, 1);
+  }
+  return options;
+}
+
 int lmkit_evaluate(lua_State* L) {
   LanguageModel model = check_model(L, 1);  // alive even if a Lua head closes it
   auto tokens = check_token_stream(L, 2);
-  Options o(L, 3, {"batch_size", "bptt"});
+  Options o(L, 3, {"batch_size", "bptt", "cache"});
+  const auto batch_size = o.integer("batch_size").value_or(10);
+  const auto bptt = o.integer("bptt").value_or(70);
+  std::optional<training::CacheOptions> cache;
+  if (o.present() && get_field_raw(L, 3, "cache") != LUA_TNIL) {
+    if (lua_type(L, -1) != LUA_TTABLE) {
+      lua_pop(L, 1);
+      throw ArgError(3, "option 'cache' must be a table {window=, theta=, lambda=}");
+    }
+    training::CacheOptions options = read_cache_options(L, lua_gettop(L));
+    options.batch_size = batch_size;
+    options.bptt = bptt;
+    cache = options;
+    lua_pop(L, 1);
+  } else if (o.present()) {
+    lua_pop(L, 1);
+  }
   LuaCallScope scope(L);
-  push_eval_result(L, training::evaluate(model, tokens, o.integer("batch_size").value_or(10), o.integer("bptt").value_or(70)));
+  push_eval_result(L, cache ? training::cache_evaluate(model, tokens, *cache)
+                            : training::evaluate(model, tokens, batch_size, bptt));
   return 1;
 }
 
@@ -483,8 +535,11 @@ const Function kFunctions[] = {
      "are rebuilt from config.json unless given (a head written in Lua must be given)."},
     {"open_run", lmkit_open_run, "lmkit.open_run(run_dir) -> Run\nA finished (or running) run's directory, to read its summary, metrics and best model."},
     {"evaluate", lmkit_evaluate,
-     "lmkit.evaluate(model, tokens[, {batch_size=10, bptt=70}]) -> {loss=, ppl=, tokens=}\n"
-     "Perplexity on a token stream (e.g. corpus.test) as AWD-LSTM evaluates: batchified, windows of bptt, state carried, dropout off."},
+     "lmkit.evaluate(model, tokens[, {batch_size=10, bptt=70, cache=nil}]) -> {loss=, ppl=, tokens=}\n"
+     "Perplexity on a token stream (e.g. corpus.test) as AWD-LSTM evaluates: batchified, windows of bptt, state carried, dropout off. "
+     "cache = {window=3785, theta=0.662, lambda=0.1279} mixes in a neural cache (Grave et al. 2017; AWD-LSTM's pointer.py): "
+     "p = (1−λ)·p_model + λ·Σ_{i in window, y_i = w} softmax(θ·h_t·h_i) over the column's last window contexts, once a window is full; "
+     "pointer.py uses batch_size=1."},
     {"dynamic_evaluate", lmkit_dynamic_evaluate,
      "lmkit.dynamic_evaluate(model, train_tokens, tokens[, {lr=2e-3, lamb=0.02, epsilon=1e-3, bptt=5, batch_size=1, "
      "stats_batch_size=100, max_stats_windows=-1}]) -> {loss=, ppl=, tokens=}\n"
