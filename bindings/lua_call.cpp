@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/config/json_text.h"
+#include "runtime/config/option_schema.h"
 #include "runtime/core/error.h"
 
 namespace lmkit::lua {
@@ -272,6 +273,9 @@ bool is_options_table(lua_State* L, int position) {
 }
 
 Options::Options(lua_State* L, int position, std::initializer_list<const char*> accepted)
+    : Options(L, position, std::vector<std::string>(accepted.begin(), accepted.end())) {}
+
+Options::Options(lua_State* L, int position, const std::vector<std::string>& accepted)
     : L_(L), position_(0) {
   if (lua_isnoneornil(L, position)) return;
   if (lua_type(L, position) != LUA_TTABLE) type_error(L, position, "table of options");
@@ -282,14 +286,15 @@ Options::Options(lua_State* L, int position, std::initializer_list<const char*> 
     bool known = false;
     if (lua_type(L, -1) == LUA_TSTRING) {
       const char* key = lua_tostring(L, -1);
-      for (const char* a : accepted) known = known || std::string(a) == key;
+      for (const auto& a : accepted) known = known || a == key;
     }
     if (!known) {
-      std::string key = lua_type(L, -1) == LUA_TSTRING ? "'" + std::string(lua_tostring(L, -1)) + "'"
-                                                      : std::string("a ") + luaL_typename(L, -1) + " key";
+      const bool named = lua_type(L, -1) == LUA_TSTRING;
+      const std::string key = named ? lua_tostring(L, -1) : std::string("a ") + luaL_typename(L, -1) + " key";
       lua_pop(L, 1);
+      if (named) throw ArgError(position_, config::unknown_key_text("option", key, accepted));
       std::string list;
-      for (const char* a : accepted) list += (list.empty() ? "" : ", ") + std::string(a);
+      for (const auto& a : accepted) list += (list.empty() ? "" : ", ") + a;
       throw ArgError(position_, "unknown option " + key + " (accepted: " + list + ")");
     }
   }
@@ -355,6 +360,11 @@ std::optional<bool> Options::boolean(const char* key) const {
   const bool value = lua_toboolean(L_, -1);
   lua_pop(L_, 1);
   return value;
+}
+
+const Function& current_function(lua_State* L) {
+  // The trampoline's upvalue 1; a binding runs inside the trampoline's call, so it sees them.
+  return *static_cast<const Function*>(lua_touserdata(L, lua_upvalueindex(1)));
 }
 
 void set_functions(lua_State* L, int table_index, const char* qualifier,

@@ -52,6 +52,7 @@ std::optional<std::string> opt_string(lua_State* L, int position);
 class Options {
  public:
   Options(lua_State* L, int position, std::initializer_list<const char*> accepted);
+  Options(lua_State* L, int position, const std::vector<std::string>& accepted);
   bool present() const { return position_ != 0; }
   std::optional<std::string> string(const char* key) const;
   std::optional<double> number(const char* key) const;
@@ -104,6 +105,9 @@ struct Function {
   const char* doc;   // first line: the signature with return values; then a description
   const char* display_name = nullptr;  // overrides the qualified name in errors ("Tensor indexing")
 };
+
+// The Function running now (inside its binding): lets one C function serve several names.
+const Function& current_function(lua_State* L);
 
 // Sets `functions` as fields of the table at `table_index`, each wrapped in the trampoline.
 // `qualifier` names their owner in error messages and help ("lmkit" → 'lmkit.zeros', "Tensor" with

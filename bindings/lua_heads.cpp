@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <deque>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 #include "bindings/lua_call.h"
 #include "bindings/lua_tensor.h"
 #include "runtime/core/error.h"
+#include "runtime/heads/head_registry.h"
 #include "runtime/tensor/tensor_format.h"
 
 namespace lmkit::lua {
@@ -212,106 +214,109 @@ void push_spec(lua_State* L, const char* kind) {
   luaL_setmetatable(L, kHeadSpecMetatable);
 }
 
-template <const char* Kind>
-int simple_spec(lua_State* L) {
-  Options options(L, 1, {});
-  push_spec(L, Kind);
-  return 1;
-}
-
-constexpr char kSoftmax[] = "softmax";
-constexpr char kSigSoftmax[] = "sigsoftmax";
-constexpr char kSigmoid[] = "sigmoid";
-
-void set_number(lua_State* L, const char* key, std::optional<double> value) {
-  if (value) {
-    lua_pushnumber(L, *value);
-    lua_setfield(L, -2, key);
-  }
-}
-
-void set_integer(lua_State* L, const char* key, std::optional<lua_Integer> value, lua_Integer minimum) {
-  if (value) {
-    if (*value < minimum) throw ArgError(1, std::string("option '") + key + "' must be >= " + std::to_string(minimum));
-    lua_pushinteger(L, *value);
-    lua_setfield(L, -2, key);
-  }
-}
-
-void set_flags(lua_State* L, const Options& o, std::initializer_list<const char*> keys) {
-  for (const char* key : keys) {
-    if (const auto flag = o.boolean(key)) {
-      lua_pushboolean(L, *flag);
-      lua_setfield(L, -2, key);
+// lmkit.heads.<kind>{...} for every registered kind (head_registry.h): the options are read with
+// Lua's types, checked by the kind's schema (the same check make_head makes) and packaged.
+int heads_registered(lua_State* L) {
+  const std::string name = current_function(L).name;
+  const HeadKind* kind = find_head_kind(name);
+  if (!kind) throw UsageError("head kind '" + name + "' is not registered");
+  const auto& schema = kind->schema();
+  Options o(L, 1, schema.names());
+  push_spec(L, name.c_str());
+  for (const auto& option : schema.options()) {
+    nlohmann::json value;
+    const char* key = option.name.c_str();
+    switch (option.type) {
+      case config::OptionType::Boolean:
+        if (const auto b = o.boolean(key)) value = *b;
+        break;
+      case config::OptionType::Integer:
+        if (const auto i = o.integer(key)) value = static_cast<std::int64_t>(*i);
+        break;
+      case config::OptionType::Number:
+        if (const auto x = o.number(key)) value = *x;
+        break;
     }
+    if (value.is_null()) continue;
+    try {
+      value = schema.check(option.name, value);
+    } catch (const ConfigError& e) {
+      throw ArgError(1, e.what());
+    }
+    if (value.is_boolean()) {
+      lua_pushboolean(L, value.get<bool>());
+    } else if (value.is_number_integer()) {
+      lua_pushinteger(L, value.get<std::int64_t>());
+    } else {
+      lua_pushnumber(L, value.get<double>());
+    }
+    lua_setfield(L, -2, key);
   }
-}
-
-int heads_gss(lua_State* L) {
-  Options o(L, 1, {"c", "k"});
-  const auto c = o.number("c");
-  const auto k = o.number("k");
-  if (k && !(*k > 0)) throw ArgError(1, "option 'k' must be positive");
-  push_spec(L, "gss");
-  set_number(L, "c", c);
-  set_number(L, "k", k);
   return 1;
 }
 
-int heads_plif(lua_State* L) {
-  Options o(L, 1, {"K", "T", "sigma", "freeze", "lr", "authors_offset"});
-  const auto K = o.integer("K");
-  const auto T = o.number("T");
-  const auto sigma = o.number("sigma");
-  const auto lr = o.number("lr");
-  if (T && !(*T > 0)) throw ArgError(1, "option 'T' must be positive");
-  if (sigma && !(*sigma >= 0)) throw ArgError(1, "option 'sigma' must be ≥ 0");
-  if (lr && !(*lr > 0)) throw ArgError(1, "option 'lr' must be positive");
-  push_spec(L, "plif");
-  set_integer(L, "K", K, 1);
-  set_number(L, "T", T);
-  set_number(L, "sigma", sigma);
-  set_number(L, "lr", lr);
-  set_flags(L, o, {"freeze", "authors_offset"});
+// The functions of lmkit.heads.<kind>, built once per process from the registry (their names and
+// doc strings must outlive every Lua state that holds them).
+const std::vector<Function>& registered_head_functions() {
+  static const std::vector<Function>* functions = [] {
+    auto* texts = new std::deque<std::string>;
+    auto* list = new std::vector<Function>;
+    for (const HeadKind* kind : registered_head_kinds()) {
+      const std::string& name = texts->emplace_back(kind->kind);
+      const std::string& doc = texts->emplace_back(kind->doc());
+      list->push_back({name.c_str(), heads_registered, doc.c_str()});
+    }
+    return list;
+  }();
+  return *functions;
+}
+
+// lmkit.heads.info(kind): what the registry declares of a kind.
+int heads_info(lua_State* L) {
+  const std::string name = luaL_checkstring(L, 1);
+  const HeadKind* kind = find_head_kind(name);
+  if (!kind) {
+    std::string known;
+    for (const auto& k : head_kinds()) known += (known.empty() ? "" : ", ") + k;
+    throw ArgError(1, "unknown head kind '" + name + "' (known: " + known + "; Lua heads: pointwise, custom)");
+  }
+  lua_createtable(L, 0, 6);
+  push_string(L, kind->kind);
+  lua_setfield(L, -2, "kind");
+  push_string(L, kind->summary);
+  lua_setfield(L, -2, "summary");
+  lua_pushboolean(L, kind->capabilities.projects);
+  lua_setfield(L, -2, "projects");
+  lua_pushboolean(L, kind->capabilities.pointwise);
+  lua_setfield(L, -2, "pointwise");
+  lua_pushboolean(L, kind->capabilities.monotone);
+  lua_setfield(L, -2, "monotone");
+  lua_createtable(L, static_cast<int>(kind->options.size()), 0);
+  lua_Integer i = 0;
+  for (const auto& option : kind->options) {
+    lua_createtable(L, 0, 3);
+    push_string(L, option.name);
+    lua_setfield(L, -2, "name");
+    push_string(L, option.default_value.dump());
+    lua_setfield(L, -2, "default");
+    push_string(L, option.doc);
+    lua_setfield(L, -2, "doc");
+    lua_rawseti(L, -2, ++i);
+  }
+  lua_setfield(L, -2, "options");
   return 1;
 }
 
-int heads_relu(lua_State* L) {
-  Options o(L, 1, {"eps"});
-  const auto eps = o.number("eps");
-  if (eps && !(*eps > 0)) throw ArgError(1, "option 'eps' must be positive");
-  push_spec(L, "relu");
-  set_number(L, "eps", eps);
+// lmkit.heads.kinds(): the registered kinds, sorted.
+int heads_kinds(lua_State* L) {
+  const auto kinds = head_kinds();
+  lua_createtable(L, static_cast<int>(kinds.size()), 0);
+  for (std::size_t i = 0; i < kinds.size(); ++i) {
+    push_string(L, kinds[i]);
+    lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
+  }
   return 1;
 }
-
-int heads_advsoft(lua_State* L) {
-  Options o(L, 1, {"eps", "relative", "aligned_only"});
-  const auto eps = o.number("eps");
-  if (eps && !(*eps >= 0 && std::isfinite(*eps))) throw ArgError(1, "option 'eps' must be finite and non-negative");
-  push_spec(L, "advsoft");
-  set_number(L, "eps", eps);
-  set_flags(L, o, {"relative", "aligned_only"});
-  return 1;
-}
-
-template <const char* Kind, bool WithDropout>
-int mixture_spec(lua_State* L) {
-  Options o(L, 1, WithDropout ? std::initializer_list<const char*>{"K", "dropoutl"}
-                              : std::initializer_list<const char*>{"K"});
-  const auto K = o.integer("K");
-  std::optional<double> dropoutl;
-  if (WithDropout) dropoutl = o.number("dropoutl");
-  if (dropoutl && !(*dropoutl >= 0 && *dropoutl < 1)) throw ArgError(1, "option 'dropoutl' must be in [0, 1)");
-  push_spec(L, Kind);
-  set_integer(L, "K", K, 1);
-  set_number(L, "dropoutl", dropoutl);
-  return 1;
-}
-
-constexpr char kMos[] = "mos";
-constexpr char kMoss[] = "moss";
-constexpr char kMoc[] = "moc";
 
 int heads_pointwise(lua_State* L) {
   check_type(L, 1, LUA_TFUNCTION, "function");
@@ -355,16 +360,8 @@ int heads_custom(lua_State* L) {
 }
 
 const Function kHeadFunctions[] = {
-    {"softmax", simple_spec<kSoftmax>, "lmkit.heads.softmax() -> HeadSpec\nlog_softmax(l), l = h·Eᵀ + b: the AWD-LSTM baseline."},
-    {"sigsoftmax", simple_spec<kSigSoftmax>, "lmkit.heads.sigsoftmax() -> HeadSpec\nSigSoftmax: log_softmax(2l − softplus(l)) (fused op)."},
-    {"gss", heads_gss, "lmkit.heads.gss{c=0, k=2} -> HeadSpec\nGeneralized SigSoftmax: log_softmax(k(l−c) + c − (k−1)·softplus(l−c)); GSS(0,2) = SigSoftmax, GSS(c,1) = Softmax."},
-    {"plif", heads_plif, "lmkit.heads.plif{K=100000, T=20, sigma=1, freeze=false, lr=0.02, authors_offset=false} -> HeadSpec\nLMS-PLIF: log_softmax(f(l)), f piecewise linear increasing on K equal intervals of [−T, T], slopes softplus(v), v ~ N(log(e−1), σ²) (σ = 1 as the authors' code). The slopes train at their own rate lr (thesis 0.02; lmkit.train's own_lr overrides). freeze=true keeps the slopes at their initial values (LMS-PLIF†). authors_offset=true gives f-logits with f(−T) = 0 as the authors' code (log-probabilities are the same)."},
-    {"relu", heads_relu, "lmkit.heads.relu{eps=1e-8} -> HeadSpec\nReLU-based: log((relu(l)+ε) / Σ(relu(l)+ε))."},
-    {"sigmoid", simple_spec<kSigmoid>, "lmkit.heads.sigmoid() -> HeadSpec\nSigmoid-based: log_sigmoid(l) − logsumexp(log_sigmoid(l))."},
-    {"mos", mixture_spec<kMos, true>, "lmkit.heads.mos{K=15, dropoutl=0.29} -> HeadSpec\nMixture of Softmaxes: logsumexp_k(log π_k + log_softmax(h_k·Eᵀ + b)), h_k = tanh(W_k h), π = softmax(U h)."},
-    {"moss", mixture_spec<kMoss, true>, "lmkit.heads.moss{K=15, dropoutl=0.29} -> HeadSpec\nMixture of SigSoftmaxes: MoS with SigSoftmax components."},
-    {"moc", mixture_spec<kMoc, true>, "lmkit.heads.moc{K=15, dropoutl=0.29} -> HeadSpec\nMixture of Contexts: log_softmax((Σ_k π_k h_k)·Eᵀ + b)."},
-    {"advsoft", heads_advsoft, "lmkit.heads.advsoft{eps=0.01, relative=false, aligned_only=false} -> HeadSpec\nAdversarial Softmax: while training, the target's output embedding e_t is moved by −ε_t·h/‖h‖; evaluation is Softmax. ε_t = eps (thesis eq. 3.23); relative=true makes it eps·‖e_t‖ and aligned_only=true perturbs only where cos(h, e_t) > 0, as the code behind thesis Tables A.1–A.3 (eps 0.005). Embedding noise is the model option emb_noise."},
+    {"kinds", heads_kinds, "lmkit.heads.kinds() -> {string}\nThe head kinds built into lmkit (each also lmkit.heads.<kind>), sorted; the Lua heads pointwise and custom are not among them."},
+    {"info", heads_info, "lmkit.heads.info(kind) -> table\nWhat a built-in head kind declares: {kind, summary, projects, pointwise, monotone, options = {{name, default, doc}, ...}}. projects: it maps h to a latent space of its own (the MoS family, trained with the MoS configuration); pointwise: log_softmax(f(l)) with f pointwise; monotone: f increasing, so it ranks words as Softmax does."},
     {"pointwise", heads_pointwise, "lmkit.heads.pointwise(fn) -> HeadSpec\nlog_softmax(fn(l)) for a Lua function fn of the logits Tensor [M, N] returning a Tensor of the same shape, composed from lmkit tensor ops (autograd works). Models with it cannot be saved."},
     {"custom", heads_custom, "lmkit.heads.custom{forward=fn, nll=fn, parameters={...}, name=} -> HeadSpec\nA head written in Lua: forward(h [M, d], weight [N, d], bias [N] or nil) returns log-probabilities [M, N]; optional nll(h, targets, weight, bias) returns [M] negative log-likelihoods; parameters (Tensors) become the head's parameters. See docs/lua-heads.md."},
 };
@@ -423,6 +420,8 @@ void open_heads(lua_State* L, int module_index) {
   lua_setfield(L, -2, "__name");
   lua_pop(L, 1);
   lua_newtable(L);
+  const auto& registered = registered_head_functions();
+  set_functions(L, -1, "lmkit.heads", registered.data(), registered.size(), false);
   set_functions(L, -1, "lmkit.heads", kHeadFunctions);
   lua_setfield(L, module_index, "heads");
 }

@@ -168,12 +168,21 @@ function presets.load_corpus(cfg)
   return lmkit.data.corpus{name = c.name, protocol = c.protocol or "full"}
 end
 
+-- True for the head kinds that map h to a latent space of their own (the MoS family), as the kind
+-- declares it (lmkit.heads.info); false for names that are no built-in kind (plif_frozen, Lua heads).
+function presets.head_projects(name)
+  for _, kind in ipairs(lmkit.heads.kinds()) do
+    if kind == name then return lmkit.heads.info(name).projects end
+  end
+  return false
+end
+
 -- A head spec by name, with the resolved configuration's settings (K and dropoutl for the mixtures,
 -- LMS-PLIF's intervals at this scale) and the caller's on top:
 --   presets.head(p, "gss", {c = 1, k = 2}), presets.head(p, "mos"), presets.head(p, "plif", {freeze = true})
 function presets.head(cfg, name, options)
   local o = {}
-  if name == "mos" or name == "moss" or name == "moc" then
+  if presets.head_projects(name) then
     o.K, o.dropoutl = cfg.head.K, cfg.head.dropoutl
   elseif name == "plif" then
     o.K, o.T = cfg.plif_K or presets.plif.K, presets.plif.T

@@ -22,7 +22,7 @@ function lineup.label(name) return lineup.labels[name] or name end
 
 -- The mixtures train with the MoS code's configuration (Table 4.3's right half), the rest with AWD-LSTM's.
 function lineup.family(name)
-  return (name == "mos" or name == "moss" or name == "moc") and "mos" or "awd"
+  return presets.head_projects(name) and "mos" or "awd"
 end
 
 function lineup.preset(name, cfg)

@@ -11,6 +11,7 @@
 #include "runtime/core/error.h"
 #include "runtime/core/interruption.h"
 #include "runtime/data/batching.h"
+#include "runtime/heads/head_registry.h"
 #include "runtime/tensor/tensor_format.h"
 
 namespace lmkit::analysis {
@@ -28,7 +29,7 @@ std::int64_t for_each_window(LanguageModel& model, const torch::Tensor& tokens, 
                                        model->decoder());
     if (!probe.defined()) {
       throw UsageError("logp_matrix: the " + model->head->kind() + " head has no f-logits (only heads of the form "
-                       "log_softmax(f(l)) do: softmax, sigsoftmax, gss, plif, relu, sigmoid, advsoft)");
+                       "log_softmax(f(l)) do: " + head_kinds_with(&HeadCapabilities::pointwise) + ")");
     }
   }
   model->eval();

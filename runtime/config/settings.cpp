@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "runtime/config/option_schema.h"
 #include "runtime/core/error.h"
 
 namespace lmkit::config {
@@ -170,31 +171,11 @@ Json coerce(const std::string& text, const Json& like, const Setting& setting) {
   }
 }
 
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
 std::string unknown_key_message(const Setting& setting, const std::string& prefix,
                                 const std::string& part, const Json& table) {
   std::vector<std::string> known;
   for (auto it = table.begin(); it != table.end(); ++it) known.push_back(it.key());
-  std::string nearest;
-  std::size_t best = 3;  // suggest only close matches
-  for (const auto& k : known) {
-    const auto d = edit_distance(part, k);
-    if (d < best) best = d, nearest = k;
-  }
+  const std::string nearest = closest_name(part, known);
   std::string msg = setting.origin() + ": unknown setting '" + prefix + part + "'";
   if (!nearest.empty()) msg += " (did you mean '" + prefix + nearest + "'?)";
   msg += "; known here: ";

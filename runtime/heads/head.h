@@ -39,8 +39,9 @@ class HeadImpl : public torch::nn::Module {
   // The head's options as JSON ({"kind": ..., ...}); make_head(config()) rebuilds it.
   virtual nlohmann::json config() const = 0;
   // True when the head maps h (width nhidlast) to its own latent space of the decoder's width, so
-  // the decoder width is the embedding size regardless of nhidlast (MoS, MoSS, MoC).
-  virtual bool projects() const { return false; }
+  // the decoder width is the embedding size regardless of nhidlast (MoS, MoSS, MoC): the
+  // capability its kind declares (head_registry.h); false for kinds not registered (Lua heads).
+  bool projects() const;
 
   virtual torch::Tensor log_probs(const torch::Tensor& h, const Decoder& decoder) = 0;
   // [M, N] "f-logits": the pointwise-transformed logits f(l) that log_softmax normalizes, for heads
@@ -69,10 +70,11 @@ Head make_head_of(Args&&... args) {
 // h [..., d] → [M, d].
 inline torch::Tensor rows_of(const torch::Tensor& h) { return h.reshape({-1, h.size(-1)}); }
 
-// Builds a head from its config ({"kind": "gss", "c": 0, "k": 2}); unknown kinds or keys throw
-// ConfigError. in_dim: width of h (nhidlast); latent_dim: the embedding width d.
+// Builds a head from its config ({"kind": "gss", "c": 0, "k": 2}) through its kind's declaration
+// (head_registry.h); unknown kinds or keys, wrong types and values out of range throw ConfigError.
+// in_dim: width of h (nhidlast); latent_dim: the embedding width d.
 Head make_head(const nlohmann::json& config, int64_t in_dim, int64_t latent_dim);
-// The kinds make_head knows.
+// The kinds make_head knows, sorted by name.
 std::vector<std::string> head_kinds();
 
 }  // namespace lmkit

@@ -1,17 +1,12 @@
 // The single-softmax heads (one transform of the logits each), the base class and the factory.
 // Kept in one translation unit on purpose: each Torch TU costs ~20 s to compile on small machines.
 #include <cmath>
-#include <set>
-
-#include <fmt/format.h>
 
 #include "ops/gss_log_softmax.h"
 #include "ops/plif.h"
-#include "runtime/config/json_numbers.h"
-#include "runtime/core/number_text.h"
-#include "runtime/core/error.h"
 #include "runtime/heads/advsoft_head.h"
 #include "runtime/heads/gss_head.h"
+#include "runtime/heads/head_registry.h"
 #include "runtime/heads/moc_head.h"
 #include "runtime/heads/mos_head.h"
 #include "runtime/heads/moss_head.h"
@@ -53,6 +48,13 @@ torch::Tensor SoftmaxHeadImpl::nll(const torch::Tensor& h, const torch::Tensor& 
   return torch::logsumexp(l, 1) - l.gather(1, target_column(targets)).squeeze(1);
 }
 
+
+LMKIT_REGISTER_HEAD(softmax) {
+  return {"softmax", "log_softmax(l), l = h·Eᵀ + b: the AWD-LSTM baseline.", {},
+          HeadCapabilities{/*projects=*/false, /*pointwise=*/true, /*monotone=*/true},
+          [](const HeadSettings&) { return make_head_of<SoftmaxHeadImpl>(); }};
+}
+
 // --- SigSoftmax, GSS -----------------------------------------------------------------------------
 torch::Tensor SigSoftmaxHeadImpl::log_probs(const torch::Tensor& h, const Decoder& decoder) {
   return ops::gss_log_softmax(decoder.logits(rows_of(h)), 0.0, 2.0);
@@ -67,9 +69,7 @@ torch::Tensor SigSoftmaxHeadImpl::f_logits(const torch::Tensor& h, const Decoder
   return gss_transform(decoder.logits(rows_of(h)), 0.0, 2.0);
 }
 
-GssHeadImpl::GssHeadImpl(GssHeadOptions o) : options(o) {
-  if (!(o.k() > 0)) throw ConfigError("gss: k must be positive (the slope below c), got " + describe_number(o.k()));
-}
+GssHeadImpl::GssHeadImpl(GssHeadOptions o) : options(o) {}
 
 nlohmann::json GssHeadImpl::config() const { return {{"kind", kind()}, {"c", options.c()}, {"k", options.k()}}; }
 
@@ -77,12 +77,28 @@ torch::Tensor GssHeadImpl::log_probs(const torch::Tensor& h, const Decoder& deco
   return ops::gss_log_softmax(decoder.logits(rows_of(h)), options.c(), options.k());
 }
 
+
+LMKIT_REGISTER_HEAD(sigsoftmax) {
+  return {"sigsoftmax", "SigSoftmax: log_softmax(2l − softplus(l)) (fused op).", {},
+          HeadCapabilities{/*projects=*/false, /*pointwise=*/true, /*monotone=*/true},
+          [](const HeadSettings&) { return make_head_of<SigSoftmaxHeadImpl>(); }};
+}
+
+LMKIT_REGISTER_HEAD(gss) {
+  const GssHeadOptions d;
+  return {"gss",
+          "Generalized SigSoftmax: log_softmax(k(l−c) + c − (k−1)·softplus(l−c)); GSS(0,2) = SigSoftmax, "
+          "GSS(c,1) = Softmax.",
+          {{"c", config::OptionType::Number, d.c(), config::Range::any(), "the knee: logits above c pass unchanged"},
+           {"k", config::OptionType::Number, d.k(), config::Range::positive(), "the slope below c"}},
+          HeadCapabilities{/*projects=*/false, /*pointwise=*/true, /*monotone=*/true},
+          [](const HeadSettings& s) {
+            return make_head_of<GssHeadImpl>(GssHeadOptions().c(s.number("c")).k(s.number("k")));
+          }};
+}
+
 // --- LMS-PLIF ------------------------------------------------------------------------------------
 PlifHeadImpl::PlifHeadImpl(PlifHeadOptions o) : options(o) {
-  if (o.K() <= 0) throw ConfigError("plif: K must be positive, got " + std::to_string(o.K()));
-  if (!(o.T() > 0)) throw ConfigError("plif: T must be positive");
-  if (!(o.sigma() >= 0)) throw ConfigError("plif: sigma must be non-negative");
-  if (!(o.lr() > 0)) throw ConfigError("plif: lr (the slopes' own learning rate) must be positive");
   // softplus(log(e − 1)) = 1: the slopes start at 1 plus noise.
   auto init = torch::randn({o.K()}) * o.sigma() + std::log(std::exp(1.0) - 1.0);
   v = register_parameter("v", init, /*requires_grad=*/!o.freeze());
@@ -115,10 +131,38 @@ std::vector<torch::Tensor> PlifHeadImpl::own_lr_parameters() {
   return {v};
 }
 
-// --- ReLU-based, Sigmoid-based -------------------------------------------------------------------
-ReluHeadImpl::ReluHeadImpl(ReluHeadOptions o) : options(o) {
-  if (!(o.eps() > 0)) throw ConfigError("relu: eps must be positive (log(0) otherwise)");
+
+LMKIT_REGISTER_HEAD(plif) {
+  const PlifHeadOptions d;
+  using config::OptionType;
+  using config::Range;
+  return {"plif",
+          "LMS-PLIF: log_softmax(f(l)), f piecewise linear increasing on K equal intervals of [−T, T], slopes "
+          "softplus(v), v ~ N(log(e−1), σ²) (σ = 1 as the authors' code). The slopes train at their own rate lr "
+          "(thesis 0.02; lmkit.train's own_lr overrides). freeze=true keeps the slopes at their initial values "
+          "(LMS-PLIF†). authors_offset=true gives f-logits with f(−T) = 0 as the authors' code (log-probabilities "
+          "are the same).",
+          {{"K", OptionType::Integer, d.K(), Range::at_least(1), "the number of linear pieces"},
+           {"T", OptionType::Number, d.T(), Range::positive(), "f is piecewise linear on [−T, T], linear outside"},
+           {"sigma", OptionType::Number, d.sigma(), Range::non_negative(), "spread of the initial slopes' v"},
+           {"freeze", OptionType::Boolean, d.freeze(), Range::any(), "keep the slopes at their initial values"},
+           {"lr", OptionType::Number, d.lr(), Range::positive(), "the slopes' own learning rate"},
+           {"authors_offset", OptionType::Boolean, d.authors_offset(), Range::any(),
+            "f-logits shifted so that f(−T) = 0"}},
+          HeadCapabilities{/*projects=*/false, /*pointwise=*/true, /*monotone=*/true},
+          [](const HeadSettings& s) {
+            return make_head_of<PlifHeadImpl>(PlifHeadOptions()
+                                                  .K(s.integer("K"))
+                                                  .T(s.number("T"))
+                                                  .sigma(s.number("sigma"))
+                                                  .freeze(s.flag("freeze"))
+                                                  .lr(s.number("lr"))
+                                                  .authors_offset(s.flag("authors_offset")));
+          }};
 }
+
+// --- ReLU-based, Sigmoid-based -------------------------------------------------------------------
+ReluHeadImpl::ReluHeadImpl(ReluHeadOptions o) : options(o) {}
 
 nlohmann::json ReluHeadImpl::config() const { return {{"kind", kind()}, {"eps", options.eps()}}; }
 
@@ -140,10 +184,24 @@ torch::Tensor SigmoidHeadImpl::log_probs(const torch::Tensor& h, const Decoder& 
   return u - torch::logsumexp(u, 1, true);
 }
 
-// --- AdvSoft -------------------------------------------------------------------------------------
-AdvSoftHeadImpl::AdvSoftHeadImpl(AdvSoftHeadOptions o) : options(o) {
-  if (o.eps() < 0) throw ConfigError("advsoft: eps must be non-negative");
+
+LMKIT_REGISTER_HEAD(relu) {
+  return {"relu", "ReLU-based: log((relu(l)+ε) / Σ(relu(l)+ε)).",
+          {{"eps", config::OptionType::Number, ReluHeadOptions().eps(), config::Range::positive(),
+            "ε, which keeps log away from log(0)"}},
+          // relu(l) + ε is non-decreasing only: words with l ≤ 0 tie
+          HeadCapabilities{/*projects=*/false, /*pointwise=*/true, /*monotone=*/false},
+          [](const HeadSettings& s) { return make_head_of<ReluHeadImpl>(ReluHeadOptions().eps(s.number("eps"))); }};
 }
+
+LMKIT_REGISTER_HEAD(sigmoid) {
+  return {"sigmoid", "Sigmoid-based: log_sigmoid(l) − logsumexp(log_sigmoid(l)).", {},
+          HeadCapabilities{/*projects=*/false, /*pointwise=*/true, /*monotone=*/true},
+          [](const HeadSettings&) { return make_head_of<SigmoidHeadImpl>(); }};
+}
+
+// --- AdvSoft -------------------------------------------------------------------------------------
+AdvSoftHeadImpl::AdvSoftHeadImpl(AdvSoftHeadOptions o) : options(o) {}
 
 nlohmann::json AdvSoftHeadImpl::config() const {
   return {{"kind", kind()}, {"eps", options.eps()}, {"relative", options.relative()},
@@ -178,95 +236,25 @@ torch::Tensor AdvSoftHeadImpl::nll(const torch::Tensor& h, const torch::Tensor& 
   return torch::logsumexp(perturbed, 1) - target_logit.squeeze(1);
 }
 
-// --- factory -------------------------------------------------------------------------------------
-namespace {
 
-// Checks that config has only `accepted` keys (besides "kind") and returns the number at key.
-struct ConfigReader {
-  const nlohmann::json& config;
-  std::string kind;
-  ConfigReader(const nlohmann::json& c, std::initializer_list<const char*> accepted) : config(c) {
-    kind = c.at("kind").get<std::string>();
-    std::set<std::string> ok(accepted.begin(), accepted.end());
-    ok.insert("kind");
-    for (auto it = c.begin(); it != c.end(); ++it) {
-      if (!ok.count(it.key())) {
-        std::string list;
-        for (const auto& a : accepted) list += (list.empty() ? "" : ", ") + std::string(a);
-        throw ConfigError("head '" + kind + "': unknown option '" + it.key() + "' (accepted: " +
-                          (list.empty() ? "none" : list) + ")");
-      }
-    }
-  }
-  template <typename T>
-  T get(const char* key, T fallback) const {
-    if (!config.contains(key)) return fallback;
-    return config::json_option<T>(config.at(key), "head '" + kind + "': option '" + key + "'");
-  }
-};
-
-}  // namespace
-
-std::vector<std::string> head_kinds() {
-  return {"softmax", "sigsoftmax", "gss", "plif", "relu", "sigmoid", "mos", "moss", "moc", "advsoft"};
-}
-
-Head make_head(const nlohmann::json& config, int64_t in_dim, int64_t latent_dim) {
-  if (!config.is_object() || !config.contains("kind") || !config.at("kind").is_string()) {
-    throw ConfigError("a head config is an object with a string 'kind'");
-  }
-  const auto kind = config.at("kind").get<std::string>();
-  if (kind == "softmax") {
-    ConfigReader r(config, {});
-    return make_head_of<SoftmaxHeadImpl>();
-  }
-  if (kind == "sigsoftmax") {
-    ConfigReader r(config, {});
-    return make_head_of<SigSoftmaxHeadImpl>();
-  }
-  if (kind == "sigmoid") {
-    ConfigReader r(config, {});
-    return make_head_of<SigmoidHeadImpl>();
-  }
-  if (kind == "gss") {
-    ConfigReader r(config, {"c", "k"});
-    return make_head_of<GssHeadImpl>(GssHeadOptions().c(r.get("c", 0.0)).k(r.get("k", 2.0)));
-  }
-  if (kind == "plif") {
-    ConfigReader r(config, {"K", "T", "sigma", "freeze", "lr", "authors_offset"});
-    // Configs written before lr/authors_offset existed load with their defaults.
-    const PlifHeadOptions d;
-    return make_head_of<PlifHeadImpl>(PlifHeadOptions()
-                                          .K(r.get<int64_t>("K", d.K()))
-                                          .T(r.get("T", d.T()))
-                                          .sigma(r.get("sigma", d.sigma()))
-                                          .freeze(r.get("freeze", d.freeze()))
-                                          .lr(r.get("lr", d.lr()))
-                                          .authors_offset(r.get("authors_offset", d.authors_offset())));
-  }
-  if (kind == "relu") {
-    ConfigReader r(config, {"eps"});
-    return make_head_of<ReluHeadImpl>(ReluHeadOptions().eps(r.get("eps", 1e-8)));
-  }
-  if (kind == "advsoft") {
-    ConfigReader r(config, {"eps", "relative", "aligned_only"});
-    // Configs written before relative/aligned_only existed load as eq. 3.23.
-    const AdvSoftHeadOptions d;
-    return make_head_of<AdvSoftHeadImpl>(AdvSoftHeadOptions()
-                                             .eps(r.get("eps", d.eps()))
-                                             .relative(r.get("relative", d.relative()))
-                                             .aligned_only(r.get("aligned_only", d.aligned_only())));
-  }
-  if (kind == "mos" || kind == "moss" || kind == "moc") {
-    ConfigReader r(config, {"K", "dropoutl"});
-    auto o = MosHeadOptions(in_dim, latent_dim).K(r.get<int64_t>("K", 15)).dropoutl(r.get("dropoutl", 0.29));
-    if (kind == "mos") return make_head_of<MosHeadImpl>(o);
-    if (kind == "moss") return make_head_of<MossHeadImpl>(o);
-    return make_head_of<MocHeadImpl>(o);
-  }
-  std::string list;
-  for (const auto& k : head_kinds()) list += (list.empty() ? "" : ", ") + k;
-  throw ConfigError("unknown head kind '" + kind + "' (known: " + list + ")");
+LMKIT_REGISTER_HEAD(advsoft) {
+  const AdvSoftHeadOptions d;
+  return {"advsoft",
+          "Adversarial Softmax: while training, the target's output embedding e_t is moved by −ε_t·h/‖h‖; "
+          "evaluation is Softmax. ε_t = eps (thesis eq. 3.23); relative=true makes it eps·‖e_t‖ and "
+          "aligned_only=true perturbs only where cos(h, e_t) > 0, as the code behind thesis Tables A.1–A.3 "
+          "(eps 0.005). Embedding noise is the model option emb_noise.",
+          {{"eps", config::OptionType::Number, d.eps(), config::Range::non_negative(), "the perturbation's size"},
+           {"relative", config::OptionType::Boolean, d.relative(), config::Range::any(), "ε_t = eps·‖e_t‖"},
+           {"aligned_only", config::OptionType::Boolean, d.aligned_only(), config::Range::any(),
+            "perturb only where cos(h, e_t) > 0"}},
+          HeadCapabilities{/*projects=*/false, /*pointwise=*/true, /*monotone=*/true},
+          [](const HeadSettings& s) {
+            return make_head_of<AdvSoftHeadImpl>(AdvSoftHeadOptions()
+                                                     .eps(s.number("eps"))
+                                                     .relative(s.flag("relative"))
+                                                     .aligned_only(s.flag("aligned_only")));
+          }};
 }
 
 }  // namespace lmkit

@@ -2,6 +2,7 @@
 // latents and priors; they differ in where the mixture is taken).
 #include "ops/mixture_nll.h"
 #include "runtime/core/error.h"
+#include "runtime/heads/head_registry.h"
 #include "runtime/heads/moc_head.h"
 #include "runtime/heads/mos_head.h"
 #include "runtime/heads/moss_head.h"
@@ -10,8 +11,6 @@
 namespace lmkit {
 
 MosHeadImpl::MosHeadImpl(MosHeadOptions o) : options(o) {
-  if (o.K() <= 0) throw ConfigError("mos: K must be positive, got " + std::to_string(o.K()));
-  if (!(o.dropoutl() >= 0 && o.dropoutl() < 1)) throw ConfigError("mos: dropoutl must be in [0, 1)");  // NaN too
   // The K latent contexts share one Linear of K·latent_dim outputs: a product that can overflow.
   std::int64_t latent_width = 0;
   if (__builtin_mul_overflow(o.K(), o.latent_dim(), &latent_width)) {
@@ -61,6 +60,38 @@ torch::Tensor MocHeadImpl::nll(const torch::Tensor& h, const torch::Tensor& targ
   auto [hk, log_prior] = mixture(h);
   auto l = decoder.logits((hk * log_prior.exp().unsqueeze(2)).sum(1));
   return torch::logsumexp(l, 1) - l.gather(1, targets.reshape({-1, 1})).squeeze(1);
+}
+
+// The three mixtures share their options and capabilities; they differ in the summary and the class.
+namespace {
+
+template <typename Impl>
+HeadKind mixture_kind(const char* kind, const char* summary) {
+  const MosHeadOptions d(0, 0);
+  return {kind, summary,
+          {{"K", config::OptionType::Integer, d.K(), config::Range::at_least(1), "the number of mixture components"},
+           {"dropoutl", config::OptionType::Number, d.dropoutl(), config::Range::from_up_to(0, 1),
+            "locked dropout on the latent contexts h_k"}},
+          HeadCapabilities{/*projects=*/true, /*pointwise=*/false, /*monotone=*/false},
+          [](const HeadSettings& s) {
+            return make_head_of<Impl>(
+                MosHeadOptions(s.in_dim(), s.latent_dim()).K(s.integer("K")).dropoutl(s.number("dropoutl")));
+          }};
+}
+
+}  // namespace
+
+LMKIT_REGISTER_HEAD(mos) {
+  return mixture_kind<MosHeadImpl>(
+      "mos", "Mixture of Softmaxes: logsumexp_k(log π_k + log_softmax(h_k·Eᵀ + b)), h_k = tanh(W_k h), π = softmax(U h).");
+}
+
+LMKIT_REGISTER_HEAD(moss) {
+  return mixture_kind<MossHeadImpl>("moss", "Mixture of SigSoftmaxes: MoS with SigSoftmax components.");
+}
+
+LMKIT_REGISTER_HEAD(moc) {
+  return mixture_kind<MocHeadImpl>("moc", "Mixture of Contexts: log_softmax((Σ_k π_k h_k)·Eᵀ + b).");
 }
 
 }  // namespace lmkit

@@ -25,7 +25,6 @@ class MosHeadImpl : public HeadImpl {
   explicit MosHeadImpl(MosHeadOptions options);
   std::string kind() const override { return "mos"; }
   nlohmann::json config() const override;
-  bool projects() const override { return true; }
   torch::Tensor log_probs(const torch::Tensor& h, const Decoder& decoder) override;
   torch::Tensor nll(const torch::Tensor& h, const torch::Tensor& targets, const Decoder& decoder) override;
 

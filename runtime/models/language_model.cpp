@@ -4,6 +4,7 @@
 
 #include "runtime/config/json_numbers.h"
 #include "runtime/core/error.h"
+#include "runtime/heads/head_registry.h"
 
 namespace lmkit {
 namespace {
@@ -65,7 +66,7 @@ LanguageModelImpl::LanguageModelImpl(LanguageModelOptions opts, Head built_head)
   const int64_t width = head->projects() ? e.emb() : e.nhidlast();
   if (options.tie_weights() && width != e.emb()) {
     throw ConfigError("tie_weights needs nhidlast == emb (got nhidlast " + std::to_string(e.nhidlast()) +
-                      ", emb " + std::to_string(e.emb()) + ") or a head that projects (mos, moss, moc)");
+                      ", emb " + std::to_string(e.emb()) + ") or a head that projects (" + head_kinds_with(&HeadCapabilities::projects) + ")");
   }
   if (!options.tie_weights()) {
     decoder_weight = register_parameter("decoder_weight", torch::empty({e.vocab_size(), width}).uniform_(-0.1, 0.1));

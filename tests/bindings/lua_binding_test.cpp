@@ -68,7 +68,7 @@ TEST_F(LuaBindingTest, TheRuntimesOwnFunctionNameIsNotRepeated) {
 
 TEST_F(LuaBindingTest, UnknownOptionsAreListed) {
   auto r = run("return lmkit.zeros(2, {dtyp = 'float64'})");
-  EXPECT_NE(r.text.find("unknown option 'dtyp' (accepted: dtype, device, requires_grad)"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("unknown option 'dtyp' (did you mean 'dtype'?; accepted: dtype, device, requires_grad)"), std::string::npos) << r.text;
   r = run("return lmkit.zeros(2, {dtype = 64})");
   EXPECT_NE(r.text.find("option 'dtype' must be a string, got 64"), std::string::npos) << r.text;
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "ops/plif.h"
 #include "runtime/core/error.h"
@@ -110,7 +111,14 @@ std::vector<nlohmann::json> all_heads() {
           {{"kind", "moss"}, {"K", 3}},
           {{"kind", "moc"}, {"K", 3}},
           {{"kind", "advsoft"}, {"eps", 0.1}},
-          {{"kind", "advsoft"}, {"eps", 0.05}, {"relative", true}, {"aligned_only", true}}};
+          {{"kind", "advsoft"}, {"eps", 0.05}, {"relative", true}, {"aligned_only", true}},
+          {{"kind", "test_scaled_softmax"}, {"a", 1.7}}};  // registered_head_test.cpp
+}
+
+TEST(HeadTest, EveryRegisteredKindIsInTheEveryHeadTests) {
+  std::set<std::string> tested;
+  for (const auto& config : all_heads()) tested.insert(config["kind"].get<std::string>());
+  for (const auto& kind : head_kinds()) EXPECT_TRUE(tested.count(kind)) << kind << ": add it to all_heads()";
 }
 
 TEST(HeadTest, EveryHeadNormalizesAndNllMatchesLogProbs) {

@@ -1,0 +1,175 @@
+#include "runtime/config/option_schema.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/config/json_numbers.h"
+#include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
+
+namespace lmkit::config {
+namespace {
+
+std::string join(const std::vector<std::string>& names) {
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  return list.empty() ? "none" : list;
+}
+
+const char* type_name(OptionType type) {
+  switch (type) {
+    case OptionType::Integer: return "integer";
+    case OptionType::Boolean: return "boolean";
+    case OptionType::Number: break;
+  }
+  return "number";
+}
+
+std::string default_text(const OptionSpec& o) {
+  if (o.type == OptionType::Boolean) return o.default_value.get<bool>() ? "true" : "false";
+  if (o.type == OptionType::Integer) return std::to_string(o.default_value.get<std::int64_t>());
+  return describe_number(o.default_value.get<double>());
+}
+
+}  // namespace
+
+bool Range::contains(double x) const {
+  if (std::isnan(x)) return false;
+  if (low && (low_open ? !(x > *low) : !(x >= *low))) return false;
+  if (high && (high_open ? !(x < *high) : !(x <= *high))) return false;
+  return true;
+}
+
+std::string Range::describe() const {
+  if (low && high) {
+    return "in " + std::string(low_open ? "(" : "[") + describe_number(*low) + ", " + describe_number(*high) +
+           (high_open ? ")" : "]");
+  }
+  if (low) {
+    if (*low == 0 && low_open) return "> 0";
+    return (low_open ? "> " : "≥ ") + describe_number(*low);
+  }
+  if (high) return (high_open ? "< " : "≤ ") + describe_number(*high);
+  return "";
+}
+
+OptionSchema::OptionSchema(std::string owner, std::vector<OptionSpec> options)
+    : owner_(std::move(owner)), options_(std::move(options)) {
+  for (const auto& o : options_) {
+    // A declaration error is a programming error: checked at registration, named in full.
+    const bool typed = o.type == OptionType::Boolean ? o.default_value.is_boolean() : o.default_value.is_number();
+    if (!typed) throw std::logic_error(owner_ + ": option '" + o.name + "' has a default of the wrong type");
+    if (o.type != OptionType::Boolean && !o.range.contains(o.default_value.get<double>())) {
+      throw std::logic_error(owner_ + ": option '" + o.name + "' has a default outside its range");
+    }
+  }
+}
+
+const OptionSpec* OptionSchema::find(const std::string& key) const {
+  for (const auto& o : options_) {
+    if (o.name == key) return &o;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> OptionSchema::names() const {
+  std::vector<std::string> names;
+  for (const auto& o : options_) names.push_back(o.name);
+  return names;
+}
+
+nlohmann::json OptionSchema::check(const std::string& key, const nlohmann::json& value) const {
+  const OptionSpec* spec = find(key);
+  if (!spec) throw ConfigError(owner_ + ": " + unknown_key_text("option", key, names()));
+  const std::string what = owner_ + ": option '" + key + "'";
+  if (spec->type == OptionType::Boolean) {
+    if (!value.is_boolean()) throw ConfigError(what + " must be a boolean, got " + value.dump());
+    return value;
+  }
+  double number = 0;
+  nlohmann::json checked;
+  if (spec->type == OptionType::Integer) {
+    const auto i = json_integer(value, what);
+    number = static_cast<double>(i);
+    checked = i;
+  } else {
+    number = json_number(value, what);
+    checked = number;
+  }
+  if (!spec->range.contains(number)) {
+    const auto& r = spec->range;
+    const bool positive = r.low && *r.low == 0 && r.low_open && !r.high;
+    throw ConfigError(what + " must be " + (positive ? "positive" : r.describe()) + ", got " + describe_number(number));
+  }
+  if (!std::isfinite(number)) throw ConfigError(what + " must be finite, got " + describe_number(number));
+  return checked;
+}
+
+nlohmann::json OptionSchema::read(const nlohmann::json& given, const std::vector<std::string>& ignored) const {
+  if (!given.is_object()) throw ConfigError(owner_ + ": options must be an object, got " + given.dump());
+  nlohmann::json result = nlohmann::json::object();
+  for (auto it = given.begin(); it != given.end(); ++it) {
+    if (std::find(ignored.begin(), ignored.end(), it.key()) != ignored.end()) {
+      result[it.key()] = it.value();
+      continue;
+    }
+    result[it.key()] = check(it.key(), it.value());
+  }
+  for (const auto& o : options_) {
+    if (!result.contains(o.name)) result[o.name] = o.default_value;
+  }
+  return result;
+}
+
+std::string OptionSchema::signature() const {
+  if (options_.empty()) return "()";
+  std::string text = "{";
+  for (const auto& o : options_) text += (text.size() > 1 ? ", " : "") + o.name + "=" + default_text(o);
+  return text + "}";
+}
+
+std::string OptionSchema::describe() const {
+  std::string text;
+  for (const auto& o : options_) {
+    std::string kind = type_name(o.type);
+    const auto range = o.range.describe();
+    if (!range.empty()) kind += " " + range;
+    text += "  " + o.name + " (" + kind + ", default " + default_text(o) + "): " + o.doc + "\n";
+  }
+  return text;
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string closest_name(const std::string& key, const std::vector<std::string>& known) {
+  std::string nearest;
+  std::size_t best = 3;  // suggest only close matches
+  for (const auto& k : known) {
+    const auto d = edit_distance(key, k);
+    if (d < best) best = d, nearest = k;
+  }
+  return nearest;
+}
+
+std::string unknown_key_text(const std::string& what, const std::string& key, const std::vector<std::string>& known) {
+  std::string text = "unknown " + what + " '" + key + "'";
+  const auto nearest = closest_name(key, known);
+  text += " (";
+  if (!nearest.empty()) text += "did you mean '" + nearest + "'?; ";
+  return text + "accepted: " + join(known) + ")";
+}
+
+}  // namespace lmkit::config

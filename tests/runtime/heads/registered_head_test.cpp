@@ -1,0 +1,120 @@
+// Adding a head kind takes one file: this test-only head is declared here and nowhere else, and
+// make_head, head_kinds, the capability lists in messages, lmkit.heads.<kind> with its doc string,
+// lmkit.heads.info and the every-head tests of models_test.cpp all pick it up.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "bindings/lua_module.h"
+#include "repl/lua_state_handle.h"
+#include "runtime/core/error.h"
+#include "runtime/heads/head_registry.h"
+#include "runtime/models/language_model.h"
+
+namespace lmkit {
+namespace {
+
+// log_softmax(a·l): a temperature-scaled Softmax, the smallest head with an option.
+class ScaledSoftmaxHeadImpl : public HeadImpl {
+ public:
+  explicit ScaledSoftmaxHeadImpl(double a) : a_(a) {}
+  std::string kind() const override { return "test_scaled_softmax"; }
+  nlohmann::json config() const override { return {{"kind", kind()}, {"a", a_}}; }
+  torch::Tensor log_probs(const torch::Tensor& h, const Decoder& decoder) override {
+    return torch::log_softmax(f_logits(h, decoder), 1);
+  }
+  torch::Tensor f_logits(const torch::Tensor& h, const Decoder& decoder) override {
+    return decoder.logits(rows_of(h)) * a_;
+  }
+
+ private:
+  double a_;
+};
+
+}  // namespace
+
+LMKIT_REGISTER_HEAD(test_scaled_softmax) {
+  return {"test_scaled_softmax", "log_softmax(a·l) (a test-only head).",
+          {{"a", config::OptionType::Number, 1.0, config::Range::positive(), "the inverse temperature"}},
+          HeadCapabilities{/*projects=*/false, /*pointwise=*/true, /*monotone=*/true},
+          [](const HeadSettings& s) { return make_head_of<ScaledSoftmaxHeadImpl>(s.number("a")); }};
+}
+
+namespace {
+
+TEST(RegisteredHeadTest, MakeHeadBuildsTheDeclaredKindWithItsDefaults) {
+  const auto kinds = head_kinds();
+  EXPECT_NE(std::find(kinds.begin(), kinds.end(), "test_scaled_softmax"), kinds.end());
+  EXPECT_TRUE(std::is_sorted(kinds.begin(), kinds.end()));
+  torch::manual_seed(3);
+  auto h = torch::randn({5, 4}, torch::kDouble);
+  Decoder decoder{torch::randn({7, 4}, torch::kDouble), torch::randn({7}, torch::kDouble)};
+  auto head = make_head({{"kind", "test_scaled_softmax"}, {"a", 2.5}}, 4, 4);
+  auto expected = torch::log_softmax((torch::mm(h, decoder.weight.t()) + decoder.bias) * 2.5, 1);
+  EXPECT_TRUE(torch::allclose(head->log_probs(h, decoder), expected, 1e-12, 1e-12));
+  EXPECT_EQ(head->config(), (nlohmann::json{{"kind", "test_scaled_softmax"}, {"a", 2.5}}));
+  auto by_default = make_head({{"kind", "test_scaled_softmax"}}, 4, 4);
+  EXPECT_EQ(by_default->config()["a"], 1.0);
+  EXPECT_FALSE(head->projects());
+}
+
+std::string config_error(const nlohmann::json& config) {
+  try {
+    make_head(config, 4, 4);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(RegisteredHeadTest, ItsOptionsAreCheckedByItsDeclaration) {
+  EXPECT_EQ(config_error({{"kind", "test_scaled_softmax"}, {"aa", 2}}),
+            "head 'test_scaled_softmax': unknown option 'aa' (did you mean 'a'?; accepted: a)");
+  EXPECT_EQ(config_error({{"kind", "test_scaled_softmax"}, {"a", -1}}),
+            "head 'test_scaled_softmax': option 'a' must be positive, got -1");
+  EXPECT_EQ(config_error({{"kind", "test_scaled_softmax"}, {"a", "big"}}),
+            "head 'test_scaled_softmax': option 'a' must be a number, got \"big\"");
+  EXPECT_EQ(config_error({{"kind", "test_scaled_softmx"}}).rfind("unknown head kind 'test_scaled_softmx' (did you mean "
+                                                                 "'test_scaled_softmax'?); known: ", 0),
+            0u);
+}
+
+TEST(RegisteredHeadTest, CapabilityListsInMessagesIncludeIt) {
+  EXPECT_NE(head_kinds_with(&HeadCapabilities::pointwise).find("test_scaled_softmax"), std::string::npos);
+  EXPECT_EQ(head_kinds_with(&HeadCapabilities::projects), "moc, mos, moss");
+}
+
+TEST(RegisteredHeadTest, ALanguageModelTrainsWithIt) {
+  LanguageModelOptions o;
+  o.encoder().vocab_size(9).emb(4).nhid(5).nhidlast(4).nlayers(1);
+  o.head({{"kind", "test_scaled_softmax"}, {"a", 0.5}});
+  LanguageModel model(o);
+  auto tokens = torch::randint(9, {6, 2}, torch::kInt64);
+  auto out = model->loss(tokens.slice(0, 0, 5), tokens.slice(0, 1, 6), model->init_hidden(2));
+  out.loss.backward();
+  EXPECT_TRUE(std::isfinite(out.loss.item<double>()));
+  EXPECT_EQ(model->options.head()["a"], 0.5);
+}
+
+TEST(RegisteredHeadTest, LuaGetsItsFunctionDocAndInfo) {
+  repl::LuaStateHandle state(lua::new_lmkit_state());
+  lua_State* L = state.get();
+  const char* code =
+      "local spec = lmkit.heads.test_scaled_softmax{a = 3}\n"
+      "assert(spec.kind == 'test_scaled_softmax' and spec.a == 3)\n"
+      "local ok, err = pcall(lmkit.heads.test_scaled_softmax, {a = 0})\n"
+      "assert(not ok and err:find(\"option 'a' must be positive, got 0\", 1, true), err)\n"
+      "local info = lmkit.heads.info('test_scaled_softmax')\n"
+      "assert(info.pointwise and info.monotone and not info.projects and info.options[1].name == 'a')\n"
+      "local m = lmkit.model{vocab_size = 9, emb = 4, nhid = 4, nhidlast = 4, nlayers = 1, head = spec}\n"
+      "local name, doc = lmkit.doc(lmkit.heads.test_scaled_softmax)\n"
+      "assert(name == 'lmkit.heads.test_scaled_softmax', name)\n"
+      "assert(doc:find('lmkit.heads.test_scaled_softmax{a=1} -> HeadSpec', 1, true), doc)\n"
+      "assert(doc:find('a (number > 0, default 1): the inverse temperature', 1, true), doc)";
+  ASSERT_EQ(luaL_dostring(L, code), LUA_OK) << lua_tostring(L, -1);
+}
+
+}  // namespace
+}  // namespace lmkit
