@@ -7,6 +7,7 @@
 #include "bindings/lua_config.h"
 #include "bindings/lua_analysis.h"
 #include "bindings/lua_data.h"
+#include "bindings/lua_fs.h"
 #include "bindings/lua_heads.h"
 #include "bindings/lua_lm_analysis.h"
 #include "bindings/lua_model.h"
@@ -50,6 +51,7 @@ int open_module(lua_State* L) {
   open_train(L, module);
   open_lm_analysis(L, module);
   open_process(L, module);
+  open_fs(L, module);
   // Lua-side additions (help, show, ...) extend the table in place.
   lua_getglobal(L, "require");
   lua_pushliteral(L, "lmkit.init");

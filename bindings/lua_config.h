@@ -1,11 +1,11 @@
 // Settings from the command line (--set key=value) as Lua sees them: lmkit.settings (typed, inferred)
-// and lmkit.configure(defaults) (strictly merged into a recipe's defaults, see runtime/config/settings.h).
+// and lmkit.configure(defaults) (strictly merged into a recipe's defaults, see bindings/settings.h).
 #pragma once
 #include <lua.hpp>
 
 #include <vector>
 
-#include "runtime/config/settings.h"
+#include "bindings/settings.h"
 
 namespace lmkit::lua {
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "runtime/data/batching.h"
 #include "runtime/data/bptt_sampler.h"
 #include "runtime/data/corpus.h"
+#include "runtime/data/corpus_locator.h"
 #include "runtime/data/synthetic_language.h"
 
 namespace lmkit::lua {
@@ -558,7 +560,34 @@ int data_bptt_sampler(lua_State* L) {
   return 1;
 }
 
+// lmkit.data.locate(name[, {path=, roots={...}}]) -> folder
+int data_locate(lua_State* L) {
+  const std::string name = check_string(L, 1);
+  Options o(L, 2, {"path", "roots"});
+  std::optional<std::filesystem::path> path;
+  if (const auto p = o.string("path")) path = *p;
+  std::vector<std::filesystem::path> roots;
+  if (o.present() && get_field_raw(L, 2, "roots") != LUA_TNIL) {
+    if (lua_type(L, -1) != LUA_TTABLE) throw ArgError(2, "option 'roots' must be a list of folders");
+    const auto n = lua_rawlen(L, -1);
+    for (lua_Unsigned i = 1; i <= n; ++i) {
+      lua_rawgeti(L, -1, static_cast<lua_Integer>(i));
+      if (lua_type(L, -1) != LUA_TSTRING) throw ArgError(2, "roots[" + std::to_string(i) + "] must be a string");
+      roots.emplace_back(lua_tostring(L, -1));
+      lua_pop(L, 1);
+    }
+  }
+  lua_settop(L, 2);
+  push_string(L, data::locate_corpus(name, path, roots).string());
+  return 1;
+}
+
 const Function kDataFunctions[] = {
+    {"locate", data_locate,
+     "lmkit.data.locate(name[, {path=, roots={...}}]) -> string\n"
+     "The folder of a corpus (or another data folder, e.g. \"word-similarity\") as lmkit.data.corpus finds it:\n"
+     "path=, else $LMKIT_DATA/<name>, else ./data/<name>, then <root>/<name> for each of roots (\"\" skipped).\n"
+     "An error names every folder tried and how to get the data."},
     {"corpus", data_corpus,
      "lmkit.data.corpus{name=, path=, protocol=\"full\", cache=true, cache_dir=} -> Corpus\n"
      "A corpus with .train/.valid/.test (int64 token tensors of 0-based ids), .vocab, .name, .protocol,\n"

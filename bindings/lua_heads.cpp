@@ -236,6 +236,9 @@ int heads_registered(lua_State* L) {
       case config::OptionType::Number:
         if (const auto x = o.number(key)) value = *x;
         break;
+      case config::OptionType::String:
+        if (const auto text = o.string(key)) value = *text;
+        break;
     }
     if (value.is_null()) continue;
     try {
@@ -245,6 +248,8 @@ int heads_registered(lua_State* L) {
     }
     if (value.is_boolean()) {
       lua_pushboolean(L, value.get<bool>());
+    } else if (value.is_string()) {
+      push_string(L, value.get<std::string>());
     } else if (value.is_number_integer()) {
       lua_pushinteger(L, value.get<std::int64_t>());
     } else {
@@ -297,7 +302,18 @@ int heads_info(lua_State* L) {
     lua_createtable(L, 0, 3);
     push_string(L, option.name);
     lua_setfield(L, -2, "name");
-    push_string(L, option.default_value.dump());
+    const auto& d = option.default_value;
+    if (d.is_boolean()) {
+      lua_pushboolean(L, d.get<bool>());
+    } else if (d.is_number_integer()) {
+      lua_pushinteger(L, d.get<lua_Integer>());
+    } else if (d.is_number()) {
+      lua_pushnumber(L, d.get<double>());
+    } else if (d.is_string()) {
+      push_string(L, d.get<std::string>());
+    } else {
+      lua_pushnil(L);
+    }
     lua_setfield(L, -2, "default");
     push_string(L, option.doc);
     lua_setfield(L, -2, "doc");
@@ -361,7 +377,7 @@ int heads_custom(lua_State* L) {
 
 const Function kHeadFunctions[] = {
     {"kinds", heads_kinds, "lmkit.heads.kinds() -> {string}\nThe head kinds built into lmkit (each also lmkit.heads.<kind>), sorted; the Lua heads pointwise and custom are not among them."},
-    {"info", heads_info, "lmkit.heads.info(kind) -> table\nWhat a built-in head kind declares: {kind, summary, projects, pointwise, monotone, options = {{name, default, doc}, ...}}. projects: it maps h to a latent space of its own (the MoS family, trained with the MoS configuration); pointwise: log_softmax(f(l)) with f pointwise; monotone: f increasing, so it ranks words as Softmax does."},
+    {"info", heads_info, "lmkit.heads.info(kind) -> table\nWhat a built-in head kind declares: {kind, summary, projects, pointwise, monotone, options = {{name, default, doc}, ...}} (defaults as Lua values). projects: it maps h to a latent space of its own (the MoS family, trained with the MoS configuration); pointwise: log_softmax(f(l)) with f pointwise; monotone: f increasing, so it ranks words as Softmax does."},
     {"pointwise", heads_pointwise, "lmkit.heads.pointwise(fn) -> HeadSpec\nlog_softmax(fn(l)) for a Lua function fn of the logits Tensor [M, N] returning a Tensor of the same shape, composed from lmkit tensor ops (autograd works). Models with it cannot be saved."},
     {"custom", heads_custom, "lmkit.heads.custom{forward=fn, nll=fn, parameters={...}, name=} -> HeadSpec\nA head written in Lua: forward(h [M, d], weight [N, d], bias [N] or nil) returns log-probabilities [M, N]; optional nll(h, targets, weight, bias) returns [M] negative log-likelihoods; parameters (Tensors) become the head's parameters. See docs/lua-heads.md."},
 };

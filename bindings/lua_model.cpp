@@ -1,6 +1,7 @@
 #include "bindings/lua_model.h"
 
 #include <new>
+#include <string>
 
 #include "bindings/lua_call.h"
 #include "bindings/lua_heads.h"
@@ -258,23 +259,23 @@ int model_double(lua_State* L) {
 
 // lmkit.model{...}
 int lmkit_model(lua_State* L) {
-  Options o(L, 1, {"vocab_size", "emb", "nhid", "nhidlast", "nlayers", "dropout", "dropouth", "dropouti",
-                   "dropoute", "wdrop", "emb_noise", "tie_weights", "decoder_bias", "alpha", "beta", "head"});
+  const auto specs = language_model_option_specs();
+  std::vector<std::string> names{"head"};
+  for (const auto& spec : specs) names.push_back(spec.name);
+  Options o(L, 1, names);
   if (!o.present()) throw ArgError(1, "options table expected, e.g. lmkit.model{vocab_size = 10000}");
+  if (!o.integer("vocab_size")) throw ArgError(1, "option 'vocab_size' is required");
+  // Lua's types here, the options' declarations (types, ranges) in language_model_options_from_json.
   nlohmann::json config = nlohmann::json::object();
-  const auto vocab = o.integer("vocab_size");
-  if (!vocab) throw ArgError(1, "option 'vocab_size' is required");
-  for (const char* key : {"vocab_size", "emb", "nhid", "nhidlast", "nlayers"}) {
-    if (auto v = o.integer(key)) {
-      if (*v < 1) throw ArgError(1, std::string("option '") + key + "' must be positive");
-      config[key] = *v;
+  for (const auto& spec : specs) {
+    const char* key = spec.name.c_str();
+    if (spec.type == config::OptionType::Integer) {
+      if (auto v = o.integer(key)) config[spec.name] = static_cast<std::int64_t>(*v);
+    } else if (spec.type == config::OptionType::Boolean) {
+      if (auto v = o.boolean(key)) config[spec.name] = *v;
+    } else if (auto v = o.number(key)) {
+      config[spec.name] = *v;
     }
-  }
-  for (const char* key : {"dropout", "dropouth", "dropouti", "dropoute", "wdrop", "emb_noise", "alpha", "beta"}) {
-    if (auto v = o.number(key)) config[key] = *v;
-  }
-  for (const char* key : {"tie_weights", "decoder_bias"}) {
-    if (auto v = o.boolean(key)) config[key] = *v;
   }
   auto options = language_model_options_from_json(config);
   Head head{nullptr};
@@ -325,8 +326,20 @@ const Function kMethods[] = {
     {"double", model_double, "m:double() -> m\nConverts the parameters to float64 (for gradient checks and exact rank analysis)."},
 };
 
+// lmkit.model's doc, from the options' declarations (awd_lstm.cpp, language_model.cpp).
+const std::string& model_doc() {
+  static const std::string doc = [] {
+    const config::OptionSchema options("model", language_model_option_specs());
+    const auto signature = options.signature();  // "{vocab_size=10000, ...}"
+    return "lmkit.model" + signature.substr(0, signature.size() - 1) + ", head=lmkit.heads.softmax()} -> Model\n"
+           "An AWD-LSTM language model with the given output head (see docs/models.md); vocab_size is required.\n"
+           "Options:\n" + options.describe();
+  }();
+  return doc;
+}
+
 const Function kFunctions[] = {
-    {"model", lmkit_model, "lmkit.model{vocab_size=, emb=400, nhid=1150, nhidlast=400, nlayers=3, dropout=0.4, dropouth=0.3, dropouti=0.4, dropoute=0.1, wdrop=0.5, emb_noise=0, tie_weights=true, decoder_bias=true, alpha=2, beta=1, head=lmkit.heads.softmax()} -> Model\nAn AWD-LSTM language model with the given output head (see docs/models.md)."},
+    {"model", lmkit_model, model_doc().c_str()},
     {"load", lmkit_load, "lmkit.load(path) -> Model, version\nA model saved with m:save(path), and the lmkit version that wrote it. Truncated, corrupted or foreign files fail with an error naming the file."},
 };
 

@@ -12,8 +12,8 @@
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
 #include "runtime/core/version.h"
-#include "runtime/tensor/nested_list.h"
-#include "runtime/tensor/tensor_index.h"
+#include "bindings/nested_list.h"
+#include "bindings/tensor_index.h"
 #include "runtime/tensor/tensor_format.h"
 
 namespace lmkit::lua {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/config/settings.h"
+#include "bindings/settings.h"
 
 extern "C" int luaopen_lmkit(lua_State* L);
 

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "bindings/lua_call.h"
-#include "runtime/batch/process_pool.h"
+#include "bindings/process_pool.h"
 #include "runtime/training/preemption.h"
 
 namespace lmkit::lua {
@@ -198,6 +198,9 @@ void open_process(lua_State* L, int module_index) {
   module_index = lua_absindex(L, module_index);
   lua_newtable(L);
   set_functions(L, -1, "lmkit.process", kFunctions);
+  // The exit status of a task that saved its state on a preemption signal (one definition: preemption.h).
+  lua_pushinteger(L, training::kPreemptedExitStatus);
+  lua_setfield(L, -2, "PREEMPTED_EXIT");
   register_doc(L, -1, "lmkit.process", "lmkit.process — child processes for batch runs, and facts about this process.");
   lua_setfield(L, module_index, "process");
 }

@@ -8,9 +8,9 @@
 
 #include "bindings/lua_call.h"
 #include "runtime/core/error.h"
-#include "runtime/tensor/nested_list.h"
+#include "bindings/nested_list.h"
 #include "runtime/tensor/tensor_format.h"
-#include "runtime/tensor/tensor_index.h"
+#include "bindings/tensor_index.h"
 
 namespace lmkit::lua {
 namespace {

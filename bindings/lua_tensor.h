@@ -2,7 +2,7 @@
 //
 // The box is created holding an undefined tensor before anything can fail, filled afterwards, and
 // reset to undefined by __gc/__close (so finalizing twice is harmless). Dimensions and indices are
-// 1-based in Lua and converted in runtime/tensor/tensor_index.h.
+// 1-based in Lua and converted in bindings/tensor_index.h.
 #pragma once
 #include <lua.hpp>
 

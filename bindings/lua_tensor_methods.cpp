@@ -7,7 +7,7 @@
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
 #include "runtime/tensor/tensor_format.h"
-#include "runtime/tensor/tensor_index.h"
+#include "bindings/tensor_index.h"
 
 namespace lmkit::lua {
 namespace {

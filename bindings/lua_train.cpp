@@ -17,6 +17,7 @@
 #include "runtime/models/checkpoint.h"
 #include "runtime/training/cache_evaluation.h"
 #include "runtime/training/evaluation.h"
+#include "runtime/training/resume.h"
 #include "runtime/training/run_store.h"
 #include "runtime/training/trainer.h"
 
@@ -398,36 +399,15 @@ int lmkit_resume(lua_State* L) {
   auto args = read_train_table(L, 2, true);
   const int callbacks = args.callbacks;
   if (!args.run_dir.empty()) throw ArgError(2, "run_dir is the first argument of lmkit.resume, not an option");
-  training::RunStore store(dir);
-  if (!store.exists("state.ckpt")) {
-    throw UsageError("nothing to resume in '" + dir + "': it has no state.ckpt (no epoch finished and no preemption "
-                     "was saved there); start the run again with lmkit.train");
-  }
-  const auto config = store.read_json("config.json");
-  LanguageModel model{nullptr};
-  if (args.model) {
-    model = option_value(2, "model", [&]() -> LanguageModel& { return check_model(L, args.model); });
-  } else {
-    const auto head_kind = config.at("model").at("head").value("kind", std::string());
-    if (head_kind == "pointwise" || head_kind == "custom") {
-      throw UsageError("run '" + dir + "' trained a head written in Lua (" + head_kind +
-                       "); pass the same model: lmkit.resume(dir, {model = ...})");
-    }
-    model = LanguageModel(language_model_options_from_json(config.at("model")));
-    if (!args.device.empty()) model->to(parse_device(args.device));
-  }
-  data::Corpus corpus;
-  if (args.corpus) {
-    corpus = option_value(2, "corpus", [&]() { return check_corpus_value(L, args.corpus); });
-  } else {
-    corpus = data::corpus_from_origin(config.at("corpus").at("origin"));
-  }
-  json options = config.at("train");
-  for (const auto& item : args.options.items()) options[item.key()] = item.value();
-  auto train_options = training::train_options_from_json(options);
+  training::ResumeRequest request;
+  if (args.model) request.model = option_value(2, "model", [&]() -> LanguageModel& { return check_model(L, args.model); });
+  if (args.corpus) request.corpus = option_value(2, "corpus", [&]() { return check_corpus_value(L, args.corpus); });
+  request.device = args.device;
+  request.option_changes = args.options;
+  auto run = training::prepare_resume(dir, std::move(request));
   push_control(L);
   const int control = lua_gettop(L);
-  Trainer trainer(model, corpus, train_options, dir, make_callbacks(L, callbacks, control));
+  Trainer trainer(run.model, run.corpus, run.options, dir, make_callbacks(L, callbacks, control));
   return run_trainer(L, trainer, control);
 }
 
@@ -521,14 +501,23 @@ int lmkit_dynamic_evaluate(lua_State* L) {
   return 1;
 }
 
+// lmkit.train's doc: its training options come from their declaration (train_options.cpp).
+const std::string& train_doc() {
+  static const std::string doc = [] {
+    const auto& schema = training::train_options_schema();
+    const auto signature = schema.signature();  // "{lr=30, ...}"
+    return "lmkit.train{model=, corpus=, run_dir=, " + signature.substr(1, signature.size() - 2) +
+           ", on_step=, on_epoch_end=, on_switch=, on_eval=} -> Run\n"
+           "Trains with the AWD-LSTM protocol (docs/training.md). Callbacks get (info, run): info is a table, "
+           "run:stop(), run:set_lr(), run:freeze() act on the run. A run_dir holding an unfinished run of the same "
+           "configuration is resumed.\nTraining options:\n" +
+           schema.describe();
+  }();
+  return doc;
+}
+
 const Function kFunctions[] = {
-    {"train", lmkit_train,
-     "lmkit.train{model=, corpus=, run_dir=, lr=30, batch_size=80, small_batch_size=, bptt=70, epochs=1, optimizer=\"sgd\", "
-     "switch=\"nt\"|\"et\"|\"none\", nonmono=5, switch_epoch=200, finetune_epochs=0, flood=nil, wdecay=1.2e-6, clip=0.25, "
-     "own_lr=nil, max_delta=20, eval_batch_size=10, test_batch_size=1, log_interval=200, seed=141, max_seconds=0, test=true, "
-     "on_step=, on_epoch_end=, on_switch=, on_eval=} -> Run\n"
-     "Trains with the AWD-LSTM protocol (docs/training.md). Callbacks get (info, run): info is a table, run:stop(), "
-     "run:set_lr(), run:freeze() act on the run. A run_dir holding an unfinished run of the same configuration is resumed."},
+    {"train", lmkit_train, train_doc().c_str()},
     {"resume", lmkit_resume,
      "lmkit.resume(run_dir[, {model=, corpus=, device=, epochs=, max_seconds=, on_step=, ...}]) -> Run\n"
      "Continues a stopped or preempted run from its state.ckpt, step for step as if it never stopped. The model and corpus "

@@ -20,12 +20,6 @@ local PAPER = {
 }
 local LABEL = {ptb = "PTB", ["wikitext-2"] = "WT2"}
 
-local function exists(path)
-  local f = io.open(path, "r")
-  if f then f:close() end
-  return f ~= nil
-end
-
 return recipe.define{
   name = "dataset_stats",
   description = "Corpus statistics: tokens per split, vocabulary, % <unk>, % <eos> (thesis Table 4.2)",
@@ -48,7 +42,7 @@ return recipe.define{
 
   run = function(cell, ctx)
     local folder = chapter5.data_dir(ctx.cfg.data, cell.dataset)
-    local protocol = exists(folder .. "/train.txt") and "full" or "mini"
+    local protocol = lmkit.fs.exists(folder .. "/train.txt") and "full" or "mini"
     local corpus = lmkit.data.corpus{name = cell.dataset, path = folder, protocol = protocol}
     local unk, eos = corpus.vocab:id("<unk>"), corpus.vocab:id("<eos>")
     local result = {protocol = protocol, vocab = corpus.vocab:size(), total = 0, unk_count = 0, eos_count = 0}

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/config/settings.h"
+#include "bindings/settings.h"
 
 namespace lmkit::repl {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/config/settings.h"
+#include "bindings/settings.h"
 
 namespace lmkit::repl {
 

@@ -6,7 +6,7 @@
 #include <lua.hpp>
 #include <nlohmann/json.hpp>
 
-#include "runtime/config/settings.h"
+#include "bindings/settings.h"
 
 namespace lmkit::repl {
 

@@ -34,6 +34,7 @@ packages=(
   libreadline-dev                   # line editing and history in the REPL
   libfmt-dev nlohmann-json3-dev libcli11-dev
   libboost-math-dev                 # distributions for lmkit.stats
+  libxxhash-dev                     # XXH3 content hashes of corpora and token caches
   libgtest-dev libgmock-dev         # the C++ tests
   gnuplot-nox                       # lmkit.plot
 )

@@ -24,7 +24,7 @@ local function fail(message)
   error(setmetatable({message = message}, UserMistake), 0)
 end
 
-local PREEMPTED_EXIT = 75  -- EX_TEMPFAIL: the task saved its state and can resume
+local PREEMPTED_EXIT = lmkit.process.PREEMPTED_EXIT  -- 75, EX_TEMPFAIL: the task saved its state and can resume
 
 local function quote(s)
   return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
@@ -37,8 +37,8 @@ local function write_json(path, value)
 end
 
 local function mkdir(path)
-  local ok = os.execute("mkdir -p " .. quote(path))
-  if not ok then fail(("lmkit batch: cannot create the folder %s"):format(path)) end
+  local ok, err = pcall(lmkit.fs.mkdir, path)
+  if not ok then fail(("lmkit batch: %s"):format(err)) end
 end
 
 local function command_output(command)

@@ -270,19 +270,19 @@ return function(lmkit)
     return draw(spec, xy_series(spec, "points", "lmkit.plot.scatter"), "lmkit.plot.scatter")
   end
 
-  -- Least squares y = a + b·x and Pearson's r, in double precision.
+  -- Least squares y = a + b·x in double precision, and Pearson's r (lmkit.stats.pearsonr).
   local function fit_line(x, y)
     local n = #x
     local mx, my = 0, 0
     for i = 1, n do mx, my = mx + x[i], my + y[i] end
     mx, my = mx / n, my / n
-    local sxx, sxy, syy = 0, 0, 0
+    local sxx, sxy = 0, 0
     for i = 1, n do
-      local dx, dy = x[i] - mx, y[i] - my
-      sxx, sxy, syy = sxx + dx * dx, sxy + dx * dy, syy + dy * dy
+      local dx = x[i] - mx
+      sxx, sxy = sxx + dx * dx, sxy + dx * (y[i] - my)
     end
     local slope = sxy / sxx
-    return slope, my - slope * mx, sxy / math.sqrt(sxx * syy)
+    return slope, my - slope * mx, (lmkit.stats.pearsonr(x, y))
   end
   plot.fit_line = fit_line
 
@@ -435,34 +435,15 @@ return function(lmkit)
     return spectrum(s, fname, s.title)
   end
 
-  -- The top two principal components of the rows of m (N×d), by power iteration in double.
+  -- The rows of m (N×d) on their top two principal directions (lmkit.analysis.projection_2d, in
+  -- float64); a single column plots against the row number.
   local function pca2(m)
-    local x = m:double()
-    x = x:sub(x:mean(1, true))
-    local cov = x:t():matmul(x)
-    local d = cov:size(1)
-    local components = {}
-    for k = 1, math.min(2, d) do
-      local v = lmkit.linspace(1, 2, d, {dtype = "float64"}):reshape(d, 1)
-      for _ = 1, 500 do
-        local nv = cov:matmul(v)
-        local norm = nv:norm():item()
-        if norm == 0 then break end
-        nv = nv:div(norm)
-        local change = (nv:sub(v)):abs():max():item()
-        v = nv
-        if change < 1e-12 then break end
-      end
-      local lambda = v:t():matmul(cov):matmul(v):item()
-      cov = cov:sub(v:matmul(v:t()):mul(lambda))
-      -- Sign: the entry of largest magnitude is positive (a deterministic orientation).
-      local flat = v:reshape(d)
-      local big = flat:abs():argmax():item()
-      if flat:totable()[big] < 0 then v = v:neg() end
-      components[k] = x:matmul(v):reshape(x:size(1)):totable()
+    if m:size(2) < 2 then
+      local x = m:double()
+      return x:sub(x:mean(1, true)):reshape(x:size(1)):totable(), range(x:size(1))
     end
-    if #components < 2 then components[2] = range(#components[1]) end
-    return components[1], components[2]
+    local p = lmkit.analysis.projection_2d(m:double())
+    return p:select(2, 1):totable(), p:select(2, 2):totable()
   end
   plot.pca2 = pca2
 
@@ -645,7 +626,7 @@ Train and valid perplexity against epoch from a run (its directory or lmkit.open
     fit_line = [[lmkit.plot.fit_line(x, y) -> slope, intercept, r
 Least squares y = intercept + slope·x and Pearson's r of two Lua arrays (what rank_ppl draws).]],
     pca2 = [[lmkit.plot.pca2(matrix) -> x, y
-The rows of an N×d tensor projected on its first two principal components (centered; power iteration in float64), as two Lua arrays.]],
+The rows of an N×d tensor projected on its first two principal components (centered, float64: lmkit.analysis.projection_2d), as two Lua arrays.]],
   }
   for name, doc in pairs(docs) do lmkit.document(plot[name], "lmkit.plot." .. name, doc) end
   for name, fn in pairs(plot) do

@@ -117,7 +117,7 @@ function Recipe:run_cell(cfg, cell)
   local result_file = ctx.dir .. "/result.json"
   local done = read_result(result_file)
   if done then return done, true end
-  os.execute(("mkdir -p '%s'"):format(ctx.dir:gsub("'", "'\\''")))
+  lmkit.fs.mkdir(ctx.dir)
   print(("== %s: cell %d (%s)"):format(self.name, cell.index, cell.id))
   local result = self.run(cell, ctx)
   if type(result) ~= "table" then
@@ -157,7 +157,7 @@ function Recipe:run_task(cfg, cell)
   local state = {task = cell.index, id = cell.id, attempt = (previous.attempt or 0) + 1,
                  host = lmkit.process.hostname(), pid = lmkit.process.pid(), slurm_job = slurm_job_id(),
                  started = os.time()}
-  os.execute(("mkdir -p '%s'"):format((cfg.out .. "/batch/tasks"):gsub("'", "'\\''")))
+  lmkit.fs.mkdir(cfg.out .. "/batch/tasks")
   state.state = "running"
   lmkit.write_file(file, lmkit.json_encode(state, true))
   local trace

@@ -33,9 +33,13 @@ presets.paper = {
   },
 }
 
--- LMS-PLIF's own settings (thesis §5.6): K intervals on [−T, T]. Its slopes train with lr 0.02
--- (§4.3.2.1) wherever it trains: that is the head's own default (lmkit.heads.plif's lr).
-presets.plif = {K = 100000, T = 20}
+-- LMS-PLIF's own settings (thesis §5.6): K intervals on [−T, T], the head's defaults (K = 100,000,
+-- T = 20, as declared with lmkit.heads.plif). Its slopes train with lr 0.02 (§4.3.2.1) wherever it
+-- trains: that is the head's own default too.
+presets.plif = {}
+for _, option in ipairs(lmkit.heads.info("plif").options) do
+  if option.name == "K" or option.name == "T" then presets.plif[option.name] = option.default end
+end
 
 -- What a scale changes, applied over the paper configuration.
 presets.scales = {

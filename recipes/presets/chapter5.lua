@@ -69,20 +69,13 @@ function chapter5.settings(own)
   return s
 end
 
-local function is_dir(path)
-  local ok, _, code = os.rename(path, path)
-  return ok or code == 13  -- 13: EACCES (it exists, we may not rename it)
-end
-
 -- The folder `sub` (a corpus, "word-similarity") of the data folder: the setting's, else the
 -- first of $LMKIT_DATA, ./data, $LMKIT_TEST_DATA (what CTest sets), ../shared/data that has it.
 function chapter5.data_dir(setting, sub)
   if setting and setting ~= "" then return setting .. "/" .. sub end
-  for _, root in ipairs{os.getenv("LMKIT_DATA") or "", "data", os.getenv("LMKIT_TEST_DATA") or "", "../shared/data"} do
-    if root ~= "" and is_dir(root .. "/" .. sub) then return root .. "/" .. sub end
-  end
-  error(("chapter5: no %s/ in $LMKIT_DATA, ./data, $LMKIT_TEST_DATA or ../shared/data; "
-         .. "download it with scripts/get_data.sh or pass --set data=DIR"):format(sub), 2)
+  local ok, folder = pcall(lmkit.data.locate, sub, {roots = {os.getenv("LMKIT_TEST_DATA") or "", "../shared/data"}})
+  if not ok then error(("chapter5: %s; or pass --set data=DIR"):format((folder:gsub("^[^:]*:%d+: ", ""))), 2) end
+  return folder
 end
 
 local function first_lines(src, dst, n)
@@ -110,7 +103,7 @@ function chapter5.real_corpus(cfg, out)
   if cfg.lines > 0 then
     if protocol ~= "mini" then error("chapter5: lines > 0 is for the tiny scale (the mini protocol)", 2) end
     local cut = ("%s/data/%s-first%d"):format(cfg.models ~= "" and cfg.models or out, cfg.dataset, cfg.lines)
-    os.execute(("mkdir -p '%s'"):format(cut:gsub("'", "'\\''")))
+    lmkit.fs.mkdir(cut)
     for _, split in ipairs{"valid.txt", "test.txt"} do first_lines(folder .. "/" .. split, cut .. "/" .. split, cfg.lines) end
     folder = cut
   end

@@ -8,7 +8,7 @@ local report_files = {}
 -- a report of a grid none of whose cells has finished yet has no folder to write into.
 function report_files.save(t, out, name)
   name = name or "report"
-  os.execute(("mkdir -p '%s'"):format((out:gsub("'", "'\\''"))))
+  lmkit.fs.mkdir(out)
   for _, ext in ipairs{"md", "csv", "tex"} do t:save(("%s/%s.%s"):format(out, name, ext)) end
 end
 

@@ -69,7 +69,12 @@ torch::Tensor projection_2d(const torch::Tensor& matrix) {
   check_finite(matrix, "projection_2d");
   const auto centered = matrix - matrix.mean(0, true);
   const auto v = std::get<2>(torch::linalg_svd(centered, /*full_matrices=*/false));
-  return torch::matmul(centered, v.narrow(0, 0, 2).t());
+  // A singular vector's sign is the LAPACK build's choice: orient each direction so that its entry
+  // of largest magnitude is positive, and the same matrix plots the same way everywhere.
+  auto directions = v.narrow(0, 0, 2);
+  const auto signs = directions.gather(1, directions.abs().argmax(1, true)).sign();
+  directions = directions * torch::where(signs == 0, torch::ones_like(signs), signs);
+  return torch::matmul(centered, directions.t());
 }
 
 PairwiseKl pairwise_kl(const torch::Tensor& log_probs, std::int64_t pairs, std::uint64_t seed) {

@@ -20,12 +20,15 @@ const char* type_name(OptionType type) {
   switch (type) {
     case OptionType::Integer: return "integer";
     case OptionType::Boolean: return "boolean";
+    case OptionType::String: return "string";
     case OptionType::Number: break;
   }
   return "number";
 }
 
 std::string default_text(const OptionSpec& o) {
+  if (o.default_value.is_null()) return "nil";
+  if (o.type == OptionType::String) return o.default_value.dump();
   if (o.type == OptionType::Boolean) return o.default_value.get<bool>() ? "true" : "false";
   if (o.type == OptionType::Integer) return std::to_string(o.default_value.get<std::int64_t>());
   return describe_number(o.default_value.get<double>());
@@ -56,11 +59,11 @@ std::string Range::describe() const {
 OptionSchema::OptionSchema(std::string owner, std::vector<OptionSpec> options)
     : owner_(std::move(owner)), options_(std::move(options)) {
   for (const auto& o : options_) {
-    // A declaration error is a programming error: checked at registration, named in full.
-    const bool typed = o.type == OptionType::Boolean ? o.default_value.is_boolean() : o.default_value.is_number();
-    if (!typed) throw std::logic_error(owner_ + ": option '" + o.name + "' has a default of the wrong type");
-    if (o.type != OptionType::Boolean && !o.range.contains(o.default_value.get<double>())) {
-      throw std::logic_error(owner_ + ": option '" + o.name + "' has a default outside its range");
+    // A declaration error is a programming error: checked at construction, named in full.
+    try {
+      check(o.name, o.default_value);
+    } catch (const ConfigError& e) {
+      throw std::logic_error("the default of " + owner_ + " option '" + o.name + "' is not valid: " + e.what());
     }
   }
 }
@@ -80,18 +83,42 @@ std::vector<std::string> OptionSchema::names() const {
 
 nlohmann::json OptionSchema::check(const std::string& key, const nlohmann::json& value) const {
   const OptionSpec* spec = find(key);
-  if (!spec) throw ConfigError(owner_ + ": " + unknown_key_text("option", key, names()));
-  const std::string what = owner_ + ": option '" + key + "'";
-  if (spec->type == OptionType::Boolean) {
-    if (!value.is_boolean()) throw ConfigError(what + " must be a boolean, got " + value.dump());
-    return value;
+  if (!spec) {
+    const auto text = unknown_key_text("option", key, names());  // "unknown option 'x' (...)"
+    throw ConfigError(owner_ + " option '" + key + "' is unknown" + text.substr(text.find(" (")));
+  }
+  const std::string what = owner_ + " option '" + key + "'";
+  if (value.is_null() && spec->nullable) return value;
+  switch (spec->type) {
+    case OptionType::Boolean:
+      if (!value.is_boolean()) throw ConfigError(what + " must be a boolean, got " + value.dump());
+      return value;
+    case OptionType::String: {
+      if (!value.is_string()) throw ConfigError(what + " must be a string, got " + value.dump());
+      const auto text = value.get<std::string>();
+      if (!spec->choices.empty() && std::find(spec->choices.begin(), spec->choices.end(), text) == spec->choices.end()) {
+        std::string list;
+        for (const auto& c : spec->choices) list += (list.empty() ? "\"" : ", \"") + c + "\"";
+        throw ConfigError(what + " must be one of " + list + ", got \"" + text + "\"");
+      }
+      return value;
+    }
+    case OptionType::Integer:
+    case OptionType::Number:
+      break;
   }
   double number = 0;
   nlohmann::json checked;
   if (spec->type == OptionType::Integer) {
-    const auto i = json_integer(value, what);
-    number = static_cast<double>(i);
-    checked = i;
+    if (spec->range.low && *spec->range.low == 0 && !spec->range.low_open && !spec->range.high) {
+      const auto u = json_unsigned(value, what);  // up to 2^64 − 1 (seeds)
+      number = static_cast<double>(u);
+      checked = u;
+    } else {
+      const auto i = json_integer(value, what);
+      number = static_cast<double>(i);
+      checked = i;
+    }
   } else {
     number = json_number(value, what);
     checked = number;
@@ -106,17 +133,20 @@ nlohmann::json OptionSchema::check(const std::string& key, const nlohmann::json&
 }
 
 nlohmann::json OptionSchema::read(const nlohmann::json& given, const std::vector<std::string>& ignored) const {
-  if (!given.is_object()) throw ConfigError(owner_ + ": options must be an object, got " + given.dump());
+  if (!given.is_object()) throw ConfigError(owner_ + " options must be an object, got " + given.dump());
   nlohmann::json result = nlohmann::json::object();
   for (auto it = given.begin(); it != given.end(); ++it) {
     if (std::find(ignored.begin(), ignored.end(), it.key()) != ignored.end()) {
       result[it.key()] = it.value();
       continue;
     }
+    // null is "not set" (JSON's way of writing an absent optional); the default applies
+    const OptionSpec* spec = find(it.key());
+    if (spec && it.value().is_null() && !spec->nullable) continue;
     result[it.key()] = check(it.key(), it.value());
   }
   for (const auto& o : options_) {
-    if (!result.contains(o.name)) result[o.name] = o.default_value;
+    if (!result.contains(o.name) || (result[o.name].is_null() && !o.nullable)) result[o.name] = o.default_value;
   }
   return result;
 }

@@ -15,7 +15,7 @@
 
 namespace lmkit::config {
 
-enum class OptionType { Number, Integer, Boolean };
+enum class OptionType { Number, Integer, Boolean, String };
 
 // An interval of allowed numbers; open or closed at each end; NaN is never inside.
 struct Range {
@@ -35,21 +35,36 @@ struct Range {
 };
 
 struct OptionSpec {
+  OptionSpec(std::string name, OptionType type, nlohmann::json default_value, Range range, std::string doc)
+      : name(std::move(name)), type(type), default_value(std::move(default_value)), range(range), doc(std::move(doc)) {}
+  // A string option that takes one of `values`.
+  OptionSpec& one_of(std::vector<std::string> values) {
+    choices = std::move(values);
+    return *this;
+  }
+  // An option that may be null ("not set"); its default may then be null too.
+  OptionSpec& or_null() {
+    nullable = true;
+    return *this;
+  }
+
   std::string name;
   OptionType type = OptionType::Number;
-  nlohmann::json default_value;  // a number or a boolean of `type`
+  nlohmann::json default_value;  // of `type` (or null when nullable)
   Range range;
   std::string doc;               // one line: what the option does
+  std::vector<std::string> choices;
+  bool nullable = false;
 };
 
 class OptionSchema {
  public:
-  // owner names the options' owner in messages: "head 'gss'".
+  // owner names the options' owner in messages: "head 'gss'" → "head 'gss' option 'k' must be ...".
   OptionSchema(std::string owner, std::vector<OptionSpec> options);
 
   // `given` checked against the schema (an object; keys in `ignored`, e.g. "kind", pass through
-  // unchecked) and completed with the defaults. Integers written as 2.0 become 2; every number is
-  // finite; booleans are booleans.
+  // unchecked) and completed with the defaults (null counts as not given, unless the option is
+  // nullable). Integers written as 2.0 become 2; every number is finite; booleans are booleans.
   nlohmann::json read(const nlohmann::json& given, const std::vector<std::string>& ignored = {}) const;
   // The checked value of one option (no defaults): the reader the Lua functions use on each key.
   nlohmann::json check(const std::string& key, const nlohmann::json& value) const;

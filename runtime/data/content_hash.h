@@ -1,12 +1,12 @@
-// A fast streaming 64-bit hash for cache keys and checksums (not cryptographic).
+// A fast streaming 64-bit hash for cache keys and checksums (not cryptographic): XXH3-64 from
+// Debian's libxxhash (xxhash.h), seed 0.
 //
-// Four independent multiply-rotate lanes over 32-byte blocks keep the CPU's multipliers busy, so
-// hashing runs at several GB/s; the result does not depend on how the input is split into update()
-// calls. It detects accidental change (a modified corpus, a truncated or bit-flipped cache file),
-// which is all a cache needs.
+// It detects accidental change (a modified corpus, a truncated or bit-flipped cache file), which is
+// all a cache needs; the result does not depend on how the input is split into update() calls.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string_view>
 
 namespace lmkit::data {
@@ -14,19 +14,19 @@ namespace lmkit::data {
 class ContentHash {
  public:
   ContentHash();
+  ~ContentHash();
+  ContentHash(ContentHash&&) noexcept;
+  ContentHash& operator=(ContentHash&&) noexcept;
   void update(const void* data, std::size_t size);
   void update(std::string_view text) { update(text.data(), text.size()); }
   std::uint64_t digest() const;
 
  private:
-  void block(const unsigned char* p);
-  std::uint64_t lanes_[4];
-  unsigned char pending_[32];
-  std::size_t pending_size_ = 0;
-  std::uint64_t total_ = 0;
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
-// The hash of one buffer.
+// The hash of one buffer (equal to a ContentHash fed the same bytes in any pieces).
 std::uint64_t hash_bytes(const void* data, std::size_t size);
 
 }  // namespace lmkit::data

@@ -35,17 +35,22 @@ std::string canonical_corpus_name(const std::string& name) {
 }
 
 std::vector<std::filesystem::path> corpus_candidates(const std::string& name,
-                                                     const std::optional<std::filesystem::path>& path) {
+                                                     const std::optional<std::filesystem::path>& path,
+                                                     const std::vector<std::filesystem::path>& more_roots) {
   if (path) return {*path};
   const std::string folder = canonical_corpus_name(name);
   std::vector<std::filesystem::path> candidates;
   if (auto root = env("LMKIT_DATA")) candidates.push_back(std::filesystem::path(*root) / folder);
   candidates.push_back(std::filesystem::path("data") / folder);
+  for (const auto& root : more_roots) {
+    if (!root.empty()) candidates.push_back(root / folder);
+  }
   return candidates;
 }
 
-std::filesystem::path locate_corpus(const std::string& name, const std::optional<std::filesystem::path>& path) {
-  const auto candidates = corpus_candidates(name, path);
+std::filesystem::path locate_corpus(const std::string& name, const std::optional<std::filesystem::path>& path,
+                                    const std::vector<std::filesystem::path>& more_roots) {
+  const auto candidates = corpus_candidates(name, path, more_roots);
   std::string tried;
   for (const auto& dir : candidates) {
     std::error_code ec;

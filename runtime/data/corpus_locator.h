@@ -19,12 +19,16 @@ namespace lmkit::data {
 // The canonical folder name of a corpus ("wt2" → "wikitext-2", "wt103" → "wikitext-103").
 std::string canonical_corpus_name(const std::string& name);
 
-// The folders searched for `name`, in order (explicit path first when given).
+// The folders searched for `name`, in order: the explicit path alone when given, else
+// $LMKIT_DATA/<name>, ./data/<name>, then <root>/<name> for each of `more_roots` (recipes add the
+// test data folder).
 std::vector<std::filesystem::path> corpus_candidates(const std::string& name,
-                                                     const std::optional<std::filesystem::path>& path);
+                                                     const std::optional<std::filesystem::path>& path,
+                                                     const std::vector<std::filesystem::path>& more_roots = {});
 
 // The first candidate that is a folder; throws EnvironmentError naming all candidates otherwise.
-std::filesystem::path locate_corpus(const std::string& name, const std::optional<std::filesystem::path>& path);
+std::filesystem::path locate_corpus(const std::string& name, const std::optional<std::filesystem::path>& path,
+                                    const std::vector<std::filesystem::path>& more_roots = {});
 
 // True when new files can be created in `dir` (judged by its permission bits too, so a root user
 // does not write into a folder that was made read-only on purpose).

@@ -16,7 +16,9 @@ namespace lmkit::data {
 namespace {
 
 constexpr char kMagic[8] = {'L', 'M', 'K', 'I', 'T', 'T', 'O', 'K'};
-constexpr std::uint32_t kVersion = 1;
+// 2: checksums and source hashes are XXH3-64 (version 1 used a hash of lmkit's own). A file of
+// another version is stale: rebuilt, never read.
+constexpr std::uint32_t kVersion = 2;
 constexpr std::uint32_t kEndianMarker = 0x01020304;
 constexpr std::size_t kHeaderSize = 8 + 4 + 4 + 8;
 

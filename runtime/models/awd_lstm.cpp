@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "runtime/config/bound_options.h"
 #include "runtime/core/error.h"
 #include "runtime/core/host_memory.h"
 #include "runtime/core/number_text.h"
@@ -64,21 +65,42 @@ std::int64_t encoder_bytes(const AwdLstmOptions& o) {
 
 }  // namespace
 
+namespace {
+
+#define LMKIT_ENCODER_OPTION(...) LMKIT_BOUND_ACCESSOR(AwdLstmOptions, __VA_ARGS__)
+
+const config::BoundOptions<AwdLstmOptions>& bound() {
+  static const config::BoundOptions<AwdLstmOptions> options(
+      "AWD-LSTM",
+      {LMKIT_ENCODER_OPTION(vocab_size, Integer, std::int64_t, positive(), "vocabulary size N"),
+       LMKIT_ENCODER_OPTION(emb, Integer, std::int64_t, positive(), "embedding size d"),
+       LMKIT_ENCODER_OPTION(nhid, Integer, std::int64_t, positive(), "hidden size of the inner LSTM layers"),
+       LMKIT_ENCODER_OPTION(nhidlast, Integer, std::int64_t, positive(), "hidden size of the last LSTM layer"),
+       LMKIT_ENCODER_OPTION(nlayers, Integer, std::int64_t, positive(), "LSTM layers"),
+       LMKIT_ENCODER_OPTION(dropout, Number, double, from_up_to(0, 1), "dropout on the last layer's output"),
+       LMKIT_ENCODER_OPTION(dropouth, Number, double, from_up_to(0, 1), "dropout between LSTM layers"),
+       LMKIT_ENCODER_OPTION(dropouti, Number, double, from_up_to(0, 1), "dropout on the embedded input"),
+       LMKIT_ENCODER_OPTION(dropoute, Number, double, from_up_to(0, 1), "dropout of whole words (embedding rows)"),
+       LMKIT_ENCODER_OPTION(wdrop, Number, double, from_up_to(0, 1), "DropConnect on the hidden-to-hidden weights"),
+       LMKIT_ENCODER_OPTION(emb_noise, Number, double, any(), "Gaussian noise on the embeddings while training")});
+  return options;
+}
+
+#undef LMKIT_ENCODER_OPTION
+
+}  // namespace
+
+const config::OptionSchema& awd_lstm_options_schema() { return bound().schema(); }
+
+nlohmann::json to_json(const AwdLstmOptions& options) { return bound().to_json(options); }
+
+AwdLstmOptions awd_lstm_options_from_json(const nlohmann::json& json, const std::vector<std::string>& ignored) {
+  return bound().from_json(json, ignored);
+}
+
 AwdLstmImpl::AwdLstmImpl(AwdLstmOptions opts) : options(std::move(opts)) {
   const auto& o = options;
-  const std::pair<const char*, int64_t> sizes[] = {{"vocab_size", o.vocab_size()}, {"emb", o.emb()}, {"nhid", o.nhid()},
-                                                   {"nhidlast", o.nhidlast()}, {"nlayers", o.nlayers()}};
-  for (const auto& [name, size] : sizes) {
-    if (size <= 0) throw ConfigError(fmt::format("AWD-LSTM option '{}' must be positive, got {}", name, size));
-  }
-  const std::pair<const char*, double> rates[] = {{"dropout", o.dropout()}, {"dropouth", o.dropouth()},
-                                                  {"dropouti", o.dropouti()}, {"dropoute", o.dropoute()},
-                                                  {"wdrop", o.wdrop()}};
-  for (const auto& [name, p] : rates) {
-    if (!(p >= 0.0 && p < 1.0)) {
-      throw ConfigError(fmt::format("AWD-LSTM option '{}' must be in [0, 1), got {}", name, describe_number(p)));
-    }
-  }
+  awd_lstm_options_schema().read(to_json(o));
   // Checked before anything is allocated: huge sizes would overflow 4·nhid, and a huge nlayers
   // would build layer after layer until memory runs out instead of failing at one allocation.
   const auto needed = encoder_bytes(o);

@@ -14,6 +14,9 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "runtime/config/option_schema.h"
 #include "runtime/core/torch.h"
 
 namespace lmkit {
@@ -31,6 +34,13 @@ struct AwdLstmOptions {
   TORCH_ARG(double, wdrop) = 0.5;
   TORCH_ARG(double, emb_noise) = 0.0;
 };
+
+// The encoder's options declared once (owner "AWD-LSTM": "AWD-LSTM option 'dropout' must be in
+// [0, 1), got 1.5"), their JSON round trip (from_json: keys in `ignored` skipped, the rest checked,
+// missing ones at their defaults); AwdLstm checks the options it is built with through it.
+const config::OptionSchema& awd_lstm_options_schema();
+nlohmann::json to_json(const AwdLstmOptions& options);
+AwdLstmOptions awd_lstm_options_from_json(const nlohmann::json& json, const std::vector<std::string>& ignored = {});
 
 // One (h, c) pair per layer, each [1, B, size].
 using LstmState = std::vector<std::pair<torch::Tensor, torch::Tensor>>;

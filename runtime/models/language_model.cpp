@@ -1,62 +1,63 @@
 #include "runtime/models/language_model.h"
 
-#include <set>
-
-#include "runtime/config/json_numbers.h"
+#include "runtime/config/bound_options.h"
 #include "runtime/core/error.h"
 #include "runtime/heads/head_registry.h"
 
 namespace lmkit {
 namespace {
 
-const std::set<std::string> kConfigKeys = {
-    "vocab_size", "emb", "nhid", "nhidlast", "nlayers", "dropout", "dropouth", "dropouti", "dropoute",
-    "wdrop", "emb_noise", "tie_weights", "decoder_bias", "alpha", "beta", "head"};
+// The model's own options (the encoder's are AwdLstmOptions'), read and written through their accessors.
+#define LMKIT_MODEL_OPTION(...) LMKIT_BOUND_ACCESSOR(LanguageModelOptions, __VA_ARGS__)
 
-template <typename T>
-T field(const nlohmann::json& config, const char* key, T fallback) {
-  if (!config.contains(key)) return fallback;
-  return config::json_option<T>(config.at(key), std::string("model config: '") + key + "'");
+const config::BoundOptions<LanguageModelOptions>& own_options() {
+  static const config::BoundOptions<LanguageModelOptions> options(
+      "model", {LMKIT_MODEL_OPTION(tie_weights, Boolean, bool, any(), "the decoder is the embedding matrix"),
+                LMKIT_MODEL_OPTION(decoder_bias, Boolean, bool, any(), "the decoder has a bias b"),
+                LMKIT_MODEL_OPTION(alpha, Number, double, any(), "activation regularization (AR) coefficient"),
+                LMKIT_MODEL_OPTION(beta, Number, double, any(), "temporal activation regularization (TAR) coefficient")});
+  return options;
 }
+
+#undef LMKIT_MODEL_OPTION
 
 }  // namespace
 
 nlohmann::json to_json(const LanguageModelOptions& o) {
-  const auto& e = o.encoder();
-  return {{"vocab_size", e.vocab_size()}, {"emb", e.emb()},           {"nhid", e.nhid()},
-          {"nhidlast", e.nhidlast()},     {"nlayers", e.nlayers()},   {"dropout", e.dropout()},
-          {"dropouth", e.dropouth()},     {"dropouti", e.dropouti()}, {"dropoute", e.dropoute()},
-          {"wdrop", e.wdrop()},           {"emb_noise", e.emb_noise()}, {"tie_weights", o.tie_weights()},
-          {"decoder_bias", o.decoder_bias()}, {"alpha", o.alpha()},   {"beta", o.beta()},
-          {"head", o.head()}};
+  auto j = to_json(o.encoder());
+  j.update(own_options().to_json(o));
+  j["head"] = o.head();
+  return j;
 }
 
 LanguageModelOptions language_model_options_from_json(const nlohmann::json& config) {
-  if (!config.is_object()) throw ConfigError("model config must be a JSON object");
+  if (!config.is_object()) throw ConfigError("model config must be a JSON object, got " + config.dump());
+  const auto& encoder = awd_lstm_options_schema();
+  const auto& own = own_options().schema();
+  auto known = encoder.names();
+  for (const auto& name : own.names()) known.push_back(name);
+  known.push_back("head");
+  nlohmann::json encoder_part = nlohmann::json::object(), own_part = nlohmann::json::object();
   for (auto it = config.begin(); it != config.end(); ++it) {
-    if (!kConfigKeys.count(it.key())) throw ConfigError("model config: unknown key '" + it.key() + "'");
+    if (encoder.find(it.key())) {
+      encoder_part[it.key()] = it.value();
+    } else if (own.find(it.key())) {
+      own_part[it.key()] = it.value();
+    } else if (it.key() != "head") {
+      const auto text = config::unknown_key_text("option", it.key(), known);
+      throw ConfigError("model option '" + it.key() + "' is unknown" + text.substr(text.find(" (")));
+    }
   }
-  AwdLstmOptions d;
-  AwdLstmOptions e;
-  e.vocab_size(field(config, "vocab_size", d.vocab_size()))
-      .emb(field(config, "emb", d.emb()))
-      .nhid(field(config, "nhid", d.nhid()))
-      .nhidlast(field(config, "nhidlast", d.nhidlast()))
-      .nlayers(field(config, "nlayers", d.nlayers()))
-      .dropout(field(config, "dropout", d.dropout()))
-      .dropouth(field(config, "dropouth", d.dropouth()))
-      .dropouti(field(config, "dropouti", d.dropouti()))
-      .dropoute(field(config, "dropoute", d.dropoute()))
-      .wdrop(field(config, "wdrop", d.wdrop()))
-      .emb_noise(field(config, "emb_noise", d.emb_noise()));
-  LanguageModelOptions o;
-  o.encoder(e)
-      .tie_weights(field(config, "tie_weights", true))
-      .decoder_bias(field(config, "decoder_bias", true))
-      .alpha(field(config, "alpha", 2.0))
-      .beta(field(config, "beta", 1.0));
+  auto o = own_options().from_json(own_part);
+  o.encoder(awd_lstm_options_from_json(encoder_part));
   if (config.contains("head")) o.head(config.at("head"));
   return o;
+}
+
+std::vector<config::OptionSpec> language_model_option_specs() {
+  auto specs = awd_lstm_options_schema().options();
+  for (const auto& spec : own_options().schema().options()) specs.push_back(spec);
+  return specs;
 }
 
 LanguageModelImpl::LanguageModelImpl(LanguageModelOptions opts, Head built_head) : options(std::move(opts)) {

@@ -30,6 +30,9 @@ struct LanguageModelOptions {
 // Config ⇄ JSON (every field, head included); unknown keys throw ConfigError.
 nlohmann::json to_json(const LanguageModelOptions& options);
 LanguageModelOptions language_model_options_from_json(const nlohmann::json& config);
+// The declared options of a model config: the encoder's and the model's own (its "head" is a head
+// config, declared by the head's kind).
+std::vector<config::OptionSpec> language_model_option_specs();
 
 struct LossOutput {
   torch::Tensor loss;  // mean NLL over the T·B tokens (scalar)

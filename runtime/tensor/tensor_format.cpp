@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "runtime/core/error.h"
-#include "runtime/tensor/nested_list.h"
 
 namespace lmkit {
 namespace {

@@ -11,6 +11,11 @@
 
 namespace lmkit {
 
+// Nested lists and tensors convert at most this many levels deep, both ways: reading them walks
+// one level per recursion, and so do t:totable() and the tensor printer, once per dimension (a
+// tensor of 100,000 dimensions of size 1 is easy to make and would overflow the C stack).
+constexpr int kMaxNestedListDepth = 64;
+
 struct TensorFormatOptions {
   int precision = 4;           // digits after the point (fixed) or in the mantissa (scientific)
   std::int64_t threshold = 1000;  // more elements than this: show edge_items per end of each dim

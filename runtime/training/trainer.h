@@ -28,36 +28,9 @@
 #include "runtime/data/corpus.h"
 #include "runtime/models/language_model.h"
 #include "runtime/training/run_store.h"
+#include "runtime/training/train_options.h"
 
 namespace lmkit::training {
-
-struct TrainOptions {
-  double lr = 30;
-  std::string optimizer = "sgd";        // "sgd" (switches to ASGD by policy) or "adam"
-  double wdecay = 1.2e-6;
-  double clip = 0.25;                   // 0: no clipping
-  std::optional<double> own_lr;         // lr of the head's own-lr parameters (PLIF slopes); default lr
-  std::int64_t batch_size = 80;
-  std::int64_t small_batch_size = 0;    // 0: = batch_size (no accumulation)
-  std::int64_t bptt = 70;
-  std::int64_t max_delta = 20;          // cap on window length: bptt + max_delta
-  std::int64_t epochs = 1;
-  std::string switch_policy = "nt";     // "nt", "et" or "none"
-  std::int64_t nonmono = 5;
-  std::int64_t switch_epoch = 200;
-  std::int64_t finetune_epochs = 0;     // > 0: a finetune stage of at most this many epochs
-  std::optional<double> flood;          // flood level b
-  std::int64_t eval_batch_size = 10;
-  std::int64_t test_batch_size = 1;
-  std::int64_t log_interval = 200;      // steps between metrics lines
-  std::uint64_t seed = 141;
-  double max_seconds = 0;               // wall-time budget of the run (all sessions); 0: none
-  bool test = true;                     // evaluate the best model on the test split at the end
-};
-
-// Options ⇄ JSON. from_json rejects unknown keys and wrong types (ConfigError naming the key).
-nlohmann::json to_json(const TrainOptions& options);
-TrainOptions train_options_from_json(const nlohmann::json& json);
 
 // What the Lua layer (or any host) plugs in. The info objects are JSON (documented in
 // docs/training.md) so that every host sees the same fields.

@@ -24,10 +24,10 @@ fi
 lib=/usr/lib/x86_64-linux-gnu
 hidden=(
   /usr/include/{boost,fmt,nlohmann,lua5.4,readline,gtest,gmock,CLI}
-  /usr/include/{lapack.h,lapacke.h,lapacke_config.h,lapacke_mangling.h,lapacke_utils.h}
+  /usr/include/{lapack.h,lapacke.h,lapacke_config.h,lapacke_mangling.h,lapacke_utils.h,xxhash.h,xxh3.h}
   /usr/share/cmake/{nlohmann_json,CLI11} /usr/src/googletest
   $lib/cmake/{Boost-*,boost_*,BoostDetectToolset-*,GTest,fmt,openblas} $lib/openblas-pthread
-  $lib/{liblua5.4*,libfmt.so*,libreadline.so*,libhistory.so*,liblapacke.so*,libtmglib.so*}
+  $lib/{liblua5.4*,libfmt.so*,libreadline.so*,libhistory.so*,liblapacke.so*,libtmglib.so*,libxxhash.so,libxxhash.a}
   $lib/{libgtest*,libgmock*,libblas.so*,liblapack.so*,libopenblas*,libgfortran.so*}
   /usr/bin/lua5.4 /usr/bin/luac5.4
 )

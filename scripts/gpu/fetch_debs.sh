@@ -40,6 +40,7 @@ deps_packages=(
   libfmt-dev libfmt9
   nlohmann-json3-dev
   libcli11-dev
+  libxxhash-dev libxxhash0
   libboost1.74-dev   # the Boost of libboost-math-dev, which scripts/setup.sh installs
   liblapacke-dev liblapacke libtmglib-dev libtmglib3
   libopenblas-pthread-dev libopenblas0-pthread libgfortran5 libquadmath0

@@ -46,10 +46,14 @@ TEST(DeviceTest, ThreadsAreSetAndValidated) {
   // n cores: OpenBLAS gets them, Torch's pool one thread unless told otherwise
   set_threads(2);
   EXPECT_EQ(get_threads(), 1);
-  if (get_blas_threads() != 0) EXPECT_EQ(get_blas_threads(), 2);
+  if (get_blas_threads() != 0) {
+    EXPECT_EQ(get_blas_threads(), 2);
+  }
   set_threads(2, /*torch_threads=*/2, /*blas_threads=*/1);
   EXPECT_EQ(get_threads(), 2);
-  if (get_blas_threads() != 0) EXPECT_EQ(get_blas_threads(), 1);
+  if (get_blas_threads() != 0) {
+    EXPECT_EQ(get_blas_threads(), 1);
+  }
   set_threads(1);
   EXPECT_THROW(set_threads(0), UsageError);
   EXPECT_THROW(set_threads(kMaxThreads + 1), UsageError);

@@ -34,14 +34,14 @@ TEST(OptionSchemaTest, ReadFillsDefaultsAndKeepsIgnoredKeys) {
 }
 
 TEST(OptionSchemaTest, WrongTypesAndValuesOutOfRangeAreNamed) {
-  EXPECT_EQ(error_of({{"K", 1.5}}), "head 'x': option 'K' must be an integer, got 1.5");
-  EXPECT_EQ(error_of({{"K", 0}}), "head 'x': option 'K' must be ≥ 1, got 0");
-  EXPECT_EQ(error_of({{"rate", 1.0}}), "head 'x': option 'rate' must be in [0, 1), got 1");
-  EXPECT_EQ(error_of({{"rate", -0.0001}}), "head 'x': option 'rate' must be in [0, 1), got -0.0001");
-  EXPECT_EQ(error_of({{"scale", 0}}), "head 'x': option 'scale' must be positive, got 0");
-  EXPECT_EQ(error_of({{"freeze", 1}}), "head 'x': option 'freeze' must be a boolean, got 1");
-  EXPECT_EQ(error_of({{"scale", "2"}}), "head 'x': option 'scale' must be a number, got \"2\"");
-  EXPECT_EQ(error_of(nlohmann::json::array()), "head 'x': options must be an object, got []");
+  EXPECT_EQ(error_of({{"K", 1.5}}), "head 'x' option 'K' must be an integer, got 1.5");
+  EXPECT_EQ(error_of({{"K", 0}}), "head 'x' option 'K' must be ≥ 1, got 0");
+  EXPECT_EQ(error_of({{"rate", 1.0}}), "head 'x' option 'rate' must be in [0, 1), got 1");
+  EXPECT_EQ(error_of({{"rate", -0.0001}}), "head 'x' option 'rate' must be in [0, 1), got -0.0001");
+  EXPECT_EQ(error_of({{"scale", 0}}), "head 'x' option 'scale' must be positive, got 0");
+  EXPECT_EQ(error_of({{"freeze", 1}}), "head 'x' option 'freeze' must be a boolean, got 1");
+  EXPECT_EQ(error_of({{"scale", "2"}}), "head 'x' option 'scale' must be a number, got \"2\"");
+  EXPECT_EQ(error_of(nlohmann::json::array()), "head 'x' options must be an object, got []");
   // JSON holds no NaN or infinity, but a caller's double can: check() sees them.
   EXPECT_THROW(schema().check("scale", std::numeric_limits<double>::infinity()), ConfigError);
   EXPECT_THROW(schema().check("rate", std::nan("")), ConfigError);
@@ -49,9 +49,9 @@ TEST(OptionSchemaTest, WrongTypesAndValuesOutOfRangeAreNamed) {
 
 TEST(OptionSchemaTest, UnknownKeysSuggestTheNearestName) {
   EXPECT_EQ(error_of({{"sacle", 1}}),
-            "head 'x': unknown option 'sacle' (did you mean 'scale'?; accepted: K, rate, scale, freeze)");
+            "head 'x' option 'sacle' is unknown (did you mean 'scale'?; accepted: K, rate, scale, freeze)");
   EXPECT_EQ(error_of({{"temperature", 1}}),
-            "head 'x': unknown option 'temperature' (accepted: K, rate, scale, freeze)");
+            "head 'x' option 'temperature' is unknown (accepted: K, rate, scale, freeze)");
   EXPECT_EQ(closest_name("kk", {"k", "c"}), "k");
   EXPECT_EQ(closest_name("lambda", {"k", "c"}), "");
   EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);  // the textbook pair
@@ -68,8 +68,35 @@ TEST(OptionSchemaTest, SignatureAndDocComeFromTheDeclaration) {
             "  freeze (boolean, default false): hold still\n");
 }
 
+TEST(OptionSchemaTest, StringChoicesNullableOptionsAndUnsignedIntegers) {
+  const OptionSchema training("training", {OptionSpec("optimizer", OptionType::String, "sgd", Range::any(), "").one_of({"sgd", "adam"}),
+                                           OptionSpec("flood", OptionType::Number, nullptr, Range::non_negative(), "").or_null(),
+                                           OptionSpec("seed", OptionType::Integer, 141, Range::non_negative(), ""),
+                                           OptionSpec("bptt", OptionType::Integer, 70, Range::at_least(1), "")});
+  auto read = training.read({{"flood", nullptr}, {"bptt", nullptr}});
+  EXPECT_TRUE(read["flood"].is_null());
+  EXPECT_EQ(read["bptt"], 70) << "null is 'not given' for an option that cannot be null";
+  EXPECT_EQ(training.read({{"seed", 18446744073709551615ULL}})["seed"], 18446744073709551615ULL);
+  const auto error = [&](const nlohmann::json& given) {
+    try {
+      training.read(given);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(error({{"optimizer", "sdg"}}), "training option 'optimizer' must be one of \"sgd\", \"adam\", got \"sdg\"");
+  EXPECT_EQ(error({{"optimizer", 1}}), "training option 'optimizer' must be a string, got 1");
+  EXPECT_EQ(error({{"flood", -1}}), "training option 'flood' must be ≥ 0, got -1");
+  EXPECT_EQ(error({{"seed", -3}}), "training option 'seed' must be ≥ 0, got -3");
+  EXPECT_EQ(error({{"bptt", -3}}), "training option 'bptt' must be ≥ 1, got -3");
+  EXPECT_EQ(training.signature(), "{optimizer=\"sgd\", flood=nil, seed=141, bptt=70}");
+}
+
 TEST(OptionSchemaTest, ADefaultOutsideItsRangeIsADeclarationError) {
   EXPECT_THROW(OptionSchema("head 'z'", {{"k", OptionType::Number, -1.0, Range::positive(), ""}}), std::logic_error);
+  EXPECT_THROW(OptionSchema("head 'z'", {OptionSpec("o", OptionType::String, "x", Range::any(), "").one_of({"a"})}),
+               std::logic_error);
   EXPECT_THROW(OptionSchema("head 'z'", {{"f", OptionType::Boolean, 1, Range::any(), ""}}), std::logic_error);
 }
 

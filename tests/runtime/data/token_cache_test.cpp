@@ -6,10 +6,12 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
 #include "runtime/core/error.h"
+#include "runtime/data/content_hash.h"
 #include "runtime/data/corpus.h"
 #include "runtime/data/corpus_locator.h"
 #include "tests/runtime/data/data_test_util.h"
@@ -206,6 +208,45 @@ TEST(TokenCacheTest, CorruptCacheIsDetectedAndRebuilt) {
   int files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir.path() / "cache")) files += entry.is_regular_file();
   EXPECT_EQ(files, 1);
+}
+
+TEST(TokenCacheTest, ACacheOfAnotherFormatVersionIsRebuiltNotRead) {
+  // Version 1 files (lmkit's own hash) have the same layout with other checksums: a version-1
+  // header in front of this version's payload must be stale, not "corrupt" or, worse, read.
+  TempDir dir;
+  write_corpus(dir);
+  const auto options = options_for(dir.path() / "c", dir.path() / "cache");
+  LoadReport report;
+  const auto reference = load_corpus(options, &report);
+  std::string bytes;
+  {
+    std::ifstream in(report.cache_file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::uint32_t old_version = 1;
+  std::memcpy(bytes.data() + 8, &old_version, 4);  // magic (8 bytes), then the format version
+  dir.write("cache/" + report.cache_file.filename().string(), bytes);
+  auto c = load_corpus(options, &report);
+  EXPECT_FALSE(report.from_cache);
+  EXPECT_EQ(report.cache_status, "stale: cache format 1");
+  EXPECT_TRUE(torch::equal(c.train, reference.train));
+  load_corpus(options, &report);
+  EXPECT_TRUE(report.from_cache) << "the rebuilt cache is used again";
+}
+
+TEST(ContentHashTest, IsXxh3AndIndependentOfHowTheInputIsSplit) {
+  // XXH3-64 of the empty input with seed 0: the reference implementation's test vector.
+  EXPECT_EQ(hash_bytes("", 0), 0x2D06800538D394C2ULL);
+  std::string text;
+  for (int i = 0; i < 1000; ++i) text += static_cast<char>('a' + (i * 7919) % 26);
+  const auto whole = hash_bytes(text.data(), text.size());
+  for (std::size_t piece : {1u, 3u, 31u, 32u, 33u, 240u, 999u}) {
+    ContentHash h;
+    for (std::size_t at = 0; at < text.size(); at += piece) h.update(std::string_view(text).substr(at, piece));
+    EXPECT_EQ(h.digest(), whole) << "pieces of " << piece;
+  }
+  text[500] ^= 1;
+  EXPECT_NE(hash_bytes(text.data(), text.size()), whole);
 }
 
 TEST(RealCorpusTest, PtbMatchesTheReferenceReader) {

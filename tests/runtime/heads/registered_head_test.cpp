@@ -71,11 +71,11 @@ std::string config_error(const nlohmann::json& config) {
 
 TEST(RegisteredHeadTest, ItsOptionsAreCheckedByItsDeclaration) {
   EXPECT_EQ(config_error({{"kind", "test_scaled_softmax"}, {"aa", 2}}),
-            "head 'test_scaled_softmax': unknown option 'aa' (did you mean 'a'?; accepted: a)");
+            "head 'test_scaled_softmax' option 'aa' is unknown (did you mean 'a'?; accepted: a)");
   EXPECT_EQ(config_error({{"kind", "test_scaled_softmax"}, {"a", -1}}),
-            "head 'test_scaled_softmax': option 'a' must be positive, got -1");
+            "head 'test_scaled_softmax' option 'a' must be positive, got -1");
   EXPECT_EQ(config_error({{"kind", "test_scaled_softmax"}, {"a", "big"}}),
-            "head 'test_scaled_softmax': option 'a' must be a number, got \"big\"");
+            "head 'test_scaled_softmax' option 'a' must be a number, got \"big\"");
   EXPECT_EQ(config_error({{"kind", "test_scaled_softmx"}}).rfind("unknown head kind 'test_scaled_softmx' (did you mean "
                                                                  "'test_scaled_softmax'?); known: ", 0),
             0u);
@@ -107,7 +107,7 @@ TEST(RegisteredHeadTest, LuaGetsItsFunctionDocAndInfo) {
       "local ok, err = pcall(lmkit.heads.test_scaled_softmax, {a = 0})\n"
       "assert(not ok and err:find(\"option 'a' must be positive, got 0\", 1, true), err)\n"
       "local info = lmkit.heads.info('test_scaled_softmax')\n"
-      "assert(info.pointwise and info.monotone and not info.projects and info.options[1].name == 'a')\n"
+      "assert(info.pointwise and info.monotone and not info.projects and info.options[1].name == 'a' and info.options[1].default == 1.0)\n"
       "local m = lmkit.model{vocab_size = 9, emb = 4, nhid = 4, nhidlast = 4, nlayers = 1, head = spec}\n"
       "local name, doc = lmkit.doc(lmkit.heads.test_scaled_softmax)\n"
       "assert(name == 'lmkit.heads.test_scaled_softmax', name)\n"

@@ -8,13 +8,9 @@
 #include <vector>
 
 #include "runtime/core/torch.h"
+#include "runtime/tensor/tensor_format.h"  // kMaxNestedListDepth
 
 namespace lmkit {
-
-// Nested lists and tensors convert at most this many levels deep, both ways: reading them walks
-// one level per recursion, and so do t:totable() and the tensor printer, once per dimension (a
-// tensor of 100,000 dimensions of size 1 is easy to make and would overflow the C stack).
-constexpr int kMaxNestedListDepth = 64;
 
 class NestedListBuilder {
  public:

@@ -1,4 +1,4 @@
-#include "runtime/batch/process_pool.h"
+#include "bindings/process_pool.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-#include "runtime/batch/process_pool.h"
+#include "bindings/process_pool.h"
 
 #include <fcntl.h>
 #include <limits.h>

@@ -1,4 +1,4 @@
-#include "runtime/config/settings.h"
+#include "bindings/settings.h"
 
 #include <algorithm>
 #include <cctype>

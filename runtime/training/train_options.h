@@ -1,0 +1,56 @@
+// The options of a training run (lmkit.train{...}, config.json's "train"): declared once, in
+// train_options.cpp, as a config::OptionSchema bound to TrainOptions' members — the JSON round
+// trip, the checks (unknown keys with the nearest name, types, ranges, choices) and the docs all
+// come from that one table, with the defaults of the struct below.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/config/option_schema.h"
+
+namespace lmkit::training {
+
+struct TrainOptions {
+  double lr = 30;
+  std::string optimizer = "sgd";        // "sgd" (switches to ASGD by policy) or "adam"
+  double wdecay = 1.2e-6;
+  double clip = 0.25;                   // 0: no clipping
+  std::optional<double> own_lr;         // lr of the head's own-lr parameters (PLIF slopes); default lr
+  std::int64_t batch_size = 80;
+  std::int64_t small_batch_size = 0;    // 0: = batch_size (no accumulation)
+  std::int64_t bptt = 70;
+  std::int64_t max_delta = 20;          // cap on window length: bptt + max_delta
+  std::int64_t epochs = 1;
+  std::string switch_policy = "nt";     // "nt", "et" or "none"
+  std::int64_t nonmono = 5;
+  std::int64_t switch_epoch = 200;
+  std::int64_t finetune_epochs = 0;     // > 0: a finetune stage of at most this many epochs
+  std::optional<double> flood;          // flood level b
+  std::int64_t eval_batch_size = 10;
+  std::int64_t test_batch_size = 1;
+  std::int64_t log_interval = 200;      // steps between metrics lines
+  std::uint64_t seed = 141;
+  double max_seconds = 0;               // wall-time budget of the run (all sessions); 0: none
+  bool test = true;                     // evaluate the best model on the test split at the end
+};
+
+
+// The schema behind the conversions (for docs and front ends).
+const config::OptionSchema& train_options_schema();
+
+// Options ⇄ JSON. from_json rejects unknown keys, wrong types and values out of range
+// (ConfigError naming the key); null or a missing key is the default.
+nlohmann::json to_json(const TrainOptions& options);
+TrainOptions train_options_from_json(const nlohmann::json& json);
+
+// Options built in C++: the schema's checks (ConfigError) and those across options (UsageError:
+// small_batch_size must divide batch_size).
+void check_train_options(const TrainOptions& options);
+
+// A switch the run's length cannot reach, said before hours are spent; nullopt when it is reachable.
+std::optional<std::string> switch_warning(const TrainOptions& options);
+
+}  // namespace lmkit::training

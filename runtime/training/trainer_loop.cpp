@@ -1,0 +1,316 @@
+// The protocol's loop: a step on a window, an epoch, validation, the best checkpoint, finetuning.
+#include "runtime/training/trainer_state.h"
+
+namespace lmkit::training {
+
+std::string Trainer::State::nonfinite_diagnostic(const std::string& what) const {
+  std::vector<std::string> bad_values, bad_grads;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (!torch::isfinite(params[i]).all().item<bool>()) bad_values.push_back(names[i]);
+    if (params[i].grad().defined() && !torch::isfinite(params[i].grad()).all().item<bool>()) bad_grads.push_back(names[i]);
+  }
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  };
+  std::string text = what + " at epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) + ". ";
+  if (!bad_values.empty()) {
+    text += "Non-finite values in: " + join(bad_values) + ". ";
+  } else if (!bad_grads.empty()) {
+    text += "All parameters are finite; non-finite gradients in: " + join(bad_grads) + ". ";
+  } else {
+    text += "All parameters are finite, so the " + model->head->kind() + " head produced it from finite inputs. ";
+  }
+  text += kept_checkpoints() + " Try a lower lr or a tighter clip.";
+  return text;
+}
+
+std::string Trainer::State::kept_checkpoints() const {
+  std::string kept;
+  for (const char* name : {"best.ckpt", "last.ckpt", "state.ckpt"}) {
+    if (store.exists(name)) kept += (kept.empty() ? "" : ", ") + std::string(name);
+  }
+  if (kept.empty()) return "No checkpoint had been written yet, so there is none to go back to.";
+  return "The files of the last good epoch (" + std::to_string(epoch) + ") are kept: " + kept + ".";
+}
+
+bool Trainer::State::check_validation(const EvalResult& valid) {
+  if (std::isfinite(valid.loss)) return true;
+  diagnostic = "Validation loss is " + describe_number(valid.loss) + " after " +
+               (stage == "train" ? "epoch " : "finetune epoch ") + std::to_string(epoch) +
+               (averaging ? " (averaged weights)" : "") + ". " + kept_checkpoints() + " Try a lower lr or a tighter clip.";
+  status = "diverged";
+  log("Run diverged: " + diagnostic);
+  return false;
+}
+
+bool Trainer::State::train_step(const data::Batch& window) {
+  auto& groups = optimizer->groups();
+  auto& main = groups[0];
+  const double base_lr = main.lr;
+  // Every group's rate scales with the window (seq_len/bptt), the slopes' own as the main one.
+  std::vector<double> base_lrs;
+  for (auto& g : groups) {
+    base_lrs.push_back(g.lr);
+    g.lr *= window.lr_scale;
+  }
+  auto restore_lrs = [&] {
+    for (std::size_t i = 0; i < groups.size(); ++i) groups[i].lr = base_lrs[i];
+  };
+  model->train();
+  optimizer->zero_grad();
+  const auto chunk = chunk_size();
+  const auto chunks = options.batch_size / chunk;
+  const double share = static_cast<double>(chunk) / static_cast<double>(options.batch_size);
+  double raw_loss = 0;
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    auto input = window.input.narrow(1, c * chunk, chunk);
+    auto target = window.target.narrow(1, c * chunk, chunk);
+    hidden[c] = detach_state(hidden[c]);
+    auto out = model->loss(input, target, hidden[c]);
+    const double value = out.loss.item<double>();
+    if (!std::isfinite(value)) {
+      restore_lrs();
+      diagnostic = nonfinite_diagnostic("Training loss is " + describe_number(value));
+      return false;
+    }
+    torch::Tensor nll = out.loss;
+    if (options.flood) nll = (nll - *options.flood).abs() + *options.flood;
+    torch::Tensor loss = nll + out.ar + out.tar;
+    if (chunks > 1) loss = loss * share;
+    loss.backward();
+    hidden[c] = out.hidden;
+    raw_loss += value * share;
+  }
+  // Gradient norm over every parameter (as torch.nn.utils.clip_grad_norm_), clipped to `clip`.
+  double norm_sq = 0;
+  for (const auto& p : params) {
+    if (p.grad().defined()) norm_sq += p.grad().pow(2).sum().item<double>();
+  }
+  const double norm = std::sqrt(norm_sq);
+  if (!std::isfinite(norm)) {
+    restore_lrs();
+    diagnostic = nonfinite_diagnostic("The gradient norm is not finite");
+    return false;
+  }
+  if (options.clip > 0) {
+    const double coefficient = options.clip / (norm + 1e-6);
+    if (coefficient < 1) {
+      torch::NoGradGuard no_grad;
+      for (auto& p : params) {
+        if (p.grad().defined()) p.mutable_grad().mul_(coefficient);
+      }
+    }
+  }
+  optimizer->step();
+  restore_lrs();
+
+  ++step;
+  ++batch;
+  const auto tokens = window.input.numel();
+  interval_loss += raw_loss;
+  ++interval_steps;
+  ++timed_steps;
+  timed_tokens += tokens;
+  epoch_loss += raw_loss;
+  ++epoch_steps;
+
+  const double interval_seconds = std::chrono::duration<double>(Clock::now() - interval_start).count();
+  const double rate = interval_seconds > 0 ? static_cast<double>(timed_tokens) / interval_seconds : 0;
+  progress.update(window.position + window.seq_len, std::exp(epoch_loss / static_cast<double>(epoch_steps)), base_lr, rate);
+  if (callbacks.on_step) {
+    callbacks.on_step({{"stage", stage}, {"epoch", epoch + 1}, {"step", step}, {"batch", batch}, {"lr", base_lr},
+                       {"loss", raw_loss}, {"seq_len", window.seq_len}, {"lr_scale", window.lr_scale}});
+  }
+  if (batch % options.log_interval == 0) {
+    const double loss = interval_loss / static_cast<double>(interval_steps);
+    metric({{"type", "step"}, {"stage", stage}, {"epoch", epoch + 1}, {"step", step}, {"batch", batch},
+            {"lr", base_lr}, {"loss", loss}, {"ppl", std::exp(loss)}, {"tokens_per_s", rate},
+            {"seconds", seconds()}});
+    // Windows have random lengths, so the epoch's progress is told by position, not batch count.
+    const double done = 100.0 * static_cast<double>(window.position + window.seq_len) /
+                        static_cast<double>(train_source.size(0));
+    progress.interval_line(fmt::format("| {} {:3d} | {:5d} batches ({:3.0f}%) | lr {:.4g} | ms/batch {:7.1f} | "
+                                       "loss {:5.2f} | ppl {:8.2f} | {:.0f} tok/s",
+                                       stage == "train" ? "epoch" : "finetune", epoch + 1, batch,
+                                       std::min(100.0, done), base_lr,
+                                       1000 * interval_seconds / static_cast<double>(timed_steps), loss,
+                                       std::exp(loss), rate));
+    interval_loss = 0;
+    interval_steps = 0;
+    restart_interval_clock();
+  }
+  return true;
+}
+
+void Trainer::State::restart_interval_clock() {
+  interval_start = Clock::now();
+  timed_steps = 0;
+  timed_tokens = 0;
+}
+
+bool Trainer::State::train_epoch() {
+  if (batch == 0) {
+    reset_hidden();
+    epoch_loss = 0;
+    epoch_steps = 0;
+    epoch_seconds_before = 0;
+    // Each epoch's log intervals start afresh, as the reference's train() resets total_loss.
+    interval_loss = 0;
+    interval_steps = 0;
+  }
+  epoch_start = Clock::now();
+  restart_interval_clock();
+  progress.start_epoch(epoch + 1, train_source.size(0), stage == "train" ? "epoch" : "finetune");
+  data::Batch window;
+  while (true) {
+    if (callbacks.capture_host_state && !skip_capture_once) host_state = callbacks.capture_host_state();
+    skip_capture_once = false;
+    const int signal = preemption_signal();
+    if (signal || interruption_requested()) {
+      // Ctrl-C (interruption.h) stops exactly as a cluster's SIGTERM does: state saved, resumable.
+      const bool interrupted = signal == 0 && take_interruption();
+      const std::string cause = interrupted ? "interrupted (Ctrl-C)" : fmt::format("preempted (signal {})", signal);
+      progress.end_epoch();
+      save_state(/*in_loop=*/true);
+      status = "preempted";
+      stop_reason = cause;
+      log(fmt::format("Training run {} at epoch {}, step {}: state saved to {}; lmkit.resume(\"{}\") or the "
+                      "same recipe with the same run_dir continues.",
+                      cause, epoch + 1, step, store.path("state.ckpt"), store.dir().string()));
+      write_summary();
+      if (!interrupted) set_preempted(true);
+      throw Preempted("training run " + cause + " at epoch " + std::to_string(epoch + 1) + ", step " +
+                      std::to_string(step) + "; state saved in " + store.path("state.ckpt") +
+                      "; run the same recipe again or lmkit.resume(\"" + store.dir().string() + "\") to continue");
+    }
+    if (stop_requested || (options.max_seconds > 0 && seconds() >= options.max_seconds)) {
+      progress.end_epoch();
+      save_state(/*in_loop=*/true);
+      status = stop_requested ? "stopped" : "time_limit";
+      if (!stop_requested) stop_reason = fmt::format("wall-time budget of {} s used", options.max_seconds);
+      log("Stopping at epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step) + ": " + stop_reason +
+          " (resumable from state.ckpt)");
+      return false;
+    }
+    if (!sampler->next(window)) break;
+    window.input = window.input.to(device);
+    window.target = window.target.to(device);
+    if (!train_step(window)) {
+      progress.end_epoch();
+      status = "diverged";
+      log("Run diverged: " + diagnostic);
+      return false;
+    }
+  }
+  progress.end_epoch();
+  ++epoch;
+  batch = 0;
+  last_train_loss = epoch_steps > 0 ? epoch_loss / static_cast<double>(epoch_steps) : last_train_loss;
+  return true;
+}
+
+EvalResult Trainer::State::validate() {
+  auto result = evaluate(model, corpus.valid, options.eval_batch_size, options.bptt);
+  if (callbacks.on_eval) {
+    callbacks.on_eval({{"split", "valid"}, {"stage", stage}, {"epoch", epoch}, {"loss", result.loss},
+                       {"ppl", result.perplexity}, {"averaged", averaging}, {"tokens", result.tokens}});
+  }
+  return result;
+}
+
+void Trainer::State::save_best(double valid_loss) {
+  save_checkpoint(model, store.path("best.ckpt"));
+  best_valid = valid_loss;
+  best_epoch = epoch;
+  best_train_loss = last_train_loss;
+}
+
+bool Trainer::State::end_of_training_epoch() {
+  const double epoch_time = epoch_elapsed();
+  epoch_seconds.push_back(epoch_time);
+  bool best = false, switched = false;
+  EvalResult valid;
+  if (averaging) {
+    optimizer->swap_with_average();
+    valid = validate();
+    if (valid.loss < best_valid) save_best(valid.loss), best = true;
+    optimizer->swap_with_average();
+    if (!check_validation(valid)) return false;
+  } else {
+    valid = validate();
+    if (!check_validation(valid)) return false;
+    if (valid.loss < best_valid) save_best(valid.loss), best = true;
+    if (policy->observe(epoch, valid.loss) && options.optimizer == "sgd") {
+      optimizer = std::make_unique<Optimizer>("asgd", make_groups(options.lr));
+      averaging = true;
+      switched = true;
+      switched_at = epoch;
+    }
+  }
+  finish_epoch(valid, epoch_time, best, switched);
+  return true;
+}
+
+void Trainer::State::finish_epoch(const EvalResult& valid, double epoch_time, bool best, bool switched) {
+  metric({{"type", "epoch"}, {"stage", stage}, {"epoch", epoch}, {"step", step}, {"train_loss", last_train_loss},
+          {"train_ppl", std::exp(last_train_loss)}, {"valid_loss", valid.loss}, {"valid_ppl", valid.perplexity},
+          {"averaging", averaging}, {"switched", switched}, {"best", best}, {"epoch_seconds", epoch_time}});
+  log(fmt::format("| end of {} {:3d} | time {:6.1f}s | train ppl {:8.2f} | valid ppl {:8.2f}{}{}{}",
+                  stage == "train" ? "epoch" : "finetune epoch", epoch, epoch_time, std::exp(last_train_loss),
+                  valid.perplexity, averaging && !switched ? " | averaged" : "", best ? " | best" : "",
+                  switched ? " | switching to ASGD" : ""));
+  if (switched && callbacks.on_switch) {
+    callbacks.on_switch({{"epoch", epoch}, {"policy", options.switch_policy}, {"valid_loss", valid.loss}});
+  }
+  if (callbacks.on_epoch_end) {
+    callbacks.on_epoch_end({{"stage", stage}, {"epoch", epoch}, {"step", step}, {"train_loss", last_train_loss},
+                            {"valid_loss", valid.loss}, {"valid_ppl", valid.perplexity}, {"averaging", averaging},
+                            {"switched", switched}, {"best", best}, {"epoch_seconds", epoch_time}});
+  }
+  save_checkpoint(model, store.path("last.ckpt"));
+  if (callbacks.capture_host_state) host_state = callbacks.capture_host_state();
+  save_state();
+}
+
+bool Trainer::State::finetune() {
+  if (!finetune_started) {
+    load_weights(model, store.path("best.ckpt"));
+    optimizer = std::make_unique<Optimizer>("asgd", make_groups(options.lr));
+    averaging = true;
+    stage = "finetune";
+    epoch = 0;
+    batch = 0;
+    finetune_history.clear();
+    finetune_best = validate().loss;
+    finetune_started = true;
+    log(fmt::format("Finetuning from the best model (valid ppl {:.2f})", std::exp(finetune_best)));
+    if (callbacks.capture_host_state) host_state = callbacks.capture_host_state();
+    save_state();
+  }
+  while (!finetune_done && epoch < options.finetune_epochs) {
+    if (!train_epoch()) return false;
+    const double epoch_time = epoch_elapsed();
+    epoch_seconds.push_back(epoch_time);
+    optimizer->swap_with_average();
+    const auto valid = validate();
+    if (!std::isfinite(valid.loss)) {
+      optimizer->swap_with_average();
+      return check_validation(valid);
+    }
+    bool best = false;
+    if (valid.loss < finetune_best) {
+      finetune_best = valid.loss;
+      if (valid.loss < best_valid) save_best(valid.loss), best = true;
+    }
+    optimizer->swap_with_average();
+    if (non_monotone_trigger(finetune_history, valid.loss, options.nonmono)) finetune_done = true;
+    finetune_history.push_back(valid.loss);
+    finish_epoch(valid, epoch_time, best, false);
+    if (finetune_done) log("Finetuning done: the validation loss stopped improving (non-monotone criterion)");
+  }
+  return true;
+}
+
+}  // namespace lmkit::training

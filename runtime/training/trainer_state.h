@@ -1,0 +1,173 @@
+// Trainer's private state: the run's objects, its counters (all in the resume state) and the
+// steps of the protocol. Included only by the trainer's own files, one concept each:
+//   trainer.cpp               the public Trainer, setup, and the run from start to summary
+//   trainer_resume_state.cpp  the resume state: save, load (step for step), freezing
+//   trainer_loop.cpp          a training step, an epoch, validation, checkpoints, finetuning
+//   trainer_summary.cpp       summary.json and the facts it reports
+#pragma once
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "runtime/training/trainer.h"
+#include "runtime/core/atomic_file.h"
+#include "runtime/core/device.h"
+#include "runtime/core/error.h"
+#include "runtime/core/version.h"
+#include "runtime/data/batching.h"
+#include "runtime/data/bptt_sampler.h"
+#include "runtime/data/corpus_origin.h"
+#include "runtime/models/checkpoint.h"
+#include "runtime/training/evaluation.h"
+#include "runtime/training/optimizer.h"
+#include "runtime/core/interruption.h"
+#include "runtime/core/number_text.h"
+#include "runtime/training/preemption.h"
+#include "runtime/training/progress.h"
+#include "runtime/training/switch_policy.h"
+
+namespace lmkit::training {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+// The differences of this run's configuration from a stored config.json, one "\n  key: stored
+// X, now Y" line each; keys a resume may change (epochs, max_seconds, ...) are skipped.
+std::string describe_differences(const json& stored, const json& now, const std::string& prefix = "");
+// The process's peak resident memory so far.
+std::int64_t peak_rss_bytes();
+
+struct Trainer::State {
+  State(LanguageModel m, data::Corpus c, TrainOptions o, const std::string& dir, TrainCallbacks cb)
+      : model(std::move(m)), corpus(std::move(c)), options(std::move(o)), store(dir), callbacks(std::move(cb)),
+        device(model->encoder->embedding.device()),
+        progress(Progress::detect_mode(), [this](const std::string& line) { store.append_log(line); }) {}
+
+  LanguageModel model;
+  data::Corpus corpus;
+  TrainOptions options;
+  RunStore store;
+  TrainCallbacks callbacks;
+  torch::Device device;
+  Progress progress;
+  json config;
+
+  std::vector<std::string> names;       // parameter names, in named_parameters order
+  std::vector<torch::Tensor> params;
+  torch::Tensor train_source;           // [nbatch, batch_size] on the device
+  std::unique_ptr<data::BpttSampler> sampler;
+  std::unique_ptr<Optimizer> optimizer;
+  std::unique_ptr<SwitchPolicy> policy;
+  std::vector<LstmState> hidden;        // one per small-batch chunk
+
+  // Counters (all in the resume state).
+  std::string stage = "train";          // "train" or "finetune"
+  std::int64_t epoch = 0;               // completed epochs of the stage
+  std::int64_t step = 0;                // optimizer steps, all stages
+  std::int64_t batch = 0;               // windows done in the current epoch
+  bool averaging = false;
+  std::optional<std::int64_t> switched_at;
+  double best_valid = std::numeric_limits<double>::infinity();
+  std::int64_t best_epoch = 0;
+  std::vector<double> finetune_history;
+  double finetune_best = std::numeric_limits<double>::infinity();
+  bool finetune_started = false;
+  bool finetune_done = false;
+  double interval_loss = 0;
+  std::int64_t interval_steps = 0;
+  // Steps and tokens since interval_start, for the rates: the interval's loss may span a resume
+  // (its sums are part of the saved state), but the clock restarts with each session and epoch.
+  std::int64_t timed_steps = 0, timed_tokens = 0;
+  double epoch_loss = 0;
+  std::int64_t epoch_steps = 0;
+  double last_train_loss = std::numeric_limits<double>::quiet_NaN();
+  // The training loop's mean loss (dropout and every training-time perturbation on) of the epoch
+  // with the best validation loss: the thesis's "train ppl" (SPEC §2).
+  double best_train_loss = std::numeric_limits<double>::quiet_NaN();
+  double seconds_before = 0;            // wall time of earlier sessions of this run
+  double epoch_seconds_before = 0;      // of the current epoch, in earlier sessions
+  std::vector<double> epoch_seconds;
+  json host_state;
+  bool skip_capture_once = false;
+  std::set<std::string> frozen;
+
+  bool resumed = false;
+  bool stop_requested = false;
+  std::string stop_reason;
+  std::string status;
+  std::string diagnostic;
+  Clock::time_point session_start = Clock::now();
+  Clock::time_point epoch_start = Clock::now();
+  Clock::time_point interval_start = Clock::now();
+
+  double seconds() const { return seconds_before + std::chrono::duration<double>(Clock::now() - session_start).count(); }
+  double epoch_elapsed() const {
+    return epoch_seconds_before + std::chrono::duration<double>(Clock::now() - epoch_start).count();
+  }
+  std::int64_t chunk_size() const { return options.small_batch_size == 0 ? options.batch_size : options.small_batch_size; }
+
+  void log(const std::string& line) { progress.line(line); }
+  void metric(const json& record) { store.append_metric(record); }
+
+  // ---- setup ----
+
+  std::vector<ParameterGroup> make_groups(double lr);
+
+  void reset_hidden();
+
+  // ---- resume state ----
+
+  // Saves the state as of the last step boundary. host_state must have been captured there (the
+  // capture reseeds the host RNG, so capturing twice at one boundary would change its stream).
+  // in_loop: saved at the top of a training iteration, right after that boundary's capture; the
+  // resumed run must then not capture again before its first window.
+  void save_state(bool in_loop = false);
+
+  void load_state();
+
+  std::int64_t apply_frozen(const std::string& prefix, bool freeze);
+
+  // ---- training ----
+
+  std::string nonfinite_diagnostic(const std::string& what) const;
+
+  // What a diverged run leaves to go back to, as it is on disk (no claim about files that are not).
+  std::string kept_checkpoints() const;
+
+  // A validation loss that is not finite ends the run as a diverged training loss does.
+  bool check_validation(const EvalResult& valid);
+
+  // One optimizer step on one window; false when the run must stop (non-finite loss or gradient).
+  bool train_step(const data::Batch& window);
+
+  void restart_interval_clock();
+
+  // Runs the rest of the current epoch. Returns false when the run stops inside it.
+  bool train_epoch();
+
+  EvalResult validate();
+
+  void save_best(double valid_loss);
+
+  // Validation, checkpoints, switch and metrics after an epoch of the main stage; false when the
+  // validation loss diverged (nothing of this epoch is saved then).
+  bool end_of_training_epoch();
+
+  void finish_epoch(const EvalResult& valid, double epoch_time, bool best, bool switched);
+
+  // AWD-LSTM's finetune.py: ASGD restarted from the best weights, until the non-monotone
+  // criterion fires on the averaged validation loss (or finetune_epochs run out).
+  bool finetune();
+
+  json summary_json(const std::optional<EvalResult>& valid, const std::optional<EvalResult>& test) const;
+
+  json write_summary(const std::optional<EvalResult>& valid = std::nullopt, const std::optional<EvalResult>& test = std::nullopt);
+};
+
+}  // namespace lmkit::training
