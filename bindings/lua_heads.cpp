@@ -263,17 +263,17 @@ int heads_registered(lua_State* L) {
 // The functions of lmkit.heads.<kind>, built once per process from the registry (their names and
 // doc strings must outlive every Lua state that holds them).
 const std::vector<Function>& registered_head_functions() {
-  static const std::vector<Function>* functions = [] {
-    auto* texts = new std::deque<std::string>;
-    auto* list = new std::vector<Function>;
+  static std::deque<std::string> texts;  // a deque: its strings stay where they are as it grows
+  static const std::vector<Function> functions = [] {
+    std::vector<Function> list;
     for (const HeadKind* kind : registered_head_kinds()) {
-      const std::string& name = texts->emplace_back(kind->kind);
-      const std::string& doc = texts->emplace_back(kind->doc());
-      list->push_back({name.c_str(), heads_registered, doc.c_str()});
+      const std::string& name = texts.emplace_back(kind->kind);
+      const std::string& doc = texts.emplace_back(kind->doc());
+      list.push_back({name.c_str(), heads_registered, doc.c_str()});
     }
     return list;
   }();
-  return *functions;
+  return functions;
 }
 
 // lmkit.heads.info(kind): what the registry declares of a kind.
