@@ -71,11 +71,7 @@ EvalResult cache_evaluate(LanguageModel& model, const torch::Tensor& tokens, con
     next = all_next.narrow(1, all_next.size(1) - keep, keep);
     if (progress) progress(++done, total_windows);
   }
-  EvalResult result;
-  result.tokens = count;
-  result.loss = total / static_cast<double>(count);
-  result.perplexity = std::exp(result.loss);
-  return result;
+  return eval_result(total, count);
 }
 
 }  // namespace lmkit::training

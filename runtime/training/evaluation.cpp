@@ -9,6 +9,14 @@
 #include "runtime/data/batching.h"
 
 namespace lmkit::training {
+
+EvalResult eval_result(double total_nll, std::int64_t tokens) {
+  EvalResult result;
+  result.tokens = tokens;
+  result.loss = total_nll / static_cast<double>(tokens);
+  result.perplexity = std::exp(result.loss);
+  return result;
+}
 namespace {
 
 torch::Device model_device(LanguageModel& model) { return model->encoder->embedding.device(); }
@@ -38,11 +46,7 @@ EvalResult evaluate(LanguageModel& model, const torch::Tensor& tokens, std::int6
     hidden = detach_state(out.hidden);
     if (progress) progress(++done, total_windows);
   }
-  EvalResult result;
-  result.tokens = count;
-  result.loss = total / static_cast<double>(count);
-  result.perplexity = std::exp(result.loss);
-  return result;
+  return eval_result(total, count);
 }
 
 EvalResult dynamic_evaluate(LanguageModel& model, const torch::Tensor& train_tokens, const torch::Tensor& tokens,
@@ -137,11 +141,7 @@ EvalResult dynamic_evaluate(LanguageModel& model, const torch::Tensor& train_tok
     for (std::size_t i = 0; i < params.size(); ++i) params[i].copy_(original[i]);
   }
   zero_grads();
-  EvalResult result;
-  result.tokens = count;
-  result.loss = total / static_cast<double>(count);
-  result.perplexity = std::exp(result.loss);
-  return result;
+  return eval_result(total, count);
 }
 
 }  // namespace lmkit::training

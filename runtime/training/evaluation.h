@@ -27,6 +27,9 @@ struct EvalResult {
   std::int64_t tokens = 0;  // tokens scored
 };
 
+// The result of `tokens` tokens whose NLLs sum to total_nll (every evaluation ends with it).
+EvalResult eval_result(double total_nll, std::int64_t tokens);
+
 // Called after each window with (windows done, windows in all).
 using EvalProgress = std::function<void(std::int64_t, std::int64_t)>;
 
