@@ -11,6 +11,7 @@
 #include "runtime/config/json_text.h"
 #include "runtime/config/option_schema.h"
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 
 namespace lmkit::lua {
 namespace {
@@ -158,7 +159,7 @@ std::vector<lua_Integer> check_integer_list(lua_State* L, int position, const ch
     int ok = 0;
     const lua_Integer v = lua_tointegerx(L, -1, &ok);
     lua_pop(L, 1);
-    if (!ok) throw ArgError(position, std::string(what) + ": entry " + std::to_string(k) + " is not an integer");
+    if (!ok) throw ArgError(position, std::string(what) + ": entry " + integer_text(k) + " is not an integer");
     values.push_back(v);
   }
   return values;
@@ -174,7 +175,7 @@ std::vector<double> check_number_list(lua_State* L, int position, const char* wh
     const bool is_number = lua_type(L, -1) == LUA_TNUMBER;
     const double v = lua_tonumber(L, -1);
     lua_pop(L, 1);
-    if (!is_number) throw ArgError(position, std::string(what) + ": entry " + std::to_string(k) + " is not a number");
+    if (!is_number) throw ArgError(position, std::string(what) + ": entry " + integer_text(k) + " is not a number");
     values.push_back(v);
   }
   return values;
@@ -252,7 +253,7 @@ void enter_nested_level(lua_State* L, int depth, const std::string& what, int sl
   if (depth >= config::kMaxNestingDepth) {
     // A path that deep is long: its end says where.
     const std::string shown = what.size() > 80 ? "'..." + what.substr(what.size() - 60) : what;
-    throw UsageError(shown + " is nested deeper than " + std::to_string(config::kMaxNestingDepth) + " levels");
+    throw UsageError(shown + " is nested deeper than " + integer_text(config::kMaxNestingDepth) + " levels");
   }
   if (!lua_checkstack(L, slots)) throw std::bad_alloc();
 }

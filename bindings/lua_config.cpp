@@ -9,6 +9,7 @@
 #include "bindings/lua_call.h"
 #include "runtime/config/json_text.h"
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 
 namespace lmkit::lua {
 namespace {
@@ -185,7 +186,7 @@ config::Json table_to_json(lua_State* L, int position, const std::string& path, 
     const auto n = lua_rawlen(L, position);
     for (lua_Unsigned k = 1; k <= n; ++k) {
       lua_rawgeti(L, position, static_cast<lua_Integer>(k));
-      list.push_back(value_to_json(L, -1, path + "[" + std::to_string(k) + "]", ancestors));
+      list.push_back(value_to_json(L, -1, path + "[" + integer_text(k) + "]", ancestors));
       lua_pop(L, 1);
     }
     return list;

@@ -13,6 +13,7 @@
 #include "bindings/lua_call.h"
 #include "bindings/lua_tensor.h"
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/data/batching.h"
 #include "runtime/data/bptt_sampler.h"
 #include "runtime/data/corpus.h"
@@ -145,7 +146,7 @@ int vocab_decode(lua_State* L) {
 }
 
 int vocab_tostring(lua_State* L) {
-  push_string(L, "Vocab(" + std::to_string(check_vocab(L, 1)->size()) + " words)");
+  push_string(L, "Vocab(" + integer_text(check_vocab(L, 1)->size()) + " words)");
   return 1;
 }
 
@@ -206,9 +207,9 @@ bool corpus_field(lua_State* L, const std::string& key) {
 }
 
 std::string corpus_summary_text(const LuaCorpus& c) {
-  return "Corpus " + c.corpus.name + " (" + c.corpus.protocol + "): vocab " + std::to_string(c.corpus.vocab->size()) +
-         ", train " + std::to_string(c.corpus.train.numel()) + ", valid " + std::to_string(c.corpus.valid.numel()) +
-         ", test " + std::to_string(c.corpus.test.numel()) + " tokens; " + c.corpus.source;
+  return "Corpus " + c.corpus.name + " (" + c.corpus.protocol + "): vocab " + integer_text(c.corpus.vocab->size()) +
+         ", train " + integer_text(c.corpus.train.numel()) + ", valid " + integer_text(c.corpus.valid.numel()) +
+         ", test " + integer_text(c.corpus.test.numel()) + " tokens; " + c.corpus.source;
 }
 
 int corpus_tostring(lua_State* L) {
@@ -572,7 +573,7 @@ int data_locate(lua_State* L) {
     const auto n = lua_rawlen(L, -1);
     for (lua_Unsigned i = 1; i <= n; ++i) {
       lua_rawgeti(L, -1, static_cast<lua_Integer>(i));
-      if (lua_type(L, -1) != LUA_TSTRING) throw ArgError(2, "roots[" + std::to_string(i) + "] must be a string");
+      if (lua_type(L, -1) != LUA_TSTRING) throw ArgError(2, "roots[" + integer_text(i) + "] must be a string");
       roots.emplace_back(lua_tostring(L, -1));
       lua_pop(L, 1);
     }

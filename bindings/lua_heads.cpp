@@ -12,6 +12,7 @@
 #include "bindings/lua_call.h"
 #include "bindings/lua_tensor.h"
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/heads/head_registry.h"
 #include "runtime/tensor/tensor_format.h"
 
@@ -74,7 +75,7 @@ torch::Tensor call_for_tensor(lua_State* L, int nargs, const std::string& what) 
 
 std::string shape_of(const torch::Tensor& t) {
   std::string text = "[";
-  for (std::int64_t i = 0; i < t.dim(); ++i) text += (i ? ", " : "") + std::to_string(t.size(i));
+  for (std::int64_t i = 0; i < t.dim(); ++i) text += (i ? ", " : "") + integer_text(t.size(i));
   return text + "]";
 }
 
@@ -84,7 +85,7 @@ void check_result_form(const torch::Tensor& result, const std::vector<std::int64
                        torch::ScalarType dtype, const std::string& what) {
   if (result.sizes() != torch::IntArrayRef(expected) || result.scalar_type() != dtype) {
     std::string want = "[";
-    for (std::size_t i = 0; i < expected.size(); ++i) want += (i ? ", " : "") + std::to_string(expected[i]);
+    for (std::size_t i = 0; i < expected.size(); ++i) want += (i ? ", " : "") + integer_text(expected[i]);
     throw LuaCallbackError(what + " must return a " + dtype_name(dtype) + " Tensor of size " +
                            want + "], got " + dtype_name(result.scalar_type()) + " of size " +
                            shape_of(result));
@@ -105,7 +106,7 @@ void check_normalized(const torch::Tensor& log_probs, const std::string& what) {
     const auto lse = log_probs.detach()[row.item<std::int64_t>()].logsumexp(0).item<double>();
     throw LuaCallbackError(what + " must return log-probabilities (each row's logsumexp = 0, within " +
                            fmt::format("{:g}", kNormalizationTolerance) + "), but row " +
-                           std::to_string(row.item<std::int64_t>() + 1) + " has logsumexp " + fmt::format("{:.6g}", lse) +
+                           integer_text(row.item<std::int64_t>() + 1) + " has logsumexp " + fmt::format("{:.6g}", lse) +
                            "; normalize with :log_softmax() (docs/lua-heads.md)");
   }
 }
@@ -156,9 +157,9 @@ class LuaCustomHeadImpl : public HeadImpl {
         lua_pop(L, 1);
         if (!t) {
           lua_pop(L, 1);
-          throw UsageError("custom head: parameters[" + std::to_string(i) + "] is not a Tensor");
+          throw UsageError("custom head: parameters[" + integer_text(i) + "] is not a Tensor");
         }
-        register_parameter("p" + std::to_string(i), *t, t->requires_grad());
+        register_parameter("p" + integer_text(i), *t, t->requires_grad());
       }
     }
     lua_pop(L, 1);

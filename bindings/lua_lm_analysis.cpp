@@ -11,6 +11,7 @@
 #include "runtime/analysis/top_k_contexts.h"
 #include "runtime/analysis/word_similarity.h"
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 
 namespace lmkit::lua {
 namespace {
@@ -36,7 +37,7 @@ torch::Tensor check_embedding(lua_State* L, int position) {
   if (auto* t = test_tensor(L, position)) {
     if (!t->defined()) throw ArgError(position, "tensor was already closed or collected");
     if (t->dim() != 2) {
-      throw ArgError(position, "embedding must be a matrix [N, d], got " + std::to_string(t->dim()) + "-D");
+      throw ArgError(position, "embedding must be a matrix [N, d], got " + integer_text(t->dim()) + "-D");
     }
     return *t;
   }
@@ -62,7 +63,7 @@ std::vector<analysis::BenchmarkName> check_benchmarks(lua_State* L, int options)
     for (lua_Unsigned i = 1; i <= n; ++i) {
       if (lua_rawgeti(L, -1, static_cast<lua_Integer>(i)) != LUA_TSTRING) {
         lua_pop(L, 2);
-        throw ArgError(options, "option 'benchmarks': entry " + std::to_string(i) + " is not a string");
+        throw ArgError(options, "option 'benchmarks': entry " + integer_text(i) + " is not a string");
       }
       names.emplace_back(lua_tostring(L, -1));
       lua_pop(L, 1);
@@ -103,8 +104,8 @@ int analysis_word_similarity(lua_State* L) {
     }
   }
   if (embedding.size(0) != vocab.size()) {
-    throw ArgError(1, "the embedding has " + std::to_string(embedding.size(0)) + " rows but the vocabulary " +
-                          std::to_string(vocab.size()) + " words");
+    throw ArgError(1, "the embedding has " + integer_text(embedding.size(0)) + " rows but the vocabulary " +
+                          integer_text(vocab.size()) + " words");
   }
   const auto dir = analysis::locate_word_similarity(
       dir_option ? std::optional<std::filesystem::path>(*dir_option) : std::nullopt);
@@ -135,12 +136,12 @@ int analysis_word_similarity(lua_State* L) {
 
 // One model's results at the top of the stack: a list of {name=, spearman=} tables.
 std::vector<analysis::SimilarityResult> read_results(lua_State* L, int position, std::size_t model) {
-  const std::string where = "results " + std::to_string(model);
+  const std::string where = "results " + integer_text(model);
   if (lua_type(L, -1) != LUA_TTABLE) throw ArgError(position, where + " is not a table");
   std::vector<analysis::SimilarityResult> results;
   const auto n = lua_rawlen(L, -1);
   for (lua_Unsigned i = 1; i <= n; ++i) {
-    const std::string entry = where + ", entry " + std::to_string(i);
+    const std::string entry = where + ", entry " + integer_text(i);
     if (lua_rawgeti(L, -1, static_cast<lua_Integer>(i)) != LUA_TTABLE) {
       lua_pop(L, 1);
       throw ArgError(position, entry + " is not a table");
@@ -172,7 +173,7 @@ int analysis_similarity_wins(lua_State* L) {
     models.push_back(read_results(L, 1, i));
     lua_pop(L, 1);
   }
-  if (models.size() < 2) throw ArgError(1, "need the results of at least 2 models, got " + std::to_string(models.size()));
+  if (models.size() < 2) throw ArgError(1, "need the results of at least 2 models, got " + integer_text(models.size()));
   std::vector<std::vector<std::int64_t>> wins;
   std::vector<std::int64_t> best;
   try {
@@ -216,7 +217,7 @@ std::vector<analysis::Context> check_contexts(lua_State* L, int position) {
   std::vector<analysis::Context> contexts;
   const auto n = lua_rawlen(L, position);
   for (lua_Unsigned i = 1; i <= n; ++i) {
-    const std::string entry = "context " + std::to_string(i);
+    const std::string entry = "context " + integer_text(i);
     const int type = lua_rawgeti(L, position, static_cast<lua_Integer>(i));
     analysis::Context context;
     if (type == LUA_TSTRING) {

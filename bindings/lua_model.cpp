@@ -8,6 +8,7 @@
 #include "bindings/lua_tensor.h"
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/models/checkpoint.h"
 #include "runtime/models/language_model.h"
 
@@ -50,7 +51,7 @@ int model_tostring(lua_State* L) {
   std::string text = "Model (closed)";
   if (box && box->model) {
     const auto counts = box->model->parameter_count();
-    text = "Model(" + box->model->head->kind() + ", " + std::to_string(counts.at("total")) +
+    text = "Model(" + box->model->head->kind() + ", " + integer_text(counts.at("total")) +
            " parameters): " + to_json(box->model->options).dump();
   }
   lua_pushlstring(L, text.data(), text.size());
@@ -67,7 +68,7 @@ LstmState check_hidden(lua_State* L, int position, LanguageModel& model, int64_t
     lua_rawgeti(L, position, static_cast<lua_Integer>(i));
     if (lua_type(L, -1) != LUA_TTABLE) {
       lua_pop(L, 1);
-      throw ArgError(position, "hidden state entry " + std::to_string(i) + " must be a {h, c} pair");
+      throw ArgError(position, "hidden state entry " + integer_text(i) + " must be a {h, c} pair");
     }
     lua_rawgeti(L, -1, 1);
     lua_rawgeti(L, -2, 2);
@@ -75,7 +76,7 @@ LstmState check_hidden(lua_State* L, int position, LanguageModel& model, int64_t
     auto* c = test_tensor(L, -1);
     if (!h || !c) {
       lua_pop(L, 3);
-      throw ArgError(position, "hidden state entry " + std::to_string(i) + " must be a {h, c} pair of Tensors");
+      throw ArgError(position, "hidden state entry " + integer_text(i) + " must be a {h, c} pair of Tensors");
     }
     state.emplace_back(*h, *c);
     lua_pop(L, 3);

@@ -11,6 +11,7 @@
 #include "runtime/core/atomic_file.h"
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/core/version.h"
 #include "bindings/nested_list.h"
 #include "bindings/tensor_index.h"
@@ -32,7 +33,7 @@ torch::TensorOptions tensor_options(lua_State* L, int position,
 
 void walk_nested(lua_State* L, int position, NestedListBuilder& builder, int depth) {
   if (depth > kMaxNestedListDepth) {
-    throw ArgError(1, "nested tables deeper than " + std::to_string(kMaxNestedListDepth) + " levels (a cycle?)");
+    throw ArgError(1, "nested tables deeper than " + integer_text(kMaxNestedListDepth) + " levels (a cycle?)");
   }
   if (!lua_checkstack(L, 2)) throw std::bad_alloc();
   position = lua_absindex(L, position);
@@ -111,7 +112,7 @@ int lmkit_full(lua_State* L) {
     while (lua_type(L, value_at + 1) == LUA_TNUMBER || lua_type(L, value_at + 1) == LUA_TBOOLEAN) ++value_at;
     for (int i = 1; i < value_at; ++i) {
       const auto size = check_integer(L, i);
-      if (size < 0) throw ArgError(i, "size must be non-negative, got " + std::to_string(size));
+      if (size < 0) throw ArgError(i, "size must be non-negative, got " + integer_text(size));
       sizes.push_back(size);
     }
   }
@@ -172,7 +173,7 @@ std::vector<torch::Tensor> check_tensor_list(lua_State* L, int position) {
     lua_rawgeti(L, position, static_cast<lua_Integer>(k));
     auto* t = test_tensor(L, -1);
     lua_pop(L, 1);
-    if (!t) throw ArgError(position, "entry " + std::to_string(k) + " is not a Tensor");
+    if (!t) throw ArgError(position, "entry " + integer_text(k) + " is not a Tensor");
     tensors.push_back(*t);
   }
   if (tensors.empty()) throw ArgError(position, "needs at least one tensor");
@@ -283,7 +284,7 @@ int lmkit_set_threads(lua_State* L) {
   const auto threads = check_integer(L, 1);
   // Checked before narrowing to int, which would turn 2^32 + 1 into 1 and -1e18 into 1486618624.
   if (threads < 1 || threads > kMaxThreads) {
-    throw ArgError(1, "thread count must be in 1.." + std::to_string(kMaxThreads) + ", got " + std::to_string(threads));
+    throw ArgError(1, "thread count must be in 1.." + integer_text(kMaxThreads) + ", got " + integer_text(threads));
   }
   Options o(L, 2, {"torch", "blas"});
   int pools[2] = {0, 0};
@@ -291,8 +292,8 @@ int lmkit_set_threads(lua_State* L) {
   for (int i = 0; i < 2; ++i) {
     const auto count = o.integer(names[i]).value_or(0);
     if (count < 0 || count > kMaxThreads) {
-      throw ArgError(2, std::string("option '") + names[i] + "' must be in 1.." + std::to_string(kMaxThreads) +
-                            " (or absent: the default), got " + std::to_string(count));
+      throw ArgError(2, std::string("option '") + names[i] + "' must be in 1.." + integer_text(kMaxThreads) +
+                            " (or absent: the default), got " + integer_text(count));
     }
     pools[i] = static_cast<int>(count);
   }

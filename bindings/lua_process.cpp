@@ -6,6 +6,7 @@
 
 #include "bindings/lua_call.h"
 #include "bindings/process_pool.h"
+#include "runtime/core/number_text.h"
 #include "runtime/training/preemption.h"
 
 namespace lmkit::lua {
@@ -36,7 +37,7 @@ std::vector<std::string> check_string_list(lua_State* L, int position, const std
   for (lua_Unsigned i = 1; i <= n; ++i) {
     if (lua_rawgeti(L, position, static_cast<lua_Integer>(i)) != LUA_TSTRING) {
       lua_pop(L, 1);
-      throw ArgError(1, what + ": entry " + std::to_string(i) + " is not a string");
+      throw ArgError(1, what + ": entry " + integer_text(i) + " is not a string");
     }
     strings.emplace_back(lua_tostring(L, -1));
     lua_pop(L, 1);
@@ -76,7 +77,7 @@ int process_run_pool(lua_State* L) {
   const int tasks = lua_gettop(L);
   const auto n = lua_rawlen(L, tasks);
   for (lua_Unsigned i = 1; i <= n; ++i) {
-    const std::string what = "tasks[" + std::to_string(i) + "]";
+    const std::string what = "tasks[" + integer_text(i) + "]";
     if (lua_rawgeti(L, tasks, static_cast<lua_Integer>(i)) != LUA_TTABLE) throw ArgError(1, what + " is not a table");
     const int task = lua_gettop(L);
     batch::ProcessSpec spec;
@@ -98,7 +99,7 @@ int process_run_pool(lua_State* L) {
 
   batch::PoolOptions pool;
   if (auto jobs = options.integer("jobs")) {
-    if (*jobs < 1) throw ArgError(1, "option 'jobs' must be at least 1, got " + std::to_string(*jobs));
+    if (*jobs < 1) throw ArgError(1, "option 'jobs' must be at least 1, got " + integer_text(*jobs));
     pool.jobs = static_cast<std::size_t>(*jobs);
   }
   if (auto poll = options.number("poll_seconds")) pool.poll_seconds = *poll;
@@ -108,7 +109,7 @@ int process_run_pool(lua_State* L) {
     const auto count = lua_rawlen(L, slots);
     for (lua_Unsigned i = 1; i <= count; ++i) {
       lua_rawgeti(L, slots, static_cast<lua_Integer>(i));
-      pool.slot_environment.push_back(check_environment(L, -1, "slots[" + std::to_string(i) + "]"));
+      pool.slot_environment.push_back(check_environment(L, -1, "slots[" + integer_text(i) + "]"));
       lua_pop(L, 1);
     }
   }

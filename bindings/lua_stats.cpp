@@ -5,6 +5,7 @@
 #include "bindings/lua_call.h"
 #include "bindings/lua_stats.h"
 #include "bindings/lua_tensor.h"
+#include "runtime/core/number_text.h"
 #include "runtime/stats/correlation.h"
 #include "runtime/stats/descriptive.h"
 #include "runtime/stats/rank_sum_tests.h"
@@ -15,7 +16,7 @@ namespace {
 
 std::vector<double> check_sample(lua_State* L, int position) {
   if (auto* t = test_tensor(L, position)) {
-    if (t->dim() != 1) throw ArgError(position, "sample tensor must be 1-D, got " + std::to_string(t->dim()) + "-D");
+    if (t->dim() != 1) throw ArgError(position, "sample tensor must be 1-D, got " + integer_text(t->dim()) + "-D");
     auto values = t->detach().to(torch::kCPU).to(torch::kFloat64).contiguous();
     return std::vector<double>(values.data_ptr<double>(), values.data_ptr<double>() + values.numel());
   }

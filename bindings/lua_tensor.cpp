@@ -9,6 +9,7 @@
 #include "bindings/lua_call.h"
 #include "runtime/core/error.h"
 #include "bindings/nested_list.h"
+#include "runtime/core/number_text.h"
 #include "runtime/tensor/tensor_format.h"
 #include "bindings/tensor_index.h"
 
@@ -37,7 +38,7 @@ IndexSpec to_index_spec(lua_State* L, int position, int argument) {
     }
     case LUA_TTABLE: {
       const auto n = lua_rawlen(L, position);
-      if (n > 3) throw ArgError(argument, "a range is {start, stop[, step]}, got a table of " + std::to_string(n));
+      if (n > 3) throw ArgError(argument, "a range is {start, stop[, step]}, got a table of " + integer_text(n));
       std::int64_t bounds[3] = {1, -1, 1};
       for (lua_Unsigned k = 1; k <= n; ++k) {
         lua_rawgeti(L, position, static_cast<lua_Integer>(k));
@@ -277,7 +278,7 @@ std::vector<std::int64_t> check_sizes(lua_State* L, int position, int& next) {
       const auto size = lua_tointegerx(L, -1, &ok);
       lua_pop(L, 1);
       if (!ok || size < 0) {
-        throw ArgError(position, "sizes must be non-negative integers (entry " + std::to_string(k) + ")");
+        throw ArgError(position, "sizes must be non-negative integers (entry " + integer_text(k) + ")");
       }
       sizes.push_back(size);
     }
@@ -287,7 +288,7 @@ std::vector<std::int64_t> check_sizes(lua_State* L, int position, int& next) {
   next = position;
   while (lua_type(L, next) == LUA_TNUMBER) {
     const auto size = check_integer(L, next);
-    if (size < 0) throw ArgError(next, "size must be non-negative, got " + std::to_string(size));
+    if (size < 0) throw ArgError(next, "size must be non-negative, got " + integer_text(size));
     sizes.push_back(size);
     ++next;
   }
@@ -380,14 +381,14 @@ void push_tensor_as_table(lua_State* L, const torch::Tensor& tensor) {
     return;
   }
   if (t.dim() > kMaxNestedListDepth) {
-    throw UsageError("a tensor of " + std::to_string(t.dim()) + " dimensions does not become nested tables (at most " +
-                     std::to_string(kMaxNestedListDepth) + " levels, as lmkit.tensor reads them)");
+    throw UsageError("a tensor of " + integer_text(t.dim()) + " dimensions does not become nested tables (at most " +
+                     integer_text(kMaxNestedListDepth) + " levels, as lmkit.tensor reads them)");
   }
   if (t.numel() == 0) {
     const auto tables = nested_table_count(t.sizes());
     if (tables > kMaxEmptyTables) {
       throw UsageError("a tensor of size " + format_shape(t.sizes()) + " has no elements but would become " +
-                       std::to_string(tables) + " nested empty tables (at most " + std::to_string(kMaxEmptyTables) + ")");
+                       integer_text(tables) + " nested empty tables (at most " + integer_text(kMaxEmptyTables) + ")");
     }
   }
   const auto sizes = t.sizes().vec();

@@ -6,6 +6,7 @@
 #include "bindings/lua_tensor.h"
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/tensor/tensor_format.h"
 #include "bindings/tensor_index.h"
 
@@ -213,9 +214,9 @@ int method_narrow(lua_State* L) {
     const auto from = start == t.size(dim) + 1 ? t.size(dim) : resolve_position(start, t.size(dim), "start");
     // length > size - from, not from + length > size: a length near 2^63 overflows the sum.
     if (length < 0 || length > t.size(dim) - from) {
-      throw UsageError("narrow: " + std::to_string(length) + " elements from " + std::to_string(start) +
-                       " run past the end of dimension " + std::to_string(dim + 1) + " (size " +
-                       std::to_string(t.size(dim)) + ")");
+      throw UsageError("narrow: " + integer_text(length) + " elements from " + integer_text(start) +
+                       " run past the end of dimension " + integer_text(dim + 1) + " (size " +
+                       integer_text(t.size(dim)) + ")");
     }
     return push(L, t.narrow(dim, from, length));
   } catch (const UsageError& e) {
@@ -287,7 +288,7 @@ int method_topk(lua_State* L) {
   const auto dim = lua_isnoneornil(L, 3) ? t.dim() - 1 : check_dim(L, 3, t);
   const bool largest = opt_boolean(L, 4).value_or(true);
   if (k < 0 || k > t.size(dim)) {
-    throw ArgError(2, "k = " + std::to_string(k) + " is not in 0.." + std::to_string(t.size(dim)));
+    throw ArgError(2, "k = " + integer_text(k) + " is not in 0.." + integer_text(t.size(dim)));
   }
   return push_values_indices(L, t.topk(k, dim, largest, /*sorted=*/true));
 }

@@ -13,6 +13,7 @@
 #include "bindings/lua_tensor.h"
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/data/corpus_origin.h"
 #include "runtime/models/checkpoint.h"
 #include "runtime/training/cache_evaluation.h"
@@ -70,7 +71,7 @@ int run_tostring(lua_State* L) {
     if (store.exists("summary.json")) {
       const auto summary = store.read_json("summary.json");
       text += ": " + summary.value("status", std::string("?"));
-      if (summary.contains("test_ppl")) text += ", test ppl " + std::to_string(summary["test_ppl"].get<double>());
+      if (summary.contains("test_ppl")) text += ", test ppl " + describe_number(summary["test_ppl"].get<double>());
     }
   }
   push_string(L, text);

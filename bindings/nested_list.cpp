@@ -1,12 +1,13 @@
 #include "bindings/nested_list.h"
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 
 namespace lmkit {
 
 std::string NestedListBuilder::path() const {
   std::string p;
-  for (auto c : counts_) p += "[" + std::to_string(c + 1) + "]";
+  for (auto c : counts_) p += "[" + integer_text(c + 1) + "]";
   return p.empty() ? "the top level" : "element " + p;
 }
 
@@ -29,9 +30,9 @@ void NestedListBuilder::close_list() {
     expected = got;
   } else if (expected != got) {
     counts_.pop_back();
-    throw UsageError("nested list is ragged: a list at depth " + std::to_string(depth_) + " has " +
-                     std::to_string(got) + " elements where an earlier one had " +
-                     std::to_string(expected));
+    throw UsageError("nested list is ragged: a list at depth " + integer_text(depth_) + " has " +
+                     integer_text(got) + " elements where an earlier one had " +
+                     integer_text(expected));
   }
   // An empty list fixes no leaf depth, so {{}, {}} is a 2x0 tensor.
   counts_.pop_back();
@@ -44,7 +45,7 @@ void NestedListBuilder::add_leaf(double value) {
     leaf_depth_ = depth_;
   } else if (leaf_depth_ != depth_) {
     throw UsageError("nested list is ragged: " + path() + " holds a number at depth " +
-                     std::to_string(depth_) + " where lists were found before");
+                     integer_text(depth_) + " where lists were found before");
   }
   if (depth_ > 0) ++counts_.back();
   values_.push_back(value);

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 
 namespace lmkit {
 
@@ -40,16 +41,16 @@ std::int64_t resolve_position(std::int64_t position, std::int64_t size, const ch
   }
   const std::int64_t zero_based = position > 0 ? position - 1 : size + position;
   if (zero_based < 0 || zero_based >= size) {
-    throw UsageError(std::string(what) + " " + std::to_string(position) +
-                     " is out of range for size " + std::to_string(size) + " (valid: 1.." +
-                     std::to_string(size) + " or -" + std::to_string(size) + "..-1)");
+    throw UsageError(std::string(what) + " " + integer_text(position) +
+                     " is out of range for size " + integer_text(size) + " (valid: 1.." +
+                     integer_text(size) + " or -" + integer_text(size) + "..-1)");
   }
   return zero_based;
 }
 
 std::int64_t resolve_dim(std::int64_t dim, std::int64_t ndim) {
   if (ndim == 0) {
-    throw UsageError("dimension " + std::to_string(dim) + " given for a 0-d tensor (it has none)");
+    throw UsageError("dimension " + integer_text(dim) + " given for a 0-d tensor (it has none)");
   }
   return resolve_position(dim, ndim, "dimension");
 }
@@ -58,7 +59,7 @@ namespace {
 
 TensorIndex resolve_range(const IndexSpec& spec, std::int64_t size) {
   if (spec.step < 1) {
-    throw UsageError("range step must be positive, got " + std::to_string(spec.step));
+    throw UsageError("range step must be positive, got " + integer_text(spec.step));
   }
   // As with string.sub, a range may start one past the end or end at 0: both are empty.
   const std::int64_t start =
@@ -75,14 +76,14 @@ TensorIndex resolve_tensor(const IndexSpec& spec, torch::IntArrayRef sizes, std:
   if (t.scalar_type() == torch::kBool) {
     consumed = static_cast<std::size_t>(t.dim());
     if (dim + consumed > sizes.size()) {
-      throw UsageError("boolean mask of " + std::to_string(t.dim()) +
-                       " dimensions indexes past the tensor's " + std::to_string(sizes.size()));
+      throw UsageError("boolean mask of " + integer_text(t.dim()) +
+                       " dimensions indexes past the tensor's " + integer_text(sizes.size()));
     }
     for (std::size_t i = 0; i < consumed; ++i) {
       if (t.size(i) != sizes[dim + i]) {
-        throw UsageError("boolean mask dimension " + std::to_string(i + 1) + " has size " +
-                         std::to_string(t.size(i)) + " but the indexed dimension has " +
-                         std::to_string(sizes[dim + i]));
+        throw UsageError("boolean mask dimension " + integer_text(i + 1) + " has size " +
+                         integer_text(t.size(i)) + " but the indexed dimension has " +
+                         integer_text(sizes[dim + i]));
       }
     }
     return t;
@@ -98,10 +99,10 @@ TensorIndex resolve_tensor(const IndexSpec& spec, torch::IntArrayRef sizes, std:
     const auto lo = ids.min().item<std::int64_t>();
     const auto hi = ids.max().item<std::int64_t>();
     if (lo < -size || hi > size || (ids == 0).any().item<bool>()) {
-      throw UsageError("index tensor holds values in [" + std::to_string(lo) + ", " +
-                       std::to_string(hi) + "] but dimension " + std::to_string(dim + 1) +
-                       " has size " + std::to_string(size) +
-                       " (valid: 1.." + std::to_string(size) + ", or negative from the end; never 0)");
+      throw UsageError("index tensor holds values in [" + integer_text(lo) + ", " +
+                       integer_text(hi) + "] but dimension " + integer_text(dim + 1) +
+                       " has size " + integer_text(size) +
+                       " (valid: 1.." + integer_text(size) + ", or negative from the end; never 0)");
     }
   }
   return torch::where(ids > 0, ids - 1, ids + size);
@@ -116,8 +117,8 @@ std::vector<TensorIndex> to_torch_indices(const std::vector<IndexSpec>& specs,
   std::size_t dim = 0;
   for (const auto& spec : specs) {
     if (dim >= sizes.size()) {
-      throw UsageError("too many indices: " + std::to_string(specs.size()) +
-                       " given for a tensor of " + std::to_string(sizes.size()) + " dimension(s)");
+      throw UsageError("too many indices: " + integer_text(specs.size()) +
+                       " given for a tensor of " + integer_text(sizes.size()) + " dimension(s)");
     }
     std::size_t consumed = 1;
     switch (spec.kind) {

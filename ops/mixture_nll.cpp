@@ -2,6 +2,7 @@
 
 #include "ops/check.h"
 #include "ops/gss_log_softmax.h"
+#include "runtime/core/number_text.h"
 #ifdef LMKIT_OPS_CUDA
 #include "ops/cuda/dispatch.h"
 #endif
@@ -113,13 +114,13 @@ torch::Tensor mixture_nll(const torch::Tensor& latent, const torch::Tensor& log_
   LMKIT_OP_CHECK(latent.dim() == 3, "mixture_nll: latent must be [M, K, d], got " + shape_of(latent));
   const auto M = latent.size(0), K = latent.size(1), d = latent.size(2);
   LMKIT_OP_CHECK(log_prior.dim() == 2 && log_prior.size(0) == M && log_prior.size(1) == K,
-                 "mixture_nll: log_prior must be [M, K] = [" + std::to_string(M) + ", " + std::to_string(K) + "], got " + shape_of(log_prior));
+                 "mixture_nll: log_prior must be [M, K] = [" + integer_text(M) + ", " + integer_text(K) + "], got " + shape_of(log_prior));
   LMKIT_OP_CHECK(weight.dim() == 2 && weight.size(1) == d,
-                 "mixture_nll: weight must be [N, " + std::to_string(d) + "], got " + shape_of(weight));
+                 "mixture_nll: weight must be [N, " + integer_text(d) + "], got " + shape_of(weight));
   LMKIT_OP_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)),
                  "mixture_nll: bias must be [N], got " + shape_of(bias));
   LMKIT_OP_CHECK(targets.scalar_type() == torch::kInt64 && targets.numel() == M,
-                 "mixture_nll: targets must be int64 with M = " + std::to_string(M) + " entries");
+                 "mixture_nll: targets must be int64 with M = " + integer_text(M) + " entries");
   // autograd::Function cannot take an undefined tensor input: a zero bias stands in (its gradient
   // is computed and dropped; N floats).
   const auto b = bias.defined() ? bias : torch::zeros({weight.size(0)}, weight.options());

@@ -97,6 +97,10 @@ function batch.read_manifest(dir)
                   or ("lmkit: %s is not a batch folder (no %s); `lmkit batch RECIPE --set out=%s` makes one")
                         :format(dir, file, dir))
   end
+  if type(manifest.recipe) ~= "string" or type(manifest.sets) ~= "table" then
+    fail(("lmkit: %s lacks 'recipe' or 'sets'; `lmkit batch` with the same recipe and settings rewrites it"):format(file))
+  end
+  manifest.out = manifest.out or dir
   manifest.slurm_jobs = manifest.slurm_jobs or {}
   return manifest
 end
@@ -547,6 +551,20 @@ local function status(o)
   return 3
 end
 
+-- `lmkit report DIR`: the batch's recipe run on its folder with report_only=true, in a child lmkit
+-- (a fresh Lua state whose settings are the batch's, exactly as `lmkit run` would see them). Its
+-- exit status is the report's.
+local function report(o)
+  local manifest = batch.read_manifest(lmkit.process.absolute(o.dir))
+  local command = {quote(lmkit.process.executable())}
+  for _, a in ipairs(task_arguments(manifest)) do command[#command + 1] = quote(a) end
+  command[#command + 1] = "--set report_only=true"
+  io.stdout:flush()
+  local _, how, code = os.execute(table.concat(command, " "))
+  if how == "signal" then return 128 + code end
+  return code
+end
+
 -- The entry points of the commands: a user's mistake is printed alone and gives exit status 2.
 local function command(fn)
   return function(o)
@@ -565,5 +583,6 @@ end
 
 batch.submit = command(submit)
 batch.status = command(status)
+batch.report = command(report)
 
 return batch

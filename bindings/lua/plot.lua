@@ -90,21 +90,24 @@ return function(lmkit)
     if not ok then error(("%s: %s"):format(fname, tostring(err)), 4) end
   end
 
-  -- Draws series with gnuplot. series: {kind="xy"|"labels"|"bars", ...}; returns the result table.
-  local function draw(spec, series, fname, extra_lines)
-    local out = spec.out
-    if type(out) ~= "string" then error(fname .. ": out = \"figure.png\" (or .svg) expected", 3) end
+  -- Where a figure goes: its output, data (.dat) and script (.gp) paths, folder and format. Errors
+  -- are reported `level` frames up (the plot function's caller).
+  local function figure_paths(out, fname, level)
+    if type(out) ~= "string" then error(fname .. ": out = \"figure.png\" (or .svg) expected", level) end
     local base, ext = out:match("^(.*)%.([%w]+)$")
     ext = ext and ext:lower()
     if ext ~= "png" and ext ~= "svg" then
-      error(("%s: cannot tell the format of '%s' (use .png or .svg)"):format(fname, out), 3)
+      error(("%s: cannot tell the format of '%s' (use .png or .svg)"):format(fname, out), level)
     end
     local dir, out_name = split_path(out)
-    local data_path, script_path = base .. ".dat", base .. ".gp"
-    local _, data_name = split_path(data_path)
-    local _, script_name = split_path(script_path)
+    local f = {out = out, out_name = out_name, dir = dir, ext = ext, data = base .. ".dat", script = base .. ".gp"}
+    f.data_name = select(2, split_path(f.data))
+    f.script_name = select(2, split_path(f.script))
+    return f
+  end
 
-    -- The data: one block per series, separated by two blank lines (gnuplot's `index`).
+  -- The data file: one block per series, separated by two blank lines (gnuplot's `index`).
+  local function data_text(series)
     local blocks = {}
     for i, s in ipairs(series) do
       local lines = {("# %d: %s"):format(i - 1, s.title or s.kind)}
@@ -124,16 +127,14 @@ return function(lmkit)
       end
       blocks[i] = table.concat(lines, "\n") .. "\n"
     end
-    write_file(data_path, table.concat(blocks, "\n\n"), fname)
+    return table.concat(blocks, "\n\n")
+  end
 
+  -- The terminal: pngcairo where gnuplot has it (antialiased, fonts), else png; or svg.
+  local function terminal_lines(spec, f, w)
     local width, height = spec.width or 800, spec.height or 500
     local font = spec.font or "sans,11"
-    local g = {
-      "# Written by " .. fname .. "; run `gnuplot " .. script_name .. "` in this folder to redraw " .. out_name .. ".",
-      "set encoding utf8",
-    }
-    local function w(s) g[#g + 1] = s end
-    if ext == "png" then
+    if f.ext == "png" then
       w("if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {")
       w(("  set terminal pngcairo size %d,%d noenhanced font %s background rgb 'white'"):format(width, height, gq(font)))
       w("} else {")
@@ -142,7 +143,11 @@ return function(lmkit)
     else
       w(("set terminal svg size %d,%d noenhanced font %s background rgb 'white'"):format(width, height, gq(font)))
     end
-    w("set output " .. gq(out_name))
+    w("set output " .. gq(f.out_name))
+  end
+
+  -- Titles, labels, key, grid, scales, ranges and the marker lines of the spec.
+  local function axes_lines(spec, w)
     if spec.title then w("set title " .. gq(spec.title)) end
     if spec.xlabel then w("set xlabel " .. gq(spec.xlabel)) end
     if spec.ylabel then w("set ylabel " .. gq(spec.ylabel)) end
@@ -165,15 +170,10 @@ return function(lmkit)
       w(("set arrow from graph 0, first %s to graph 1, first %s nohead dashtype 3 linecolor rgb '#555555'"):format(num(h.y), num(h.y)))
       if h.label then w(("set label %s at graph 0.01, first %s offset 0, character 0.6 left textcolor rgb '#555555'"):format(gq(h.label), num(h.y))) end
     end
-    local points, has_labels = false, false
-    for _, s in ipairs(series) do
-      if s.kind == "labels" or s.with == "points" then points = true end
-      if s.kind == "labels" then has_labels = true end
-    end
-    -- Room around scattered points, so that none sits on the frame and labels fit.
-    if points then w("set offsets graph 0.04, graph " .. (has_labels and 0.1 or 0.04) .. ", graph 0.06, graph 0.04") end
-    for _, line in ipairs(extra_lines or {}) do w(line) end
-    for _, line in ipairs(spec.set or {}) do w(line) end
+  end
+
+  -- The `plot` command: one term per series (per column for bars), reading the data file's blocks.
+  local function plot_command(series, data_name)
     local terms = {}
     for i, s in ipairs(series) do
       local source = gq(data_name) .. " index " .. (i - 1)
@@ -195,13 +195,37 @@ return function(lmkit)
         terms[#terms + 1] = ("%s using 1:2 with %s%s %s"):format(source, style, extras, title)
       end
     end
-    w("plot " .. table.concat(terms, ", \\\n     "))
-    write_file(script_path, table.concat(g, "\n") .. "\n", fname)
+    return "plot " .. table.concat(terms, ", \\\n     ")
+  end
 
-    -- Run gnuplot in the output's folder; a stale output must not pass for a new one.
+  -- The whole gnuplot script of a figure.
+  local function script_text(spec, series, f, fname, extra_lines)
+    local g = {
+      "# Written by " .. fname .. "; run `gnuplot " .. f.script_name .. "` in this folder to redraw " .. f.out_name .. ".",
+      "set encoding utf8",
+    }
+    local function w(line) g[#g + 1] = line end
+    terminal_lines(spec, f, w)
+    axes_lines(spec, w)
+    local points, has_labels = false, false
+    for _, s in ipairs(series) do
+      if s.kind == "labels" or s.with == "points" then points = true end
+      if s.kind == "labels" then has_labels = true end
+    end
+    -- Room around scattered points, so that none sits on the frame and labels fit.
+    if points then w("set offsets graph 0.04, graph " .. (has_labels and 0.1 or 0.04) .. ", graph 0.06, graph 0.04") end
+    for _, line in ipairs(extra_lines or {}) do w(line) end
+    for _, line in ipairs(spec.set or {}) do w(line) end
+    w(plot_command(series, f.data_name))
+    return table.concat(g, "\n") .. "\n"
+  end
+
+  -- Runs gnuplot in the output's folder; a stale output must not pass for a new one. Errors are
+  -- reported `level` frames up.
+  local function run_gnuplot(spec, f, fname, level)
     local gnuplot = spec.gnuplot or os.getenv("LMKIT_GNUPLOT") or "gnuplot"
-    os.remove(out)
-    local command = ("cd %s && %s %s 2>&1"):format(sq(dir), sq(gnuplot), sq(script_name))
+    os.remove(f.out)
+    local command = ("cd %s && %s %s 2>&1"):format(sq(f.dir), sq(gnuplot), sq(f.script_name))
     local pipe = io.popen(command, "r")
     local output = pipe and pipe:read("a") or ""
     local ok, _, code = true, nil, 0
@@ -209,18 +233,27 @@ return function(lmkit)
     if not ok and (code == 127 or code == 126) then
       error(("%s: gnuplot not found ('%s'); wrote the data %s and the script %s: install gnuplot-nox " ..
              "(scripts/setup.sh does) or run gnuplot on %s (from its folder: cd %s && gnuplot %s)")
-            :format(fname, gnuplot, data_path, script_path, script_path, dir, script_name), 3)
+            :format(fname, gnuplot, f.data, f.script, f.script, f.dir, f.script_name), level)
     end
     if not ok then
-      error(("%s: gnuplot failed (exit status %s) on %s (data %s):\n%s"):format(fname, tostring(code), script_path,
-            data_path, output), 3)
+      error(("%s: gnuplot failed (exit status %s) on %s (data %s):\n%s"):format(fname, tostring(code), f.script,
+            f.data, output), level)
     end
-    local size = file_size(out)
+    local size = file_size(f.out)
     if not size or size == 0 then
-      error(("%s: gnuplot wrote no %s (script %s, data %s)%s"):format(fname, out, script_path, data_path,
-            output ~= "" and (":\n" .. output) or ""), 3)
+      error(("%s: gnuplot wrote no %s (script %s, data %s)%s"):format(fname, f.out, f.script, f.data,
+            output ~= "" and (":\n" .. output) or ""), level)
     end
-    return {out = out, script = script_path, data = data_path}
+  end
+
+  -- Draws series with gnuplot. series: {kind="xy"|"labels"|"bars", ...}; returns the result table.
+  -- Errors name the plot function's caller (3 frames up from draw).
+  local function draw(spec, series, fname, extra_lines)
+    local f = figure_paths(spec.out, fname, 4)
+    write_file(f.data, data_text(series), fname)
+    write_file(f.script, script_text(spec, series, f, fname, extra_lines), fname)
+    run_gnuplot(spec, f, fname, 4)
+    return {out = f.out, script = f.script, data = f.data}
   end
 
   -- Series of a line/scatter spec: {x=, y=, label=} or series = {{x=, y=, label=, with=}, ...}.

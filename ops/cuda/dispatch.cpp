@@ -9,6 +9,7 @@
 #include "ops/check.h"
 #include "ops/cuda/kernels.h"
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 
 namespace lmkit::ops::cuda {
 namespace {
@@ -84,8 +85,8 @@ torch::Tensor plif_forward(const torch::Tensor& logits, const torch::Tensor& kno
   const auto s = contiguous_as(slopes, torch::kFloat64);
   const auto y = contiguous_as(knots, torch::kFloat64);
   const int64_t K = s.numel();
-  LMKIT_OP_CHECK(y.numel() == K, "plif: " + std::to_string(y.numel()) + " knot values for " +
-                                     std::to_string(K) + " slopes");
+  LMKIT_OP_CHECK(y.numel() == K, "plif: " + integer_text(y.numel()) + " knot values for " +
+                                     integer_text(K) + " slopes");
   auto out = torch::empty(l.sizes(), l.options());
   AT_DISPATCH_FLOATING_TYPES(l.scalar_type(), "plif_cuda", [&] {
     check_launch(launch_plif_forward<scalar_t>(l.data_ptr<scalar_t>(), y.data_ptr<double>(),
@@ -109,7 +110,7 @@ std::pair<torch::Tensor, torch::Tensor> plif_backward(const torch::Tensor& logit
   const int64_t n = l.numel(), K = s.numel();
   // Intervals are sorted as int32 keys (half the radix-sort passes of int64).
   LMKIT_OP_CHECK(K <= std::numeric_limits<int32_t>::max(),
-                 "plif: at most 2^31 − 1 slopes on CUDA, got " + std::to_string(K));
+                 "plif: at most 2^31 − 1 slopes on CUDA, got " + integer_text(K));
   auto grad_logits = torch::empty(l.sizes(), l.options());
   auto interval = torch::empty({n}, l.options().dtype(torch::kInt32));
   auto doubles = l.options().dtype(torch::kFloat64);
@@ -148,7 +149,7 @@ void mixture_component_forward(const torch::Tensor& logits, const torch::Tensor&
   TORCH_INTERNAL_ASSERT(a.scalar_type() == logits.scalar_type() && lse.scalar_type() == logits.scalar_type());
   TORCH_INTERNAL_ASSERT(a.size(0) == M && lse.size(0) == M && lse.size(1) == K && k < K);
   LMKIT_OP_CHECK(M <= std::numeric_limits<int32_t>::max(),
-                 "mixture_nll: at most 2^31 − 1 contexts per call on CUDA, got " + std::to_string(M));
+                 "mixture_nll: at most 2^31 − 1 contexts per call on CUDA, got " + integer_text(M));
   const auto prior = contiguous_as(log_prior, logits.scalar_type());
   const auto t = targets.contiguous();
   AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "mixture_nll_cuda", [&] {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/tensor/tensor_format.h"
 
 namespace lmkit::analysis {
@@ -13,10 +14,10 @@ HiddenSizeEstimate estimate_hidden_size(const torch::Tensor& singular_values, bo
   // r of d = 1: the first position the gap is searched at
   const std::int64_t first = bias ? 3 : 2;
   if (singular_values.dim() != 1 || singular_values.size(0) < first + 1) {
-    throw UsageError("hidden size: needs a 1-D tensor of at least " + std::to_string(first + 1) +
+    throw UsageError("hidden size: needs a 1-D tensor of at least " + integer_text(first + 1) +
                      " singular values, got size " + format_shape(singular_values.sizes()));
   }
-  if (!(min_gap > 1.0)) throw UsageError("hidden size: min_gap must be > 1, got " + std::to_string(min_gap));
+  if (!(min_gap > 1.0)) throw UsageError("hidden size: min_gap must be > 1, got " + describe_number(min_gap));
   const auto sv = singular_values.detach().to(torch::kCPU, torch::kFloat64).contiguous();
   const double* s = sv.data_ptr<double>();
   const auto n = sv.size(0);

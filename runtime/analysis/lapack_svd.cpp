@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/tensor/tensor_format.h"
 
 #ifdef LMKIT_HAVE_LAPACKE
@@ -35,7 +36,7 @@ torch::Tensor values_only_svd(torch::Tensor& matrix) {
   Real size_query = 0;
   std::vector<lapack_int> iwork(8 * static_cast<std::size_t>(k));
   lapack_int info = gesdd(m, n, matrix.data_ptr<Real>(), m, s.data_ptr<Real>(), &size_query, -1, iwork.data());
-  if (info != 0) throw std::runtime_error("gesdd's workspace query failed (info " + std::to_string(info) + ")");
+  if (info != 0) throw std::runtime_error("gesdd's workspace query failed (info " + integer_text(info) + ")");
   // LAPACK reports the size as a floating-point number; round up, as it may be just below.
   const double wanted = static_cast<double>(size_query) + 1.0;
   if (wanted > static_cast<double>(std::numeric_limits<lapack_int>::max())) {
@@ -45,10 +46,10 @@ torch::Tensor values_only_svd(torch::Tensor& matrix) {
   std::vector<Real> work(static_cast<std::size_t>(lwork));
   info = gesdd(m, n, matrix.data_ptr<Real>(), m, s.data_ptr<Real>(), work.data(), lwork, iwork.data());
   if (info > 0) {
-    throw std::runtime_error("svd: LAPACK gesdd did not converge (info " + std::to_string(info) +
+    throw std::runtime_error("svd: LAPACK gesdd did not converge (info " + integer_text(info) +
                              "); the matrix may be badly scaled — try dtype float64");
   }
-  if (info < 0) throw std::runtime_error("svd: LAPACK gesdd rejected argument " + std::to_string(-info));
+  if (info < 0) throw std::runtime_error("svd: LAPACK gesdd rejected argument " + integer_text(-info));
   return s;
 }
 #endif

@@ -10,6 +10,7 @@
 #include "runtime/core/host_memory.h"
 #include "runtime/core/error.h"
 #include "runtime/core/interruption.h"
+#include "runtime/core/number_text.h"
 #include "runtime/data/batching.h"
 #include "runtime/heads/head_registry.h"
 #include "runtime/tensor/tensor_format.h"
@@ -53,8 +54,8 @@ std::int64_t for_each_window(LanguageModel& model, const torch::Tensor& tokens, 
     if (progress) progress(done, wanted);
   }
   if (done != wanted) {
-    throw std::logic_error("logp_matrix: the stream gave " + std::to_string(done) + " contexts, not " +
-                           std::to_string(wanted));
+    throw std::logic_error("logp_matrix: the stream gave " + integer_text(done) + " contexts, not " +
+                           integer_text(wanted));
   }
   return done;
 }
@@ -77,7 +78,7 @@ std::int64_t logp_matrix_rows(const torch::Tensor& tokens, const LogpMatrixOptio
   data::check_eval_stream(tokens, o.batch_size, o.bptt, "logp_matrix");
   if (o.max_contexts == 0 || o.max_contexts < -1) {
     throw UsageError("logp_matrix: max_contexts must be ≥ 1, or −1 for every context; got " +
-                     std::to_string(o.max_contexts));
+                     integer_text(o.max_contexts));
   }
   if (o.dtype != torch::kFloat32 && o.dtype != torch::kFloat64) {
     throw UsageError("logp_matrix: dtype must be float32 or float64, got " + dtype_name(o.dtype));
@@ -116,7 +117,7 @@ StreamingSvd::StreamingSvd(std::int64_t cols, torch::ScalarType dtype, torch::De
 
 void StreamingSvd::add_rows(const torch::Tensor& block) {
   if (block.dim() != 2 || block.size(1) != cols_) {
-    throw UsageError("StreamingSvd: a block must be [rows, " + std::to_string(cols_) + "]");
+    throw UsageError("StreamingSvd: a block must be [rows, " + integer_text(cols_) + "]");
   }
   if (block.size(0) == 0) return;
   auto stacked = torch::cat({r_, block.to(device_, dtype_)}, 0);
@@ -170,7 +171,7 @@ LogpSpectrum logp_singular_values(LanguageModel& model, const torch::Tensor& tok
   });
   flush();
   result.singular_values = svd.singular_values();
-  result.description = "streaming QR of Q in blocks of " + std::to_string(block_rows) + " rows, then the SVD of R";
+  result.description = "streaming QR of Q in blocks of " + integer_text(block_rows) + " rows, then the SVD of R";
   return result;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/tensor/tensor_format.h"
 
 namespace lmkit::analysis {
@@ -44,8 +45,8 @@ torch::Tensor svdvals(const torch::Tensor& matrix, bool as_float64) {
 
 double press_tolerance(double sigma_max, std::int64_t rows, std::int64_t cols, torch::ScalarType eps_dtype) {
   if (rows < 0 || cols < 0) {
-    throw UsageError("the matrix's rows and cols must be non-negative, got " + std::to_string(rows) + " and " +
-                     std::to_string(cols));
+    throw UsageError("the matrix's rows and cols must be non-negative, got " + integer_text(rows) + " and " +
+                     integer_text(cols));
   }
   // Summed as doubles: rows + cols + 1 overflows int64 near 2^63.
   const double size = static_cast<double>(rows) + static_cast<double>(cols) + 1.0;
@@ -61,7 +62,7 @@ std::int64_t press_rank(const torch::Tensor& singular_values, std::int64_t rows,
 }
 
 std::int64_t effective_rank(const torch::Tensor& singular_values, double epsilon) {
-  if (!(epsilon > 0.0 && epsilon < 1.0)) throw UsageError("ε must lie in (0, 1), got " + std::to_string(epsilon));
+  if (!(epsilon > 0.0 && epsilon < 1.0)) throw UsageError("ε must lie in (0, 1), got " + describe_number(epsilon));
   const auto sv = check_singular_values(singular_values);
   if (sv.numel() == 0) return 0;
   const auto energy = sv.square().sort(/*dim=*/0, /*descending=*/true);

@@ -6,6 +6,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/core/interruption.h"
+#include "runtime/core/number_text.h"
 #include "runtime/data/batching.h"
 #include "runtime/data/corpus.h"
 
@@ -52,13 +53,13 @@ std::vector<Context> read_contexts(const std::filesystem::path& file) {
     if (tab != std::string::npos) {
       const auto next = trim(line.substr(tab + 1));
       if (next.find_first_of(" \t") != std::string::npos) {
-        throw UsageError(file.string() + ":" + std::to_string(number) + ": the next word after the tab must be one word, got '" +
+        throw UsageError(file.string() + ":" + integer_text(number) + ": the next word after the tab must be one word, got '" +
                          next + "'");
       }
       if (!next.empty()) context.next = next;
     }
     if (context.text.empty()) {
-      throw UsageError(file.string() + ":" + std::to_string(number) + ": empty context");
+      throw UsageError(file.string() + ":" + integer_text(number) + ": empty context");
     }
     contexts.push_back(std::move(context));
   }
@@ -77,14 +78,14 @@ EncodedContexts encode_contexts(LanguageModel& model, const data::Vocabulary& vo
                                 std::int64_t k, const std::optional<std::string>& unk) {
   const auto n = model->options.encoder().vocab_size();
   if (vocab.size() != n) {
-    throw UsageError("the vocabulary has " + std::to_string(vocab.size()) + " words but the model " +
-                     std::to_string(n));
+    throw UsageError("the vocabulary has " + integer_text(vocab.size()) + " words but the model " +
+                     integer_text(n));
   }
-  if (k < 1 || k > n) throw UsageError("k must be in [1, " + std::to_string(n) + "], got " + std::to_string(k));
+  if (k < 1 || k > n) throw UsageError("k must be in [1, " + integer_text(n) + "], got " + integer_text(k));
   EncodedContexts encoded;
   for (std::size_t i = 0; i < contexts.size(); ++i) {
     const auto& context = contexts[i];
-    const std::string which = "context " + std::to_string(i + 1) + ": ";
+    const std::string which = "context " + integer_text(i + 1) + ": ";
     try {
       encoded.words.push_back(vocab.encode(context.text, false, unk));
       if (encoded.words.back().empty()) throw UsageError("the context has no words");

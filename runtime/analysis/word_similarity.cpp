@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/data/corpus_locator.h"
 #include "runtime/stats/correlation.h"
 
@@ -77,9 +78,9 @@ SimilarityBenchmark read_similarity_benchmark(const std::filesystem::path& file,
     ++number;
     const auto fields = split_fields(line);
     if (fields.empty()) continue;
-    const std::string where = file.string() + ":" + std::to_string(number) + ": ";
+    const std::string where = file.string() + ":" + integer_text(number) + ": ";
     if (fields.size() != 3) {
-      throw UsageError(where + "expected 'word word score', got " + std::to_string(fields.size()) + " field" +
+      throw UsageError(where + "expected 'word word score', got " + integer_text(fields.size()) + " field" +
                        (fields.size() == 1 ? "" : "s"));
     }
     const char* text = fields[2].c_str();
@@ -208,7 +209,7 @@ std::vector<std::map<std::string, double>> by_name(const std::vector<std::vector
     for (const auto& r : results) {
       if (!m.emplace(r.name, r.spearman).second) {
         throw UsageError("benchmark '" + r.name + "' appears twice in the results of model " +
-                         std::to_string(maps.size()));
+                         integer_text(maps.size()));
       }
     }
   }

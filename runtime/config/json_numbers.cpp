@@ -34,7 +34,7 @@ std::int64_t json_integer(const nlohmann::json& value, const std::string& what) 
 std::uint64_t json_unsigned(const nlohmann::json& value, const std::string& what) {
   if (value.is_number_unsigned()) return value.get<std::uint64_t>();
   const auto i = json_integer(value, what);
-  if (i < 0) throw ConfigError(what + " must be ≥ 0, got " + std::to_string(i));
+  if (i < 0) throw ConfigError(what + " must be ≥ 0, got " + integer_text(i));
   return static_cast<std::uint64_t>(i);
 }
 

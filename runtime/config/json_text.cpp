@@ -1,5 +1,7 @@
 #include "runtime/config/json_text.h"
 
+#include "runtime/core/number_text.h"
+
 #include <cstdint>
 
 namespace lmkit::config {
@@ -47,7 +49,7 @@ nlohmann::json parse_json_text(const std::string& text) {
                                                            nlohmann::json&) {
     if ((event == nlohmann::json::parse_event_t::object_start || event == nlohmann::json::parse_event_t::array_start) &&
         depth >= kMaxNestingDepth) {
-      throw JsonTextError("nested deeper than " + std::to_string(kMaxNestingDepth) + " levels");
+      throw JsonTextError("nested deeper than " + integer_text(kMaxNestingDepth) + " levels");
     }
     return true;
   };

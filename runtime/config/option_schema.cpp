@@ -30,7 +30,7 @@ std::string default_text(const OptionSpec& o) {
   if (o.default_value.is_null()) return "nil";
   if (o.type == OptionType::String) return o.default_value.dump();
   if (o.type == OptionType::Boolean) return o.default_value.get<bool>() ? "true" : "false";
-  if (o.type == OptionType::Integer) return std::to_string(o.default_value.get<std::int64_t>());
+  if (o.type == OptionType::Integer) return integer_text(o.default_value.get<std::int64_t>());
   return describe_number(o.default_value.get<double>());
 }
 

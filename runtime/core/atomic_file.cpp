@@ -13,11 +13,12 @@
 #include <unistd.h>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 
 namespace lmkit {
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const std::string tmp = path + ".tmp." + integer_text(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw EnvironmentError("cannot write '" + path + "': " + std::strerror(errno));
   std::size_t written = 0;

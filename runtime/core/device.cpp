@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 
 namespace lmkit {
 
@@ -23,7 +24,7 @@ torch::Device parse_device(const std::string& name) {
     if (device.is_cuda() && device.has_index() &&
         device.index() >= static_cast<int>(torch::cuda::device_count())) {
       throw UsageError("device '" + name + "' does not exist: " +
-                       std::to_string(torch::cuda::device_count()) + " CUDA device(s) visible");
+                       integer_text(torch::cuda::device_count()) + " CUDA device(s) visible");
     }
     return device;
   } catch (const c10::Error&) {
@@ -50,12 +51,12 @@ OpenBlasGetThreads find_openblas_get_threads() {
 
 void set_threads(int cores, int torch_threads, int blas_threads) {
   if (cores < 1 || cores > kMaxThreads) {
-    throw UsageError("thread count must be in 1.." + std::to_string(kMaxThreads) + ", got " + std::to_string(cores));
+    throw UsageError("thread count must be in 1.." + integer_text(kMaxThreads) + ", got " + integer_text(cores));
   }
   for (const auto& [name, count] : {std::pair<const char*, int>{"Torch", torch_threads}, {"BLAS", blas_threads}}) {
     if (count < 0 || count > kMaxThreads) {
-      throw UsageError(std::string(name) + " thread count must be in 1.." + std::to_string(kMaxThreads) +
-                       " (0: the default), got " + std::to_string(count));
+      throw UsageError(std::string(name) + " thread count must be in 1.." + integer_text(kMaxThreads) +
+                       " (0: the default), got " + integer_text(count));
     }
   }
   torch::set_num_threads(torch_threads > 0 ? torch_threads : 1);

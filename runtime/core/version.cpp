@@ -1,5 +1,6 @@
 #include "runtime/core/version.h"
 
+#include "runtime/core/number_text.h"
 #include "runtime/core/torch.h"
 
 #include <torch/version.h>
@@ -25,7 +26,7 @@ BuildInfo build_info() {
 std::string describe_build(const BuildInfo& info, const std::string& lua_version) {
   std::string cuda;
   if (info.cuda_usable) {
-    cuda = "usable, " + std::to_string(info.cuda_device_count) + " device(s)";
+    cuda = "usable, " + integer_text(info.cuda_device_count) + " device(s)";
   } else if (info.cuda_compiled) {
     cuda = "compiled in, no usable device";
   } else {

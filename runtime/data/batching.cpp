@@ -1,6 +1,7 @@
 #include "runtime/data/batching.h"
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/tensor/tensor_format.h"
 
 namespace lmkit::data {
@@ -9,21 +10,21 @@ void check_eval_stream(const torch::Tensor& tokens, std::int64_t batch_size, std
   if (!tokens.defined() || tokens.dim() != 1 || tokens.scalar_type() != torch::kInt64) {
     throw UsageError(what + ": tokens must be a 1-D int64 tensor (e.g. corpus.test)");
   }
-  if (batch_size < 1) throw UsageError(what + ": batch_size must be ≥ 1, got " + std::to_string(batch_size));
-  if (bptt < 1) throw UsageError(what + ": bptt must be ≥ 1, got " + std::to_string(bptt));
+  if (batch_size < 1) throw UsageError(what + ": batch_size must be ≥ 1, got " + integer_text(batch_size));
+  if (bptt < 1) throw UsageError(what + ": bptt must be ≥ 1, got " + integer_text(bptt));
   if (tokens.numel() / batch_size < 2) {
-    throw UsageError(what + ": " + std::to_string(tokens.numel()) + " tokens are too few for batch_size " +
-                     std::to_string(batch_size) + " (each column needs at least 2)");
+    throw UsageError(what + ": " + integer_text(tokens.numel()) + " tokens are too few for batch_size " +
+                     integer_text(batch_size) + " (each column needs at least 2)");
   }
 }
 
 torch::Tensor batchify(const torch::Tensor& tokens, std::int64_t bsz) {
   if (tokens.dim() != 1) throw UsageError("batchify expects a 1-D token tensor, got size " + format_shape(tokens.sizes()));
-  if (bsz <= 0) throw UsageError("batch size must be positive, got " + std::to_string(bsz));
+  if (bsz <= 0) throw UsageError("batch size must be positive, got " + integer_text(bsz));
   const std::int64_t nbatch = tokens.size(0) / bsz;
   if (nbatch == 0) {
-    throw UsageError("batchify: " + std::to_string(tokens.size(0)) + " tokens do not fill one row of " +
-                     std::to_string(bsz) + " columns");
+    throw UsageError("batchify: " + integer_text(tokens.size(0)) + " tokens do not fill one row of " +
+                     integer_text(bsz) + " columns");
   }
   return tokens.narrow(0, 0, nbatch * bsz).view({bsz, nbatch}).t().contiguous();
 }
@@ -32,9 +33,9 @@ Batch get_batch(const torch::Tensor& source, std::int64_t i, std::int64_t seq_le
   if (source.dim() != 2) throw UsageError("batches come from a batchified [nbatch, bsz] tensor, got size " + format_shape(source.sizes()));
   const std::int64_t rows = source.size(0);
   if (i < 0 || i >= rows - 1) {
-    throw UsageError("batch position " + std::to_string(i) + " is outside [0, " + std::to_string(rows - 1) + ")");
+    throw UsageError("batch position " + integer_text(i) + " is outside [0, " + integer_text(rows - 1) + ")");
   }
-  if (seq_len <= 0) throw UsageError("sequence length must be positive, got " + std::to_string(seq_len));
+  if (seq_len <= 0) throw UsageError("sequence length must be positive, got " + integer_text(seq_len));
   const std::int64_t len = std::min(seq_len, rows - 1 - i);
   Batch b;
   b.input = source.narrow(0, i, len);
@@ -49,7 +50,7 @@ EvalBatches::EvalBatches(torch::Tensor source, std::int64_t bptt) : source_(std:
     throw UsageError("evaluation batches need a batchified [nbatch, bsz] tensor with nbatch ≥ 2, got size " +
                      format_shape(source_.sizes()));
   }
-  if (bptt_ <= 0) throw UsageError("bptt must be positive, got " + std::to_string(bptt_));
+  if (bptt_ <= 0) throw UsageError("bptt must be positive, got " + integer_text(bptt_));
 }
 
 bool EvalBatches::next(Batch& batch) {

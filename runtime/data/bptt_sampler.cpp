@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/tensor/tensor_format.h"
 
 namespace lmkit::data {
@@ -19,15 +20,15 @@ BpttSampler::BpttSampler(torch::Tensor source, BpttSamplerOptions options)
     throw UsageError("the sampler needs a batchified [nbatch, bsz] tensor with nbatch ≥ 2, got size " +
                      format_shape(source_.sizes()));
   }
-  if (options_.bptt <= 0) throw UsageError("bptt must be positive, got " + std::to_string(options_.bptt));
+  if (options_.bptt <= 0) throw UsageError("bptt must be positive, got " + integer_text(options_.bptt));
   if (!(options_.p_full >= 0 && options_.p_full <= 1)) throw UsageError("p_full must be in [0, 1]");
   if (!(options_.sd >= 0 && std::isfinite(options_.sd))) throw UsageError("sd must be finite and non-negative");
   if (options_.min_len <= 0) throw UsageError("min_len must be positive");
   if (options_.max_delta < 0) throw UsageError("max_delta must be non-negative");
   // Compared as a difference: bptt + max_delta overflows int64 for sizes near 2^63.
   if (options_.max_delta > std::numeric_limits<std::int64_t>::max() - options_.bptt) {
-    throw UsageError("bptt + max_delta must fit in 64 bits, got bptt " + std::to_string(options_.bptt) +
-                     " and max_delta " + std::to_string(options_.max_delta));
+    throw UsageError("bptt + max_delta must fit in 64 bits, got bptt " + integer_text(options_.bptt) +
+                     " and max_delta " + integer_text(options_.max_delta));
   }
   if (options_.bptt + options_.max_delta < options_.min_len) {
     throw UsageError("bptt + max_delta must be at least min_len");

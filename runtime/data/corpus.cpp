@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/data/corpus_locator.h"
 #include "runtime/data/corpus_reader.h"
 #include "runtime/data/token_cache.h"
@@ -48,7 +49,7 @@ CachedTokens tokenize(const std::filesystem::path& dir, const std::string& proto
     const std::size_t train_lines = lines * 9 / 10;
     if (train_lines == 0 || train_lines == lines) {
       throw EnvironmentError((dir / "valid.txt").string() + ": the mini protocol needs at least 2 lines, got " +
-                             std::to_string(lines));
+                             integer_text(lines));
     }
     const auto cut = static_cast<std::ptrdiff_t>(valid.line_ends[train_lines - 1]);
     tokens.splits.push_back({"train", std::vector<std::int64_t>(valid.ids.begin(), valid.ids.begin() + cut)});

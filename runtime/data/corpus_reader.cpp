@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/data/content_hash.h"
 
 namespace lmkit::data {
@@ -75,8 +76,8 @@ class Tokenizer {
   [[noreturn]] void invalid(std::size_t column, unsigned char byte) const {
     char hex[8];
     std::snprintf(hex, sizeof hex, "0x%02X", byte);
-    throw EnvironmentError(name_ + ":" + std::to_string(line_number_) + ": invalid UTF-8 (byte " + hex +
-                           " at column " + std::to_string(column + 1) +
+    throw EnvironmentError(name_ + ":" + integer_text(line_number_) + ": invalid UTF-8 (byte " + hex +
+                           " at column " + integer_text(column + 1) +
                            "); corpora must be UTF-8 text (convert with iconv)");
   }
 

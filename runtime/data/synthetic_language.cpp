@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/tensor/tensor_format.h"
 
 namespace lmkit::data {
@@ -32,8 +33,8 @@ void check_tokens(const torch::Tensor& tokens, std::int64_t vocab) {
     const auto lo = tokens.min().item<std::int64_t>();
     const auto hi = tokens.max().item<std::int64_t>();
     if (lo < 0 || hi >= vocab) {
-      throw UsageError("token ids must be in [0, " + std::to_string(vocab) + "), got values in [" +
-                       std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      throw UsageError("token ids must be in [0, " + integer_text(vocab) + "), got values in [" +
+                       integer_text(lo) + ", " + integer_text(hi) + "]");
     }
   }
 }
@@ -42,9 +43,9 @@ void check_tokens(const torch::Tensor& tokens, std::int64_t vocab) {
 
 SyntheticLanguage::SyntheticLanguage(SyntheticOptions options) : options_(std::move(options)) {
   const auto V = options_.vocab, S = options_.states, d = options_.dim;
-  if (V < 2 || V > (std::int64_t{1} << 30)) throw UsageError("vocab must be in [2, 2^30], got " + std::to_string(V));
-  if (S < 1 || S > 100000) throw UsageError("states must be in [1, 100000], got " + std::to_string(S));
-  if (d < 1) throw UsageError("dim must be positive, got " + std::to_string(d));
+  if (V < 2 || V > (std::int64_t{1} << 30)) throw UsageError("vocab must be in [2, 2^30], got " + integer_text(V));
+  if (S < 1 || S > 100000) throw UsageError("states must be in [1, 100000], got " + integer_text(S));
+  if (d < 1) throw UsageError("dim must be positive, got " + integer_text(d));
   if (options_.kind != "softmax" && options_.kind != "hmm") {
     throw UsageError("unknown synthetic kind '" + options_.kind + "' (known: softmax, hmm)");
   }
@@ -118,7 +119,7 @@ void SyntheticLanguage::sample_into(std::int64_t* out, std::int64_t n, std::mt19
 }
 
 torch::Tensor SyntheticLanguage::generate(std::int64_t n, std::optional<std::uint64_t> seed) {
-  if (n < 0) throw UsageError("token count must be non-negative, got " + std::to_string(n));
+  if (n < 0) throw UsageError("token count must be non-negative, got " + integer_text(n));
   if (seed) {
     stream_.seed(*seed);
     stream_seed_ = seed;
@@ -192,7 +193,7 @@ torch::Tensor SyntheticLanguage::nll(const torch::Tensor& tokens_in) const {
 }
 
 double SyntheticLanguage::entropy_rate(std::int64_t n, std::uint64_t seed) const {
-  if (n <= 0) throw UsageError("entropy_rate needs a positive sample size, got " + std::to_string(n));
+  if (n <= 0) throw UsageError("entropy_rate needs a positive sample size, got " + integer_text(n));
   std::mt19937_64 engine(seed);
   auto tokens = torch::empty({n}, torch::kInt64);
   sample_into(tokens.data_ptr<std::int64_t>(), n, engine);
@@ -210,7 +211,7 @@ Corpus SyntheticLanguage::corpus(std::int64_t train, std::int64_t valid, std::in
   c.protocol = "synthetic";
   c.source = describe();
   auto vocab = std::make_shared<Vocabulary>();
-  for (std::int64_t w = 0; w < options_.vocab; ++w) vocab->add("w" + std::to_string(w));
+  for (std::int64_t w = 0; w < options_.vocab; ++w) vocab->add("w" + integer_text(w));
   c.vocab = vocab;
   c.origin = {{"kind", "synthetic"},
               {"options",
@@ -234,9 +235,9 @@ Corpus SyntheticLanguage::corpus(std::int64_t train, std::int64_t valid, std::in
 }
 
 std::string SyntheticLanguage::describe() const {
-  return "synthetic " + options_.kind + " language (vocab " + std::to_string(options_.vocab) + ", states " +
-         std::to_string(options_.states) + ", dim " + std::to_string(options_.dim) + (options_.bias ? ", bias" : "") +
-         ", seed " + std::to_string(options_.seed) + ")";
+  return "synthetic " + options_.kind + " language (vocab " + integer_text(options_.vocab) + ", states " +
+         integer_text(options_.states) + ", dim " + integer_text(options_.dim) + (options_.bias ? ", bias" : "") +
+         ", seed " + integer_text(options_.seed) + ")";
 }
 
 }  // namespace lmkit::data

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/data/content_hash.h"
 
 namespace lmkit::data {
@@ -143,7 +144,7 @@ std::optional<CachedTokens> TokenCache::load(const CacheKey& key, std::string* w
     std::memcpy(&marker, header + 12, 4);
     std::memcpy(&checksum, header + 16, 8);
     if (marker != kEndianMarker) throw Corrupt{"written on a machine of other byte order"};
-    if (version != kVersion) return fail("stale: cache format " + std::to_string(version));
+    if (version != kVersion) return fail("stale: cache format " + integer_text(version));
     std::fseek(f.get(), 0, SEEK_END);
     const long end = std::ftell(f.get());
     std::fseek(f.get(), static_cast<long>(kHeaderSize), SEEK_SET);
@@ -197,7 +198,7 @@ void TokenCache::store(const CacheKey& key, const CachedTokens& tokens) const {
   std::error_code ec;
   if (file_.has_parent_path()) std::filesystem::create_directories(file_.parent_path(), ec);
   std::random_device entropy;
-  const auto temp = file_.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(entropy());
+  const auto temp = file_.string() + ".tmp." + integer_text(::getpid()) + "." + integer_text(entropy());
   auto fail = [&](const std::string& what) {
     const std::string message = "cannot write the token cache " + temp + ": " + what;
     std::remove(temp.c_str());

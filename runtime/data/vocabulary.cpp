@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 
 namespace lmkit::data {
 
@@ -36,8 +37,8 @@ std::optional<std::int64_t> Vocabulary::find(std::string_view word) const {
 
 const std::string& Vocabulary::word(std::int64_t id) const {
   if (id < 0 || id >= size()) {
-    throw UsageError("word id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                     std::to_string(size()) + ") (ids are 0-based tensor values)");
+    throw UsageError("word id " + integer_text(id) + " is outside the vocabulary [0, " +
+                     integer_text(size()) + ") (ids are 0-based tensor values)");
   }
   return words_[static_cast<std::size_t>(id)];
 }

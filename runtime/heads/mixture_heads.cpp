@@ -2,11 +2,12 @@
 // latents and priors; they differ in where the mixture is taken).
 #include "ops/mixture_nll.h"
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/heads/head_registry.h"
 #include "runtime/heads/moc_head.h"
 #include "runtime/heads/mos_head.h"
 #include "runtime/heads/moss_head.h"
-#include "runtime/models/dropout.h"
+#include "ops/dropout.h"
 
 namespace lmkit {
 
@@ -14,7 +15,7 @@ MosHeadImpl::MosHeadImpl(MosHeadOptions o) : options(o) {
   // The K latent contexts share one Linear of K·latent_dim outputs: a product that can overflow.
   std::int64_t latent_width = 0;
   if (__builtin_mul_overflow(o.K(), o.latent_dim(), &latent_width)) {
-    throw ConfigError("mos: K · latent_dim = " + std::to_string(o.K()) + " · " + std::to_string(o.latent_dim()) +
+    throw ConfigError("mos: K · latent_dim = " + integer_text(o.K()) + " · " + integer_text(o.latent_dim()) +
                       " does not fit in 64 bits");
   }
   latent = register_module("latent", torch::nn::Linear(o.in_dim(), latent_width));

@@ -1,36 +1,17 @@
 #include "runtime/models/awd_lstm.h"
 
-#include <fmt/format.h>
-
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
 
+#include "ops/dropout.h"
 #include "runtime/config/bound_options.h"
 #include "runtime/core/error.h"
 #include "runtime/core/host_memory.h"
 #include "runtime/core/number_text.h"
-#include "runtime/models/dropout.h"
 
 namespace lmkit {
-
-torch::Tensor locked_dropout(const torch::Tensor& x, double p, bool training) {
-  if (!training || p == 0.0) return x;
-  if (!(p >= 0.0 && p < 1.0)) throw UsageError(fmt::format("dropout probability must be in [0, 1), got {}", p));
-  auto mask_shape = x.sizes().vec();
-  if (x.dim() == 3) mask_shape[0] = 1;
-  auto mask = torch::empty(mask_shape, x.options()).bernoulli_(1.0 - p).div_(1.0 - p);
-  return x * mask;
-}
-
-torch::Tensor embedding_dropout(const torch::Tensor& weight, const torch::Tensor& ids, double p, bool training) {
-  auto rows = torch::embedding(weight, ids);
-  if (!training || p == 0.0) return rows;
-  if (!(p >= 0.0 && p < 1.0)) throw UsageError(fmt::format("dropoute must be in [0, 1), got {}", p));
-  auto keep = torch::empty({weight.size(0)}, weight.options()).bernoulli_(1.0 - p).div_(1.0 - p);
-  return rows * keep.index({ids}).unsqueeze(-1);
-}
 
 namespace {
 
@@ -106,9 +87,9 @@ AwdLstmImpl::AwdLstmImpl(AwdLstmOptions opts) : options(std::move(opts)) {
   const auto needed = encoder_bytes(o);
   const auto available = physical_memory_bytes();
   if (needed > available) {
-    throw ConfigError("AWD-LSTM sizes (vocab_size " + std::to_string(o.vocab_size()) + ", emb " + std::to_string(o.emb()) +
-                      ", nhid " + std::to_string(o.nhid()) + ", nhidlast " + std::to_string(o.nhidlast()) + ", nlayers " +
-                      std::to_string(o.nlayers()) + ") need " +
+    throw ConfigError("AWD-LSTM sizes (vocab_size " + integer_text(o.vocab_size()) + ", emb " + integer_text(o.emb()) +
+                      ", nhid " + integer_text(o.nhid()) + ", nhidlast " + integer_text(o.nhidlast()) + ", nlayers " +
+                      integer_text(o.nlayers()) + ") need " +
                       (needed == std::numeric_limits<std::int64_t>::max() ? std::string("over 2^63 bytes") : gibibytes(needed)) +
                       " for the encoder alone, more than this machine's memory (" + gibibytes(available) + ")");
   }
@@ -116,7 +97,7 @@ AwdLstmImpl::AwdLstmImpl(AwdLstmOptions opts) : options(std::move(opts)) {
   for (int64_t l = 0; l < o.nlayers(); ++l) {
     const int64_t in = l == 0 ? o.emb() : layer_size(l - 1);
     const int64_t h = layer_size(l);
-    const auto p = "lstm" + std::to_string(l) + "_";
+    const auto p = "lstm" + integer_text(l) + "_";
     layers.push_back({register_parameter(p + "w_ih", torch::empty({4 * h, in})),
                       register_parameter(p + "w_hh", torch::empty({4 * h, h})),
                       register_parameter(p + "b_ih", torch::empty({4 * h})),
@@ -152,8 +133,8 @@ AwdLstmOutput AwdLstmImpl::forward(const torch::Tensor& ids, const LstmState& hi
     throw UsageError("AWD-LSTM input must be int64 token ids [T, B]");
   }
   if (hidden.size() != layers.size()) {
-    throw UsageError("hidden state has " + std::to_string(hidden.size()) + " layers, the model " +
-                     std::to_string(layers.size()) + " (use init_hidden(batch_size))");
+    throw UsageError("hidden state has " + integer_text(hidden.size()) + " layers, the model " +
+                     integer_text(layers.size()) + " (use init_hidden(batch_size))");
   }
   check_token_ids(ids, embedding.size(0), "the input ids");
   const bool train = is_training();
@@ -165,8 +146,8 @@ AwdLstmOutput AwdLstmImpl::forward(const torch::Tensor& ids, const LstmState& hi
     const auto& w = layers[l];
     const auto& [h0, c0] = hidden[l];
     if (h0.dim() != 3 || h0.size(1) != ids.size(1)) {
-      throw UsageError("hidden state of layer " + std::to_string(l + 1) + " does not match batch size " +
-                       std::to_string(ids.size(1)));
+      throw UsageError("hidden state of layer " + integer_text(l + 1) + " does not match batch size " +
+                       integer_text(ids.size(1)));
     }
     // DropConnect on the recurrent matrix: one mask for this whole sequence.
     auto w_hh = train && options.wdrop() > 0 ? torch::dropout(w.w_hh, options.wdrop(), true) : w.w_hh;
@@ -190,12 +171,12 @@ void check_token_ids(const torch::Tensor& ids, int64_t vocab_size, const std::st
   const auto id = ids.reshape({-1})[flat].item<int64_t>();
   std::string position;
   for (int64_t d = ids.dim() - 1, rest = flat; d >= 0; --d) {  // flat index → 1-based coordinates
-    position = std::to_string(rest % ids.size(d) + 1) + (position.empty() ? "" : ", ") + position;
+    position = integer_text(rest % ids.size(d) + 1) + (position.empty() ? "" : ", ") + position;
     rest /= ids.size(d);
   }
-  throw UsageError("token id " + std::to_string(id) + " at [" + position + "] of " + what +
-                   " is outside the model's vocabulary of " + std::to_string(vocab_size) + " words (ids 0.." +
-                   std::to_string(vocab_size - 1) + ")");
+  throw UsageError("token id " + integer_text(id) + " at [" + position + "] of " + what +
+                   " is outside the model's vocabulary of " + integer_text(vocab_size) + " words (ids 0.." +
+                   integer_text(vocab_size - 1) + ")");
 }
 
 LstmState detach_state(const LstmState& state) {

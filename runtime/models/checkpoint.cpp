@@ -7,6 +7,7 @@
 #include "runtime/config/json_text.h"
 #include "runtime/core/atomic_file.h"
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/core/version.h"
 
 namespace lmkit {
@@ -61,8 +62,8 @@ Container decode_container(const std::string& in, const std::string& path) {
   std::size_t at = sizeof(kMagic);
   const auto format = take<std::uint32_t>(in, at, path);
   if (format != kFormat) {
-    throw EnvironmentError("checkpoint '" + path + "' has format " + std::to_string(format) +
-                           "; this lmkit reads format " + std::to_string(kFormat));
+    throw EnvironmentError("checkpoint '" + path + "' has format " + integer_text(format) +
+                           "; this lmkit reads format " + integer_text(kFormat));
   }
   const auto json_size = take<std::uint64_t>(in, at, path);
   if (json_size > in.size() - at) throw EnvironmentError("checkpoint '" + path + "' is truncated");
@@ -115,7 +116,7 @@ LanguageModel model_from_header(const nlohmann::json& header, const std::string&
 
 std::string shape_text(const torch::Tensor& t) {
   std::string text = "[";
-  for (int64_t i = 0; i < t.dim(); ++i) text += (i ? ", " : "") + std::to_string(t.size(i));
+  for (int64_t i = 0; i < t.dim(); ++i) text += (i ? ", " : "") + integer_text(t.size(i));
   return text + "]";
 }
 

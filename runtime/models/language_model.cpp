@@ -2,6 +2,7 @@
 
 #include "runtime/config/bound_options.h"
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/heads/head_registry.h"
 
 namespace lmkit {
@@ -66,8 +67,8 @@ LanguageModelImpl::LanguageModelImpl(LanguageModelOptions opts, Head built_head)
   head = register_module("head", built_head ? built_head : make_head(options.head(), e.nhidlast(), e.emb()));
   const int64_t width = head->projects() ? e.emb() : e.nhidlast();
   if (options.tie_weights() && width != e.emb()) {
-    throw ConfigError("tie_weights needs nhidlast == emb (got nhidlast " + std::to_string(e.nhidlast()) +
-                      ", emb " + std::to_string(e.emb()) + ") or a head that projects (" + head_kinds_with(&HeadCapabilities::projects) + ")");
+    throw ConfigError("tie_weights needs nhidlast == emb (got nhidlast " + integer_text(e.nhidlast()) +
+                      ", emb " + integer_text(e.emb()) + ") or a head that projects (" + head_kinds_with(&HeadCapabilities::projects) + ")");
   }
   if (!options.tie_weights()) {
     decoder_weight = register_parameter("decoder_weight", torch::empty({e.vocab_size(), width}).uniform_(-0.1, 0.1));
@@ -90,8 +91,8 @@ std::pair<torch::Tensor, LstmState> LanguageModelImpl::log_probs(const torch::Te
 
 LossOutput LanguageModelImpl::loss(const torch::Tensor& ids, const torch::Tensor& targets, const LstmState& hidden) {
   if (targets.numel() != ids.numel()) {
-    throw UsageError("targets must have one entry per input token (" + std::to_string(ids.numel()) + "), got " +
-                     std::to_string(targets.numel()));
+    throw UsageError("targets must have one entry per input token (" + integer_text(ids.numel()) + "), got " +
+                     integer_text(targets.numel()));
   }
   if (targets.scalar_type() != torch::kInt64) throw UsageError("targets must be int64 token ids");
   check_token_ids(targets, decoder().weight.size(0), "the target ids");

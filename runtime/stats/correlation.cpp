@@ -5,6 +5,7 @@
 #include <string>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/stats/descriptive.h"
 #include "runtime/stats/distributions.h"
 #include "runtime/stats/ranking.h"
@@ -14,8 +15,8 @@ namespace {
 
 void require_pairs(const std::vector<double>& x, const std::vector<double>& y, const char* what) {
   if (x.size() != y.size()) {
-    throw UsageError(std::string(what) + ": x has " + std::to_string(x.size()) + " values but y has " +
-                     std::to_string(y.size()));
+    throw UsageError(std::string(what) + ": x has " + integer_text(x.size()) + " values but y has " +
+                     integer_text(y.size()));
   }
   require_sample(x, 2, what);
   require_sample(y, 2, what);

@@ -4,18 +4,19 @@
 #include <string>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 
 namespace lmkit::stats {
 
 void require_sample(const std::vector<double>& x, std::size_t minimum, const char* what) {
   if (x.size() < minimum) {
-    throw UsageError(std::string(what) + " needs at least " + std::to_string(minimum) + " values, got " +
-                     std::to_string(x.size()));
+    throw UsageError(std::string(what) + " needs at least " + integer_text(minimum) + " values, got " +
+                     integer_text(x.size()));
   }
   for (std::size_t i = 0; i < x.size(); ++i) {
     if (!std::isfinite(x[i])) {
-      throw UsageError(std::string(what) + ": value " + std::to_string(i + 1) + " is not finite (" +
-                       std::to_string(x[i]) + ")");
+      throw UsageError(std::string(what) + ": value " + integer_text(i + 1) + " is not finite (" +
+                       describe_number(x[i]) + ")");
     }
   }
 }

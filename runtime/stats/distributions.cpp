@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 
 namespace lmkit::stats {
 
@@ -13,7 +14,7 @@ double normal_sf(double z) {
 }
 
 double student_t_sf(double t, double df) {
-  if (!(df > 0)) throw UsageError("Student's t needs positive degrees of freedom, got " + std::to_string(df));
+  if (!(df > 0)) throw UsageError("Student's t needs positive degrees of freedom, got " + describe_number(df));
   if (std::isinf(t)) return t > 0 ? 0.0 : 1.0;
   return boost::math::cdf(boost::math::complement(boost::math::students_t_distribution<double>(df), t));
 }

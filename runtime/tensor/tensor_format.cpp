@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 
 namespace lmkit {
 namespace {
@@ -93,7 +94,7 @@ std::vector<std::string> format_elements(const torch::Tensor& shown, int precisi
     auto values = shown.to(torch::kInt64).contiguous();
     const std::int64_t* data = values.data_ptr<std::int64_t>();
     std::vector<std::string> out(values.numel());
-    for (std::int64_t i = 0; i < values.numel(); ++i) out[i] = std::to_string(data[i]);
+    for (std::int64_t i = 0; i < values.numel(); ++i) out[i] = integer_text(data[i]);
     return out;
   }
   if (torch::isFloatingType(type)) return format_floats(shown, precision);
@@ -175,7 +176,7 @@ std::string format_shape(torch::IntArrayRef sizes) {
   std::string s;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     if (i) s += 'x';
-    s += std::to_string(sizes[i]);
+    s += integer_text(sizes[i]);
   }
   return s;
 }
@@ -204,7 +205,7 @@ std::string format_tensor(const torch::Tensor& tensor, const TensorFormatOptions
   } else if (cpu.numel() == 0) {
     body = "{}";
   } else if (cpu.dim() > kMaxNestedListDepth) {
-    body = "{... " + std::to_string(cpu.dim()) + " dimensions: too many to print ...}";
+    body = "{... " + integer_text(cpu.dim()) + " dimensions: too many to print ...}";
   } else {
     std::vector<bool> cut(cpu.dim(), false);
     auto shown = cpu.numel() > options.threshold ? summarize(cpu, options.edge_items, cut) : cpu;

@@ -6,6 +6,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/core/interruption.h"
+#include "runtime/core/number_text.h"
 #include "runtime/data/batching.h"
 
 namespace lmkit::training {
@@ -14,7 +15,7 @@ EvalResult cache_evaluate(LanguageModel& model, const torch::Tensor& tokens, con
                           const EvalProgress& progress) {
   data::check_eval_stream(tokens, o.batch_size, o.bptt, "cache_evaluate");
   check_token_ids(tokens, model->options.encoder().vocab_size(), "the evaluated tokens");
-  if (o.window < 1) throw UsageError("cache_evaluate: window must be ≥ 1, got " + std::to_string(o.window));
+  if (o.window < 1) throw UsageError("cache_evaluate: window must be ≥ 1, got " + integer_text(o.window));
   if (!(o.theta >= 0) || !std::isfinite(o.theta)) throw UsageError("cache_evaluate: theta must be finite and ≥ 0");
   if (!(o.lambda >= 0 && o.lambda <= 1)) throw UsageError("cache_evaluate: lambda must be in [0, 1]");
   model->eval();

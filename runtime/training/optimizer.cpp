@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 
 namespace lmkit::training {
 
@@ -92,7 +93,7 @@ torch::Tensor Optimizer::average_of(std::size_t group, std::size_t index) const 
 
 namespace {
 std::string slot_key(std::size_t g, std::size_t p, const char* slot) {
-  return std::to_string(g) + "." + std::to_string(p) + "." + slot;
+  return integer_text(g) + "." + integer_text(p) + "." + slot;
 }
 }  // namespace
 

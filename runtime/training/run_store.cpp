@@ -9,6 +9,7 @@
 #include "runtime/config/json_text.h"
 #include "runtime/core/atomic_file.h"
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 
 namespace lmkit::training {
 
@@ -70,7 +71,7 @@ std::vector<nlohmann::json> RunStore::metrics() const {
     try {
       records.push_back(config::parse_json_text(text.substr(start, end - start)));
     } catch (const config::JsonTextError& e) {
-      throw EnvironmentError("metrics file '" + path("metrics.jsonl") + "' line " + std::to_string(line_number) +
+      throw EnvironmentError("metrics file '" + path("metrics.jsonl") + "' line " + integer_text(line_number) +
                              " is not JSON: " + e.what());
     }
     start = end + 1;

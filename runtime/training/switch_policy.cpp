@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 
 namespace lmkit::training {
 
@@ -18,8 +19,8 @@ SwitchPolicy::SwitchPolicy(std::string kind, std::int64_t nonmono, std::int64_t 
   if (kind_ != "nt" && kind_ != "et" && kind_ != "none") {
     throw UsageError("switch: unknown policy '" + kind_ + "' (use \"nt\", \"et\" or \"none\")");
   }
-  if (nonmono_ < 0) throw UsageError("nonmono must be ≥ 0, got " + std::to_string(nonmono_));
-  if (switch_epoch_ < 1) throw UsageError("switch_epoch must be ≥ 1, got " + std::to_string(switch_epoch_));
+  if (nonmono_ < 0) throw UsageError("nonmono must be ≥ 0, got " + integer_text(nonmono_));
+  if (switch_epoch_ < 1) throw UsageError("switch_epoch must be ≥ 1, got " + integer_text(switch_epoch_));
 }
 
 bool SwitchPolicy::observe(std::int64_t epoch, double valid_loss) {

@@ -4,6 +4,7 @@
 
 #include "runtime/config/bound_options.h"
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/training/switch_policy.h"
 
 namespace lmkit::training {
@@ -88,8 +89,8 @@ void check_train_options(const TrainOptions& o) {
   train_options_schema().read(to_json(o));
   const auto small = o.small_batch_size == 0 ? o.batch_size : o.small_batch_size;
   if (o.batch_size % small != 0) {
-    throw UsageError("training option 'small_batch_size' (" + std::to_string(small) + ") must divide batch_size (" +
-                     std::to_string(o.batch_size) + ")");
+    throw UsageError("training option 'small_batch_size' (" + integer_text(small) + ") must divide batch_size (" +
+                     integer_text(o.batch_size) + ")");
   }
   SwitchPolicy(o.switch_policy, o.nonmono, o.switch_epoch);  // validates
 }

@@ -1,3 +1,4 @@
+#include "runtime/core/number_text.h"
 #include "runtime/training/trainer_state.h"
 
 namespace lmkit::training {
@@ -72,8 +73,8 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
   if (run_dir.empty()) throw UsageError("train: run_dir is required (the directory that keeps this run)");
   check_train_options(options);
   if (!corpus.vocab || corpus.vocab->size() != model->options.encoder().vocab_size()) {
-    throw UsageError("train: the corpus has " + std::to_string(corpus.vocab ? corpus.vocab->size() : 0) +
-                     " words but the model's vocab_size is " + std::to_string(model->options.encoder().vocab_size()));
+    throw UsageError("train: the corpus has " + integer_text(corpus.vocab ? corpus.vocab->size() : 0) +
+                     " words but the model's vocab_size is " + integer_text(model->options.encoder().vocab_size()));
   }
   s_ = std::make_unique<State>(std::move(model), std::move(corpus), std::move(options), run_dir, std::move(callbacks));
   auto& s = *s_;
@@ -83,8 +84,8 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
   }
   s.train_source = data::batchify(s.corpus.train, s.options.batch_size).to(s.device);
   if (s.train_source.size(0) < 3) {
-    throw UsageError("train: " + std::to_string(s.corpus.train.numel()) + " training tokens are too few for batch_size " +
-                     std::to_string(s.options.batch_size));
+    throw UsageError("train: " + integer_text(s.corpus.train.numel()) + " training tokens are too few for batch_size " +
+                     integer_text(s.options.batch_size));
   }
   data::BpttSamplerOptions sampler_options;
   sampler_options.bptt = s.options.bptt;

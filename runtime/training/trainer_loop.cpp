@@ -1,4 +1,5 @@
 // The protocol's loop: a step on a window, an epoch, validation, the best checkpoint, finetuning.
+#include "runtime/core/number_text.h"
 #include "runtime/training/trainer_state.h"
 
 namespace lmkit::training {
@@ -14,7 +15,7 @@ std::string Trainer::State::nonfinite_diagnostic(const std::string& what) const 
     for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
     return s;
   };
-  std::string text = what + " at epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) + ". ";
+  std::string text = what + " at epoch " + integer_text(epoch + 1) + ", step " + integer_text(step + 1) + ". ";
   if (!bad_values.empty()) {
     text += "Non-finite values in: " + join(bad_values) + ". ";
   } else if (!bad_grads.empty()) {
@@ -32,13 +33,13 @@ std::string Trainer::State::kept_checkpoints() const {
     if (store.exists(name)) kept += (kept.empty() ? "" : ", ") + std::string(name);
   }
   if (kept.empty()) return "No checkpoint had been written yet, so there is none to go back to.";
-  return "The files of the last good epoch (" + std::to_string(epoch) + ") are kept: " + kept + ".";
+  return "The files of the last good epoch (" + integer_text(epoch) + ") are kept: " + kept + ".";
 }
 
 bool Trainer::State::check_validation(const EvalResult& valid) {
   if (std::isfinite(valid.loss)) return true;
   diagnostic = "Validation loss is " + describe_number(valid.loss) + " after " +
-               (stage == "train" ? "epoch " : "finetune epoch ") + std::to_string(epoch) +
+               (stage == "train" ? "epoch " : "finetune epoch ") + integer_text(epoch) +
                (averaging ? " (averaged weights)" : "") + ". " + kept_checkpoints() + " Try a lower lr or a tighter clip.";
   status = "diverged";
   log("Run diverged: " + diagnostic);
@@ -181,8 +182,8 @@ bool Trainer::State::train_epoch() {
                       cause, epoch + 1, step, store.path("state.ckpt"), store.dir().string()));
       write_summary();
       if (!interrupted) set_preempted(true);
-      throw Preempted("training run " + cause + " at epoch " + std::to_string(epoch + 1) + ", step " +
-                      std::to_string(step) + "; state saved in " + store.path("state.ckpt") +
+      throw Preempted("training run " + cause + " at epoch " + integer_text(epoch + 1) + ", step " +
+                      integer_text(step) + "; state saved in " + store.path("state.ckpt") +
                       "; run the same recipe again or lmkit.resume(\"" + store.dir().string() + "\") to continue");
     }
     if (stop_requested || (options.max_seconds > 0 && seconds() >= options.max_seconds)) {
@@ -190,7 +191,7 @@ bool Trainer::State::train_epoch() {
       save_state(/*in_loop=*/true);
       status = stop_requested ? "stopped" : "time_limit";
       if (!stop_requested) stop_reason = fmt::format("wall-time budget of {} s used", options.max_seconds);
-      log("Stopping at epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step) + ": " + stop_reason +
+      log("Stopping at epoch " + integer_text(epoch + 1) + ", step " + integer_text(step) + ": " + stop_reason +
           " (resumable from state.ckpt)");
       return false;
     }

@@ -21,6 +21,16 @@ grep -q "fails on purpose" "$work/status1.txt" || fail "status does not show the
 "$lmkit" report "$work/tiny" >"$work/report1.txt" 2>&1 || fail "report of a partial batch"
 grep -q "squares: 1 -" "$work/report1.txt" || fail "the report does not mark the missing cell"
 
+# The report and status of a folder that is no batch, or whose manifest is damaged: exit 2, the file named.
+mkdir -p "$work/not_a_batch/batch"
+"$lmkit" report "$work/not_a_batch" >"$work/nobatch.txt" 2>&1
+[ $? = 2 ] || fail "report of a folder without a manifest should exit 2"
+grep -q "not_a_batch is not a batch folder" "$work/nobatch.txt" || fail "no clear message for a folder without a manifest"
+echo '{"recipe": ' >"$work/not_a_batch/batch/manifest.json"
+"$lmkit" report "$work/not_a_batch" >"$work/damaged.txt" 2>&1
+[ $? = 2 ] || fail "report of a damaged manifest should exit 2"
+grep -q "manifest.json: the batch manifest is damaged" "$work/damaged.txt" || fail "no clear message for a damaged manifest"
+
 # 2. Other settings for the same folder are refused, naming both.
 "$lmkit" batch "$here/tiny_recipe.lua" --set out="$work/tiny" --set base=5 >"$work/mismatch.txt" 2>&1 &&
   fail "a batch with other settings in the same folder was accepted"

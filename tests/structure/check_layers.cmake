@@ -1,6 +1,6 @@
 # Every #include of ours points down the layers (runtime/CMakeLists.txt lists them; docs/development.md
-# draws them): repl → bindings → {training, analysis} → {nn, data, stats} → ops → core, with no
-# include sideways between siblings (training ↔ analysis, data ↔ nn, ...).
+# draws them): repl → bindings → {training, analysis} → {nn (models → heads), data, stats} → ops → core,
+# with no include sideways between siblings (training ↔ analysis, data ↔ nn, ...).
 #   cmake -DSOURCE_DIR=<checkout> -P tests/structure/check_layers.cmake
 # Prints each offending include as "FILE includes HEADER: LAYER may not include LAYER" and fails.
 cmake_minimum_required(VERSION 3.24)
@@ -19,8 +19,10 @@ function(layer_of path out)
     set(layer ops)
   elseif(path MATCHES "^runtime/data/")
     set(layer data)
-  elseif(path MATCHES "^runtime/(models|heads)/")
-    set(layer nn)
+  elseif(path MATCHES "^runtime/heads/")
+    set(layer heads)
+  elseif(path MATCHES "^runtime/models/")
+    set(layer models)
   elseif(path MATCHES "^runtime/training/")
     set(layer training)
   elseif(path MATCHES "^runtime/analysis/")
@@ -40,11 +42,13 @@ set(allowed_core core)
 set(allowed_stats core stats)
 set(allowed_ops core ops)
 set(allowed_data core data)
-set(allowed_nn core ops nn)
-set(allowed_training core ops data nn training)
-set(allowed_analysis core ops data stats nn analysis)
-set(allowed_bindings core ops data stats nn training analysis bindings)
-set(allowed_repl core ops data stats nn training analysis bindings repl)
+# nn is two layers in one library: the models (encoder, LanguageModel, checkpoints) sit on the heads.
+set(allowed_heads core ops heads)
+set(allowed_models core ops heads models)
+set(allowed_training core ops data heads models training)
+set(allowed_analysis core ops data stats heads models analysis)
+set(allowed_bindings core ops data stats heads models training analysis bindings)
+set(allowed_repl core ops data stats heads models training analysis bindings repl)
 
 file(GLOB_RECURSE sources RELATIVE "${SOURCE_DIR}"
      "${SOURCE_DIR}/runtime/*.h" "${SOURCE_DIR}/runtime/*.cpp"

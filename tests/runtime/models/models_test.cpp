@@ -16,7 +16,7 @@
 #include "runtime/heads/plif_head.h"
 #include "runtime/heads/softmax_head.h"
 #include "runtime/models/checkpoint.h"
-#include "runtime/models/dropout.h"
+#include "ops/dropout.h"
 #include "runtime/models/language_model.h"
 #include "tests/support/gradcheck.h"
 
