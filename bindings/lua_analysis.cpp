@@ -9,10 +9,13 @@
 #include "bindings/lua_heads.h"
 #include "bindings/lua_model.h"
 #include "bindings/lua_tensor.h"
+#include "runtime/analysis/argmaxable.h"
 #include "runtime/analysis/hidden_size.h"
 #include "runtime/analysis/logp_matrix.h"
 #include "runtime/analysis/matrix_rank.h"
 #include "runtime/analysis/spectra.h"
+#include "runtime/core/number_text.h"
+#include "runtime/heads/head_registry.h"
 #include "runtime/tensor/tensor_format.h"
 
 namespace lmkit::lua {
@@ -213,6 +216,143 @@ int analysis_noise(lua_State* L) {
   return 1;
 }
 
+int analysis_decoder(lua_State* L) {
+  auto& model = check_model(L, 1);
+  const auto decoder = model->decoder();
+  push_tensor(L, decoder.weight.detach());
+  if (decoder.bias.defined()) {
+    push_tensor(L, decoder.bias.detach());
+  } else {
+    lua_pushnil(L);
+  }
+  return 2;
+}
+
+// ---- argmaxable words ----
+
+analysis::ArgmaxableOptions argmaxable_options(const Options& o, int position) {
+  analysis::ArgmaxableOptions options;
+  if (auto region = o.string("region")) options.region = analysis::parse_hidden_region(*region);
+  options.bound = o.number("bound").value_or(options.bound);
+  options.tolerance = o.number("tolerance").value_or(options.tolerance);
+  if (auto rivals = o.integer("rivals")) {
+    if (*rivals < 1) throw ArgError(position, "option 'rivals' must be ≥ 1, got " + integer_text(*rivals));
+    options.rivals = *rivals;
+  }
+  return options;
+}
+
+// The ids (0-based, as token ids) where `mask` is true, as a Lua list.
+void push_ids_where(lua_State* L, const torch::Tensor& mask) {
+  const auto ids = mask.nonzero().flatten().to(torch::kInt64).contiguous();
+  const auto* data = ids.data_ptr<std::int64_t>();
+  lua_createtable(L, static_cast<int>(ids.numel()), 0);
+  for (std::int64_t k = 0; k < ids.numel(); ++k) {
+    lua_pushinteger(L, data[k]);
+    lua_rawseti(L, -2, k + 1);
+  }
+}
+
+void set_integer(lua_State* L, const char* key, std::int64_t value) {
+  lua_pushinteger(L, value);
+  lua_setfield(L, -2, key);
+}
+
+void push_argmaxable(lua_State* L, const analysis::ArgmaxableResult& r, const analysis::ArgmaxableOptions& o) {
+  lua_createtable(L, 0, 12);
+  push_string(L, "lp");
+  lua_setfield(L, -2, "method");
+  push_string(L, analysis::hidden_region_name(o.region));
+  lua_setfield(L, -2, "region");
+  push_tensor(L, r.argmaxable);
+  lua_setfield(L, -2, "argmaxable");
+  push_tensor(L, r.margin);
+  lua_setfield(L, -2, "margin");
+  push_tensor(L, r.witness);
+  lua_setfield(L, -2, "witness");
+  push_ids_where(L, r.argmaxable.logical_not());
+  lua_setfield(L, -2, "unargmaxable");
+  set_integer(L, "words", r.argmaxable.numel());
+  set_integer(L, "by_scan", r.by_scan);
+  set_integer(L, "by_lp", r.by_lp);
+  set_integer(L, "lp_solves", r.lp_solves);
+  set_integer(L, "lp_rows_max", r.lp_rows_max);
+  lua_pushnumber(L, r.seconds);
+  lua_setfield(L, -2, "seconds");
+}
+
+// "argmaxable: 1,234 words left for linear programs ... 56%".
+analysis::ArgmaxableProgress argmaxable_progress() {
+  if (!::isatty(STDERR_FILENO)) return nullptr;
+  return [shown = -1](std::int64_t done, std::int64_t total) mutable {
+    const int percent = total > 0 ? static_cast<int>(100 * done / total) : 100;
+    if (percent == shown) return;
+    shown = percent;
+    std::fprintf(stderr, "\rargmaxable: %3d%% of the %lld words left to linear programs%s", percent,
+                 static_cast<long long>(total), done >= total ? "\n" : "");
+    std::fflush(stderr);
+  };
+}
+
+int analysis_argmaxable(lua_State* L) {
+  auto& weight = check_tensor(L, 1);
+  torch::Tensor bias;
+  if (!lua_isnoneornil(L, 2)) bias = check_tensor(L, 2);
+  Options o(L, 3, {"region", "bound", "tolerance", "rivals"});
+  const auto options = argmaxable_options(o, 3);
+  LuaCallScope scope(L);
+  const auto result = analysis::argmaxable_words(weight, bias, options, argmaxable_progress());
+  push_argmaxable(L, result, options);
+  return 1;
+}
+
+int analysis_model_argmaxable(lua_State* L) {
+  LanguageModel model = check_model(L, 1);  // alive even if a Lua head closes it
+  Options o(L, 2, {"region", "bound", "tolerance", "rivals", "tokens", "batch_size", "bptt", "max_contexts"});
+  const auto options = argmaxable_options(o, 2);
+  const auto* kind = find_head_kind(model->head->kind());
+  if (kind && kind->capabilities.monotone) {
+    LuaCallScope scope(L);
+    const auto decoder = model->decoder();
+    const auto result = analysis::argmaxable_words(decoder.weight, decoder.bias, options, argmaxable_progress());
+    push_argmaxable(L, result, options);
+    push_string(L, "the " + model->head->kind() + " head's f is strictly increasing: its argmaxable words are its "
+                   "decoder's, decided exactly by linear programs");
+    lua_setfield(L, -2, "note");
+    return 1;
+  }
+  // No single logit matrix: count the top-1 words of log P over the contexts of `tokens`.
+  if (lua_istable(L, 2)) {
+    lua_getfield(L, 2, "tokens");
+  } else {
+    lua_pushnil(L);
+  }
+  if (lua_isnil(L, -1)) {
+    throw ArgError(2, "the " + model->head->kind() + " head is not a monotone function of one logit matrix (" +
+                          "exact for: " + head_kinds_with(&HeadCapabilities::monotone) +
+                          "), so its argmaxable words are observed on contexts: pass tokens = corpus.test");
+  }
+  auto tokens = check_token_stream(L, -1);
+  LuaCallScope scope(L);
+  const auto counts =
+      analysis::observed_top1(model, tokens, logp_options(o), terminal_progress("argmaxable (observed top-1)"));
+  lua_createtable(L, 0, 8);
+  push_string(L, "sampled");
+  lua_setfield(L, -2, "method");
+  push_tensor(L, counts.gt(0));
+  lua_setfield(L, -2, "argmaxable");
+  push_tensor(L, counts);
+  lua_setfield(L, -2, "top1_counts");
+  push_ids_where(L, counts.eq(0));
+  lua_setfield(L, -2, "unargmaxable");
+  set_integer(L, "words", counts.numel());
+  set_integer(L, "contexts", counts.sum().item<std::int64_t>());
+  push_string(L, "the " + model->head->kind() + " head has no single logit matrix: words never the top-1 on the " +
+                 "contexts sampled (a lower bound of the argmaxable set; 'unargmaxable' lists the words not observed)");
+  lua_setfield(L, -2, "note");
+  return 1;
+}
+
 const Function kFunctions[] = {
     {"svdvals", analysis_svdvals, "lmkit.analysis.svdvals(Q[, {float64=false}]) -> Tensor\nSingular values of a matrix, descending, in its own precision (float64 on request); LAPACK gesdd on CPU, cuSOLVER on GPU — never through QᵀQ."},
     {"press_rank", analysis_press_rank, "lmkit.analysis.press_rank(sv, rows, cols[, eps_dtype=\"float32\"]) -> integer\nNumber of singular values above 0.5·sqrt(rows+cols+1)·σ_max·eps(eps_dtype) (the thesis's rank; float32 eps as the reference computed it)."},
@@ -220,7 +360,10 @@ const Function kFunctions[] = {
     {"effective_rank", analysis_effective_rank, "lmkit.analysis.effective_rank(sv, eps) -> integer\nSmallest k with Σ_{i≤k} σ_i² ≥ (1 − eps)·Σ σ_i²."},
     {"logp_matrix", analysis_logp_matrix, "lmkit.analysis.logp_matrix(model, tokens[, {batch_size=1, bptt=70, max_contexts=nil, dtype=\"float32\", f_logits=false}]) -> Tensor\nlog P(·|c) for every context of the stream, in evaluation order: [contexts, vocab] (PTB test: 82,430 × 10,000). f_logits=true gives the head's transformed logits f(l) instead (heads of the form log_softmax(f(l)))."},
     {"logp_svdvals", analysis_logp_svdvals, "lmkit.analysis.logp_svdvals(model, tokens[, {batch_size=1, bptt=70, max_contexts=nil, dtype=\"float32\", f_logits=false, method=\"auto\", memory_gb=nil, block_rows=2·vocab}]) -> Tensor, rows, cols, method\nSingular values of the logP matrix (descending) and its size. method \"svd\": Q whole in host memory, one values-only SVD (LAPACK ?gesdd in place; the thesis's method); \"streaming_qr\": Q never held, blocks of block_rows rows folded into a QR's R, then the SVD of R; \"auto\" (default): svd when Q fits in memory_gb (default: 60% of the memory available now). The 4th result describes the method that ran, for reports."},
+    {"argmaxable", analysis_argmaxable, "lmkit.analysis.argmaxable(weight, bias|nil[, {region=\"box\", bound=1, tolerance=1e-6, rivals=32}]) -> {argmaxable=, margin=, witness=, unargmaxable=, words=, by_scan=, by_lp=, lp_solves=, lp_rows_max=, seconds=, method=\"lp\", region=}\nWhich words of a softmax layer l = W h + b can be the strict top-1 for some h (Demeter et al. 2020; Grivas et al. 2022): exact, by linear programs (GLPK) for the words that a fast scan of candidate h does not certify. region \"box\": h in [−bound, bound]^d (an LSTM's outputs: bound 1); \"free\": any h. argmaxable: bool [N]; margin: float64 [N] (argmaxable: the lead at the witness h; otherwise an upper bound of the best lead, ≤ tolerance); witness: [N, d]; unargmaxable: the 0-based ids of the others."},
+    {"model_argmaxable", analysis_model_argmaxable, "lmkit.analysis.model_argmaxable(model[, {region=\"box\", bound=1, tolerance=1e-6, rivals=32, tokens=nil, batch_size=1, bptt=70, max_contexts=nil}]) -> table\nThe argmaxable words of a model's output layer. Heads whose f is strictly increasing (Softmax, SigSoftmax, GSS, LMS-PLIF, ...) rank words as their decoder does: exact, as lmkit.analysis.argmaxable on the decoder (method = \"lp\"). Other heads (MoS, MoC, Lua heads) need tokens: the words that are the top-1 of log P on those contexts (method = \"sampled\", top1_counts, contexts; a lower bound, and 'unargmaxable' lists the words never observed). note says which."},
     {"embedding", analysis_embedding, "lmkit.analysis.embedding(model) -> Tensor\nThe input embedding matrix [vocab, emb] (the decoder's too when tied), detached."},
+    {"decoder", analysis_decoder, "lmkit.analysis.decoder(model) -> weight, bias|nil\nThe output layer the head projects onto: weight [vocab, d] (the embedding itself when tied) and bias [vocab] (nil without one), detached: logits l = h·weightᵀ + bias."},
     {"normalized_spectrum", analysis_normalized_spectrum, "lmkit.analysis.normalized_spectrum(sv) -> Tensor\nσ / σ_max."},
     {"cumulative_share", analysis_cumulative_share, "lmkit.analysis.cumulative_share(sv) -> Tensor\nΣ_{j≤i} σ_j / Σ_j σ_j: the share of Σσ held by the first i singular values (not the MoS paper's Fig. 1: see normalized_cdf)."},
     {"normalized_cdf", analysis_normalized_cdf, "lmkit.analysis.normalized_cdf(sv) -> values, fractions\nThe empirical CDF of the normalized singular values σ/σ₁ (the MoS paper's Fig. 1, \"cumulative percentage of normalized singular values\"): values ascending, fractions[i] = i/n of them ≤ values[i] (float64)."},

@@ -35,6 +35,7 @@ packages=(
   libfmt-dev nlohmann-json3-dev libcli11-dev
   libboost-math-dev                 # distributions for lmkit.stats
   libxxhash-dev                     # XXH3 content hashes of corpora and token caches
+  libglpk-dev                       # GLPK's simplex: the exact argmaxable-word analysis
   libgtest-dev libgmock-dev         # the C++ tests
   gnuplot-nox                       # lmkit.plot
 )

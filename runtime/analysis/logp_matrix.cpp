@@ -87,6 +87,11 @@ std::int64_t logp_matrix_rows(const torch::Tensor& tokens, const LogpMatrixOptio
   return o.max_contexts < 0 ? available : std::min(o.max_contexts, available);
 }
 
+std::int64_t for_each_logp_block(LanguageModel& model, const torch::Tensor& tokens, const LogpMatrixOptions& options,
+                                 const MatrixProgress& progress, const LogpBlockConsumer& consume) {
+  return for_each_window(model, tokens, options, progress, consume);
+}
+
 torch::Tensor logp_matrix(LanguageModel& model, const torch::Tensor& tokens, const LogpMatrixOptions& options,
                           const MatrixProgress& progress) {
   return filled_matrix(model, tokens, options, model->encoder->embedding.device(), progress);

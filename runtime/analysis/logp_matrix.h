@@ -34,6 +34,12 @@ using MatrixProgress = std::function<void(std::int64_t, std::int64_t)>;
 torch::Tensor logp_matrix(LanguageModel& model, const torch::Tensor& tokens, const LogpMatrixOptions& options,
                           const MatrixProgress& progress = nullptr);
 
+// Q's rows without holding Q: consume(block, offset) for each window's [rows, vocab] block, in
+// evaluation order (offset: the block's first row). Returns the number of rows.
+using LogpBlockConsumer = std::function<void(const torch::Tensor&, std::int64_t)>;
+std::int64_t for_each_logp_block(LanguageModel& model, const torch::Tensor& tokens, const LogpMatrixOptions& options,
+                                 const MatrixProgress& progress, const LogpBlockConsumer& consume);
+
 // Singular values of a tall matrix given in blocks of rows, without holding it:
 //   R ← R-factor of qr([R; block])   (Householder QR: backward stable, no Gram matrix),
 // so that at the end σ(R) = σ([block₁; block₂; …]). Memory: one n×n R plus one block.

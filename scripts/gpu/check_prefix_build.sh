@@ -24,10 +24,10 @@ fi
 lib=/usr/lib/x86_64-linux-gnu
 hidden=(
   /usr/include/{boost,fmt,nlohmann,lua5.4,readline,gtest,gmock,CLI}
-  /usr/include/{lapack.h,lapacke.h,lapacke_config.h,lapacke_mangling.h,lapacke_utils.h,xxhash.h,xxh3.h}
+  /usr/include/{lapack.h,lapacke.h,lapacke_config.h,lapacke_mangling.h,lapacke_utils.h,xxhash.h,xxh3.h,glpk.h}
   /usr/share/cmake/{nlohmann_json,CLI11} /usr/src/googletest
   $lib/cmake/{Boost-*,boost_*,BoostDetectToolset-*,GTest,fmt,openblas} $lib/openblas-pthread
-  $lib/{liblua5.4*,libfmt.so*,libreadline.so*,libhistory.so*,liblapacke.so*,libtmglib.so*,libxxhash.so,libxxhash.a}
+  $lib/{liblua5.4*,libfmt.so*,libreadline.so*,libhistory.so*,liblapacke.so*,libtmglib.so*,libxxhash.so,libxxhash.a,libglpk.so,libglpk.a}
   $lib/{libgtest*,libgmock*,libblas.so*,liblapack.so*,libopenblas*,libgfortran.so*}
   /usr/bin/lua5.4 /usr/bin/luac5.4
 )
@@ -45,16 +45,16 @@ cmake --build "$build_dir" -j "${JOBS:-2}"
 
 echo "== where the dependencies came from"
 prefix=$(realpath "$LMKIT_DEPS_PREFIX")
-grep -E '^(LUA_INCLUDE_DIR|LUA_LIBRARY|LUA_INTERPRETER|fmt_DIR|nlohmann_json_DIR|CLI11_DIR|Boost_DIR|boost_headers_DIR|GTest_DIR|READLINE_INCLUDE_DIR|READLINE_LIBRARY|LAPACKE_INCLUDE_DIR|LAPACKE_LIBRARY|BLAS_openblas_LIBRARY|Torch_DIR):' \
+grep -E '^(LUA_INCLUDE_DIR|LUA_LIBRARY|LUA_INTERPRETER|fmt_DIR|nlohmann_json_DIR|CLI11_DIR|Boost_DIR|boost_headers_DIR|GTest_DIR|READLINE_INCLUDE_DIR|READLINE_LIBRARY|LAPACKE_INCLUDE_DIR|LAPACKE_LIBRARY|GLPK_INCLUDE_DIR|GLPK_LIBRARY|BLAS_openblas_LIBRARY|Torch_DIR):' \
   "$build_dir/CMakeCache.txt" | tee "$build_dir/dependency_paths.txt"
 outside=$(grep -v '^Torch_DIR' "$build_dir/dependency_paths.txt" | grep -v "=$prefix" || true)
 [ -z "$outside" ] || { echo "check_prefix_build.sh: found outside the prefix:"$'\n'"$outside" >&2; exit 1; }
 # Headers the compiler actually read (ninja's dependency log): none of the carried libraries' from /usr.
-system_headers=$(ninja -C "$build_dir" -t deps | grep -oE '^ +/usr/include/(boost|fmt|nlohmann|lua5\.4|readline|gtest|gmock|CLI|lapack)[^ ]*' | sort -u || true)
+system_headers=$(ninja -C "$build_dir" -t deps | grep -oE '^ +/usr/include/(boost|fmt|nlohmann|lua5\.4|readline|gtest|gmock|CLI|lapack|glpk)[^ ]*' | sort -u || true)
 [ -z "$system_headers" ] || { echo "check_prefix_build.sh: system headers used:"$'\n'"$system_headers" >&2; exit 1; }
 echo "headers: none of the carried libraries' read from /usr/include"
-ldd "$build_dir/lmkit" | grep -E 'lua|fmt|readline|lapacke|tmglib|blas|lapack|gfortran|tinfo|torch' | sed 's/ (0x.*//'
-not_carried=$(ldd "$build_dir/lmkit" | grep -E 'lua|fmt|readline|lapacke|tmglib|openblas|gfortran' | grep -v "=> $prefix/" || true)
+ldd "$build_dir/lmkit" | grep -E 'lua|fmt|readline|lapacke|tmglib|blas|lapack|gfortran|tinfo|glpk|torch' | sed 's/ (0x.*//'
+not_carried=$(ldd "$build_dir/lmkit" | grep -E 'lua|fmt|readline|lapacke|tmglib|openblas|gfortran|glpk' | grep -v "=> $prefix/" || true)
 [ -z "$not_carried" ] || { echo "check_prefix_build.sh: loaded from outside the prefix:"$'\n'"$not_carried" >&2; exit 1; }
 
 [ "${1:-}" = none ] && exit 0

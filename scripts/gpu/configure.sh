@@ -24,7 +24,7 @@ required=(
   "$lib/cmake/fmt" "$usr/share/cmake/nlohmann_json" "$usr/share/cmake/CLI11" "$boost_config"
   "$lib/cmake/GTest" "$usr/include/readline/readline.h" "$lib/libreadline.so"
   "$usr/include/lapacke.h" "$lib/liblapacke.so" "$lib/openblas-pthread/libopenblas.so"
-  "$usr/include/xxhash.h" "$lib/libxxhash.so"
+  "$usr/include/xxhash.h" "$lib/libxxhash.so" "$usr/include/glpk.h" "$lib/libglpk.so"
 )
 for path in "${required[@]}"; do
   [ -n "$path" ] && [ -e "$path" ] ||
@@ -47,5 +47,6 @@ cmake -S "$lmkit_root" -B "$build_dir" -G Ninja \
   -DREADLINE_INCLUDE_DIR="$usr/include" -DREADLINE_LIBRARY="$lib/libreadline.so" \
   -DLAPACKE_INCLUDE_DIR="$usr/include" -DLAPACKE_LIBRARY="$lib/liblapacke.so" \
   -DXXHASH_INCLUDE_DIR="$usr/include" -DXXHASH_LIBRARY="$lib/libxxhash.so" \
+  -DGLPK_INCLUDE_DIR="$usr/include" -DGLPK_LIBRARY="$lib/libglpk.so" \
   -DBLA_VENDOR=OpenBLAS \
   "$@"

@@ -61,4 +61,42 @@ T.test("spectra, pairwise KL and the robustness experiments from Lua", function(
   T.eq(lmkit.analysis.projection_2d(q):size(), {30, 2})
 end)
 
+
+T.test("argmaxable words: a word inside the hull, exact for monotone heads, observed for mixtures", function()
+  -- Four corners and the centre: the centre is never the top-1 without a bias, and is with one.
+  local w = lmkit.tensor{{1, 1}, {1, -1}, {-1, 1}, {-1, -1}, {0, 0}}
+  local r = lmkit.analysis.argmaxable(w, nil, {region = "free"})
+  T.eq(r.method, "lp")
+  T.eq(r.region, "free")
+  T.eq(r.unargmaxable, {4})
+  T.eq(r.words, 5)
+  T.eq(r.argmaxable:size(), {5})
+  T.eq(r.witness:size(), {5, 2})
+  T.eq(r.by_scan + r.by_lp, 5)
+  T.eq(#lmkit.analysis.argmaxable(w, lmkit.tensor{0, 0, 0, 0, 0.5}).unargmaxable, 0)
+  T.raises(function() lmkit.analysis.argmaxable(w, nil, {region = "ball"}) end, "unknown region 'ball'")
+  T.raises(function() lmkit.analysis.argmaxable(w, nil, {rivals = 0}) end, "rivals")
+  T.raises(function() lmkit.analysis.argmaxable(w, nil, {regoin = "box"}) end, "regoin")
+
+  lmkit.seed(5)
+  local tokens = lmkit.data.synthetic{vocab = 30, states = 8, dim = 4}:generate(400)
+  -- GSS ranks words as its logits do: the model's answer is its decoder's, decided by LP.
+  local gss = lmkit.model{vocab_size = 30, emb = 3, nhid = 12, nhidlast = 3, nlayers = 2, head = lmkit.heads.gss{}}
+  local a = lmkit.analysis.model_argmaxable(gss)
+  T.eq(a.method, "lp")
+  T.truthy(a.note:find("strictly increasing"))
+  local weight, bias = lmkit.analysis.decoder(gss)
+  T.eq(weight:size(), {30, 3})
+  T.eq(a.unargmaxable, lmkit.analysis.argmaxable(weight, bias).unargmaxable)
+  -- MoS has no single logit matrix: without contexts it says what it needs, with them it counts.
+  local mos = lmkit.model{vocab_size = 30, emb = 4, nhid = 12, nhidlast = 8, nlayers = 2,
+                          head = lmkit.heads.mos{K = 3}}
+  T.raises(function() lmkit.analysis.model_argmaxable(mos) end, "pass tokens")
+  local s = lmkit.analysis.model_argmaxable(mos, {tokens = tokens, max_contexts = 200})
+  T.eq(s.method, "sampled")
+  T.eq(s.contexts, 200)
+  T.eq(s.top1_counts:sum():item(), 200)
+  T.eq(#s.unargmaxable + s.argmaxable:sum():item(), 30)
+end)
+
 T.run()

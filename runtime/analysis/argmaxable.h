@@ -1,0 +1,71 @@
+// Which words a softmax layer can predict at all (Demeter et al. 2020, "stolen probability"; Grivas
+// et al. 2022, "low-rank softmax can have unargmaxable classes"). With logits l = W h + b (W [N, d],
+// b [N]), word i is argmaxable when some output state h makes it the strict top-1 word:
+//   {h ∈ H : (w_i − w_j)ᵀh + b_i − b_j > 0  for all j ≠ i}  is not empty,
+// for H = ℝ^d (free) or the box [−bound, bound]^d that the encoder can produce (an LSTM's or tanh's
+// outputs: bound 1). Decided exactly by the linear program
+//   t* = max t   subject to   (w_j − w_i)ᵀh + t ≤ b_i − b_j  (j ≠ i),  h ∈ H   (free: t ≤ 1),
+// argmaxable ⇔ t* > tolerance. Two stages keep this cheap at vocabulary scale:
+//   1. a scan: for each word a candidate h (box: bound·sign(w_i − w̄); free: a multiple of w_i − w̄)
+//      and the top-1 word there; a top-1 word ahead by more than the tolerance is argmaxable,
+//      with that h as its witness (sufficient, never a false "yes");
+//   2. for the words the scan did not certify, cutting planes: the LP over the word's strongest
+//      rivals only, re-solved with the rivals that beat it at the LP's h added, until that h makes it
+//      the top-1 word (argmaxable) or the LP over a subset of the rows already has t* ≤ tolerance (a
+//      relaxation: then no h exists at all, so unargmaxable).
+// Words tied with another (equal rows and biases) are never the strict top-1: unargmaxable.
+// A monotone pointwise head (SigSoftmax, GSS, LMS-PLIF: f strictly increasing) ranks words as its
+// logits do, so its argmaxable words are those of its decoder; mixtures (MoS, MoC) have no such
+// structure and observed_top1 counts which words lead on sampled contexts instead.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "runtime/analysis/logp_matrix.h"
+#include "runtime/core/torch.h"
+
+namespace lmkit::analysis {
+
+enum class HiddenRegion { kFree, kBox };
+// "free", "box"; parse_hidden_region names the accepted ones on a bad name.
+std::string hidden_region_name(HiddenRegion region);
+HiddenRegion parse_hidden_region(const std::string& name);
+
+struct ArgmaxableOptions {
+  HiddenRegion region = HiddenRegion::kBox;
+  double bound = 1.0;        // kBox: h ∈ [−bound, bound]^d
+  // A best margin at or below this (in logit units) counts as unargmaxable: float32 logits cannot
+  // resolve a smaller lead, and an LP solver's feasibility tolerance is of that order too.
+  double tolerance = 1e-6;
+  std::int64_t rivals = 32;  // rows in a word's first LP, and added per cutting-plane round
+};
+
+struct ArgmaxableResult {
+  torch::Tensor argmaxable;  // bool [N]
+  // float64 [N]. Argmaxable words: the lead l_i − max_{j≠i} l_j at a witness h (a lower bound of
+  // the best lead; in the free region at most 1, the LP's cap). Unargmaxable words: the optimum of
+  // the last LP, an upper bound of the best lead (≤ tolerance).
+  torch::Tensor margin;
+  torch::Tensor witness;  // float64 [N, d]: the h that makes each argmaxable word the top-1 (zeros otherwise)
+  std::int64_t by_scan = 0;     // words certified argmaxable by the scan
+  std::int64_t by_lp = 0;       // words decided by linear programs
+  std::int64_t lp_solves = 0;   // simplex runs in all
+  std::int64_t lp_rows_max = 0; // the largest LP (rows) any word needed
+  double seconds = 0;
+};
+
+// Called with (words decided by LP so far, words the scan left for LP).
+using ArgmaxableProgress = std::function<void(std::int64_t, std::int64_t)>;
+
+// weight [N, d], bias [N] or undefined (no bias); any real dtype, any device (computed in float64
+// on the CPU). UsageError for bad shapes, non-finite values, bound ≤ 0, tolerance < 0.
+ArgmaxableResult argmaxable_words(const torch::Tensor& weight, const torch::Tensor& bias,
+                                  const ArgmaxableOptions& options, const ArgmaxableProgress& progress = nullptr);
+
+// How often each word is the top-1 of log P over the contexts of `tokens` (int64 [N]), streamed
+// (Q is never held). A word with count > 0 is argmaxable; a count of 0 proves nothing.
+torch::Tensor observed_top1(LanguageModel& model, const torch::Tensor& tokens, const LogpMatrixOptions& options,
+                            const MatrixProgress& progress = nullptr);
+
+}  // namespace lmkit::analysis
