@@ -3,13 +3,15 @@
 -- size: tiny (N=1000, d=32) or ptb (N=10000, emb 400, nhid 1150; MoS heads: emb 280, nhid 960,
 -- nhidlast 620). Batch: bptt × bsz tokens. Times come from os.clock (process CPU time): with
 -- threads = 1 that is the wall time of the batch; with more threads it is their sum.
-local cfg = lmkit.configure({size = "tiny", head = "softmax", K = 15, bptt = 70, bsz = 20, steps = 3, threads = 1})
+local cfg = lmkit.configure({size = "tiny", head = "softmax", K = 15, bptt = 70, bsz = 20, steps = 3, threads = 1,
+                             mixtape_K = 4, S = 1000, gate_dim = 64})
 lmkit.set_threads(cfg.threads)
 lmkit.seed(1)
 local head = ({softmax = lmkit.heads.softmax(), sigsoftmax = lmkit.heads.sigsoftmax(),
                gss = lmkit.heads.gss{c = 0, k = 2}, plif = lmkit.heads.plif{},
-               mos = lmkit.heads.mos{K = cfg.K}, moc = lmkit.heads.moc{K = cfg.K}})[cfg.head]
-local mixture = cfg.head == "mos" or cfg.head == "moc"
+               mos = lmkit.heads.mos{K = cfg.K}, moc = lmkit.heads.moc{K = cfg.K},
+               mixtape = lmkit.heads.mixtape{K = cfg.mixtape_K, S = cfg.S, gate_dim = cfg.gate_dim}})[cfg.head]
+local mixture = cfg.head == "mos" or cfg.head == "moc" or cfg.head == "mixtape"
 local o
 if cfg.size == "tiny" then
   o = {vocab_size = 1000, emb = 32, nhid = 64, nhidlast = 32}

@@ -187,7 +187,9 @@ end
 function presets.head(cfg, name, options)
   local o = {}
   if presets.head_projects(name) then
-    o.K, o.dropoutl = cfg.head.K, cfg.head.dropoutl
+    o.dropoutl = cfg.head.dropoutl
+    -- Mixtape keeps its own K (4, its paper's: a sigmoid tree, not MoS's 15 softmaxes)
+    if name ~= "mixtape" then o.K = cfg.head.K end
   elseif name == "plif" then
     o.K, o.T = cfg.plif_K or presets.plif.K, presets.plif.T
   end

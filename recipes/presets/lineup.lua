@@ -16,7 +16,8 @@ lineup.gss = {ptb = {c = -1.5, k = 2.5}, ["wikitext-2"] = {c = -1.5, k = 3.0}}
 
 -- How the thesis's tables name the heads. "plif_frozen" is LMS-PLIF† (Table 5.16).
 lineup.labels = {softmax = "Softmax", sigsoftmax = "SS", gss = "GSS", plif = "LMS-PLIF",
-                 plif_frozen = "LMS-PLIF†", mos = "MoS", moss = "MoSS", moc = "MoC"}
+                 plif_frozen = "LMS-PLIF†", mos = "MoS", moss = "MoSS", moc = "MoC",
+                 mixtape = "Mixtape"}
 
 function lineup.label(name) return lineup.labels[name] or name end
 

@@ -106,6 +106,7 @@ local heads = {
   mos = lmkit.heads.mos{K = 3, dropoutl = 0.1},
   moss = lmkit.heads.moss{K = 3},
   moc = lmkit.heads.moc{K = 3},
+  mixtape = lmkit.heads.mixtape{K = 4, S = 10, gate_dim = 8, dropoutl = 0.1},
   advsoft = lmkit.heads.advsoft{eps = 0.05},
   pointwise = lmkit.heads.pointwise(function(l) return l * 2 - l:softplus() end),
 }

@@ -83,7 +83,7 @@ TEST(RegisteredHeadTest, ItsOptionsAreCheckedByItsDeclaration) {
 
 TEST(RegisteredHeadTest, CapabilityListsInMessagesIncludeIt) {
   EXPECT_NE(head_kinds_with(&HeadCapabilities::pointwise).find("test_scaled_softmax"), std::string::npos);
-  EXPECT_EQ(head_kinds_with(&HeadCapabilities::projects), "moc, mos, moss");
+  EXPECT_EQ(head_kinds_with(&HeadCapabilities::projects), "mixtape, moc, mos, moss");
 }
 
 TEST(RegisteredHeadTest, ALanguageModelTrainsWithIt) {

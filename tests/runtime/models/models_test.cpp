@@ -110,6 +110,7 @@ std::vector<nlohmann::json> all_heads() {
           {{"kind", "mos"}, {"K", 3}},
           {{"kind", "moss"}, {"K", 3}},
           {{"kind", "moc"}, {"K", 3}},
+          {{"kind", "mixtape"}, {"K", 4}, {"S", 7}, {"gate_dim", 5}},
           {{"kind", "advsoft"}, {"eps", 0.1}},
           {{"kind", "advsoft"}, {"eps", 0.05}, {"relative", true}, {"aligned_only", true}},
           {{"kind", "test_scaled_softmax"}, {"a", 1.7}}};  // registered_head_test.cpp
@@ -324,7 +325,8 @@ TEST(RankTest, SoftmaxIsBottleneckedOthersAreNot) {
   Decoder no_bias{f.decoder.weight, torch::Tensor()};
   EXPECT_EQ(press_rank(softmax->log_probs(f.h, no_bias)), d + 1);
   for (const auto& config : {nlohmann::json{{"kind", "sigsoftmax"}}, nlohmann::json{{"kind", "gss"}, {"c", 1.0}, {"k", 1.5}},
-                             nlohmann::json{{"kind", "mos"}, {"K", 3}}}) {
+                             nlohmann::json{{"kind", "mos"}, {"K", 3}},
+                             nlohmann::json{{"kind", "mixtape"}, {"K", 4}, {"S", N}, {"gate_dim", 8}}}) {
     EXPECT_GT(press_rank(build(config, d)->log_probs(f.h, f.decoder)), d + 2) << config.dump();
   }
 }
