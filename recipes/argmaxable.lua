@@ -60,7 +60,7 @@ return recipe.define{
     scale = "tiny",          -- tiny | small | paper (recipes/presets/awd_lstm.lua)
     dataset = "ptb",         -- ptb | wikitext-2
     dims = "2,4,8",          -- d of each model (emb = nhidlast; a mixture's latent dimension)
-    heads = "softmax,sigsoftmax,gss,plif,mos",
+    heads = "softmax,sigsoftmax,gss,plif,mos,mixtape",
     bound = 1,               -- the box [−bound, bound]^d of output states (an LSTM's: 1)
     tolerance = 1e-6,        -- a best lead at or below this (nats) counts as unargmaxable
     epochs = 0,              -- > 0 overrides the scale's epoch count

@@ -40,7 +40,7 @@ return recipe.define{
     scale = "tiny",          -- tiny | small | paper (recipes/presets/awd_lstm.lua)
     dataset = "ptb",         -- ptb | wikitext-2
     dims = "8,16,24",        -- the Softmax models' d (emb = nhidlast)
-    heads = "sigsoftmax,gss,plif,mos",  -- other heads, each at the middle d of dims
+    heads = "sigsoftmax,gss,plif,mos,mixtape",  -- other heads, each at the middle d of dims
     min_gap = 1000,          -- the ratio σ_r/σ_{r+1} that counts as a bottleneck's signature
     epochs = 0,              -- > 0 overrides the scale's epoch count
     switch = "et",           -- the ASGD switch (SPEC §2): "et" or "nt"

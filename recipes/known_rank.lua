@@ -38,7 +38,7 @@ return recipe.define{
     train_tokens = 60000,    -- tokens drawn for training (valid and test: a tenth each)
     small_d = 4,             -- a Softmax below the rank (d + 2 < dim + 2), and every other head's d
     large_d = 32,            -- a Softmax above it
-    heads = "sigsoftmax,gss,plif,mos",  -- the other heads, at small_d
+    heads = "sigsoftmax,gss,plif,mos,mixtape",  -- the other heads, at small_d
     epochs = 10,             -- epochs per model (the tiny scale's 3 leave most models at the unigram plateau)
     switch = "et",           -- the ASGD switch (SPEC §2): "et" or "nt"
     switch_epoch = 0,        -- > 0: ET's epoch (default at tiny scale: the last but one)
