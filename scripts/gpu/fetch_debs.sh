@@ -41,7 +41,7 @@ deps_packages=(
   nlohmann-json3-dev
   libcli11-dev
   libxxhash-dev libxxhash0
-  libglpk-dev libglpk40 libamd2 libcolamd2 libsuitesparseconfig5 libltdl7
+  libglpk-dev libglpk40 libamd2 libcolamd2 libsuitesparseconfig5 libltdl7 libgmp10 zlib1g
   libboost1.74-dev   # the Boost of libboost-math-dev, which scripts/setup.sh installs
   liblapacke-dev liblapacke libtmglib-dev libtmglib3
   libopenblas-pthread-dev libopenblas0-pthread libgfortran5 libquadmath0
