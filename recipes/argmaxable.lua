@@ -22,17 +22,6 @@ local presets = require "presets.awd_lstm"
 local lineup = require "presets.lineup"
 local measure = require "presets.measure"
 
-local function numbers(value, name)
-  local list = {}
-  for item in tostring(value):gmatch("[^,%s]+") do
-    local n = math.tointeger(tonumber(item))
-    if not n or n < 1 then error(("argmaxable: %s must list positive integers, got '%s'"):format(name, item), 0) end
-    list[#list + 1] = n
-  end
-  if #list == 0 then error(("argmaxable: %s is empty"):format(name), 0) end
-  return list
-end
-
 -- How many of the test tokens are one of `ids` (0-based word ids).
 local function token_share(tokens, ids)
   if #ids == 0 then return 0 end
@@ -72,7 +61,7 @@ return recipe.define{
   grid = function(cfg)
     local cells = {}
     for _, head in ipairs(lineup.list(cfg.heads)) do
-      for _, d in ipairs(numbers(cfg.dims, "dims")) do cells[#cells + 1] = {head = head, d = d} end
+      for _, d in ipairs(lineup.integers(cfg.dims, "argmaxable: dims")) do cells[#cells + 1] = {head = head, d = d} end
     end
     return cells
   end,

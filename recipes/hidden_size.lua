@@ -22,17 +22,6 @@ local presets = require "presets.awd_lstm"
 local lineup = require "presets.lineup"
 local measure = require "presets.measure"
 
-local function numbers(value, name)
-  local list = {}
-  for item in tostring(value):gmatch("[^,%s]+") do
-    local n = math.tointeger(tonumber(item))
-    if not n or n < 1 then error(("hidden_size: %s must list positive integers, got '%s'"):format(name, item), 0) end
-    list[#list + 1] = n
-  end
-  if #list == 0 then error(("hidden_size: %s is empty"):format(name), 0) end
-  return list
-end
-
 return recipe.define{
   name = "hidden_size",
   description = "Hidden size from output log-probabilities: Softmax gives its d away, bottleneck-breaking heads do not",
@@ -49,7 +38,7 @@ return recipe.define{
   },
 
   grid = function(cfg)
-    local dims = numbers(cfg.dims, "dims")
+    local dims = lineup.integers(cfg.dims, "hidden_size: dims")
     local cells = {}
     for _, d in ipairs(dims) do cells[#cells + 1] = {head = "softmax", d = d} end
     local middle = dims[(#dims + 1) // 2]

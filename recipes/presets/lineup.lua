@@ -49,6 +49,19 @@ function lineup.list(value)
   return items
 end
 
+-- A list of positive integers: "8,16,24" (a string default stays a string under --set) or a Lua
+-- array; `what` names the setting in the error ("hidden_size: dims").
+function lineup.integers(value, what)
+  local list = {}
+  for _, item in ipairs(lineup.list(value)) do
+    local n = math.tointeger(tonumber(item))
+    if not n or n < 1 then error(("%s must list positive integers, got '%s'"):format(what, tostring(item)), 0) end
+    list[#list + 1] = n
+  end
+  if #list == 0 then error(("%s is empty"):format(what), 0) end
+  return list
+end
+
 -- n seeds: the preset's own (141, 28, 1881: what the papers report) first, then n − 1 fixed
 -- pseudo-random integers standing in for the thesis's "10 randomly sampled seeds". They depend
 -- only on the position and on `stream` (a string, e.g. the head's name: each head then draws its

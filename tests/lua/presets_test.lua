@@ -153,4 +153,14 @@ T.test("unknown names are errors that list the known ones", function()
   T.raises(function() presets.resolve{scale = "huge"} end, "tiny, small or paper")
 end)
 
+T.test("integer list settings: a string, a number or a table; bad items named", function()
+  local lineup = require "presets.lineup"
+  T.eq(lineup.integers("8,16, 24", "dims"), {8, 16, 24})
+  T.eq(lineup.integers(8, "dims"), {8})
+  T.eq(lineup.integers({2, 4}, "dims"), {2, 4})
+  T.raises(function() lineup.integers("8,x", "hidden_size: dims") end, "hidden_size: dims must list positive integers, got 'x'")
+  T.raises(function() lineup.integers("0", "dims") end, "got '0'")
+  T.raises(function() lineup.integers("", "dims") end, "dims is empty")
+end)
+
 T.run()
