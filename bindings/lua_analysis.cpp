@@ -52,12 +52,9 @@ int analysis_hidden_size(lua_State* L) {
   Options o(L, 2, {"bias", "min_gap"});
   const auto e = analysis::estimate_hidden_size(sv, o.boolean("bias").value_or(true), o.number("min_gap").value_or(1e3));
   lua_createtable(L, 0, 4);
-  lua_pushinteger(L, e.hidden_size);
-  lua_setfield(L, -2, "hidden_size");
-  lua_pushinteger(L, e.signal);
-  lua_setfield(L, -2, "signal");
-  lua_pushnumber(L, e.gap);
-  lua_setfield(L, -2, "gap");
+  set_integer(L, "hidden_size", e.hidden_size);
+  set_integer(L, "signal", e.signal);
+  set_number(L, "gap", e.gap);
   lua_pushboolean(L, e.found);
   lua_setfield(L, -2, "found");
   return 1;
@@ -67,24 +64,17 @@ int analysis_rank_report(lua_State* L) {
   auto& q = check_tensor(L, 1);
   const auto report = analysis::rank_report(q, opt_eps_dtype(L, 2));
   lua_createtable(L, 0, 6);
-  lua_pushinteger(L, report.press);
-  lua_setfield(L, -2, "press");
-  lua_pushnumber(L, report.tolerance);
-  lua_setfield(L, -2, "tolerance");
-  lua_pushnumber(L, report.sigma_max);
-  lua_setfield(L, -2, "sigma_max");
-  lua_pushinteger(L, report.rows);
-  lua_setfield(L, -2, "rows");
-  lua_pushinteger(L, report.cols);
-  lua_setfield(L, -2, "cols");
+  set_integer(L, "press", report.press);
+  set_number(L, "tolerance", report.tolerance);
+  set_number(L, "sigma_max", report.sigma_max);
+  set_integer(L, "rows", report.rows);
+  set_integer(L, "cols", report.cols);
   lua_createtable(L, static_cast<int>(report.effective.size()), 0);
   int k = 0;
   for (const auto& [eps, rank] : report.effective) {
     lua_createtable(L, 0, 2);
-    lua_pushnumber(L, eps);
-    lua_setfield(L, -2, "eps");
-    lua_pushinteger(L, rank);
-    lua_setfield(L, -2, "rank");
+    set_number(L, "eps", eps);
+    set_integer(L, "rank", rank);
     lua_rawseti(L, -2, ++k);
   }
   lua_setfield(L, -2, "effective");
@@ -103,15 +93,16 @@ analysis::LogpMatrixOptions logp_options(const Options& o) {
   return options;
 }
 
-// A percentage on stderr while a matrix is built, when someone is watching.
-analysis::MatrixProgress terminal_progress(const char* what) {
+// A percentage on stderr while long work runs (a matrix's contexts, argmaxable's linear programs),
+// when someone is watching.
+analysis::MatrixProgress terminal_progress(const char* what, const char* unit = "contexts") {
   if (!::isatty(STDERR_FILENO)) return nullptr;
-  return [what, shown = -1](std::int64_t done, std::int64_t total) mutable {
+  return [what, unit, shown = -1](std::int64_t done, std::int64_t total) mutable {
     const int percent = total > 0 ? static_cast<int>(100 * done / total) : 100;
     if (percent == shown) return;
     shown = percent;
-    std::fprintf(stderr, "\r%s: %3d%% (%lld/%lld contexts)%s", what, percent, static_cast<long long>(done),
-                 static_cast<long long>(total), done >= total ? "\n" : "");
+    std::fprintf(stderr, "\r%s: %3d%% (%lld/%lld %s)%s", what, percent, static_cast<long long>(done),
+                 static_cast<long long>(total), unit, done >= total ? "\n" : "");
     std::fflush(stderr);
   };
 }
@@ -253,17 +244,10 @@ void push_ids_where(lua_State* L, const torch::Tensor& mask) {
   }
 }
 
-void set_integer(lua_State* L, const char* key, std::int64_t value) {
-  lua_pushinteger(L, value);
-  lua_setfield(L, -2, key);
-}
-
 void push_argmaxable(lua_State* L, const analysis::ArgmaxableResult& r, const analysis::ArgmaxableOptions& o) {
   lua_createtable(L, 0, 12);
-  push_string(L, "lp");
-  lua_setfield(L, -2, "method");
-  push_string(L, analysis::hidden_region_name(o.region));
-  lua_setfield(L, -2, "region");
+  set_string(L, "method", "lp");
+  set_string(L, "region", analysis::hidden_region_name(o.region));
   push_tensor(L, r.argmaxable);
   lua_setfield(L, -2, "argmaxable");
   push_tensor(L, r.margin);
@@ -277,21 +261,11 @@ void push_argmaxable(lua_State* L, const analysis::ArgmaxableResult& r, const an
   set_integer(L, "by_lp", r.by_lp);
   set_integer(L, "lp_solves", r.lp_solves);
   set_integer(L, "lp_rows_max", r.lp_rows_max);
-  lua_pushnumber(L, r.seconds);
-  lua_setfield(L, -2, "seconds");
+  set_number(L, "seconds", r.seconds);
 }
 
-// "argmaxable: 1,234 words left for linear programs ... 56%".
 analysis::ArgmaxableProgress argmaxable_progress() {
-  if (!::isatty(STDERR_FILENO)) return nullptr;
-  return [shown = -1](std::int64_t done, std::int64_t total) mutable {
-    const int percent = total > 0 ? static_cast<int>(100 * done / total) : 100;
-    if (percent == shown) return;
-    shown = percent;
-    std::fprintf(stderr, "\rargmaxable: %3d%% of the %lld words left to linear programs%s", percent,
-                 static_cast<long long>(total), done >= total ? "\n" : "");
-    std::fflush(stderr);
-  };
+  return terminal_progress("argmaxable: linear programs for the words the scan left", "words");
 }
 
 int analysis_argmaxable(lua_State* L) {
@@ -316,9 +290,8 @@ int analysis_model_argmaxable(lua_State* L) {
     const auto decoder = model->decoder();
     const auto result = analysis::argmaxable_words(decoder.weight, decoder.bias, options, argmaxable_progress());
     push_argmaxable(L, result, options);
-    push_string(L, "the " + model->head->kind() + " head's f is strictly increasing: its argmaxable words are its "
-                   "decoder's, decided exactly by linear programs");
-    lua_setfield(L, -2, "note");
+    set_string(L, "note", "the " + model->head->kind() + " head's f is strictly increasing: its argmaxable words "
+                          "are its decoder's, decided exactly by linear programs");
     return 1;
   }
   // No single logit matrix: count the top-1 words of log P over the contexts of `tokens`.
@@ -337,8 +310,7 @@ int analysis_model_argmaxable(lua_State* L) {
   const auto counts =
       analysis::observed_top1(model, tokens, logp_options(o), terminal_progress("argmaxable (observed top-1)"));
   lua_createtable(L, 0, 8);
-  push_string(L, "sampled");
-  lua_setfield(L, -2, "method");
+  set_string(L, "method", "sampled");
   push_tensor(L, counts.gt(0));
   lua_setfield(L, -2, "argmaxable");
   push_tensor(L, counts);
@@ -347,9 +319,9 @@ int analysis_model_argmaxable(lua_State* L) {
   lua_setfield(L, -2, "unargmaxable");
   set_integer(L, "words", counts.numel());
   set_integer(L, "contexts", counts.sum().item<std::int64_t>());
-  push_string(L, "the " + model->head->kind() + " head has no single logit matrix: words never the top-1 on the " +
-                 "contexts sampled (a lower bound of the argmaxable set; 'unargmaxable' lists the words not observed)");
-  lua_setfield(L, -2, "note");
+  set_string(L, "note", "the " + model->head->kind() + " head has no single logit matrix: words never the top-1 on "
+                        "the contexts sampled (a lower bound of the argmaxable set; 'unargmaxable' lists the words "
+                        "not observed)");
   return 1;
 }
 

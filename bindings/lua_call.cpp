@@ -209,6 +209,21 @@ int get_field_raw(lua_State* L, int table, const char* key) {
   return lua_rawget(L, table);
 }
 
+void set_string(lua_State* L, const char* key, const std::string& value) {
+  push_string(L, value);
+  lua_setfield(L, -2, key);
+}
+
+void set_integer(lua_State* L, const char* key, lua_Integer value) {
+  lua_pushinteger(L, value);
+  lua_setfield(L, -2, key);
+}
+
+void set_number(lua_State* L, const char* key, double value) {
+  lua_pushnumber(L, value);
+  lua_setfield(L, -2, key);
+}
+
 int index_with_fields(lua_State* L, bool (*field)(lua_State*, const std::string&)) {
   if (lua_type(L, 2) != LUA_TSTRING) throw ArgError(2, "field name (string) expected");
   if (push_method(L, 1, 2)) return 1;

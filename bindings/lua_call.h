@@ -78,6 +78,11 @@ int get_field_raw(lua_State* L, int table, const char* key);
 // Pushes a std::string (embedded zeros kept).
 void push_string(lua_State* L, const std::string& s);
 
+// t[key] = value for the table on top of the stack (results built field by field).
+void set_string(lua_State* L, const char* key, const std::string& value);
+void set_integer(lua_State* L, const char* key, lua_Integer value);
+void set_number(lua_State* L, const char* key, double value);
+
 // __index for a userdata class: a method from its metatable's `methods`, else a field that
 // `field(L, key)` pushes (returning false for an unknown key), else an error naming the class
 // and the key. index_with_fields<no_fields> is a class with methods only.

@@ -16,21 +16,6 @@
 namespace lmkit::lua {
 namespace {
 
-void set_string(lua_State* L, const char* key, const std::string& value) {
-  push_string(L, value);
-  lua_setfield(L, -2, key);
-}
-
-void set_integer(lua_State* L, const char* key, lua_Integer value) {
-  lua_pushinteger(L, value);
-  lua_setfield(L, -2, key);
-}
-
-void set_number(lua_State* L, const char* key, double value) {
-  lua_pushnumber(L, value);
-  lua_setfield(L, -2, key);
-}
-
 
 // The embedding at `position`: an [N, d] Tensor, or a Model's input embedding.
 torch::Tensor check_embedding(lua_State* L, int position) {

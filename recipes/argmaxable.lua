@@ -69,10 +69,8 @@ return recipe.define{
   run = function(cell, ctx)
     local cfg = ctx.cfg
     local p = lineup.preset(cell.head, cfg)
-    local model_sizes = {emb = cell.d}
-    if lineup.family(cell.head) ~= "mos" then model_sizes.nhidlast = cell.d end
     local model, summary, corpus = presets.train_cell{preset = p, head = lineup.head(p, cell.head),
-                                                      dir = ctx.dir .. "/run", model = model_sizes,
+                                                      dir = ctx.dir .. "/run", model = lineup.sizes_at(cell.head, cell.d),
                                                       train = presets.train_overrides(cfg)}
     local options = {region = "box", bound = cfg.bound, tolerance = cfg.tolerance, tokens = corpus.test}
     if cfg.max_contexts > 0 then options.max_contexts = cfg.max_contexts end

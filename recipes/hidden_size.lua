@@ -51,12 +51,9 @@ return recipe.define{
   run = function(cell, ctx)
     local cfg = ctx.cfg
     local p = lineup.preset(cell.head, cfg)
-    -- d is the width the decoder's logits come from: emb = nhidlast for the single-softmax heads,
-    -- the latent dimension (= emb) for the mixtures, whose last LSTM layer keeps its own width.
-    local model_sizes = {emb = cell.d}
-    if lineup.family(cell.head) ~= "mos" then model_sizes.nhidlast = cell.d end
+    -- d is the width the decoder's logits come from (lineup.sizes_at).
     local model, summary, corpus = presets.train_cell{preset = p, head = lineup.head(p, cell.head),
-                                                      dir = ctx.dir .. "/run", model = model_sizes,
+                                                      dir = ctx.dir .. "/run", model = lineup.sizes_at(cell.head, cell.d),
                                                       train = presets.train_overrides(cfg)}
     -- The outputs at full precision: the trained model in float64. In float32 a weakly trained
     -- model's context signal (σ_2.. of Q, ~1e-5·σ_1 after one tiny epoch) sits under the rounding

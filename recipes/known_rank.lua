@@ -66,10 +66,9 @@ return recipe.define{
     local n = math.max(1000, cfg.train_tokens // 10)
     local corpus = lang:corpus{train = cfg.train_tokens, valid = n, test = n}
     local p = lineup.preset(cell.head, {dataset = "ptb", scale = cfg.scale})
-    local sizes = {emb = cell.d}
-    if lineup.family(cell.head) ~= "mos" then sizes.nhidlast = cell.d end
     local model, summary = presets.train_cell{preset = p, head = lineup.head(p, cell.head), corpus = corpus,
-                                              dir = ctx.dir .. "/run", model = sizes, train = presets.train_overrides(cfg)}
+                                              dir = ctx.dir .. "/run", model = lineup.sizes_at(cell.head, cell.d),
+                                              train = presets.train_overrides(cfg)}
     -- The bound on these very test tokens, and Q* over the contexts the model's Q has (batch 1:
     -- row i predicts token i + 1).
     local bound_nll = lang:nll(corpus.test):mean():item()

@@ -25,6 +25,11 @@ local presets = require "presets.awd_lstm"
 local lineup = require "presets.lineup"
 local measure = require "presets.measure"
 
+-- The head kind of a cell's name: "mixtape_shared" is Mixtape with S = 0.
+local function kind(name)
+  return name == "mixtape_shared" and "mixtape" or name
+end
+
 -- Mixtape's gate width: the setting, or d/4 (the paper's "d2 ≪ d"; its value for language models
 -- is not stated).
 local function gate_dim(cfg, d)
@@ -32,15 +37,11 @@ local function gate_dim(cfg, d)
 end
 
 local function head_of(p, name, cfg, d, vocab)
-  if name == "mixtape" or name == "mixtape_shared" then
+  if kind(name) == "mixtape" then
     return presets.head(p, "mixtape", {K = cfg.K, S = name == "mixtape" and math.min(cfg.S, vocab) or 0,
                                        gate_dim = gate_dim(cfg, d)})
   end
   return lineup.head(p, name)
-end
-
-local function family(name)
-  return (name == "mixtape" or name == "mixtape_shared") and "mos" or lineup.family(name)
 end
 
 -- Median wall seconds of one training step (forward + backward of the loss on a fixed batch) of a
@@ -69,7 +70,7 @@ end
 -- Elements of the head's largest per-step tensors, from the shapes (M contexts, N words).
 local function activations(name, M, N, cfg, K)
   if name == "mos" or name == "moss" then return M * K * N end
-  if name ~= "mixtape" and name ~= "mixtape_shared" then return M * N end
+  if kind(name) ~= "mixtape" then return M * N end
   local own = name == "mixtape" and math.min(cfg.S, N) or 0
   return M * cfg.K * own + M * N
 end
@@ -99,16 +100,15 @@ return recipe.define{
 
   run = function(cell, ctx)
     local cfg = ctx.cfg
-    local p = presets.resolve{family = family(cell.head), dataset = cfg.dataset, scale = cfg.scale}
+    local p = lineup.preset(kind(cell.head), cfg)
     local corpus = presets.load_corpus(p)
     local vocab = corpus.vocab:size()
     -- Equal d: Softmax's emb = nhidlast = the mixtures' latent width (their emb).
     local mos_p = presets.resolve{family = "mos", dataset = cfg.dataset, scale = cfg.scale}
     local d = mos_p.model.emb
-    local sizes = {emb = d}
-    if family(cell.head) ~= "mos" then sizes.nhidlast = d end
     local head = head_of(p, cell.head, cfg, d, vocab)
-    local model, summary = presets.train_cell{preset = p, head = head, dir = ctx.dir .. "/run", model = sizes,
+    local model, summary = presets.train_cell{preset = p, head = head, dir = ctx.dir .. "/run",
+                                              model = lineup.sizes_at(kind(cell.head), d),
                                               corpus = corpus, train = presets.train_overrides(cfg)}
     local rank, contexts, _, method = measure.rank(model, corpus, measure.contexts(cfg.max_contexts, cfg.dataset))
     local bptt, batch_size = p.train.bptt, p.train.batch_size

@@ -30,6 +30,13 @@ function lineup.preset(name, cfg)
   return presets.resolve{family = lineup.family(name), dataset = cfg.dataset, scale = cfg.scale}
 end
 
+-- The model sizes that give a line-up head decoder width d: emb = nhidlast = d for the heads on the
+-- logits, emb = d alone for the mixtures (their latent width; their last LSTM layer keeps its own).
+function lineup.sizes_at(name, d)
+  if lineup.family(name) == "mos" then return {emb = d} end
+  return {emb = d, nhidlast = d}
+end
+
 -- The head spec of a line-up name under a resolved preset.
 function lineup.head(p, name)
   if name == "gss" then

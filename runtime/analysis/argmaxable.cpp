@@ -69,7 +69,6 @@ torch::Tensor scan_candidates(const torch::Tensor& w, const torch::Tensor& b, co
 struct Word {
   bool argmaxable = false;
   double margin = -std::numeric_limits<double>::infinity();
-  bool decided = false;
 };
 
 // The lead of word i at h: l_i − max_{j≠i} l_j, with l = W h + b.
@@ -124,21 +123,20 @@ ArgmaxableResult argmaxable_words(const torch::Tensor& weight, const torch::Tens
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int64_t j = winner_data[r];
       if (lead_data[r] > o.tolerance && lead_data[r] > words[j].margin) {
-        words[j].argmaxable = words[j].decided = true;
+        words[j].argmaxable = true;
         words[j].margin = o.region == HiddenRegion::kFree ? std::min(lead_data[r], kFreeMarginCap) : lead_data[r];
         witness[j].copy_(h[r]);
       }
     }
   }
-  for (const auto& word : words) result.by_scan += word.decided ? 1 : 0;
+  for (const auto& word : words) result.by_scan += word.argmaxable ? 1 : 0;
 
   // 2. Cutting planes for the words the scan left.
   const std::int64_t left = n - result.by_scan;
   const auto* wd = w.data_ptr<double>();
   const auto* bd = b.data_ptr<double>();
-  std::int64_t done = 0;
   for (std::int64_t i = 0; i < n; ++i) {
-    if (words[i].decided) continue;
+    if (words[i].argmaxable) continue;  // certified by the scan
     interruptible.poll("argmaxable");
     LinearProgram lp(static_cast<int>(d + 1));
     for (std::int64_t k = 0; k < d; ++k) {
@@ -197,9 +195,8 @@ ArgmaxableResult argmaxable_words(const torch::Tensor& weight, const torch::Tens
       for (std::size_t k = 0; k < take; ++k) add_rival(violated[k].second);
     }
     result.lp_rows_max = std::max<std::int64_t>(result.lp_rows_max, lp.rows());
-    words[i].decided = true;
     ++result.by_lp;
-    if (progress) progress(++done, left);
+    if (progress) progress(result.by_lp, left);
   }
 
   result.argmaxable = torch::empty({n}, torch::kBool);

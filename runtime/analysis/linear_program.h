@@ -29,7 +29,6 @@ class LinearProgram {
   double objective() const;
   std::vector<double> solution() const;
   int rows() const;
-  int columns() const { return columns_; }
 
  private:
   struct Problem;

@@ -18,8 +18,8 @@ MixtapeHeadImpl::MixtapeHeadImpl(MixtapeHeadOptions o) : options(o) {
     throw ConfigError("mixtape: K · latent_dim or (K − 1) · gate_dim does not fit in 64 bits");
   }
   latent = register_module("latent", torch::nn::Linear(o.in_dim(), latent_width));
-  left_ = torch::zeros({std::max<int64_t>(gates, 0), K});
-  right_ = torch::zeros({std::max<int64_t>(gates, 0), K});
+  left_ = torch::zeros({gates, K});
+  right_ = torch::zeros({gates, K});
   if (gates == 0) return;  // K = 1: one component, no gates
   gate_latent = register_module("gate_latent", torch::nn::Linear(torch::nn::LinearOptions(o.in_dim(), gate_width).bias(false)));
   gate_linear = register_module("gate_linear", torch::nn::Linear(torch::nn::LinearOptions(o.in_dim(), gates).bias(false)));
