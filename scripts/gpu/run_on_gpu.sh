@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# On a GPU machine with CUDA and PyTorch 2.x for python3 but no apt and no internet, from the repo
-# root, in one call of under 10 minutes: records what the machine has, configures lmkit against the
-# Torch inside PyTorch and the dependencies carried in .gpu-deps/ (scripts/gpu/fetch_debs.sh),
-# builds with all cores, runs the GPU tests, the GPU benchmarks and the CPU suite. Every step is
-# timed and may fail without stopping the next ones (except that nothing runs without a build).
+# Builds, tests and benchmarks lmkit on an offline GPU node: a machine with CUDA (nvcc) and PyTorch
+# 2.x but no apt and no internet. Run it from the root of the repository copied to the node, beside
+# the dependencies fetched on a connected Debian 12 machine by scripts/gpu/fetch_debs.sh
+# (.gpu-deps/carry/, or the unpacked .gpu-deps/prefix and .gpu-deps/tools; scripts/gpu/README.md).
+# It records what the node has, configures lmkit against the Torch inside that PyTorch and the
+# carried dependencies, builds with all cores, runs the GPU tests, the logP-rank timing, the GPU
+# benchmarks and the CPU suite. Every step is timed under one deadline and may fail without
+# stopping the next ones (except that nothing runs without a build).
 #
 #   bash scripts/gpu/run_on_gpu.sh --quick     # facts, configure, build, ctest -L gpu: a first probe
 #   bash scripts/gpu/run_on_gpu.sh             # also the rank timing, the benchmarks and the CPU suite
 #   bash scripts/gpu/run_on_gpu.sh --only configure,build,cpu_suite   # chosen steps (an existing build is reused)
+#   bash scripts/gpu/run_on_gpu.sh --quick --out ~/lmkit-results/node7
 #
 # Steps, in order: facts configure build gpu_tests rank bench cpu_suite.
 # Options: --budget SECONDS (540): the whole run's deadline, each step gets what is left of it;
@@ -15,14 +19,17 @@
 #          alternating lmkit.train, lmkit's Lua loop and the PyTorch yardstick R times per configuration;
 #          --bench-config "SIZE HEAD [BSZ]" (repeatable; default: ptb softmax,
 #            ptb mos, wt2 mos, wt2 softmax 15, the issue's workloads these benchmarks express);
-#          --rank-contexts N (82430, PTB test); --build-dir DIR (build-gpu);
+#          --rank-contexts N (82430, PTB test); --build-dir DIR (build-gpu, under the repository root);
+#          --out DIR: the output folder (default: $LMKIT_GPU_OUT, else ./gpu-out in the repository
+#            root; a relative DIR is taken from the folder the script is run from);
 #          --device cpu: a dry run of this driver on a machine without a GPU (CUDA off, CPU benchmarks).
 # PYTHON (default python3) is the Python whose torch lmkit is built against and the yardstick runs on.
-# Writes to $OUT (default ./gpu-out): machine.txt, results.md (the table of steps, the benchmark
-# table, the tail of each failed step's log) and logs.tar.gz (every step's full log). At most 8
-# files come back from a device call, so the logs travel as one archive.
+# The output folder receives machine.txt (the node's facts), results.md (the table of steps, the
+# benchmark table, the tail of each failed step's log) and logs.tar.gz (every step's full log):
+# three files to copy back and attach to a report.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+caller_dir=$PWD
 cd "$root"
 self=$root/scripts/gpu/run_on_gpu.sh
 
@@ -149,6 +156,7 @@ budget=540 build_dir=build-gpu
 export LMKIT_GPU_BENCH_STEPS=200 LMKIT_GPU_BENCH_WARMUP=20 LMKIT_GPU_BENCH_REPEATS=1 LMKIT_GPU_DEVICE=cuda
 export LMKIT_GPU_RANK_CONTEXTS=82430 LMKIT_GPU_PYTHON=${PYTHON:-python3}
 bench_configs=()
+out=${LMKIT_GPU_OUT:-}
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) steps=(facts configure build gpu_tests) ;;
@@ -161,6 +169,8 @@ while [ $# -gt 0 ]; do
     --rank-contexts) LMKIT_GPU_RANK_CONTEXTS=$2; shift ;;
     --build-dir) build_dir=$2; shift ;;
     --device) LMKIT_GPU_DEVICE=$2; shift ;;
+    --out) out=$2; shift ;;
+    --out=?*) out=${1#--out=} ;;
     -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
     *) echo "run_on_gpu.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -174,7 +184,12 @@ for step in "${steps[@]}"; do
   [[ " ${all_steps[*]} " == *" $step "* ]] || { echo "run_on_gpu.sh: unknown step '$step' (${all_steps[*]})" >&2; exit 2; }
 done
 
-out=${OUT:-$root/gpu-out}
+# The output folder: --out, else LMKIT_GPU_OUT, else gpu-out in the repository root (ignored by git).
+if [ -z "$out" ]; then
+  out=$root/gpu-out
+elif [[ $out != /* ]]; then
+  out=$caller_dir/$out
+fi
 mkdir -p "$out/logs"
 out=$(cd "$out" && pwd)
 export LMKIT_GPU_DEADLINE=$(( $(date +%s) + budget ))
@@ -211,7 +226,7 @@ write_results() {
 }
 
 # The carried dependencies once, here, so that every step sees the same PATH and LD_LIBRARY_PATH.
-# Its log stays out of $OUT unless it failed: only 8 files come back.
+# Its log joins the output folder only when it failed: the folder keeps to its three files.
 carried_ok=yes carried_log=$(mktemp)
 carried_start=$(date +%s)
 # shellcheck source=carried_deps.sh
@@ -266,3 +281,4 @@ done
 write_results
 tar -C "$out" -czf "$out/logs.tar.gz" logs && rm -rf "$out/logs"
 echo; cat "$out/results.md"
+echo; echo "run_on_gpu.sh: the results are in $out (machine.txt, results.md, logs.tar.gz)"
