@@ -36,7 +36,7 @@ torch::Tensor checked_weight(const torch::Tensor& weight) {
 }
 
 torch::Tensor checked_bias(const torch::Tensor& bias, std::int64_t words) {
-  if (!bias.defined()) return torch::zeros({words}, torch::kFloat64);
+  if (!bias.defined()) return torch::zeros({words}, torch::kFloat64);  // host: as checked_weight's copy
   if (bias.dim() != 1 || bias.size(0) != words || !is_real(bias)) {
     throw UsageError("argmaxable: bias must be a real [N] tensor with N = " + integer_text(words));
   }
@@ -99,8 +99,9 @@ ArgmaxableResult argmaxable_words(const torch::Tensor& weight, const torch::Tens
   const std::int64_t n = w.size(0), d = w.size(1);
   const std::int64_t rivals = std::min(o.rivals, n - 1);
   std::vector<Word> words(n);
+  // host: the search runs beside w and b, CPU float64 copies of the model's (checked_weight), and GLPK
   auto witness = torch::zeros({n, d}, torch::kFloat64);
-  auto first_rivals = torch::empty({n, rivals}, torch::kInt64);
+  auto first_rivals = torch::empty({n, rivals}, torch::kInt64);  // host: as witness
   InterruptibleScope interruptible;
   ArgmaxableResult result;
 
@@ -115,6 +116,7 @@ ArgmaxableResult argmaxable_words(const torch::Tensor& weight, const torch::Tens
     auto winner = logits.argmax(1);
     auto lead = top.select(1, 0) - top.select(1, 1);
     // The first LP of word first + r starts from the words that beat it most at its candidate.
+    // host: logits are on the CPU (w, b)
     logits.scatter_(1, torch::arange(first, first + rows, torch::kInt64).unsqueeze(1),
                     -std::numeric_limits<double>::infinity());
     first_rivals.narrow(0, first, rows).copy_(std::get<1>(logits.topk(rivals, 1)));
@@ -166,6 +168,7 @@ ArgmaxableResult argmaxable_words(const torch::Tensor& weight, const torch::Tens
         break;
       }
       const auto x = lp.solution();
+      // host: the LP's solution, beside w and b on the CPU
       const auto h = torch::from_blob(const_cast<double*>(x.data()), {d}, torch::kFloat64).clone();
       const auto logits = torch::addmv(b, w, h);
       const double lead = lead_at(logits, i);
@@ -199,8 +202,9 @@ ArgmaxableResult argmaxable_words(const torch::Tensor& weight, const torch::Tens
     if (progress) progress(result.by_lp, left);
   }
 
+  // host: results filled through data_ptr below
   result.argmaxable = torch::empty({n}, torch::kBool);
-  result.margin = torch::empty({n}, torch::kFloat64);
+  result.margin = torch::empty({n}, torch::kFloat64);  // host: as argmaxable
   auto* a = result.argmaxable.data_ptr<bool>();
   auto* m = result.margin.data_ptr<double>();
   for (std::int64_t i = 0; i < n; ++i) {
@@ -214,9 +218,10 @@ ArgmaxableResult argmaxable_words(const torch::Tensor& weight, const torch::Tens
 
 torch::Tensor observed_top1(LanguageModel& model, const torch::Tensor& tokens, const LogpMatrixOptions& options,
                             const MatrixProgress& progress) {
+  // host: counted on the CPU, each block's argmax copied there (a vocab-sized result, not a matrix)
   auto counts = torch::zeros({model->options.encoder().vocab_size()}, torch::kInt64);
   for_each_logp_block(model, tokens, options, progress, [&](const torch::Tensor& block, std::int64_t) {
-    counts.index_add_(0, block.argmax(1).to(torch::kCPU), torch::ones({block.size(0)}, torch::kInt64));
+    counts.index_add_(0, block.argmax(1).to(torch::kCPU), torch::ones({block.size(0)}, torch::kInt64));  // host: as counts
   });
   return counts;
 }

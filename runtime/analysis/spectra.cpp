@@ -59,7 +59,7 @@ std::pair<torch::Tensor, torch::Tensor> normalized_cdf(const torch::Tensor& sv) 
   if (!(largest > 0)) throw UsageError("normalized_cdf: the largest singular value must be > 0");
   const auto sorted = std::get<0>((values / largest).sort());
   const auto n = sorted.numel();
-  const auto fractions = torch::arange(1, n + 1, torch::kFloat64) / static_cast<double>(n);
+  const auto fractions = torch::arange(1, n + 1, values.options()) / static_cast<double>(n);
   return {sorted, fractions};
 }
 
@@ -86,8 +86,9 @@ PairwiseKl pairwise_kl(const torch::Tensor& log_probs, std::int64_t pairs, std::
   std::uniform_int_distribution<std::int64_t> pick(0, m - 1);
   // Tensors, not std::vectors: an absurd count fails in Torch's allocator with an error that says
   // how much was asked (a std::vector's operator new aborts under ASan, and says little otherwise).
+  // host: drawn here through data_ptr, then moved to the matrix's device below
   auto first = torch::empty({pairs}, torch::kInt64);
-  auto second = torch::empty({pairs}, torch::kInt64);
+  auto second = torch::empty({pairs}, torch::kInt64);  // host: as first
   auto* first_ids = first.data_ptr<std::int64_t>();
   auto* second_ids = second.data_ptr<std::int64_t>();
   for (std::int64_t i = 0; i < pairs; ++i) {
@@ -152,6 +153,7 @@ std::vector<NoiseStep> noise_robustness(const torch::Tensor& matrix, const std::
     NoiseStep step;
     step.c = c;
     step.noise_sd = std::sqrt(c) / static_cast<double>(n);  // variance c/n²
+    // host: drawn by the seeded CPU generator (the same noise on every device), then moved to base's device
     auto noise = torch::randn({m, n}, generator, torch::TensorOptions().dtype(torch::kFloat64)) * step.noise_sd;
     const auto sv = svdvals(base + noise.to(base.device(), base.scalar_type()));
     step.press_rank = press_rank(sv, m, n, eps_dtype);

@@ -175,7 +175,7 @@ SimilarityResult evaluate_similarity(const torch::Tensor& embedding, const Simil
   if (!first.empty()) {
     torch::NoGradGuard no_grad;
     const auto e = embedding.detach().to(torch::kCPU, torch::kFloat64);
-    const auto options = torch::TensorOptions().dtype(torch::kInt64);
+    const auto options = torch::TensorOptions().dtype(torch::kInt64);  // host: indices into e, on the CPU
     const auto u = e.index_select(0, torch::tensor(first, options));
     const auto v = e.index_select(0, torch::tensor(second, options));
     const auto dot = (u * v).sum(1);

@@ -64,6 +64,7 @@ CachedTokens tokenize(const std::filesystem::path& dir, const std::string& proto
 torch::Tensor to_tensor(std::vector<std::int64_t>&& ids) {
   auto* owned = new std::vector<std::int64_t>(std::move(ids));
   const auto n = static_cast<std::int64_t>(owned->size());
+  // host: token ids read from disk; batches go to the model's device where they are used (batchify(...).to)
   return torch::from_blob(owned->data(), {n}, [owned](void*) { delete owned; }, torch::kInt64);
 }
 

@@ -100,6 +100,7 @@ LMKIT_REGISTER_HEAD(gss) {
 // --- LMS-PLIF ------------------------------------------------------------------------------------
 PlifHeadImpl::PlifHeadImpl(PlifHeadOptions o) : options(o) {
   // softplus(log(e − 1)) = 1: the slopes start at 1 plus noise.
+  // host: a parameter made in the constructor; .to(device) moves the module with it
   auto init = torch::randn({o.K()}) * o.sigma() + std::log(std::exp(1.0) - 1.0);
   v = register_parameter("v", init, /*requires_grad=*/!o.freeze());
 }

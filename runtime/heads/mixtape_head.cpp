@@ -18,16 +18,18 @@ MixtapeHeadImpl::MixtapeHeadImpl(MixtapeHeadOptions o) : options(o) {
     throw ConfigError("mixtape: K · latent_dim or (K − 1) · gate_dim does not fit in 64 bits");
   }
   latent = register_module("latent", torch::nn::Linear(o.in_dim(), latent_width));
+  // host: the tree's constant 0/1 matrices, copied to the gates' device and dtype where used (log_priors)
   left_ = torch::zeros({gates, K});
-  right_ = torch::zeros({gates, K});
+  right_ = torch::zeros({gates, K});  // host: as left_
   if (gates == 0) return;  // K = 1: one component, no gates
   gate_latent = register_module("gate_latent", torch::nn::Linear(torch::nn::LinearOptions(o.in_dim(), gate_width).bias(false)));
   gate_linear = register_module("gate_linear", torch::nn::Linear(torch::nn::LinearOptions(o.in_dim(), gates).bias(false)));
   // Initialized as nn::Linear's weights are (uniform ±1/√fan_in), biases at 0: every prior starts at
   // the tree's product of σ(0) = ½ along each path, for K a power of two the uniform 1/K.
   const double bound = 1.0 / std::sqrt(static_cast<double>(o.gate_dim()));
+  // host: parameters made in the constructor; .to(device) moves the module with them
   gate_vectors = register_parameter("gate_vectors", torch::empty({o.S() + 1, o.gate_dim()}).uniform_(-bound, bound));
-  gate_biases = register_parameter("gate_biases", torch::zeros({o.S() + 1, gates}));
+  gate_biases = register_parameter("gate_biases", torch::zeros({o.S() + 1, gates}));  // host: as gate_vectors
   for (int64_t k = 0; k < K; ++k) {
     for (int64_t node = K + k; node > 1; node /= 2) {
       const int64_t parent = node / 2;

@@ -71,9 +71,10 @@ LanguageModelImpl::LanguageModelImpl(LanguageModelOptions opts, Head built_head)
                       ", emb " + integer_text(e.emb()) + ") or a head that projects (" + head_kinds_with(&HeadCapabilities::projects) + ")");
   }
   if (!options.tie_weights()) {
+    // host: parameters made in the constructor; .to(device) moves the module with them
     decoder_weight = register_parameter("decoder_weight", torch::empty({e.vocab_size(), width}).uniform_(-0.1, 0.1));
   }
-  if (options.decoder_bias()) decoder_bias = register_parameter("decoder_bias", torch::zeros({e.vocab_size()}));
+  if (options.decoder_bias()) decoder_bias = register_parameter("decoder_bias", torch::zeros({e.vocab_size()}));  // host: as decoder_weight
 }
 
 Decoder LanguageModelImpl::decoder() const {
