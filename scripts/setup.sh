@@ -13,9 +13,11 @@
 # Debian's libtorch-dev and builds against the Torch inside PYTHON's PyTorch (its CMake config,
 # torch.utils.cmake_prefix_path): with CUDA when that PyTorch has it (nvcc is then needed), for the
 # architectures of the GPUs it sees (LMKIT_CUDA_ARCHITECTURES' default, 80;90, when it sees none).
-# It stops before installing anything when PYTHON is missing, cannot import torch, or has a PyTorch
-# built with the old libstdc++ ABI. With --with-bench, the yardstick runs on PYTHON's torch instead
-# of Debian's python3-torch. Then run ./build/lmkit doctor --device cuda (docs/getting-started.md).
+# It stops, before installing anything, when PYTHON is missing or cannot import torch, or when that
+# torch is older than 1.13, is Debian's python3-torch, was built with the old libstdc++ ABI, or has
+# headers that require C++20; and before configuring when a CUDA torch finds no nvcc. With
+# --with-bench, the yardstick runs on PYTHON's torch instead of Debian's python3-torch.
+# Then run ./build/lmkit doctor --device cuda (docs/getting-started.md, "On a GPU machine").
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -122,6 +124,16 @@ PY
          "since 2.7 ('$torch_python -m pip install --upgrade \"torch>=2.7\"') or conda-forge's pytorch; or" \
          "build lmkit by hand against LibTorch's cxx11-ABI download from pytorch.org" \
          "(cmake -DTorch_DIR=.../libtorch/share/cmake/Torch; docs/development.md, Build)." >&2
+    exit 1
+  fi
+  # The newest PyTorch releases' headers refuse C++17 (an #error in ATen.h); lmkit compiles as C++17.
+  torch_include=$(dirname "${torch_fact[file]}")/include
+  if grep -qsE 'C\+\+2[0-9] or later compatible compiler is required' "$torch_include/ATen/ATen.h" \
+       "$torch_include/torch/csrc/api/include/torch/all.h" "$torch_include/c10/macros/Macros.h"; then
+    torch_minor=$(sed -E 's/^([0-9]+\.[0-9]+).*/\1/' <<<"$torch_version")
+    echo "setup.sh: --torch: $py_name has torch $torch_version, whose C++ headers require C++20; lmkit compiles" \
+         "as C++17 (CMAKE_CXX_STANDARD in CMakeLists.txt), so the build would stop at their #error. Install an" \
+         "earlier PyTorch ('$torch_python -m pip install \"torch<$torch_minor\"') until lmkit moves to C++20." >&2
     exit 1
   fi
   torch_dir=${torch_fact[prefix]}/Torch
