@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "ops/check.h"
+#include "ops/kernel_check.h"
 #ifdef LMKIT_OPS_CUDA
 #include "ops/cuda/dispatch.h"
 #endif
@@ -82,23 +83,27 @@ void backward_cpu(const torch::Tensor& l, const torch::Tensor& out, const torch:
 
 class GssLogSoftmax : public torch::autograd::Function<GssLogSoftmax> {
  public:
+  // fused: run lmkit's own kernel for this device (the CPU's or CUDA's); else the ATen composite.
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
-                               double c, double k) {
+                               double c, double k, bool fused) {
     ctx->saved_data["c"] = c;
     ctx->saved_data["k"] = k;
+    ctx->saved_data["fused"] = fused;
+    torch::Tensor out;
 #ifdef LMKIT_OPS_CUDA
-    if (logits.is_cuda()) {
+    if (fused && logits.is_cuda()) {
       auto l = logits.contiguous();
-      auto out = cuda::gss_log_softmax_forward(l, c, k);
+      out = cuda::gss_log_softmax_forward(l, c, k);
+      detail::fused_result("gss_log_softmax", out);
       ctx->save_for_backward({l, out});
       return out;
     }
 #endif
-    torch::Tensor out;
-    if (logits.device().is_cpu()) {
+    if (fused && logits.device().is_cpu()) {
       auto l = logits.contiguous();
       out = torch::empty_like(l);
       forward_cpu(l, out, c, k);
+      detail::fused_result("gss_log_softmax", out);
       ctx->save_for_backward({l, out});
     } else {
       out = torch::log_softmax(gss_transform(logits, c, k), -1);
@@ -114,19 +119,21 @@ class GssLogSoftmax : public torch::autograd::Function<GssLogSoftmax> {
     const auto& out = saved[1];
     const double c = ctx->saved_data["c"].toDouble();
     const double k = ctx->saved_data["k"].toDouble();
-#ifdef LMKIT_OPS_CUDA
-    if (l.is_cuda()) return {cuda::gss_log_softmax_backward(l, out, grads[0], c, k), torch::Tensor(), torch::Tensor()};
-#endif
+    const bool fused = ctx->saved_data["fused"].toBool();
     torch::Tensor grad;
-    if (l.device().is_cpu()) {
+#ifdef LMKIT_OPS_CUDA
+    if (fused && l.is_cuda()) grad = cuda::gss_log_softmax_backward(l, out, grads[0], c, k);
+#endif
+    if (fused && l.device().is_cpu()) {
       auto g = grads[0].contiguous();
       grad = torch::empty_like(l);
       backward_cpu(l, out, g, grad, c, k);
-    } else {
+    } else if (!grad.defined()) {
       const auto& g = grads[0];
       grad = (g - out.exp() * g.sum(-1, true)) * (k - (k - 1) * torch::sigmoid(l - c));
     }
-    return {grad, torch::Tensor(), torch::Tensor()};
+    if (fused) detail::fused_result("gss_log_softmax", grad);
+    return {grad, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -140,7 +147,33 @@ torch::Tensor gss_transform(const torch::Tensor& logits, double c, double k) {
 torch::Tensor gss_log_softmax(const torch::Tensor& logits, double c, double k) {
   check_floating(logits, "gss_log_softmax", "logits");
   LMKIT_OP_CHECK(logits.dim() >= 1 && logits.size(-1) > 0, "gss_log_softmax: logits need a non-empty last dimension");
-  return GssLogSoftmax::apply(logits, c, k);
+  return GssLogSoftmax::apply(logits, c, k, detail::use_fused_kernel("gss_log_softmax", logits));
 }
+
+namespace detail {
+
+// GSS(0.4, 1.7) on rows of 1,537 words (longer than a CUDA block of 1,024 threads), once with
+// logits of a typical scale and once around ±1000, forward and ∂/∂logits under a random upstream.
+std::vector<CheckedOutput> gss_log_softmax_check_cases(const torch::Device& device, torch::ScalarType dtype) {
+  const double c = 0.4, k = 1.7;
+  std::vector<CheckedOutput> outputs;
+  const std::pair<const char*, double> cases[] = {{"logits N(0, 3²)", 3.0}, {"logits ±1000", 1000.0}};
+  uint64_t seed = 1;
+  for (const auto& [label, scale] : cases) {
+    const auto x = check_values({3, 1537}, seed++, scale).to(dtype).to(torch::kFloat64);
+    const auto upstream = check_values({3, 1537}, seed++, 1.0);
+    auto fused_in = x.to(device, dtype).requires_grad_();
+    auto reference_in = x.to(device).requires_grad_();
+    const auto fused = GssLogSoftmax::apply(fused_in, c, k, true);
+    const auto reference = GssLogSoftmax::apply(reference_in, c, k, false);
+    const auto fused_grad = torch::autograd::grad({fused}, {fused_in}, {upstream.to(device, dtype)})[0];
+    const auto reference_grad = torch::autograd::grad({reference}, {reference_in}, {upstream.to(device)})[0];
+    outputs.push_back({std::string("forward (") + label + ")", fused, reference});
+    outputs.push_back({std::string("∂/∂logits (") + label + ")", fused_grad, reference_grad});
+  }
+  return outputs;
+}
+
+}  // namespace detail
 
 }  // namespace lmkit::ops

@@ -2,6 +2,7 @@
 
 #include "ops/check.h"
 #include "ops/gss_log_softmax.h"
+#include "ops/kernel_check.h"
 #include "runtime/core/number_text.h"
 #ifdef LMKIT_OPS_CUDA
 #include "ops/cuda/dispatch.h"
@@ -25,7 +26,7 @@ class MixtureNll : public torch::autograd::Function<MixtureNll> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& latent,
                                const torch::Tensor& log_prior, const torch::Tensor& weight,
                                const torch::Tensor& bias, const torch::Tensor& targets, double c,
-                               double kappa) {
+                               double kappa, bool fused) {
     const int64_t K = latent.size(1);
     auto t = targets.view({-1, 1});
     torch::Tensor a, lse;
@@ -34,7 +35,7 @@ class MixtureNll : public torch::autograd::Function<MixtureNll> {
     auto block = torch::empty({latent.size(0), weight.size(0)}, latent.options());
     torch::Tensor shifted;  // CPU: z − max, the same size, allocated once
 #ifdef LMKIT_OPS_CUDA
-    if (latent.is_cuda()) {
+    if (fused && latent.is_cuda()) {
       // The GEMM stays with cuBLAS; one kernel then does the transform, logsumexp and gather.
       a = torch::empty({latent.size(0), K}, latent.options());
       lse = torch::empty({latent.size(0), K}, latent.options());
@@ -60,9 +61,11 @@ class MixtureNll : public torch::autograd::Function<MixtureNll> {
       }
     }
     auto nll = -torch::logsumexp(a, 1);
+    if (fused) detail::fused_result("mixture_nll", nll);
     ctx->save_for_backward({latent, log_prior, weight, bias, targets, a, lse});
     ctx->saved_data["c"] = c;
     ctx->saved_data["kappa"] = kappa;
+    ctx->saved_data["fused"] = fused;
     return nll;
   }
 
@@ -72,6 +75,7 @@ class MixtureNll : public torch::autograd::Function<MixtureNll> {
     const auto &latent = s[0], &weight = s[2], &bias = s[3], &targets = s[4], &a = s[5], &lse = s[6];
     const double c = ctx->saved_data["c"].toDouble();
     const double kappa = ctx->saved_data["kappa"].toDouble();
+    const bool fused = ctx->saved_data["fused"].toBool();
     const int64_t K = latent.size(1);
     auto t = targets.view({-1, 1});
     auto coef = -grads[0].unsqueeze(1) * torch::softmax(a, 1);  // [M, K]: −g·r
@@ -84,7 +88,7 @@ class MixtureNll : public torch::autograd::Function<MixtureNll> {
       auto l = logits_into(block, h, weight, bias);
       torch::Tensor gz;
 #ifdef LMKIT_OPS_CUDA
-      if (l.is_cuda()) {
+      if (fused && l.is_cuda()) {
         cuda::mixture_component_backward(l, lse, coef, targets, k, c, kappa);
         gz = l;
       }
@@ -101,7 +105,11 @@ class MixtureNll : public torch::autograd::Function<MixtureNll> {
       grad_weight.addmm_(gz.t(), h);
       if (grad_bias.defined()) grad_bias.add_(gz.sum(0));
     }
-    return {grad_latent, coef, grad_weight, grad_bias, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    if (fused) {
+      detail::fused_result("mixture_nll", grad_latent);
+      detail::fused_result("mixture_nll", grad_weight);
+    }
+    return {grad_latent, coef, grad_weight, grad_bias, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -124,7 +132,8 @@ torch::Tensor mixture_nll(const torch::Tensor& latent, const torch::Tensor& log_
   // autograd::Function cannot take an undefined tensor input: a zero bias stands in (its gradient
   // is computed and dropped; N floats).
   const auto b = bias.defined() ? bias : torch::zeros({weight.size(0)}, weight.options());
-  return MixtureNll::apply(latent, log_prior, weight, b, targets.reshape({-1}), c, kappa);
+  return MixtureNll::apply(latent, log_prior, weight, b, targets.reshape({-1}), c, kappa,
+                           detail::use_fused_kernel("mixture_nll", latent));
 }
 
 torch::Tensor mixture_log_probs(const torch::Tensor& latent, const torch::Tensor& log_prior,
@@ -140,4 +149,45 @@ torch::Tensor mixture_log_probs(const torch::Tensor& latent, const torch::Tensor
   return acc;
 }
 
+namespace detail {
+
+// M = 6 contexts, K = 3 components of d = 8 over N = 1,537 words (a row longer than a CUDA block),
+// with a bias; once as MoS (κ = 1) with logits of a typical scale and once as MoSS (GSS(0.3, 1.7)
+// components) with logits around ±1000: the NLL and its gradients for the latent states, the log
+// priors, the decoder weight and the bias under a random upstream.
+std::vector<CheckedOutput> mixture_nll_check_cases(const torch::Device& device, torch::ScalarType dtype) {
+  const int64_t M = 6, K = 3, d = 8, N = 1537;
+  std::vector<CheckedOutput> outputs;
+  const std::tuple<const char*, double, double, double> cases[] = {{"MoS, logits N(0, 3²)", 0.0, 1.0, 1.0},
+                                                                   {"MoSS, logits ±1000", 0.3, 1.7, 1000.0}};
+  uint64_t seed = 21;
+  for (const auto& [label, c, kappa, scale] : cases) {
+    auto rounded = [&](const torch::Tensor& t) { return t.to(dtype).to(torch::kFloat64); };
+    const auto latent = rounded(check_values({M, K, d}, seed++, 1.0));
+    const auto log_prior = rounded(torch::log_softmax(check_values({M, K}, seed++, 1.0), 1));
+    const auto weight = rounded(check_values({N, d}, seed++, scale / 3));
+    const auto bias = rounded(check_values({N}, seed++, 1.0));
+    const auto targets = (check_values({M}, seed++, 1.0).abs() * 1000).to(torch::kInt64).remainder(N);
+    const auto upstream = check_values({M}, seed++, 1.0);
+    std::vector<torch::Tensor> fused_in, reference_in;
+    for (const auto& t : {latent, log_prior, weight, bias}) {
+      fused_in.push_back(t.to(device, dtype).requires_grad_());
+      reference_in.push_back(t.to(device).requires_grad_());
+    }
+    const auto fused = MixtureNll::apply(fused_in[0], fused_in[1], fused_in[2], fused_in[3], targets.to(device), c,
+                                         kappa, true);
+    const auto reference = MixtureNll::apply(reference_in[0], reference_in[1], reference_in[2], reference_in[3],
+                                             targets.to(device), c, kappa, false);
+    const auto fused_grads = torch::autograd::grad({fused}, fused_in, {upstream.to(device, dtype)});
+    const auto reference_grads = torch::autograd::grad({reference}, reference_in, {upstream.to(device)});
+    const char* names[] = {"∂/∂latent", "∂/∂log_prior", "∂/∂weight", "∂/∂bias"};
+    outputs.push_back({std::string("NLL (") + label + ")", fused, reference});
+    for (std::size_t i = 0; i < 4; ++i) {
+      outputs.push_back({std::string(names[i]) + " (" + label + ")", fused_grads[i], reference_grads[i]});
+    }
+  }
+  return outputs;
+}
+
+}  // namespace detail
 }  // namespace lmkit::ops

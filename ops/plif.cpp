@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ops/check.h"
+#include "ops/kernel_check.h"
 #ifdef LMKIT_OPS_CUDA
 #include "ops/cuda/dispatch.h"
 #endif
@@ -40,7 +41,7 @@ inline int64_t interval(scalar_t x, double T, double w, int64_t K) {
 class Plif : public torch::autograd::Function<Plif> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
-                               const torch::Tensor& slopes, double T) {
+                               const torch::Tensor& slopes, double T, bool fused) {
     const int64_t K = slopes.size(0);
     const double w = 2 * T / static_cast<double>(K);
     auto y = knot_values(slopes, T);
@@ -48,10 +49,15 @@ class Plif : public torch::autograd::Function<Plif> {
     auto l = logits.contiguous();
     ctx->save_for_backward({l, slopes});
     ctx->saved_data["T"] = T;
+    ctx->saved_data["fused"] = fused;
 #ifdef LMKIT_OPS_CUDA
-    if (l.is_cuda()) return cuda::plif_forward(l, y, slopes, T);
+    if (fused && l.is_cuda()) {
+      out = cuda::plif_forward(l, y, slopes, T);
+      detail::fused_result("plif", out);
+      return out;
+    }
 #endif
-    if (l.device().is_cpu()) {
+    if (fused && l.device().is_cpu()) {
       out = torch::empty_like(l);
       auto s = slopes.to(torch::kFloat64).contiguous();
       const double* sp = s.data_ptr<double>();
@@ -67,6 +73,7 @@ class Plif : public torch::autograd::Function<Plif> {
           }
         });
       });
+      detail::fused_result("plif", out);
     } else {
       auto i = interval_of(l, K, T);
       auto offset = l.to(torch::kFloat64) - (-T + i.to(torch::kFloat64) * w);
@@ -83,15 +90,19 @@ class Plif : public torch::autograd::Function<Plif> {
     const double T = ctx->saved_data["T"].toDouble();
     const int64_t K = slopes.size(0);
     const double w = 2 * T / static_cast<double>(K);
+    const bool fused = ctx->saved_data["fused"].toBool();
 #ifdef LMKIT_OPS_CUDA
-    if (l.is_cuda()) {
+    if (fused && l.is_cuda()) {
       auto [grad_l, grad_s] = cuda::plif_backward(l, slopes, grads[0], T);
-      return {grad_l, grad_s.to(slopes.scalar_type()), torch::Tensor()};
+      grad_s = grad_s.to(slopes.scalar_type());
+      detail::fused_result("plif", grad_l);
+      detail::fused_result("plif", grad_s);
+      return {grad_l, grad_s, torch::Tensor(), torch::Tensor()};
     }
 #endif
     auto g = grads[0].contiguous();
     torch::Tensor grad_l, grad_s;
-    if (l.device().is_cpu()) {
+    if (fused && l.device().is_cpu()) {
       grad_l = torch::empty_like(l);
       auto s = slopes.to(torch::kFloat64).contiguous();
       const double* sp = s.data_ptr<double>();
@@ -109,7 +120,7 @@ class Plif : public torch::autograd::Function<Plif> {
           grad_sum[i] += ge;
         }
       });
-      auto gs = torch::empty({K}, torch::kFloat64);
+      auto gs = torch::empty({K}, l.options().dtype(torch::kFloat64));
       double* out = gs.data_ptr<double>();
       double later = 0, total = 0;  // later = Σ_{i>j} grad_sum[i]
       for (int64_t j = K - 1; j >= 0; --j) {
@@ -119,6 +130,8 @@ class Plif : public torch::autograd::Function<Plif> {
       total = later;
       out[0] += -T * total;
       grad_s = gs.to(slopes.scalar_type());
+      detail::fused_result("plif", grad_l);
+      detail::fused_result("plif", grad_s);
     } else {
       auto i = interval_of(l, K, T).view(-1);
       auto gd = g.to(torch::kFloat64).view(-1);
@@ -126,12 +139,12 @@ class Plif : public torch::autograd::Function<Plif> {
       grad_l = g * slopes.index({interval_of(l, K, T)});
       auto offset_sum = torch::zeros({K}, gd.options()).index_add_(0, i, gd * offset);
       auto grad_sum = torch::zeros({K}, gd.options()).index_add_(0, i, gd);
-      auto later = grad_sum.flip(0).cumsum(0).flip(0) - grad_sum;
+      auto later = grad_sum.sum() - grad_sum.cumsum(0);  // Σ_{i>j}, without flip (no meta kernel in Torch 1.13)
       grad_s = offset_sum + w * later;
       grad_s[0] += -T * gd.sum();
       grad_s = grad_s.to(slopes.scalar_type());
     }
-    return {grad_l, grad_s, torch::Tensor()};
+    return {grad_l, grad_s, torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -143,7 +156,7 @@ torch::Tensor plif(const torch::Tensor& logits, const torch::Tensor& slopes, dou
   LMKIT_OP_CHECK(slopes.dim() == 1 && slopes.size(0) > 0, "plif: slopes must be a non-empty vector, got " + shape_of(slopes));
   LMKIT_OP_CHECK(T > 0, "plif: T must be positive");
   LMKIT_OP_CHECK(slopes.device() == logits.device(), "plif: logits and slopes on different devices");
-  return Plif::apply(logits, slopes, T);
+  return Plif::apply(logits, slopes, T, detail::use_fused_kernel("plif", logits));
 }
 
 torch::Tensor plif_reference(const torch::Tensor& logits, const torch::Tensor& slopes, double T) {
@@ -156,4 +169,35 @@ torch::Tensor plif_reference(const torch::Tensor& logits, const torch::Tensor& s
   return y.index({i}) + slopes.index({i}) * offset;
 }
 
+namespace detail {
+
+// K = 1,000 pieces over [−10, 10] with slopes in (0.5, 1.5), 5,000 logits of scale 6 (both end
+// pieces reached) and 1,000 around ±1000: forward, ∂/∂logits and ∂/∂slopes under a random upstream.
+std::vector<CheckedOutput> plif_check_cases(const torch::Device& device, torch::ScalarType dtype) {
+  const double T = 10;
+  const int64_t K = 1000;
+  std::vector<CheckedOutput> outputs;
+  const std::tuple<const char*, int64_t, double> cases[] = {{"logits N(0, 6²)", 5000, 6.0},
+                                                            {"logits ±1000", 1000, 1000.0}};
+  uint64_t seed = 11;
+  for (const auto& [label, n, scale] : cases) {
+    const auto x = check_values({n}, seed++, scale).to(dtype).to(torch::kFloat64);
+    const auto s = (0.5 + check_values({K}, seed++, 1.0).sigmoid()).to(dtype).to(torch::kFloat64);
+    const auto upstream = check_values({n}, seed++, 1.0);
+    auto fused_x = x.to(device, dtype).requires_grad_();
+    auto fused_s = s.to(device, dtype).requires_grad_();
+    auto reference_x = x.to(device).requires_grad_();
+    auto reference_s = s.to(device).requires_grad_();
+    const auto fused = Plif::apply(fused_x, fused_s, T, true);
+    const auto reference = Plif::apply(reference_x, reference_s, T, false);
+    const auto fused_grads = torch::autograd::grad({fused}, {fused_x, fused_s}, {upstream.to(device, dtype)});
+    const auto reference_grads = torch::autograd::grad({reference}, {reference_x, reference_s}, {upstream.to(device)});
+    outputs.push_back({std::string("forward (") + label + ")", fused, reference});
+    outputs.push_back({std::string("∂/∂logits (") + label + ")", fused_grads[0], reference_grads[0]});
+    outputs.push_back({std::string("∂/∂slopes (") + label + ")", fused_grads[1], reference_grads[1]});
+  }
+  return outputs;
+}
+
+}  // namespace detail
 }  // namespace lmkit::ops

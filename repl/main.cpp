@@ -11,6 +11,7 @@
 
 #include "bindings/lua_call.h"
 #include "repl/batch_command.h"
+#include "repl/doctor_command.h"
 #include "repl/recipe_catalog.h"
 #include "repl/repl_session.h"
 #include "repl/script_runner.h"
@@ -129,10 +130,20 @@ CLI::App* add_batch_command(CLI::App& app, ScriptArguments& a, BatchArguments& b
 }
 
 struct Commands {
-  CLI::App *run, *recipes, *repl, *batch, *status, *report;
+  CLI::App *run, *recipes, *repl, *batch, *status, *report, *doctor;
 };
 
-Commands add_commands(CLI::App& app, ScriptArguments& a, BatchArguments& b, std::string& batch_dir) {
+// A new machine's first command, and what a bug report attaches (docs/getting-started.md).
+CLI::App* add_doctor_command(CLI::App& app, lmkit::repl::DoctorOptions& d) {
+  auto* doctor = app.add_subcommand("doctor", "Check this machine: versions, build, each fused kernel against ATen, "
+                                              "a short training run on the device against the CPU; exit 0 when all pass");
+  doctor->add_option("--device", d.device, "cpu, cuda or cuda:N (default: cuda when usable, else cpu)");
+  doctor->add_option("--steps", d.steps, "Steps of the training comparison")->check(CLI::Range(1, 100000));
+  return doctor;
+}
+
+Commands add_commands(CLI::App& app, ScriptArguments& a, BatchArguments& b, std::string& batch_dir,
+                      lmkit::repl::DoctorOptions& d) {
   Commands c{};
   c.run = add_run_command(app, a);
   c.recipes = app.add_subcommand("recipes", "List lmkit's recipes and what each reproduces");
@@ -142,11 +153,12 @@ Commands add_commands(CLI::App& app, ScriptArguments& a, BatchArguments& b, std:
   c.status->add_option("dir", batch_dir, "The batch folder (the recipe's out)")->required();
   c.report = app.add_subcommand("report", "Render a batch's report from the tasks that have finished (missing cells marked)");
   c.report->add_option("dir", batch_dir, "The batch folder (the recipe's out)")->required();
+  c.doctor = add_doctor_command(app, d);
   return c;
 }
 
 int run_command(const CLI::App& app, const Commands& c, const ScriptArguments& a, const BatchArguments& b,
-                const std::string& batch_dir) {
+                const std::string& batch_dir, const lmkit::repl::DoctorOptions& d) {
   if (a.threads > 0) lmkit::set_threads(a.threads);
   if (*c.recipes) return lmkit::repl::list_recipes();
   if (*c.run) {
@@ -160,6 +172,7 @@ int run_command(const CLI::App& app, const Commands& c, const ScriptArguments& a
   if (*c.batch) return lmkit::repl::run_batch({lmkit::repl::resolve_recipe(a.script), a.sets, b.to_json()});
   if (*c.status) return lmkit::repl::show_batch_status(batch_dir);
   if (*c.report) return lmkit::repl::report_batch(batch_dir);
+  if (*c.doctor) return lmkit::repl::run_doctor(d);
   if (*c.repl || isatty(STDIN_FILENO)) {
     lmkit::repl::ReplOptions options;
     options.settings = parse_settings(a.sets);
@@ -191,7 +204,8 @@ int main(int argc, char** argv) {
   ScriptArguments script;
   BatchArguments batch;
   std::string batch_dir;
-  const Commands commands = add_commands(app, script, batch, batch_dir);
+  lmkit::repl::DoctorOptions doctor;
+  const Commands commands = add_commands(app, script, batch, batch_dir, doctor);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -199,7 +213,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   try {
-    return run_command(app, commands, script, batch, batch_dir);
+    return run_command(app, commands, script, batch, batch_dir, doctor);
   } catch (const std::exception&) {
     return report_failure();
   }

@@ -1,10 +1,14 @@
 #include "ops/cuda/dispatch.h"
 
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
 
 #include <limits>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "ops/check.h"
 #include "ops/cuda/kernels.h"
@@ -178,6 +182,26 @@ void mixture_component_backward(torch::Tensor& logits, const torch::Tensor& lse,
                      t.data_ptr<int64_t>(), M, N, K, k, c, kappa, current_stream()),
                  "mixture_nll backward");
   });
+}
+
+std::vector<std::pair<std::string, std::string>> device_facts(int index) {
+  std::vector<std::pair<std::string, std::string>> facts;
+  // CUDA versions are encoded as 1000·major + 10·minor.
+  auto version = [](int v) { return integer_text(v / 1000) + "." + integer_text((v % 1000) / 10); };
+  int driver = 0, runtime = 0;
+  if (cudaDriverGetVersion(&driver) == cudaSuccess) facts.emplace_back("CUDA driver API", version(driver));
+  if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) facts.emplace_back("CUDA runtime", version(runtime));
+  if (at::globalContext().hasCuDNN()) {
+    facts.emplace_back("cuDNN", integer_text(static_cast<std::int64_t>(at::detail::getCUDAHooks().versionCuDNN())));
+  } else {
+    facts.emplace_back("cuDNN", "not available");
+  }
+  const auto* p = at::cuda::getDeviceProperties(index);
+  facts.emplace_back("GPU", std::string(p->name));
+  facts.emplace_back("GPU memory", fmt::format("{:.1f} GiB", static_cast<double>(p->totalGlobalMem) / (1024.0 * 1024.0 * 1024.0)));
+  facts.emplace_back("compute capability", integer_text(p->major) + "." + integer_text(p->minor));
+  facts.emplace_back("multiprocessors", integer_text(p->multiProcessorCount));
+  return facts;
 }
 
 }  // namespace lmkit::ops::cuda

@@ -2,7 +2,9 @@
 // layouts, the current device and stream, and launch errors turned into exceptions. Built only
 // with LMKIT_WITH_CUDA, which defines LMKIT_OPS_CUDA; the ops call these for CUDA tensors.
 #pragma once
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "runtime/core/torch.h"
 
@@ -30,5 +32,8 @@ void mixture_component_forward(const torch::Tensor& logits, const torch::Tensor&
 void mixture_component_backward(torch::Tensor& logits, const torch::Tensor& lse,
                                 const torch::Tensor& coef, const torch::Tensor& targets, int64_t k,
                                 double c, double kappa);
+
+// For ops/kernel_check.h's cuda_device_facts: (name, value) facts of device `index`.
+std::vector<std::pair<std::string, std::string>> device_facts(int index);
 
 }  // namespace lmkit::ops::cuda

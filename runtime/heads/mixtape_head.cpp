@@ -57,8 +57,11 @@ torch::Tensor MixtapeHeadImpl::log_priors(const torch::Tensor& g, const torch::T
   auto a = torch::matmul(q, gate_vectors.index_select(0, gate_rows).t()).view({M, gates, rows});
   a = a + gate_linear(g).unsqueeze(2) + gate_biases.index_select(0, gate_rows).t().unsqueeze(0);
   // log π [M, K, rows]: each leaf sums log σ(a_j) (left turns) and log σ(−a_j) (right turns) on its path.
-  const auto left = left_.t().to(a.options()), right = right_.t().to(a.options());
-  return torch::matmul(left, torch::log_sigmoid(a)) + torch::matmul(right, torch::log_sigmoid(-a));
+  if (!left_used_.defined() || left_used_.device() != a.device() || left_used_.scalar_type() != a.scalar_type()) {
+    left_used_ = left_.t().to(a.options()).contiguous();
+    right_used_ = right_.t().to(a.options()).contiguous();
+  }
+  return torch::matmul(left_used_, torch::log_sigmoid(a)) + torch::matmul(right_used_, torch::log_sigmoid(-a));
 }
 
 torch::Tensor MixtapeHeadImpl::gated_logits(const torch::Tensor& h, const Decoder& decoder) {

@@ -58,6 +58,9 @@ class MixtapeHeadImpl : public HeadImpl {
  private:
   // The sigmoid tree as two [K−1, K] 0/1 matrices: leaf k's path takes γ_j (left) or 1 − γ_j (right).
   torch::Tensor left_, right_;
+  // Their transposes on the gates' device and dtype, made on first use there: a copy to a GPU per
+  // forward would wait for the device each time.
+  torch::Tensor left_used_, right_used_;
 };
 
 TORCH_MODULE(MixtapeHead);

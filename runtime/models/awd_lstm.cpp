@@ -1,4 +1,5 @@
 #include "runtime/models/awd_lstm.h"
+#include "runtime/models/checked_tokens.h"
 
 #include <cmath>
 #include <cstdint>
@@ -93,11 +94,13 @@ AwdLstmImpl::AwdLstmImpl(AwdLstmOptions opts) : options(std::move(opts)) {
                       (needed == std::numeric_limits<std::int64_t>::max() ? std::string("over 2^63 bytes") : gibibytes(needed)) +
                       " for the encoder alone, more than this machine's memory (" + gibibytes(available) + ")");
   }
+  // host: parameters made in the constructor; .to(device) moves the module with them
   embedding = register_parameter("embedding", torch::empty({o.vocab_size(), o.emb()}));
   for (int64_t l = 0; l < o.nlayers(); ++l) {
     const int64_t in = l == 0 ? o.emb() : layer_size(l - 1);
     const int64_t h = layer_size(l);
     const auto p = "lstm" + integer_text(l) + "_";
+    // host: as embedding
     layers.push_back({register_parameter(p + "w_ih", torch::empty({4 * h, in})),
                       register_parameter(p + "w_hh", torch::empty({4 * h, h})),
                       register_parameter(p + "b_ih", torch::empty({4 * h})),
@@ -136,7 +139,7 @@ AwdLstmOutput AwdLstmImpl::forward(const torch::Tensor& ids, const LstmState& hi
     throw UsageError("hidden state has " + integer_text(hidden.size()) + " layers, the model " +
                      integer_text(layers.size()) + " (use init_hidden(batch_size))");
   }
-  check_token_ids(ids, embedding.size(0), "the input ids");
+  if (!CheckedTokenStream::active()) check_token_ids(ids, embedding.size(0), "the input ids");
   const bool train = is_training();
   auto x = embedding_dropout(embedding, ids, options.dropoute(), train);
   if (train && options.emb_noise() > 0) x = x + torch::randn_like(x) * options.emb_noise();
@@ -178,6 +181,14 @@ void check_token_ids(const torch::Tensor& ids, int64_t vocab_size, const std::st
                    " is outside the model's vocabulary of " + integer_text(vocab_size) + " words (ids 0.." +
                    integer_text(vocab_size - 1) + ")");
 }
+
+namespace {
+thread_local int checked_token_streams = 0;
+}  // namespace
+
+CheckedTokenStream::CheckedTokenStream() { ++checked_token_streams; }
+CheckedTokenStream::~CheckedTokenStream() { --checked_token_streams; }
+bool CheckedTokenStream::active() { return checked_token_streams > 0; }
 
 LstmState detach_state(const LstmState& state) {
   LstmState out;

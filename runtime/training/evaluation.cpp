@@ -5,7 +5,9 @@
 #include <string>
 
 #include "runtime/core/error.h"
+#include "runtime/core/host_read.h"
 #include "runtime/core/interruption.h"
+#include "runtime/models/checked_tokens.h"
 #include "runtime/data/batching.h"
 
 namespace lmkit::training {
@@ -27,6 +29,7 @@ EvalResult evaluate(LanguageModel& model, const torch::Tensor& tokens, std::int6
                     const EvalProgress& progress) {
   data::check_eval_stream(tokens, batch_size, bptt, "evaluate");
   check_token_ids(tokens, model->options.encoder().vocab_size(), "the evaluated tokens");
+  const CheckedTokenStream checked;
   model->eval();
   torch::NoGradGuard no_grad;
   InterruptibleScope interruptible;
@@ -35,18 +38,20 @@ EvalResult evaluate(LanguageModel& model, const torch::Tensor& tokens, std::int6
   const auto total_windows = batches.size();
   auto hidden = model->init_hidden(batch_size);
   data::Batch batch;
-  double total = 0;
+  // Summed on the device in float64 (each window's mean loss times its tokens, as the host sum
+  // did before) and read back once at the end: no synchronisation per window.
+  auto total = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(source.device()));
   std::int64_t count = 0, done = 0;
   while (batches.next(batch)) {
     interruptible.poll("evaluate");
     auto out = model->loss(batch.input, batch.target, hidden);
     const auto n = batch.input.numel();
-    total += out.loss.item<double>() * static_cast<double>(n);
+    total += out.loss.to(torch::kFloat64) * static_cast<double>(n);
     count += n;
     hidden = detach_state(out.hidden);
     if (progress) progress(++done, total_windows);
   }
-  return eval_result(total, count);
+  return eval_result(read_to_host(total)[0], count);
 }
 
 EvalResult dynamic_evaluate(LanguageModel& model, const torch::Tensor& train_tokens, const torch::Tensor& tokens,
@@ -55,6 +60,7 @@ EvalResult dynamic_evaluate(LanguageModel& model, const torch::Tensor& train_tok
   data::check_eval_stream(tokens, options.batch_size, options.bptt, "dynamic_evaluate");
   check_token_ids(train_tokens, model->options.encoder().vocab_size(), "the training tokens");
   check_token_ids(tokens, model->options.encoder().vocab_size(), "the evaluated tokens");
+  const CheckedTokenStream checked;
   if (!(options.lr >= 0) || !(options.lamb >= 0) || !(options.epsilon > 0)) {
     throw UsageError("dynamic_evaluate: lr and lamb must be ≥ 0 and epsilon > 0");
   }

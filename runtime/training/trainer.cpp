@@ -82,6 +82,9 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
     s.names.push_back(item.key());
     s.params.push_back(item.value());
   }
+  // Checked here once, on the host: the training loop then skips the models' per-window checks
+  // (each a synchronisation with a GPU).
+  check_token_ids(s.corpus.train, s.model->options.encoder().vocab_size(), "the training tokens");
   s.train_source = data::batchify(s.corpus.train, s.options.batch_size).to(s.device);
   if (s.train_source.size(0) < 3) {
     throw UsageError("train: " + integer_text(s.corpus.train.numel()) + " training tokens are too few for batch_size " +

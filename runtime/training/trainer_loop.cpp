@@ -1,5 +1,8 @@
 // The protocol's loop: a step on a window, an epoch, validation, the best checkpoint, finetuning.
+#include "runtime/core/host_read.h"
 #include "runtime/core/number_text.h"
+#include "runtime/models/checked_tokens.h"
+#include "runtime/training/gradient_clipping.h"
 #include "runtime/training/trainer_state.h"
 
 namespace lmkit::training {
@@ -64,32 +67,32 @@ bool Trainer::State::train_step(const data::Batch& window) {
   const auto chunk = chunk_size();
   const auto chunks = options.batch_size / chunk;
   const double share = static_cast<double>(chunk) / static_cast<double>(options.batch_size);
-  double raw_loss = 0;
+  // The step's loss stays on the device until its one read back below.
+  torch::Tensor step_loss;
   for (std::int64_t c = 0; c < chunks; ++c) {
     auto input = window.input.narrow(1, c * chunk, chunk);
     auto target = window.target.narrow(1, c * chunk, chunk);
     hidden[c] = detach_state(hidden[c]);
     auto out = model->loss(input, target, hidden[c]);
-    const double value = out.loss.item<double>();
-    if (!std::isfinite(value)) {
-      restore_lrs();
-      diagnostic = nonfinite_diagnostic("Training loss is " + describe_number(value));
-      return false;
-    }
     torch::Tensor nll = out.loss;
     if (options.flood) nll = (nll - *options.flood).abs() + *options.flood;
     torch::Tensor loss = nll + out.ar + out.tar;
     if (chunks > 1) loss = loss * share;
     loss.backward();
     hidden[c] = out.hidden;
-    raw_loss += value * share;
+    const auto part = out.loss.detach().to(torch::kFloat64) * share;
+    step_loss = step_loss.defined() ? step_loss + part : part;
   }
-  // Gradient norm over every parameter (as torch.nn.utils.clip_grad_norm_), clipped to `clip`.
-  double norm_sq = 0;
-  for (const auto& p : params) {
-    if (p.grad().defined()) norm_sq += p.grad().pow(2).sum().item<double>();
+  // The step's one synchronisation with the host: the loss (its NaN check, the progress line) and
+  // the gradient norm (its NaN check, the clipping coefficient) travel together.
+  const auto host = read_to_host(torch::stack({step_loss, gradient_norm(params)}));
+  const double raw_loss = host[0], norm = host[1];
+  if (!std::isfinite(raw_loss)) {
+    restore_lrs();
+    optimizer->zero_grad();  // the gradients of a non-finite loss say nothing about the parameters
+    diagnostic = nonfinite_diagnostic("Training loss is " + describe_number(raw_loss));
+    return false;
   }
-  const double norm = std::sqrt(norm_sq);
   if (!std::isfinite(norm)) {
     restore_lrs();
     diagnostic = nonfinite_diagnostic("The gradient norm is not finite");
@@ -97,12 +100,7 @@ bool Trainer::State::train_step(const data::Batch& window) {
   }
   if (options.clip > 0) {
     const double coefficient = options.clip / (norm + 1e-6);
-    if (coefficient < 1) {
-      torch::NoGradGuard no_grad;
-      for (auto& p : params) {
-        if (p.grad().defined()) p.mutable_grad().mul_(coefficient);
-      }
-    }
+    if (coefficient < 1) scale_gradients(params, coefficient);
   }
   optimizer->step();
   restore_lrs();
@@ -152,6 +150,7 @@ void Trainer::State::restart_interval_clock() {
 }
 
 bool Trainer::State::train_epoch() {
+  const CheckedTokenStream checked;  // the training tokens were checked when the trainer was made
   if (batch == 0) {
     reset_hidden();
     epoch_loss = 0;

@@ -35,19 +35,19 @@ lmkit_deps_libdir=$LMKIT_DEPS_PREFIX/lib/x86_64-linux-gnu
 export LD_LIBRARY_PATH=$lmkit_deps_libdir:$lmkit_deps_libdir/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH=$LMKIT_DEPS_PREFIX/bin:$PATH
 
-# cmake >= 3.22 (CMakeLists.txt's minimum) and ninja from the machine when it has them.
+# cmake >= 3.24 (CMakeLists.txt's minimum) and ninja from the machine when it has them.
 lmkit_cmake_usable() {
   command -v cmake >/dev/null || return 1
   local version
   version=$(cmake --version 2>/dev/null | sed -n 's/^cmake version \([0-9]*\.[0-9]*\).*/\1/p')
-  [ -n "$version" ] && [ "$(printf '%s\n' 3.22 "$version" | sort -V | head -1)" = 3.22 ]
+  [ -n "$version" ] && [ "$(printf '%s\n' 3.24 "$version" | sort -V | head -1)" = 3.24 ]
 }
 if lmkit_cmake_usable && ninja --version >/dev/null 2>&1; then
   export LMKIT_DEPS_TOOLS=system
 else
   if [ ! -d "$lmkit_deps_dir/tools/usr" ]; then
     [ -f "$lmkit_deps_dir/carry/tools.tar.xz" ] || {
-      echo "carried_deps.sh: this machine lacks cmake >= 3.22 or ninja, and .gpu-deps/carry/tools.tar.xz" \
+      echo "carried_deps.sh: this machine lacks cmake >= 3.24 or ninja, and .gpu-deps/carry/tools.tar.xz" \
            "did not travel (scripts/gpu/fetch_debs.sh without --no-tools makes it)" >&2
       return 1
     }

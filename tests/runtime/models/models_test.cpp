@@ -18,6 +18,7 @@
 #include "runtime/models/checkpoint.h"
 #include "ops/dropout.h"
 #include "runtime/models/language_model.h"
+#include "tests/support/every_head.h"
 #include "tests/support/gradcheck.h"
 
 namespace lmkit {
@@ -100,21 +101,7 @@ Head build(const nlohmann::json& config, int64_t d) {
   return head;
 }
 
-std::vector<nlohmann::json> all_heads() {
-  return {{{"kind", "softmax"}},
-          {{"kind", "sigsoftmax"}},
-          {{"kind", "gss"}, {"c", -0.5}, {"k", 2.5}},
-          {{"kind", "plif"}, {"K", 50}, {"T", 5.0}, {"sigma", 0.3}},
-          {{"kind", "relu"}},
-          {{"kind", "sigmoid"}},
-          {{"kind", "mos"}, {"K", 3}},
-          {{"kind", "moss"}, {"K", 3}},
-          {{"kind", "moc"}, {"K", 3}},
-          {{"kind", "mixtape"}, {"K", 4}, {"S", 7}, {"gate_dim", 5}},
-          {{"kind", "advsoft"}, {"eps", 0.1}},
-          {{"kind", "advsoft"}, {"eps", 0.05}, {"relative", true}, {"aligned_only", true}},
-          {{"kind", "test_scaled_softmax"}, {"a", 1.7}}};  // registered_head_test.cpp
-}
+using lmkit::testing::all_heads;
 
 TEST(HeadTest, EveryRegisteredKindIsInTheEveryHeadTests) {
   std::set<std::string> tested;

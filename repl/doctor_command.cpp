@@ -1,0 +1,157 @@
+#include "repl/doctor_command.h"
+
+#include <exception>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <ATen/Version.h>
+#include <fmt/format.h>
+#include <lua.hpp>
+
+#include "ops/kernel_check.h"
+#include "runtime/core/device.h"
+#include "runtime/core/number_text.h"
+#include "runtime/core/version.h"
+#include "runtime/training/device_smoke_test.h"
+
+namespace lmkit::repl {
+namespace {
+
+struct Verdict {
+  std::string check, result, detail;
+};
+
+void print_section(const std::string& title) { std::cout << "\n== " << title << "\n"; }
+
+void print_pairs(const std::vector<std::pair<std::string, std::string>>& pairs) {
+  std::size_t width = 0;
+  for (const auto& [name, value] : pairs) width = std::max(width, name.size());
+  for (const auto& [name, value] : pairs) std::cout << fmt::format("  {:<{}}  {}\n", name, width, value);
+}
+
+// The lines of Torch's own build configuration that say which CUDA, cuDNN and BLAS it has.
+std::vector<std::pair<std::string, std::string>> torch_config_lines() {
+  std::vector<std::pair<std::string, std::string>> lines;
+  std::istringstream config(at::show_config());
+  std::string line;
+  while (std::getline(config, line)) {
+    const auto first = line.find_first_not_of(" -");
+    if (first == std::string::npos) continue;
+    line = line.substr(first);
+    for (const char* key : {"CUDA Runtime", "CuDNN", "NVCC architecture flags", "BLAS_INFO", "LAPACK is enabled",
+                            "OpenMP", "CUDA_VERSION", "CUDNN_VERSION"}) {
+      if (line.rfind(key, 0) == 0) lines.emplace_back("Torch build", line);
+    }
+  }
+  return lines;
+}
+
+}  // namespace
+
+int run_doctor(const DoctorOptions& options) {
+  std::vector<Verdict> verdicts;
+  const auto info = build_info();
+  const std::string device_name = options.device.empty() ? default_device_name() : options.device;
+
+  print_section("versions");
+  std::vector<std::pair<std::string, std::string>> versions{
+      {"lmkit", info.lmkit_version + (info.git_revision.empty() ? "" : " (git " + info.git_revision + ")")},
+      {"Lua", LUA_RELEASE},
+      {"Torch", info.torch_version},
+      {"Torch CUDA", info.cuda_compiled ? (info.cuda_usable ? "usable, " + integer_text(info.cuda_device_count) +
+                                                                  " device(s)"
+                                                            : "compiled in, no usable device")
+                                        : "not compiled in"},
+  };
+  for (const auto& line : torch_config_lines()) versions.push_back(line);
+  print_pairs(versions);
+
+  print_section("build");
+  print_pairs({{"lmkit's CUDA kernels", ops::cuda_kernels_built()
+                                            ? "compiled, architectures " + ops::cuda_kernel_architectures()
+                                            : "not compiled (the fused ops run their ATen composites on CUDA)"},
+               {"kernel self-check", ops::kernel_check_mode_name(ops::kernel_check_mode()) +
+                                         " (LMKIT_KERNEL_CHECK: on, off or strict)"},
+               {"CPU threads", integer_text(get_threads()) + " Torch, " + integer_text(get_blas_threads()) +
+                                   " OpenBLAS"}});
+
+  print_section("device " + device_name);
+  torch::Device device(torch::kCPU);
+  try {
+    device = parse_device(device_name);
+  } catch (const std::exception& e) {
+    std::cout << "  not usable: " << e.what() << "\n";
+    verdicts.push_back({"device " + device_name, "FAIL", e.what()});
+  }
+  const bool usable = verdicts.empty();
+  if (usable && device.is_cuda()) {
+    const auto facts = ops::cuda_device_facts(device.has_index() ? device.index() : 0);
+    if (facts.empty()) {
+      std::cout << "  (lmkit was built without its CUDA kernels: no device facts beyond Torch's)\n";
+    } else {
+      print_pairs(facts);
+    }
+  } else if (usable) {
+    std::cout << "  the CPU (the smoke test's reference is the CPU itself: a determinism check)\n";
+  }
+
+  if (usable) {
+    print_section("fused kernels against their ATen composites");
+    bool any = false;
+    for (const auto& op : ops::fused_ops()) {
+      if (!ops::has_fused_kernel(op, device)) {
+        std::cout << fmt::format("  {:<16} no kernel of its own on {}: runs its ATen composite\n", op, device.str());
+        continue;
+      }
+      for (const auto dtype : {torch::kFloat32, torch::kFloat64}) {
+        any = true;
+        const auto r = ops::compare_fused_kernel(op, device, dtype);
+        const std::string detail =
+            r.failure.empty() ? fmt::format("error {:.2e} (tolerance {:.0e}), largest in {}  ({:.2f} s)", r.error, r.tolerance, r.worst, r.seconds)
+                              : "could not run: " + r.failure;
+        std::cout << fmt::format("  {:<16} {:<8} {}  {}\n", op, r.dtype, r.passed ? "pass" : "FAIL", detail);
+        verdicts.push_back({op + " " + r.dtype, r.passed ? "pass" : "FAIL",
+                            r.failure.empty() ? fmt::format("error {:.2e} (tolerance {:.0e})", r.error, r.tolerance)
+                                              : r.failure});
+      }
+    }
+    if (!any) std::cout << "  (no fused kernel on this device)\n";
+
+    print_section(fmt::format("training, {} steps on {} against the CPU (no dropout, same seed)", options.steps, device.str()));
+    training::SmokeTestOptions smoke;
+    smoke.steps = options.steps;
+    for (const auto& r : training::device_smoke_test(device, smoke)) {
+      std::string detail;
+      if (!r.failure.empty()) {
+        detail = r.failure;
+      } else {
+        detail = fmt::format("max |Δloss| {:.2e} (tolerance {:.0e}), loss {:.4f} → {:.4f}  ({:.1f} s)", r.max_difference,
+                             smoke.tolerance, r.device_losses.front(), r.device_losses.back(), r.seconds);
+      }
+      std::cout << fmt::format("  {:<10} {}  {}\n", r.head, r.passed ? "pass" : "FAIL", detail);
+      verdicts.push_back({"training " + r.head, r.passed ? "pass" : "FAIL",
+                          r.failure.empty() ? fmt::format("max |Δloss| {:.2e}", r.max_difference) : r.failure});
+    }
+  }
+
+  print_section("verdict");
+  std::size_t width = 5;
+  for (const auto& v : verdicts) width = std::max(width, v.check.size());
+  std::cout << fmt::format("  {:<{}}  {:<6}  {}\n", "check", width, "result", "detail");
+  int failed = 0;
+  for (const auto& v : verdicts) {
+    std::cout << fmt::format("  {:<{}}  {:<6}  {}\n", v.check, width, v.result, v.detail);
+    if (v.result != "pass") ++failed;
+  }
+  if (failed == 0) {
+    std::cout << "\nEverything passed on " << device_name << ".\n";
+    return 0;
+  }
+  std::cout << "\n" << failed << " of " << verdicts.size() << " checks failed on " << device_name
+            << ". Attach this output to a bug report.\n";
+  return 1;
+}
+
+}  // namespace lmkit::repl

@@ -1,0 +1,141 @@
+// Host synchronisations on the training hot path, counted. On a GPU every value read back to the
+// host (.item(), a copy to the CPU) waits for all queued work. A step may read the host once — its
+// loss and gradient norm together, for the NaN check, the clipping coefficient and the progress
+// line — and an evaluation once, at its end. Counted two ways: lmkit's own reads (read_to_host)
+// and, independently, every scalar read Torch's dispatcher sees (aten::_local_scalar_dense, what
+// .item() runs), through a RecordFunction observer.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <ATen/record_function.h>
+
+#include "runtime/core/device.h"
+#include "runtime/core/host_read.h"
+#include "runtime/data/synthetic_language.h"
+#include "runtime/training/evaluation.h"
+#include "runtime/training/trainer.h"
+
+namespace lmkit::training {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::atomic<std::int64_t> scalar_reads{0};
+
+// Counts aten::_local_scalar_dense on every thread while alive.
+class ScalarReadObserver {
+ public:
+  ScalarReadObserver() {
+    handle_ = at::addGlobalCallback(
+        at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+          if (std::strcmp(fn.name(), "aten::_local_scalar_dense") == 0) ++scalar_reads;
+          return nullptr;
+        }).scopes({at::RecordScope::FUNCTION}));
+  }
+  ~ScalarReadObserver() { at::removeCallback(handle_); }
+
+ private:
+  at::CallbackHandle handle_;
+};
+
+data::Corpus tiny_corpus() {
+  data::SyntheticOptions o;
+  o.vocab = 30;
+  o.states = 12;
+  o.dim = 4;
+  o.seed = 7;
+  return data::SyntheticLanguage(o).corpus(4000, 800, 800);
+}
+
+LanguageModel tiny_model(const nlohmann::json& head) {
+  seed_torch(3);
+  LanguageModelOptions o;
+  o.encoder(AwdLstmOptions().vocab_size(30).emb(8).nhid(16).nhidlast(8).nlayers(2)
+                .dropout(0.1).dropouth(0.1).dropouti(0.1).dropoute(0.05).wdrop(0.2));
+  o.head(head);
+  return LanguageModel(o);
+}
+
+class HostSyncTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::setenv("LMKIT_PROGRESS", "off", 1);
+    root_ = fs::temp_directory_path() / ("lmkit_host_sync_test_" + std::to_string(::getpid()) + "_" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  fs::path root_;
+};
+
+TEST_F(HostSyncTest, TheObserverSeesItem) {
+  // The premise: if .item() stopped reaching the observer, the counts below would prove nothing.
+  ScalarReadObserver observer;
+  const auto before = scalar_reads.load();
+  torch::ones({2}).sum().item<double>();
+  EXPECT_EQ(scalar_reads.load() - before, 1);
+}
+
+TEST_F(HostSyncTest, ATrainingStepReadsTheHostOnce) {
+  for (const auto& head : {nlohmann::json{{"kind", "softmax"}}, nlohmann::json{{"kind", "plif"}, {"K", 20}},
+                           nlohmann::json{{"kind", "mos"}, {"K", 2}}}) {
+    for (const std::int64_t small_batch : {0, 2}) {  // 2: the step in two chunks
+      SCOPED_TRACE(head.dump() + " small_batch " + std::to_string(small_batch));
+      TrainOptions options;
+      options.lr = 5;
+      options.batch_size = 4;
+      options.small_batch_size = small_batch;
+      options.bptt = 10;
+      options.epochs = 2;
+      options.log_interval = 5;  // the steps that print an interval line are counted too
+      options.eval_batch_size = 4;
+      options.test_batch_size = 2;
+      options.clip = 0.1;        // and clipping acts
+      options.seed = 11;
+      struct Mark {
+        std::int64_t epoch, scalar_reads, host_reads;
+      };
+      std::vector<Mark> marks;
+      TrainCallbacks callbacks;
+      callbacks.on_step = [&](const nlohmann::json& info) {
+        marks.push_back({info["epoch"].get<std::int64_t>(), scalar_reads.load(), host_read_count()});
+      };
+      ScalarReadObserver observer;
+      const auto dir = (root_ / ("run" + std::to_string(small_batch) + head["kind"].get<std::string>())).string();
+      Trainer(tiny_model(head), tiny_corpus(), options, dir, callbacks).run();
+      ASSERT_GT(marks.size(), 40u);
+      std::int64_t steps_compared = 0;
+      for (std::size_t i = 1; i < marks.size(); ++i) {
+        if (marks[i].epoch != marks[i - 1].epoch) continue;  // an epoch's end evaluates and saves between
+        EXPECT_EQ(marks[i].scalar_reads - marks[i - 1].scalar_reads, 0) << "step " << i;
+        EXPECT_EQ(marks[i].host_reads - marks[i - 1].host_reads, 1) << "step " << i;
+        ++steps_compared;
+      }
+      EXPECT_GT(steps_compared, 30);
+    }
+  }
+}
+
+TEST_F(HostSyncTest, AnEvaluationReadsTheHostOnce) {
+  auto model = tiny_model({{"kind", "gss"}, {"c", 0.0}, {"k", 2.0}});
+  const auto tokens = tiny_corpus().valid;
+  evaluate(model, tokens, 4, 10);  // the first use of the fused op checks it (outside the count)
+  ScalarReadObserver observer;
+  const auto scalars_before = scalar_reads.load();
+  const auto reads_before = host_read_count();
+  const auto result = evaluate(model, tokens, 4, 10);
+  EXPECT_TRUE(std::isfinite(result.loss));
+  EXPECT_EQ(host_read_count() - reads_before, 1);
+  // check_token_ids reads the stream's flag once, on the host (the tokens are CPU tensors).
+  EXPECT_EQ(scalar_reads.load() - scalars_before, 1);
+}
+
+}  // namespace
+}  // namespace lmkit::training
