@@ -92,6 +92,11 @@ std::string mismatch_text(const KernelComparison& r) {
   return r.op + ": the fused kernel on " + r.device + " (" + r.dtype + ") " + what;
 }
 
+std::string strict_text(const KernelComparison& r) {
+  return mismatch_text(r) +
+         " (LMKIT_KERNEL_CHECK=strict; with LMKIT_KERNEL_CHECK=on lmkit would warn and use the ATen composite instead)";
+}
+
 }  // namespace
 
 const std::vector<std::string>& fused_ops() {
@@ -228,10 +233,11 @@ void reset_kernel_checks() {
 }
 
 ScopedKernelFault::ScopedKernelFault(std::string op, torch::DeviceType device_type,
-                                     std::function<void(torch::Tensor&)> fault) {
+                                     std::function<void(torch::Tensor&)> fault)
+    : key_(std::move(op), static_cast<int>(device_type)) {
   auto& s = state();
   std::lock_guard<std::recursive_mutex> lock(s.mutex);
-  s.faults[{std::move(op), static_cast<int>(device_type)}] = std::move(fault);
+  s.faults[key_] = std::move(fault);
   s.any_fault = true;
   s.results.clear();
 }
@@ -239,8 +245,8 @@ ScopedKernelFault::ScopedKernelFault(std::string op, torch::DeviceType device_ty
 ScopedKernelFault::~ScopedKernelFault() {
   auto& s = state();
   std::lock_guard<std::recursive_mutex> lock(s.mutex);
-  s.faults.clear();
-  s.any_fault = false;
+  s.faults.erase(key_);
+  s.any_fault = !s.faults.empty();
   s.results.clear();
 }
 
@@ -250,29 +256,41 @@ bool use_fused_kernel(const char* op, const torch::Tensor& input) {
   const auto device = input.device();
   if (!has_fused_kernel(op, device)) return false;
   auto& s = state();
-  std::lock_guard<std::recursive_mutex> lock(s.mutex);
-  const auto mode = mode_locked(s);
-  if (mode == KernelCheckMode::off) return true;
   const auto dtype = input.scalar_type();
   if (dtype != torch::kFloat32 && dtype != torch::kFloat64) return true;  // the op's own check names it
   const auto key = std::make_tuple(std::string(op), device.str(), static_cast<int>(dtype));
-  auto found = s.results.find(key);
-  if (found == s.results.end()) {
-    auto result = compare_fused_kernel(op, device, dtype);
-    s.history.push_back(result);
-    found = s.results.emplace(key, std::move(result)).first;
-    if (!found->second.passed && mode == KernelCheckMode::on) {
-      warn(mismatch_text(found->second) +
-           ". lmkit uses the ATen composite for this op, device and dtype for the rest of the process. "
-           "Please report it with the output of `lmkit doctor --device " + found->second.device +
-           "`; LMKIT_KERNEL_CHECK=strict makes this an error, LMKIT_KERNEL_CHECK=off skips the check.");
+  KernelCheckMode mode;
+  {
+    std::lock_guard<std::recursive_mutex> lock(s.mutex);
+    mode = mode_locked(s);
+    if (mode == KernelCheckMode::off) return true;
+    const auto found = s.results.find(key);
+    if (found != s.results.end()) {
+      if (found->second.passed) return true;
+      if (mode == KernelCheckMode::strict) throw EnvironmentError(strict_text(found->second));
+      return false;
     }
   }
-  if (found->second.passed) return true;
-  if (mode == KernelCheckMode::strict) {
-    throw EnvironmentError(mismatch_text(found->second) +
-                           " (LMKIT_KERNEL_CHECK=strict; with LMKIT_KERNEL_CHECK=on lmkit would warn and use the "
-                           "ATen composite instead)");
+  // The comparison runs without the lock: its backward may run on the autograd engine's device
+  // threads, which take the lock for an injected fault. Two threads may both compare on a first
+  // use; the first result stored counts, and only its thread warns.
+  auto result = compare_fused_kernel(op, device, dtype);
+  bool first = false;
+  KernelComparison stored;
+  {
+    std::lock_guard<std::recursive_mutex> lock(s.mutex);
+    const auto [where, inserted] = s.results.emplace(key, result);
+    first = inserted;
+    if (inserted) s.history.push_back(result);
+    stored = where->second;
+  }
+  if (stored.passed) return true;
+  if (mode == KernelCheckMode::strict) throw EnvironmentError(strict_text(stored));
+  if (first) {
+    warn(mismatch_text(stored) +
+         ". lmkit uses the ATen composite for this op, device and dtype for the rest of the process. "
+         "Please report it with the output of `lmkit doctor --device " + stored.device +
+         "`; LMKIT_KERNEL_CHECK=strict makes this an error, LMKIT_KERNEL_CHECK=off skips the check.");
   }
   return false;
 }
@@ -280,12 +298,15 @@ bool use_fused_kernel(const char* op, const torch::Tensor& input) {
 void fused_result(const char* op, torch::Tensor& result) {
   auto& s = state();
   if (!s.any_fault) return;
-  std::lock_guard<std::recursive_mutex> lock(s.mutex);
-  const auto found = s.faults.find({op, static_cast<int>(result.device().type())});
-  if (found != s.faults.end()) {
-    torch::NoGradGuard no_grad;
-    found->second(result);
+  std::function<void(torch::Tensor&)> fault;
+  {
+    std::lock_guard<std::recursive_mutex> lock(s.mutex);
+    const auto found = s.faults.find({op, static_cast<int>(result.device().type())});
+    if (found == s.faults.end()) return;
+    fault = found->second;
   }
+  torch::NoGradGuard no_grad;
+  fault(result);
 }
 
 torch::Tensor check_values(at::IntArrayRef sizes, uint64_t seed, double scale) {

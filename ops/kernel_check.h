@@ -80,6 +80,9 @@ class ScopedKernelFault {
   ~ScopedKernelFault();
   ScopedKernelFault(const ScopedKernelFault&) = delete;
   ScopedKernelFault& operator=(const ScopedKernelFault&) = delete;
+
+ private:
+  std::pair<std::string, int> key_;
 };
 
 namespace detail {

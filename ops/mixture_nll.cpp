@@ -152,13 +152,15 @@ torch::Tensor mixture_log_probs(const torch::Tensor& latent, const torch::Tensor
 namespace detail {
 
 // M = 6 contexts, K = 3 components of d = 8 over N = 1,537 words (a row longer than a CUDA block),
-// with a bias; once as MoS (κ = 1) with logits of a typical scale and once as MoSS (GSS(0.3, 1.7)
-// components) with logits around ±1000: the NLL and its gradients for the latent states, the log
+// with a bias; as MoS (κ = 1) and as MoSS (GSS(0.3, 1.7) components), each with logits of a typical
+// scale and around ±1000 (the CUDA kernel branches on κ): the NLL and its gradients for the latent states, the log
 // priors, the decoder weight and the bias under a random upstream.
 std::vector<CheckedOutput> mixture_nll_check_cases(const torch::Device& device, torch::ScalarType dtype) {
   const int64_t M = 6, K = 3, d = 8, N = 1537;
   std::vector<CheckedOutput> outputs;
-  const std::tuple<const char*, double, double, double> cases[] = {{"MoS, logits N(0, 3²)", 0.0, 1.0, 1.0},
+  const std::tuple<const char*, double, double, double> cases[] = {{"MoS, logits of scale 1", 0.0, 1.0, 1.0},
+                                                                   {"MoS, logits ±1000", 0.0, 1.0, 1000.0},
+                                                                   {"MoSS, logits of scale 1", 0.3, 1.7, 1.0},
                                                                    {"MoSS, logits ±1000", 0.3, 1.7, 1000.0}};
   uint64_t seed = 21;
   for (const auto& [label, c, kappa, scale] : cases) {

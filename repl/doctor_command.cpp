@@ -1,6 +1,7 @@
 #include "repl/doctor_command.h"
 
 #include <exception>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -48,6 +49,14 @@ std::vector<std::pair<std::string, std::string>> torch_config_lines() {
   return lines;
 }
 
+// The NVIDIA kernel driver's own line ("NVRM version: ... 580.159.04 ..."), where Linux shows it.
+std::string nvidia_driver_line() {
+  std::ifstream in("/proc/driver/nvidia/version");
+  std::string line;
+  if (!in || !std::getline(in, line)) return "";
+  return line;
+}
+
 }  // namespace
 
 int run_doctor(const DoctorOptions& options) {
@@ -71,7 +80,9 @@ int run_doctor(const DoctorOptions& options) {
   print_section("build");
   print_pairs({{"lmkit's CUDA kernels", ops::cuda_kernels_built()
                                             ? "compiled, architectures " + ops::cuda_kernel_architectures()
-                                            : "not compiled (the fused ops run their ATen composites on CUDA)"},
+                                            : info.cuda_compiled
+                                                  ? "not compiled (the fused ops run their ATen composites on CUDA)"
+                                                  : "not compiled (this Torch has no CUDA)"},
                {"kernel self-check", ops::kernel_check_mode_name(ops::kernel_check_mode()) +
                                          " (LMKIT_KERNEL_CHECK: on, off or strict)"},
                {"CPU threads", integer_text(get_threads()) + " Torch, " + integer_text(get_blas_threads()) +
@@ -87,11 +98,17 @@ int run_doctor(const DoctorOptions& options) {
   }
   const bool usable = verdicts.empty();
   if (usable && device.is_cuda()) {
-    const auto facts = ops::cuda_device_facts(device.has_index() ? device.index() : 0);
-    if (facts.empty()) {
-      std::cout << "  (lmkit was built without its CUDA kernels: no device facts beyond Torch's)\n";
-    } else {
-      print_pairs(facts);
+    if (const auto driver = nvidia_driver_line(); !driver.empty()) print_pairs({{"NVIDIA driver", driver}});
+    try {
+      const auto facts = ops::cuda_device_facts(device.has_index() ? device.index() : 0);
+      if (facts.empty()) {
+        std::cout << "  (lmkit was built without its CUDA kernels: no device facts beyond Torch's)\n";
+      } else {
+        print_pairs(facts);
+      }
+    } catch (const std::exception& e) {
+      std::cout << "  the device's facts could not be read: " << e.what() << "\n";
+      verdicts.push_back({"device " + device_name + " facts", "FAIL", e.what()});
     }
   } else if (usable) {
     std::cout << "  the CPU (the smoke test's reference is the CPU itself: a determinism check)\n";
@@ -150,7 +167,7 @@ int run_doctor(const DoctorOptions& options) {
     return 0;
   }
   std::cout << "\n" << failed << " of " << verdicts.size() << " checks failed on " << device_name
-            << ". Attach this output to a bug report.\n";
+            << (usable ? ". Attach this output to a bug report.\n" : ".\n");
   return 1;
 }
 

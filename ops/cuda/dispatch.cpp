@@ -192,7 +192,10 @@ std::vector<std::pair<std::string, std::string>> device_facts(int index) {
   if (cudaDriverGetVersion(&driver) == cudaSuccess) facts.emplace_back("CUDA driver API", version(driver));
   if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) facts.emplace_back("CUDA runtime", version(runtime));
   if (at::globalContext().hasCuDNN()) {
-    facts.emplace_back("cuDNN", integer_text(static_cast<std::int64_t>(at::detail::getCUDAHooks().versionCuDNN())));
+    // cuDNN 9 numbers its versions 10000·major + 100·minor + patch, cuDNN 8 1000·major + 100·minor + patch.
+    const auto v = static_cast<std::int64_t>(at::detail::getCUDAHooks().versionCuDNN());
+    const auto major = v >= 90000 ? v / 10000 : v / 1000, rest = v >= 90000 ? v % 10000 : v % 1000;
+    facts.emplace_back("cuDNN", integer_text(major) + "." + integer_text(rest / 100) + "." + integer_text(rest % 100));
   } else {
     facts.emplace_back("cuDNN", "not available");
   }

@@ -1,5 +1,6 @@
-// A short training run on a device beside the same run on the CPU, from the same seed and
-// without dropout: the losses must agree step by step (1e-4 by default). `lmkit doctor` runs it
+// A short training run on a device beside the same run on the CPU, from the same seed, without
+// dropout (no random masks, whose generators differ by device) and without TF32: the losses must
+// agree step by step (1e-4 by default). `lmkit doctor` runs it
 // on a new machine; it exercises the encoder, the heads with lmkit's fused kernels (GSS, PLIF, MoS)
 // and the step's pieces (backward, gradient norm and clipping, SGD) where they will run.
 #pragma once

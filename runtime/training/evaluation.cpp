@@ -116,7 +116,8 @@ EvalResult dynamic_evaluate(LanguageModel& model, const torch::Tensor& train_tok
   const auto total_windows = batches.size();
   auto hidden = model->init_hidden(options.batch_size);
   data::Batch batch;
-  double total = 0;
+  // Summed on the device and read once at the end, as in evaluate.
+  auto total = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(source.device()));
   std::int64_t count = 0, done = 0;
   try {
     while (batches.next(batch)) {
@@ -124,7 +125,7 @@ EvalResult dynamic_evaluate(LanguageModel& model, const torch::Tensor& train_tok
       zero_grads();
       auto out = model->loss(batch.input, batch.target, hidden);
       const auto n = batch.input.numel();
-      total += out.loss.item<double>() * static_cast<double>(n);
+      total += out.loss.detach().to(torch::kFloat64) * static_cast<double>(n);
       count += n;
       out.loss.backward();
       torch::NoGradGuard no_grad;
@@ -147,7 +148,7 @@ EvalResult dynamic_evaluate(LanguageModel& model, const torch::Tensor& train_tok
     for (std::size_t i = 0; i < params.size(); ++i) params[i].copy_(original[i]);
   }
   zero_grads();
-  return eval_result(total, count);
+  return eval_result(read_to_host(total)[0], count);
 }
 
 }  // namespace lmkit::training

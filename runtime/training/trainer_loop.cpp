@@ -69,6 +69,9 @@ bool Trainer::State::train_step(const data::Batch& window) {
   const double share = static_cast<double>(chunk) / static_cast<double>(options.batch_size);
   // The step's loss stays on the device until its one read back below.
   torch::Tensor step_loss;
+  // The windows are slices of the training tokens, checked when the trainer was made; only this
+  // loop is covered (callbacks run outside it and pass their own ids through the models' checks).
+  const CheckedTokenStream checked;
   for (std::int64_t c = 0; c < chunks; ++c) {
     auto input = window.input.narrow(1, c * chunk, chunk);
     auto target = window.target.narrow(1, c * chunk, chunk);
@@ -150,7 +153,6 @@ void Trainer::State::restart_interval_clock() {
 }
 
 bool Trainer::State::train_epoch() {
-  const CheckedTokenStream checked;  // the training tokens were checked when the trainer was made
   if (batch == 0) {
     reset_hidden();
     epoch_loss = 0;

@@ -13,7 +13,7 @@
 #   bash scripts/gpu/run_on_gpu.sh --only configure,build,cpu_suite   # chosen steps (an existing build is reused)
 #   bash scripts/gpu/run_on_gpu.sh --quick --out ~/lmkit-results/node7
 #
-# Steps, in order: facts configure build gpu_tests rank bench cpu_suite.
+# Steps, in order: facts configure build doctor gpu_tests rank bench cpu_suite.
 # Options: --budget SECONDS (540): the whole run's deadline, each step gets what is left of it;
 #          --bench-steps N (200) --bench-warmup N (20) --bench-repeats R (1): timed steps per program,
 #          alternating lmkit.train, lmkit's Lua loop and the PyTorch yardstick R times per configuration;
@@ -105,6 +105,11 @@ PY
       echo "== where lmkit's Torch, CUDA and carried libraries load from"
       ldd "$build/lmkit" | grep -E 'torch|c10|cud|nv|fmt|lua|readline|lapack|blas|gfortran|tinfo|not found' | sed 's/ (0x.*//'
       ;;
+    doctor)
+      # The user's first check on a new machine: versions, each fused kernel against ATen, a
+      # 20-step training run on the GPU against the CPU, a verdict (exit 0 when all passed).
+      "$build/lmkit" doctor --device "$LMKIT_GPU_DEVICE"
+      ;;
     gpu_tests)
       ctest --test-dir "$build" -L gpu --output-on-failure --timeout 300
       ;;
@@ -150,7 +155,7 @@ fi
 # --- the driver -------------------------------------------------------------------------------
 # The rank timing before the benchmarks: one short run for one target, while the benchmarks take
 # whatever time is left, configuration by configuration.
-all_steps=(facts configure build gpu_tests rank bench cpu_suite)
+all_steps=(facts configure build doctor gpu_tests rank bench cpu_suite)
 steps=("${all_steps[@]}")
 budget=540 build_dir=build-gpu
 export LMKIT_GPU_BENCH_STEPS=200 LMKIT_GPU_BENCH_WARMUP=20 LMKIT_GPU_BENCH_REPEATS=1 LMKIT_GPU_DEVICE=cuda
@@ -159,7 +164,7 @@ bench_configs=()
 out=${LMKIT_GPU_OUT:-}
 while [ $# -gt 0 ]; do
   case $1 in
-    --quick) steps=(facts configure build gpu_tests) ;;
+    --quick) steps=(facts configure build doctor gpu_tests) ;;
     --only) IFS=, read -r -a steps <<<"$2"; shift ;;
     --budget) budget=$2; shift ;;
     --bench-steps) LMKIT_GPU_BENCH_STEPS=$2; shift ;;

@@ -117,6 +117,21 @@ TEST_F(KernelCheckTest, AKernelWrongOnlyInItsGradientIsCaught) {
   EXPECT_NEAR(r.error, 1e-3, 5e-4);
 }
 
+TEST_F(KernelCheckTest, APassingKernelIsTheOneThatRuns) {
+  // A fault that changes nothing but counts: the check passes, and the calls after it go through
+  // the fused kernel (1 result forward, 1 backward), not the composite.
+  int results = 0;
+  ScopedKernelFault counting("gss_log_softmax", torch::kCPU, [&results](torch::Tensor&) { ++results; });
+  auto l = logits(torch::kFloat32).requires_grad_();
+  gss_log_softmax(l.detach(), 0, 2);  // first use: the check, then this call
+  ASSERT_EQ(kernel_check_history().size(), 1u);
+  EXPECT_TRUE(kernel_check_history()[0].passed);
+  const int after_check = results;
+  gss_log_softmax(l, 0, 2).sum().backward();
+  EXPECT_EQ(results - after_check, 2);
+  EXPECT_TRUE(warnings_.empty());
+}
+
 TEST_F(KernelCheckTest, StrictModeMakesAMismatchAnErrorEveryTime) {
   set_kernel_check_mode(KernelCheckMode::strict);
   ScopedKernelFault wrong("plif", torch::kCPU, [](torch::Tensor& t) { t.neg_(); });

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/gss_log_softmax.h"
+#include "ops/kernel_check.h"
 #include "ops/mixture_nll.h"
 #include "ops/plif.h"
 
@@ -239,6 +240,19 @@ TEST(OpsCudaTest, MixtureNllFiniteForHugeLogits) {
   EXPECT_TRUE(torch::isfinite(nll).all().item<bool>());
   nll.sum().backward();
   EXPECT_TRUE(torch::isfinite(weight.grad()).all().item<bool>());
+}
+
+TEST(OpsCudaTest, EveryFusedKernelPassesItsSelfCheck) {
+  LMKIT_SKIP_WITHOUT_CUDA();
+  const torch::Device gpu(torch::kCUDA);
+  for (const auto& op : fused_ops()) {
+    if (!has_fused_kernel(op, gpu)) continue;  // a build without lmkit's CUDA kernels
+    for (auto type : kTypes) {
+      const auto r = compare_fused_kernel(op, gpu, type);
+      EXPECT_TRUE(r.passed) << op << " " << r.dtype << ": " << r.worst << " off by " << r.error << " (tolerance "
+                            << r.tolerance << ") " << r.failure;
+    }
+  }
 }
 
 }  // namespace

@@ -2,8 +2,9 @@
 // host (.item(), a copy to the CPU) waits for all queued work. A step may read the host once — its
 // loss and gradient norm together, for the NaN check, the clipping coefficient and the progress
 // line — and an evaluation once, at its end. Counted two ways: lmkit's own reads (read_to_host)
-// and, independently, every scalar read Torch's dispatcher sees (aten::_local_scalar_dense, what
-// .item() runs), through a RecordFunction observer.
+// and, independently, every read back Torch's dispatcher sees (aten::_local_scalar_dense, what
+// .item() runs, and the ops whose output size depends on values: nonzero, masked_select, unique,
+// ...), through a RecordFunction observer.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -29,13 +30,17 @@ namespace fs = std::filesystem;
 
 std::atomic<std::int64_t> scalar_reads{0};
 
-// Counts aten::_local_scalar_dense on every thread while alive.
+// Counts, on every thread while alive, the ops that read values back to the host on a GPU:
+// .item() (aten::_local_scalar_dense) and those whose output size depends on the values.
 class ScalarReadObserver {
  public:
   ScalarReadObserver() {
     handle_ = at::addGlobalCallback(
         at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
-          if (std::strcmp(fn.name(), "aten::_local_scalar_dense") == 0) ++scalar_reads;
+          for (const char* op : {"aten::_local_scalar_dense", "aten::nonzero", "aten::masked_select", "aten::unique",
+                                 "aten::_unique2", "aten::unique_consecutive", "aten::is_nonzero", "aten::equal"}) {
+            if (std::strcmp(fn.name(), op) == 0) ++scalar_reads;
+          }
           return nullptr;
         }).scopes({at::RecordScope::FUNCTION}));
   }
