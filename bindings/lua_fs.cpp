@@ -1,11 +1,13 @@
 #include "bindings/lua_fs.h"
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <system_error>
 
 #include "bindings/lua_call.h"
 #include "runtime/core/error.h"
+#include "runtime/core/file_lock.h"
 
 namespace lmkit::lua {
 namespace {
@@ -38,10 +40,26 @@ int fs_is_dir(lua_State* L) {
   return 1;
 }
 
+int fs_with_lock(lua_State* L) {
+  const std::string path = check_string(L, 1);
+  if (path.empty()) throw ArgError(1, "the path is empty");
+  check_type(L, 2, LUA_TFUNCTION, "function");
+  const std::string purpose = opt_string(L, 3).value_or("lmkit");
+  auto lock = std::make_unique<FileLock>(path, purpose);
+  const int base = lua_gettop(L);
+  lua_pushvalue(L, 2);
+  // No message handler: the function's error value (a string, a table) goes on unchanged.
+  const int status = lua_pcall(L, 0, LUA_MULTRET, 0);
+  lock.reset();
+  if (status != LUA_OK) throw PendingLuaError();
+  return lua_gettop(L) - base;
+}
+
 const Function kFunctions[] = {
     {"mkdir", fs_mkdir, "lmkit.fs.mkdir(path) -> path\nCreates the folder and its parents (nothing to do when it exists); an error names the path and the reason."},
     {"exists", fs_exists, "lmkit.fs.exists(path) -> boolean\nTrue when something (file, folder, ...) is at path."},
     {"is_dir", fs_is_dir, "lmkit.fs.is_dir(path) -> boolean\nTrue when path is a folder (or a link to one)."},
+    {"with_lock", fs_with_lock, "lmkit.fs.with_lock(path, fn[, purpose]) -> fn's results\nCalls fn() holding an exclusive lock on the file path (created if missing), released when fn returns or raises, or when the process ends however it ends. Another holder, in this process or another, makes it an error naming the holder's pid, host, start time and purpose."},
 };
 
 }  // namespace

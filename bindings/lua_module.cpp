@@ -110,6 +110,11 @@ int lmkit_full(lua_State* L) {
   } else {
     value_at = 1;
     while (lua_type(L, value_at + 1) == LUA_TNUMBER || lua_type(L, value_at + 1) == LUA_TBOOLEAN) ++value_at;
+    // full(2, 2, nil): a nil where the fill value would be (its variable unset) must not make the
+    // last size the value.
+    if (lua_gettop(L) > value_at && lua_isnil(L, value_at + 1)) {
+      throw ArgError(value_at + 1, "fill value (number or boolean) expected after the sizes, got nil");
+    }
     for (int i = 1; i < value_at; ++i) {
       const auto size = check_integer(L, i);
       if (size < 0) throw ArgError(i, "size must be non-negative, got " + integer_text(size));

@@ -69,9 +69,16 @@ int run_tostring(lua_State* L) {
     text = "Run " + box->dir;
     training::RunStore store(box->dir);
     if (store.exists("summary.json")) {
-      const auto summary = store.read_json("summary.json");
-      text += ": " + summary.value("status", std::string("?"));
-      if (summary.contains("test_ppl")) text += ", test ppl " + describe_number(summary["test_ppl"].get<double>());
+      // tostring must not raise (the REPL echoes with it): an unreadable summary is said, not thrown.
+      try {
+        const auto summary = store.read_json("summary.json");
+        const auto status = summary.find("status");
+        text += ": " + (status != summary.end() && status->is_string() ? status->get<std::string>() : std::string("?"));
+        const auto ppl = summary.find("test_ppl");
+        if (ppl != summary.end() && ppl->is_number()) text += ", test ppl " + describe_number(ppl->get<double>());
+      } catch (const std::exception&) {
+        text += ": summary.json unreadable";
+      }
     }
   }
   push_string(L, text);
@@ -119,7 +126,27 @@ int run_best_model(lua_State* L) {
   }
   training::RunStore store(run.dir);
   if (!store.exists("best.ckpt")) throw UsageError("run '" + run.dir + "' has no best.ckpt (no epoch finished)");
-  push_model(L, load_checkpoint(store.path("best.ckpt")).model);
+  auto model = load_checkpoint(store.path("best.ckpt")).model;
+  // The checkpoint must be this run's: a best.ckpt copied from another run would load and
+  // evaluate without complaint, under this run's name.
+  if (store.exists("config.json")) {
+    const auto config = store.read_json("config.json");
+    const auto stored = config.find("model");
+    if (stored != config.end() && stored->is_object()) {
+      auto loaded = to_json(model->options);
+      loaded["head"] = model->head->config();
+      for (auto it = stored->begin(); it != stored->end(); ++it) {
+        const auto other = loaded.find(it.key());
+        if (other == loaded.end() || *other != it.value()) {
+          throw UsageError("run '" + run.dir + "': best.ckpt holds another model than config.json describes (model." +
+                           it.key() + ": " + it.value().dump() + " in config.json, " +
+                           (other == loaded.end() ? std::string("absent") : other->dump()) +
+                           " in best.ckpt); was it copied from another run?");
+        }
+      }
+    }
+  }
+  push_model(L, model);
   return 1;
 }
 

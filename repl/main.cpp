@@ -17,6 +17,7 @@
 #include "repl/script_runner.h"
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/core/version.h"
 
 namespace {
@@ -81,6 +82,26 @@ struct BatchArguments {
   }
 };
 
+// An integer option's lower bound, said in words (CLI11's PositiveNumber prints the range of a
+// double, 2.22507e-308 to 1.79769e+308, for --jobs 0).
+CLI::Validator at_least(long long low) {
+  return CLI::Validator(
+      [low](std::string& text) -> std::string {
+        long long value = 0;
+        std::size_t used = 0;
+        try {
+          value = std::stoll(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size() || value < low) {
+          return "must be an integer ≥ " + lmkit::integer_text(low) + ", got " + text;
+        }
+        return std::string();
+      },
+      "INT ≥ " + lmkit::integer_text(low));
+}
+
 void add_set_option(CLI::App* command, std::vector<std::string>& sets, const std::string& doc) {
   command->add_option("--set", sets, doc)->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
@@ -110,16 +131,16 @@ CLI::App* add_batch_command(CLI::App& app, ScriptArguments& a, BatchArguments& b
       ->check(CLI::IsMember({"local", "slurm"}));
   add_set_option(batch, a.sets, "A recipe setting for the grid and every task (key=value, repeatable; out=DIR is the batch folder)");
   batch->add_option("--jobs", b.jobs, "At most this many tasks at once (local default: 1, or one per GPU; slurm: the array's %limit)")
-      ->check(CLI::PositiveNumber);
-  batch->add_option("--threads", b.task_threads, "CPU threads per local task (default: cores / jobs)")->check(CLI::PositiveNumber);
+      ->check(at_least(1));
+  batch->add_option("--threads", b.task_threads, "CPU threads per local task (default: cores / jobs)")->check(at_least(1));
   batch->add_option("--partition", b.partition, "Slurm partition");
   batch->add_option("--account", b.account, "Slurm account");
   batch->add_option("--time", b.time_limit, "Slurm time limit per task, e.g. 04:00:00");
-  batch->add_option("--cpus-per-task", b.cpus_per_task, "Slurm CPUs per task (also the task's threads)")->check(CLI::PositiveNumber);
-  batch->add_option("--gpus-per-task", b.gpus_per_task, "Slurm GPUs per task")->check(CLI::NonNegativeNumber);
+  batch->add_option("--cpus-per-task", b.cpus_per_task, "Slurm CPUs per task (also the task's threads)")->check(at_least(1));
+  batch->add_option("--gpus-per-task", b.gpus_per_task, "Slurm GPUs per task")->check(at_least(0));
   batch->add_flag("--requeue", b.requeue, "Slurm: a task stopped by SIGTERM/SIGUSR1 saves its state and requeues itself to resume");
   batch->add_option("--signal-lead", b.signal_lead, "Slurm: seconds before the time limit at which a task is told to save its state (SIGUSR1)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   batch->add_option("--sbatch-arg", b.sbatch_args, "An extra #SBATCH line, e.g. --sbatch-arg=--mem=32G (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -138,7 +159,7 @@ CLI::App* add_doctor_command(CLI::App& app, lmkit::repl::DoctorOptions& d) {
   auto* doctor = app.add_subcommand("doctor", "Check this machine: versions, build, each fused kernel against ATen, "
                                               "a short training run on the device against the CPU; exit 0 when all pass");
   doctor->add_option("--device", d.device, "cpu, cuda or cuda:N (default: cuda when usable, else cpu)");
-  doctor->add_option("--steps", d.steps, "Steps of the training comparison")->check(CLI::Range(1, 100000));
+  doctor->add_option("--steps", d.steps, "Steps of the training comparison")->check(at_least(1));
   return doctor;
 }
 

@@ -56,7 +56,8 @@ end
 
 local function paths(out)
   local b = out .. "/batch"
-  return {manifest = b .. "/manifest.json", tasks = b .. "/tasks", logs = b .. "/logs", slurm = b .. "/slurm"}
+  return {batch = b, lock = b .. "/lock", manifest = b .. "/manifest.json", tasks = b .. "/tasks", logs = b .. "/logs",
+          slurm = b .. "/slurm"}
 end
 
 batch.paths = paths
@@ -473,6 +474,8 @@ end
 -- `lmkit batch RECIPE ...`: o = {recipe=, backend=, jobs=, threads=, partition=, account=, time=,
 -- cpus_per_task=, gpus_per_task=, requeue=, signal_lead=, sbatch_args=, sets=, wait=, dry_run=}.
 -- Returns the exit status.
+local submit_locked
+
 local function submit(o)
   local path = lmkit.process.absolute(o.recipe)
   local ok, value = pcall(dofile, path)
@@ -496,6 +499,22 @@ local function submit(o)
   if backend ~= "local" and backend ~= "slurm" then
     fail(("lmkit batch: unknown backend '%s' (local or slurm)"):format(backend))
   end
+  -- One batch process per folder: a second `lmkit batch` on it (at the same moment, or while the
+  -- first still runs its tasks) is refused before it reads the tasks' states.
+  local p = paths(out)
+  mkdir(p.batch)
+  local locked, result = pcall(lmkit.fs.with_lock, p.lock, function()
+    return submit_locked(value, out, sets, cells, backend, o)
+  end, "lmkit batch " .. path)
+  if locked then return result end
+  if type(result) == "string" and result:find("is in use: its lock", 1, true) then
+    fail(("lmkit batch: %s\n`lmkit status %s` follows the batch that holds it."):format(result, out))
+  end
+  error(result, 0)
+end
+
+-- submit's work on the folder, under its lock.
+submit_locked = function(value, out, sets, cells, backend, o)
   local manifest = reconcile_manifest(value, out, sets, cells, backend)
   local p = paths(out)
   mkdir(p.tasks)

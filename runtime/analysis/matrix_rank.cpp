@@ -27,6 +27,15 @@ torch::Tensor check_singular_values(const torch::Tensor& sv) {
   if (values.numel() > 0 && !torch::isfinite(values).all().item<bool>()) {
     throw UsageError("singular values contain nan or inf (was the matrix finite?)");
   }
+  if (values.numel() > 0) {
+    const auto smallest = values.min(0);
+    const double low = std::get<0>(smallest).item<double>();
+    if (low < 0) {
+      throw UsageError("singular values are never negative, got " + describe_number(low) + " at position " +
+                       integer_text(std::get<1>(smallest).item<std::int64_t>() + 1) +
+                       " (pass σ from svdvals, not eigenvalues or a difference of spectra)");
+    }
+  }
   return values;
 }
 

@@ -6,6 +6,7 @@
 
 #include "runtime/analysis/matrix_rank.h"
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 
 namespace lmkit::analysis {
 namespace {
@@ -97,6 +98,15 @@ PairwiseKl pairwise_kl(const torch::Tensor& log_probs, std::int64_t pairs, std::
   }
   torch::NoGradGuard no_grad;
   const auto q = log_probs.to(torch::kFloat64);
+  // KL(p‖q) is defined for distributions: each row must be log-probabilities (logsumexp 0).
+  const auto mass = torch::logsumexp(q, 1).abs().max(0);
+  const double off = std::get<0>(mass).item<double>();
+  if (!(off <= 1e-3)) {
+    const auto row = std::get<1>(mass).item<std::int64_t>() + 1;
+    throw UsageError("pairwise_kl: row " + integer_text(row) + " is not a log-probability distribution (its " +
+                     "logsumexp is " + describe_number(torch::logsumexp(q[row - 1], 0).item<double>()) +
+                     ", not 0); pass log P, e.g. log_softmax of the logits or lmkit.analysis.logp_matrix");
+  }
   first = first.to(q.device());
   second = second.to(q.device());
   constexpr std::int64_t kChunk = 4096;  // bounds memory at 2·chunk·vocab doubles

@@ -126,7 +126,9 @@ nlohmann::json OptionSchema::check(const std::string& key, const nlohmann::json&
   if (!spec->range.contains(number)) {
     const auto& r = spec->range;
     const bool positive = r.low && *r.low == 0 && r.low_open && !r.high;
-    throw ConfigError(what + " must be " + (positive ? "positive" : r.describe()) + ", got " + describe_number(number));
+    // Only NaN lies outside a range without bounds: it has no constraint to name.
+    const std::string constraint = positive ? "positive" : r.describe().empty() ? "a finite number" : r.describe();
+    throw ConfigError(what + " must be " + constraint + ", got " + describe_number(number));
   }
   if (!std::isfinite(number)) throw ConfigError(what + " must be finite, got " + describe_number(number));
   return checked;

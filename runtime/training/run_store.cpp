@@ -28,11 +28,19 @@ void RunStore::write_json(const std::string& name, const nlohmann::json& value) 
 
 nlohmann::json RunStore::read_json(const std::string& name) const {
   const auto text = read_file(path(name), "run file");
+  nlohmann::json value;
   try {
-    return config::parse_json_text(text);
+    value = config::parse_json_text(text);
   } catch (const config::JsonTextError& e) {
     throw EnvironmentError("run file '" + path(name) + "' is not valid JSON: " + e.what());
   }
+  // Every JSON file of a run is an object (config.json, summary.json): anything else was written
+  // by something other than lmkit, and its fields would read as missing.
+  if (!value.is_object()) {
+    throw EnvironmentError("run file '" + path(name) + "' must hold a JSON object, got " +
+                           std::string(value.type_name()) + "; it was not written by lmkit (restore or delete it)");
+  }
+  return value;
 }
 
 void RunStore::append_line(const std::string& name, const std::string& line) const {

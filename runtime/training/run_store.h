@@ -32,7 +32,7 @@ class RunStore {
   bool exists(const std::string& name) const { return std::filesystem::exists(dir_ / name); }
 
   void write_json(const std::string& name, const nlohmann::json& value) const;
-  // EnvironmentError naming the file when missing or not JSON.
+  // EnvironmentError naming the file when missing, not JSON, or not a JSON object.
   nlohmann::json read_json(const std::string& name) const;
 
   void append_metric(const nlohmann::json& record) const;

@@ -136,6 +136,11 @@ Trainer::~Trainer() = default;
 
 json Trainer::run() {
   auto& s = *s_;
+  if (!s.writer) throw UsageError("train: this trainer has run already; make a new one to continue its run");
+  struct ReleaseWriter {
+    State& state;
+    ~ReleaseWriter() { state.writer.reset(); }
+  } release_writer{s};
   PreemptionGuard guard;
   InterruptibleScope interruptible;
   clear_preemption();

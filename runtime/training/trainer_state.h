@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -19,6 +20,7 @@
 #include "runtime/core/atomic_file.h"
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
+#include "runtime/core/file_lock.h"
 #include "runtime/core/version.h"
 #include "runtime/data/batching.h"
 #include "runtime/data/bptt_sampler.h"
@@ -45,7 +47,9 @@ std::int64_t peak_rss_bytes();
 
 struct Trainer::State {
   State(LanguageModel m, data::Corpus c, TrainOptions o, const std::string& dir, TrainCallbacks cb)
-      : model(std::move(m)), corpus(std::move(c)), options(std::move(o)), store(dir), callbacks(std::move(cb)),
+      : model(std::move(m)), corpus(std::move(c)), options(std::move(o)), store(dir),
+        writer(std::make_unique<FileLock>(store.path(".lock"), "training run " + store.dir().string())),
+        callbacks(std::move(cb)),
         device(model->encoder->embedding.device()),
         progress(Progress::detect_mode(), [this](const std::string& line) { store.append_log(line); }) {}
 
@@ -53,6 +57,9 @@ struct Trainer::State {
   data::Corpus corpus;
   TrainOptions options;
   RunStore store;
+  // One writer per run directory, from before this trainer reads or writes anything there until
+  // its run() ends: a second lmkit.train, resume or batch task on the directory is refused.
+  std::unique_ptr<FileLock> writer;
   TrainCallbacks callbacks;
   torch::Device device;
   Progress progress;

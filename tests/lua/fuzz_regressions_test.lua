@@ -65,6 +65,11 @@ T.test("a NaN dropout rate is refused like any rate outside [0, 1)", function()
   T.raises(function() lmkit.model{vocab_size = 6, wdrop = 0 / 0} end, "AWD-LSTM option 'wdrop' must be in [0, 1), got NaN")
 end)
 
+T.test("a NaN for an option without a range names what it must be", function()
+  T.raises(function() lmkit.model{vocab_size = 6, alpha = 0 / 0} end, "option 'alpha' must be a finite number, got NaN")
+  T.raises(function() lmkit.heads.gss{c = 0 / 0} end, "option 'c' must be a finite number, got NaN")
+end)
+
 -- A head written in Lua that closes its own model (or another argument) in the middle of the call:
 -- the model, tokens and vocabulary must stay alive until the call returns.
 local function closing_head(victims)

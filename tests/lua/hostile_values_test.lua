@@ -110,6 +110,10 @@ T.test("a run directory's files are untrusted: deep JSON works to the bound, bey
   state_is_healthy()
   write("summary.json", '{"deep": ' .. string.rep("[", 300) .. string.rep("]", 300) .. "}")
   T.raises(function() lmkit.open_run(dir):summary() end, dir .. "/summary.json' is not valid JSON: nested deeper")
+  -- Valid JSON of the wrong shape is named too, not read as a summary without a status.
+  write("summary.json", '[{"status": "finished"}]')
+  T.raises(function() lmkit.open_run(dir):summary() end, dir .. "/summary.json' must hold a JSON object, got array")
+  T.eq(tostring(lmkit.open_run(dir)):find("Run ", 1, true), 1)
   write("metrics.jsonl", string.rep("[", 500) .. "\n")
   T.raises(function() lmkit.open_run(dir):metrics() end, "metrics.jsonl' line 1 is not JSON: nested deeper")
   state_is_healthy()

@@ -15,6 +15,13 @@ T.test("constructors infer dtype and shape", function()
   T.eq(lmkit.linspace(0, 1, 3):totable(), {0, 0.5, 1})
 end)
 
+T.test("full with a nil fill value is refused, not filled with the last size", function()
+  local unset
+  T.raises(function() lmkit.full(2, 2, unset) end, "bad argument #3 to 'lmkit.full' (fill value (number or boolean) expected after the sizes, got nil)")
+  T.eq(lmkit.full(2, 3):totable(), {3, 3})
+  T.eq(lmkit.full({2}, 5, {dtype = "float64"}):totable(), {5, 5})
+end)
+
 T.test("ragged data is rejected with the reason", function()
   T.raises(function() lmkit.tensor({{1, 2}, {3}}) end, "ragged")
   T.raises(function() lmkit.tensor({1, "x"}) end, "found a string")

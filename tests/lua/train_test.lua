@@ -28,6 +28,47 @@ local function run_dir()
   return root .. "/run" .. counter
 end
 
+T.test("a run directory has one writer: a training started from inside another on its directory is refused", function()
+  local c = corpus()
+  local dir = run_dir()
+  local nested_error
+  local o = options{model = tiny(), corpus = c, run_dir = dir, epochs = 1}
+  o.on_step = function(_, control)
+    if nested_error == nil then
+      local ok, err = pcall(lmkit.train, options{model = tiny(), corpus = c, run_dir = dir, epochs = 1})
+      nested_error = ok and "accepted" or tostring(err)
+      control:stop("checked")
+    end
+  end
+  lmkit.train(o)
+  T.truthy(nested_error:find("is in use: its lock", 1, true), nested_error)
+  T.truthy(nested_error:find("training run", 1, true), nested_error)
+  -- The lock went with the first run: resuming it now is allowed.
+  T.eq(lmkit.resume(dir):summary().status, "finished")
+  -- lmkit.fs.with_lock: the same rule for any folder, released when the function returns or raises.
+  local lock = root .. "/folder.lock"
+  lmkit.fs.mkdir(root)
+  T.eq(lmkit.fs.with_lock(lock, function() return 1, 2 end), 1)
+  local inner = T.raises(function()
+    lmkit.fs.with_lock(lock, function() lmkit.fs.with_lock(lock, function() end) end, "outer")
+  end, "is in use: its lock")
+  T.truthy(inner:find(": outer", 1, true), inner)
+  T.raises(function() lmkit.fs.with_lock(lock, function() error({code = 7}) end) end)
+  T.eq(select(2, pcall(lmkit.fs.with_lock, lock, function() error({code = 7}) end)).code, 7)
+  T.eq(lmkit.fs.with_lock(lock, function() return "free again" end), "free again")
+end)
+
+T.test("a best.ckpt of another model than the run's config.json is refused, not loaded as the run's", function()
+  local c = corpus()
+  local dir = run_dir()
+  lmkit.train(options{model = tiny(), corpus = c, run_dir = dir, epochs = 1})
+  T.eq(lmkit.open_run(dir):best_model():parameter_count().total, tiny():parameter_count().total)
+  local other = lmkit.model{vocab_size = 30, emb = 8, nhid = 20, nhidlast = 8, nlayers = 2,
+                            dropout = 0.1, dropouth = 0.1, dropouti = 0.1, dropoute = 0.05, wdrop = 0.2}
+  other:save(dir .. "/best.ckpt")
+  T.raises(function() lmkit.open_run(dir):best_model() end, "best.ckpt holds another model than config.json describes (model.nhid: 16 in config.json, 20 in best.ckpt)")
+end)
+
 T.test("train returns a run whose files and summary say what happened", function()
   local c = corpus()
   local o = options{model = tiny(), corpus = c, run_dir = run_dir(), switch = "et", switch_epoch = 1}

@@ -37,6 +37,18 @@ TEST(MatrixRankTest, RankOfAProductWithTinyNoise) {
   EXPECT_EQ(press_rank(svdvals(q.to(torch::kFloat32)), 500, 400, torch::kFloat32), 12);
 }
 
+TEST(MatrixRankTest, NegativeSingularValuesAreRefused) {
+  // Eigenvalues of a symmetric matrix, or a difference of two spectra, are not singular values.
+  const auto values = torch::tensor({3.0, 1.0, -0.5, 0.25}, torch::kFloat64);
+  try {
+    press_rank(values, 10, 4, torch::kFloat32);
+    ADD_FAILURE() << "negative singular values must be refused";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("never negative, got -0.5 at position 3"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(press_rank(torch::tensor({3.0, 0.0}, torch::kFloat64), 10, 2, torch::kFloat32), 1);
+}
+
 TEST(MatrixRankTest, EffectiveRankIsTheEnergyShare) {
   // σ² = {0.9, 0.09, 0.009, 0.001}: 1 − ε = 0.999 needs 3 values, 0.99 needs 2, 0.9 needs 1.
   const auto sv = torch::tensor({0.9, 0.09, 0.009, 0.001}, torch::kFloat64).sqrt();

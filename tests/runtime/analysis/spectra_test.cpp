@@ -232,6 +232,20 @@ TEST(SpectraTest, PairwiseKlClosedForms) {
   EXPECT_EQ(kl.pairs, 50);
 }
 
+TEST(SpectraTest, PairwiseKlRefusesRowsThatAreNotLogProbabilities) {
+  // Probabilities instead of their logs, and logits: KL of those would be a number, and wrong.
+  const auto probabilities = torch::tensor({{0.3, 0.7}, {0.7, 0.3}}, kDouble);
+  const auto logits = torch::tensor({{1.0, 2.0}, {0.5, -1.0}}, kDouble);
+  for (const auto& q : {probabilities, logits}) {
+    try {
+      pairwise_kl(q, 10);
+      ADD_FAILURE() << "rows that are not log-probabilities must be refused";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("row 1 is not a log-probability distribution"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(RobustnessTest, RefactorizationKeepsTheRank) {
   seed_torch(2);
   const auto q = torch::randn({60, 40}, kDouble);

@@ -112,6 +112,28 @@ TEST_F(TrainerTest, EpochTriggeredSwitchHappensAtItsEpochAndIsRecorded) {
   EXPECT_NO_THROW(load_checkpoint(dir("et") + "/best.ckpt"));
 }
 
+TEST_F(TrainerTest, OneWriterPerRunDirectory) {
+  Trainer first(tiny_model(), tiny_corpus(), tiny_options(), dir("one"));
+  try {
+    Trainer second(tiny_model(), tiny_corpus(), tiny_options(), dir("one"));
+    ADD_FAILURE() << "a second trainer on a run directory in use was accepted";
+  } catch (const UsageError& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("one' is in use: its lock"), std::string::npos) << text;
+    EXPECT_NE(text.find("is held by pid " + std::to_string(::getpid()) + " on host"), std::string::npos) << text;
+    EXPECT_NE(text.find("training run"), std::string::npos) << text;
+  }
+  EXPECT_EQ(first.run().at("status"), "finished");
+  EXPECT_THROW(first.run(), UsageError);  // a trainer runs once
+  // The lock went with the run: the next trainer is refused for what the directory holds, not the lock.
+  try {
+    Trainer again(tiny_model(), tiny_corpus(), tiny_options(), dir("one"));
+    ADD_FAILURE() << "a finished run directory was trained again";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds a finished run"), std::string::npos) << e.what();
+  }
+}
+
 std::string read_text(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;
