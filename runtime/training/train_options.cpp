@@ -1,5 +1,7 @@
 #include "runtime/training/train_options.h"
 
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "runtime/config/bound_options.h"
@@ -103,10 +105,14 @@ std::optional<std::string> switch_warning(const TrainOptions& o) {
   }
   // NT compares an epoch's loss with more than nonmono earlier ones: its first chance is after
   // epoch nonmono + 2, and averaging then needs one more epoch.
-  if (o.switch_policy == "nt" && o.nonmono + 3 > o.epochs) {
+  // (Written so that no sum overflows: nonmono may be any non-negative 64-bit integer.)
+  if (o.switch_policy == "nt" && o.nonmono > o.epochs - 3) {
+    const std::string first = o.nonmono <= std::numeric_limits<std::int64_t>::max() - 2
+                                  ? integer_text(o.nonmono + 2)
+                                  : "nonmono + 2";
     return fmt::format("switch=\"nt\" with nonmono={} can first switch after epoch {}, but the run has epochs={}: "
                        "it will never average (lower nonmono, or use switch=\"et\" with a switch_epoch)",
-                       o.nonmono, o.nonmono + 2, o.epochs);
+                       o.nonmono, first, o.epochs);
   }
   return std::nullopt;
 }

@@ -515,6 +515,27 @@ std::string option_error(const nlohmann::json& options) {
   return "(accepted)";
 }
 
+TEST(TrainOptionsTest, SwitchWarningHoldsForEveryNonmono) {
+  // NT's first chance is after epoch nonmono + 2: the check must not overflow near 2^63 (the
+  // binding fuzzer found nonmono = 2^63 − 1 under UBSan).
+  TrainOptions o;
+  o.switch_policy = "nt";
+  o.epochs = 5;
+  o.nonmono = 2;
+  EXPECT_FALSE(switch_warning(o).has_value());
+  o.nonmono = 3;
+  ASSERT_TRUE(switch_warning(o).has_value());
+  EXPECT_NE(switch_warning(o)->find("first switch after epoch 5,"), std::string::npos) << *switch_warning(o);
+  o.nonmono = std::numeric_limits<std::int64_t>::max();
+  ASSERT_TRUE(switch_warning(o).has_value());
+  EXPECT_NE(switch_warning(o)->find("after epoch nonmono + 2,"), std::string::npos) << *switch_warning(o);
+  o.nonmono = std::numeric_limits<std::int64_t>::max() - 2;
+  EXPECT_NE(switch_warning(o)->find("after epoch 9223372036854775807,"), std::string::npos) << *switch_warning(o);
+  o.epochs = 0;
+  o.nonmono = 0;
+  EXPECT_TRUE(switch_warning(o).has_value());
+}
+
 TEST(TrainOptionsTest, IntegerOptionsRejectFractionsAndOutOfRangeValues) {
   // nlohmann's get<int64_t> used to truncate 1.5 to 1 and wrap 1e20 to −9223372036854775808.
   EXPECT_EQ(option_error({{"epochs", 1.5}}), "training option 'epochs' must be an integer, got 1.5");
