@@ -59,7 +59,7 @@ bool cannot_lock_here(int error) { return error == ENOSYS || error == EOPNOTSUPP
 
 }  // namespace
 
-FileLock::FileLock(const std::string& path, const std::string& purpose) : path_(path) {
+FileLock::FileLock(const std::string& path, const std::string& purpose) {
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     throw EnvironmentError("cannot open the lock file '" + path + "': " + std::strerror(errno));
@@ -88,7 +88,6 @@ FileLock::FileLock(const std::string& path, const std::string& purpose) : path_(
          "): one writer at a time is not enforced there (docs/cluster.md, \"One writer per run\")");
     return;
   }
-  held_ = true;
   const std::string record = nlohmann::json{{"pid", static_cast<long long>(::getpid())},
                                             {"host", host_name()},
                                             {"started", utc_now()},

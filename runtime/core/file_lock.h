@@ -22,14 +22,8 @@ class FileLock {
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;
 
-  const std::string& path() const { return path_; }
-  // False when the filesystem cannot lock (see above): the lock is then advisory in name only.
-  bool held() const { return held_; }
-
  private:
-  std::string path_;
   int fd_ = -1;
-  bool held_ = false;
 };
 
 }  // namespace lmkit

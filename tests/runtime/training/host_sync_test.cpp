@@ -22,6 +22,7 @@
 #include "runtime/data/synthetic_language.h"
 #include "runtime/training/evaluation.h"
 #include "runtime/training/trainer.h"
+#include "tests/support/temporary_folder.h"
 
 namespace lmkit::training {
 namespace {
@@ -68,16 +69,9 @@ LanguageModel tiny_model(const nlohmann::json& head) {
   return LanguageModel(o);
 }
 
-class HostSyncTest : public ::testing::Test {
+class HostSyncTest : public testing::TemporaryFolderTest {
  protected:
-  void SetUp() override {
-    ::setenv("LMKIT_PROGRESS", "off", 1);
-    root_ = fs::temp_directory_path() / ("lmkit_host_sync_test_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-  }
-  void TearDown() override { fs::remove_all(root_); }
-  fs::path root_;
+  HostSyncTest() : TemporaryFolderTest("lmkit_host_sync_test_") {}
 };
 
 TEST_F(HostSyncTest, TheObserverSeesItem) {

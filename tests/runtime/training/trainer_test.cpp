@@ -25,6 +25,7 @@
 #include "runtime/training/preemption.h"
 #include "runtime/training/run_store.h"
 #include "runtime/training/trainer.h"
+#include "tests/support/temporary_folder.h"
 
 namespace lmkit::training {
 namespace {
@@ -66,17 +67,9 @@ TrainOptions tiny_options() {
   return o;
 }
 
-class TrainerTest : public ::testing::Test {
+class TrainerTest : public testing::TemporaryFolderTest {
  protected:
-  void SetUp() override {
-    ::setenv("LMKIT_PROGRESS", "off", 1);
-    root_ = fs::temp_directory_path() / ("lmkit_trainer_test_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-  }
-  void TearDown() override { fs::remove_all(root_); }
-  std::string dir(const std::string& name) const { return (root_ / name).string(); }
-  fs::path root_;
+  TrainerTest() : TemporaryFolderTest("lmkit_trainer_test_") {}
 };
 
 // The metrics without their wall-clock fields, which no two runs share.

@@ -1,0 +1,32 @@
+// A fresh folder per test under the system's temporary directory, named by the pid and the test
+// (so that parallel runs and reruns never share one), removed when the test ends. Progress bars off.
+#pragma once
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace lmkit::testing {
+
+class TemporaryFolderTest : public ::testing::Test {
+ protected:
+  explicit TemporaryFolderTest(std::string prefix) : prefix_(std::move(prefix)) {}
+  void SetUp() override {
+    ::setenv("LMKIT_PROGRESS", "off", 1);
+    root_ = std::filesystem::temp_directory_path() /
+            (prefix_ + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(root_);
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+  std::string dir(const std::string& name) const { return (root_ / name).string(); }
+
+  std::filesystem::path root_;
+
+ private:
+  std::string prefix_;
+};
+
+}  // namespace lmkit::testing
