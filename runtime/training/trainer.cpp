@@ -8,7 +8,31 @@ namespace {
 // Keys of config.json whose change does not make a different run (resume may change them).
 const std::set<std::string> kResumableChanges = {"epochs", "max_seconds", "log_interval", "test"};
 
+// A split must give every column of its batch at least `rows` tokens (an input and its target;
+// training needs one more, for a window of length 2). Checked before the first step, so that a
+// small valid or test split is not found after an epoch or after all of training.
+void check_split_fits(const char* split, const torch::Tensor& tokens, const char* option, std::int64_t batch_size,
+                      std::int64_t rows) {
+  const auto n = tokens.defined() ? tokens.numel() : 0;
+  if (n / batch_size >= rows) return;
+  const auto largest = n / rows;
+  throw UsageError(fmt::format(
+      "train: the {} split has {} token{}, too few for {} {}: each of its {} columns needs at least {} tokens, "
+      "so it needs at least {}. {}",
+      split, integer_text(n), n == 1 ? "" : "s", option, integer_text(batch_size), integer_text(batch_size),
+      integer_text(rows), integer_text(batch_size * rows),
+      largest >= 1 ? fmt::format("Set the training option {} to at most {}, or use a larger {} split.", option,
+                                 integer_text(largest), split)
+                   : fmt::format("Use a {} split of at least {} tokens.", split, integer_text(rows))));
+}
+
 }  // namespace
+
+void check_splits_fit_batches(const data::Corpus& corpus, const TrainOptions& options) {
+  check_split_fits("train", corpus.train, "batch_size", options.batch_size, 3);
+  check_split_fits("valid", corpus.valid, "eval_batch_size", options.eval_batch_size, 2);
+  if (options.test) check_split_fits("test", corpus.test, "test_batch_size", options.test_batch_size, 2);
+}
 
 std::string describe_differences(const json& stored, const json& now, const std::string& prefix) {
   std::string out;
@@ -85,11 +109,8 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
   // Checked here once, on the host: the training loop then skips the models' per-window checks
   // (each a synchronisation with a GPU).
   check_token_ids(s.corpus.train, s.model->options.encoder().vocab_size(), "the training tokens");
+  check_splits_fit_batches(s.corpus, s.options);
   s.train_source = data::batchify(s.corpus.train, s.options.batch_size).to(s.device);
-  if (s.train_source.size(0) < 3) {
-    throw UsageError("train: " + integer_text(s.corpus.train.numel()) + " training tokens are too few for batch_size " +
-                     integer_text(s.options.batch_size));
-  }
   data::BpttSamplerOptions sampler_options;
   sampler_options.bptt = s.options.bptt;
   sampler_options.max_delta = s.options.max_delta;
@@ -160,12 +181,11 @@ json Trainer::run() {
       break;
     }
   }
-  if (running && s.options.finetune_epochs > 0 && s.store.exists("best.ckpt")) running = s.finetune();
+  if (running && s.options.finetune_epochs > 0 && s.best_epoch > 0) running = s.finetune();
   if (s.status.empty()) s.status = "finished";
 
   std::optional<EvalResult> valid, test;
-  if (s.store.exists("best.ckpt")) {
-    load_weights(s.model, s.store.path("best.ckpt"));
+  if (s.best_epoch > 0 && s.load_best("valid_ppl and test_ppl are computed from it")) {
     valid = evaluate(s.model, s.corpus.valid, s.options.eval_batch_size, s.options.bptt);
     if (s.options.test) {
       test = evaluate(s.model, s.corpus.test, s.options.test_batch_size, s.options.bptt);

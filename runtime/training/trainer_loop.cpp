@@ -229,6 +229,37 @@ void Trainer::State::save_best(double valid_loss) {
   best_train_loss = last_train_loss;
 }
 
+bool Trainer::State::load_best(const std::string& needed_for) {
+  const auto path = store.path("best.ckpt");
+  std::string problem;
+  if (!store.exists("best.ckpt")) {
+    problem = "is missing (deleted or moved while the run went on)";
+  } else {
+    try {
+      load_weights(model, path);
+      return true;
+    } catch (const std::exception& e) {
+      problem = std::string("cannot be read: ") + e.what();
+    }
+  }
+  const std::string text = fmt::format(
+      "{} (the model of the best epoch, {}, valid ppl {:.2f}) {}; {}. Put it back and run the same command "
+      "again (the run resumes from state.ckpt and only finishes), or train again in a new run_dir{}",
+      path, integer_text(best_epoch), std::exp(best_valid), problem, needed_for,
+      store.exists("last.ckpt") ? "; last.ckpt holds the weights of the last epoch." : ".");
+  if (!status.empty() && status != "finished") {
+    // A run that already stopped for another reason (diverged, stopped) keeps that status.
+    diagnostic += (diagnostic.empty() ? "" : " ") + text;
+    log("warning: " + text);
+    return false;
+  }
+  status = "failed";
+  diagnostic = text;
+  log("Run failed: " + text);
+  write_summary();
+  throw EnvironmentError("training run failed: " + text);
+}
+
 bool Trainer::State::end_of_training_epoch() {
   const double epoch_time = epoch_elapsed();
   epoch_seconds.push_back(epoch_time);
@@ -278,7 +309,7 @@ void Trainer::State::finish_epoch(const EvalResult& valid, double epoch_time, bo
 
 bool Trainer::State::finetune() {
   if (!finetune_started) {
-    load_weights(model, store.path("best.ckpt"));
+    load_best("finetuning starts from it");
     optimizer = std::make_unique<Optimizer>("asgd", make_groups(options.lr));
     averaging = true;
     stage = "finetune";

@@ -42,6 +42,10 @@ using nlohmann::json;
 // The differences of this run's configuration from a stored config.json, one "\n  key: stored
 // X, now Y" line each; keys a resume may change (epochs, max_seconds, ...) are skipped.
 std::string describe_differences(const json& stored, const json& now, const std::string& prefix = "");
+// Refuses a split with fewer tokens than its batch size needs (train: batch_size, valid:
+// eval_batch_size, test: test_batch_size when the run tests), naming the split, the option and
+// the largest value that fits.
+void check_splits_fit_batches(const data::Corpus& corpus, const TrainOptions& options);
 // The process's peak resident memory so far.
 std::int64_t peak_rss_bytes();
 
@@ -161,6 +165,13 @@ struct Trainer::State {
   EvalResult validate();
 
   void save_best(double valid_loss);
+
+  // Loads best.ckpt, which the end of the run (and finetuning) needs. When it is missing or
+  // unreadable, a run that was to finish ends "failed": summary.json says why and an
+  // EnvironmentError names the file, what needed it and the way out — never a "finished" run
+  // without the results it promised. A run that stopped for another reason (diverged, stopped)
+  // keeps its status, gets the same text as its diagnostic, and false comes back.
+  bool load_best(const std::string& needed_for);
 
   // Validation, checkpoints, switch and metrics after an epoch of the main stage; false when the
   // validation loss diverged (nothing of this epoch is saved then).

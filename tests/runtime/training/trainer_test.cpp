@@ -486,6 +486,111 @@ TEST_F(TrainerTest, FinetuneStageRunsAfterTheMainOne) {
   }
 }
 
+// summary.json of a run directory, read back from disk.
+nlohmann::json stored_summary(const std::string& run_dir) {
+  std::ifstream in(run_dir + "/summary.json");
+  return nlohmann::json::parse(in);
+}
+
+TEST_F(TrainerTest, ARunWhoseBestCheckpointVanishedFailsNamingItInsteadOfFinishing) {
+  auto options = tiny_options();
+  options.epochs = 1;
+  TrainCallbacks callbacks;
+  // The end of epoch 1 has just written best.ckpt; a user (or a cleaner) removes it.
+  callbacks.on_epoch_end = [&](const nlohmann::json&) { fs::remove(fs::path(dir("vanished")) / "best.ckpt"); };
+  Trainer trainer(tiny_model(), tiny_corpus(), options, dir("vanished"), callbacks);
+  try {
+    trainer.run();
+    ADD_FAILURE() << "a run without best.ckpt finished";
+  } catch (const EnvironmentError& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("best.ckpt (the model of the best epoch, 1,"), std::string::npos) << text;
+    EXPECT_NE(text.find("is missing"), std::string::npos) << text;
+    EXPECT_NE(text.find("valid_ppl and test_ppl"), std::string::npos) << text;
+    EXPECT_NE(text.find("Put it back and run the same command again"), std::string::npos) << text;
+  }
+  const auto summary = stored_summary(dir("vanished"));
+  EXPECT_EQ(summary.at("status"), "failed");
+  EXPECT_FALSE(summary.contains("valid_ppl"));
+  EXPECT_NE(summary.at("diagnostic").get<std::string>().find("best.ckpt"), std::string::npos);
+
+  // The way out the message names: the file back, the same command again; the run only finishes.
+  {
+    Trainer again(tiny_model(), tiny_corpus(), options, dir("reference"));
+    again.run();
+  }
+  fs::copy_file(fs::path(dir("reference")) / "best.ckpt", fs::path(dir("vanished")) / "best.ckpt");
+  Trainer resumed(tiny_model(), tiny_corpus(), options, dir("vanished"));
+  EXPECT_TRUE(resumed.resumed());
+  const auto finished = resumed.run();
+  EXPECT_EQ(finished.at("status"), "finished");
+  EXPECT_TRUE(std::isfinite(finished.at("valid_ppl").get<double>()));
+  EXPECT_EQ(finished.at("epochs"), 1);
+}
+
+TEST_F(TrainerTest, AnUnreadableBestCheckpointFailsTheRunAndFinetuningNeedsItToo) {
+  auto options = tiny_options();
+  options.epochs = 1;
+  options.finetune_epochs = 2;
+  TrainCallbacks callbacks;
+  callbacks.on_epoch_end = [&](const nlohmann::json&) {
+    std::ofstream(fs::path(dir("garbled")) / "best.ckpt", std::ios::trunc) << "not a checkpoint";
+  };
+  Trainer trainer(tiny_model(), tiny_corpus(), options, dir("garbled"), callbacks);
+  try {
+    trainer.run();
+    ADD_FAILURE() << "finetuning started from an unreadable best.ckpt";
+  } catch (const EnvironmentError& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("cannot be read"), std::string::npos) << text;
+    EXPECT_NE(text.find("finetuning starts from it"), std::string::npos) << text;
+  }
+  EXPECT_EQ(stored_summary(dir("garbled")).at("status"), "failed");
+}
+
+TEST_F(TrainerTest, EverySplitIsCheckedAgainstItsBatchSizeBeforeTheFirstStep) {
+  struct Case {
+    const char* split;
+    std::int64_t tokens;
+    const char* expected;
+    const char* way_out;
+  };
+  // tiny_options: batch_size 4, eval_batch_size 4, test_batch_size 2.
+  for (const auto& c : {Case{"valid", 2, "the valid split has 2 tokens, too few for eval_batch_size 4",
+                             "Set the training option eval_batch_size to at most 1"},
+                        Case{"test", 1, "the test split has 1 token, too few for test_batch_size 2",
+                             "Use a test split of at least 2 tokens"},
+                        Case{"train", 11, "the train split has 11 tokens, too few for batch_size 4",
+                             "Set the training option batch_size to at most 3"}}) {
+    auto corpus = tiny_corpus();
+    auto& split = std::string(c.split) == "valid" ? corpus.valid : std::string(c.split) == "test" ? corpus.test : corpus.train;
+    split = split.narrow(0, 0, c.tokens).clone();
+    const auto run_dir = dir(std::string("small_") + c.split);
+    try {
+      Trainer trainer(tiny_model(), corpus, tiny_options(), run_dir);
+      ADD_FAILURE() << c.split << ": accepted";
+    } catch (const UsageError& e) {
+      const std::string text = e.what();
+      EXPECT_NE(text.find(c.expected), std::string::npos) << text;
+      EXPECT_NE(text.find(c.way_out), std::string::npos) << text;
+    }
+    // Refused before anything was written: no step, no metrics.
+    EXPECT_FALSE(fs::exists(fs::path(run_dir) / "metrics.jsonl")) << c.split;
+  }
+  // The way out: a batch size the split fills.
+  auto corpus = tiny_corpus();
+  corpus.valid = corpus.valid.narrow(0, 0, 9).clone();
+  auto options = tiny_options();
+  options.epochs = 1;
+  options.eval_batch_size = 4;  // 9 / 2 = 4 columns of 2 tokens fit
+  EXPECT_EQ(Trainer(tiny_model(), corpus, options, dir("fits")).run().at("status"), "finished");
+  // A run that does not test does not need a test split that fits.
+  corpus = tiny_corpus();
+  corpus.test = corpus.test.narrow(0, 0, 1).clone();
+  options.test = false;
+  EXPECT_NO_THROW(Trainer(tiny_model(), corpus, options, dir("untested")));
+}
+
 TEST_F(TrainerTest, BadOptionsAreNamed) {
   auto options = tiny_options();
   options.small_batch_size = 3;
