@@ -13,7 +13,9 @@
 #include "bindings/lua_tensor.h"
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
+#include "runtime/core/random_state.h"
 #include "runtime/heads/head_registry.h"
+#include "runtime/heads/method_agreement.h"
 #include "runtime/tensor/tensor_format.h"
 
 namespace lmkit::lua {
@@ -155,13 +157,29 @@ class LuaCustomHeadImpl : public HeadImpl {
         lua_rawgeti(L, -1, static_cast<lua_Integer>(i));
         auto* t = test_tensor(L, -1);
         lua_pop(L, 1);
+        const std::string item = "custom head '" + name_ + "': parameters[" + integer_text(i) + "]";
         if (!t) {
           lua_pop(L, 1);
-          throw UsageError("custom head: parameters[" + integer_text(i) + "] is not a Tensor");
+          throw UsageError(item + " is not a Tensor");
         }
-        register_parameter("p" + integer_text(i), *t, t->requires_grad());
+        // A tensor without grad would be counted as a parameter and never train; one computed from
+        // others (not a leaf) would make every step backpropagate into its graph a second time.
+        if (!t->requires_grad()) {
+          lua_pop(L, 1);
+          throw UsageError(item + " does not require grad, so it would be counted but never trained: make it with "
+                           "{requires_grad = true} (or call :requires_grad_()), or keep it out of parameters as a "
+                           "constant of your functions");
+        }
+        if (!t->is_leaf()) {
+          lua_pop(L, 1);
+          throw UsageError(item + " is computed from other tensors (not a leaf), so the optimizer cannot update it: "
+                           "list the tensors it is made from, or make it a leaf with :detach():requires_grad_()");
+        }
+        register_parameter("p" + integer_text(i), *t, true);
       }
     }
+    lua_pop(L, 1);
+    if (get_field_raw(L, table, "check") == LUA_TBOOLEAN) check_nll_ = lua_toboolean(L, -1);
     lua_pop(L, 1);
   }
   std::string kind() const override { return "custom"; }
@@ -192,12 +210,26 @@ class LuaCustomHeadImpl : public HeadImpl {
     auto nll = call_for_tensor(L, 4, what);
     check_result_form(nll, {targets.numel()}, h.scalar_type(), what);
     if (nll.numel() == 0) return nll;
-    torch::NoGradGuard no_grad;
-    // −log p ≥ 0: a negative value means the probabilities behind it were not normalized.
-    const double lowest = nll.detach().min().item<double>();
-    if (!(lowest >= -kNormalizationTolerance)) {
-      throw LuaCallbackError(what + " must return negative log-likelihoods (≥ 0), got " + fmt::format("{:.6g}", lowest) +
-                             "; are its log-probabilities normalized?");
+    {
+      torch::NoGradGuard no_grad;
+      // −log p ≥ 0: a negative value means the probabilities behind it were not normalized.
+      const double lowest = nll.detach().min().item<double>();
+      if (!(lowest >= -kNormalizationTolerance)) {
+        throw LuaCallbackError(what + " must return negative log-likelihoods (≥ 0), got " +
+                               fmt::format("{:.6g}", lowest) + "; are its log-probabilities normalized?");
+      }
+    }
+    if (check_nll_) {
+      // The first batch's nll against forward's: once per head, with the random generators as
+      // they were (the extra forward must not shift the run's draws).
+      torch::Tensor log_probs;
+      {
+        PreservedRandomState keep(h.device());
+        torch::NoGradGuard no_grad;
+        log_probs = this->log_probs(h, decoder);
+      }
+      check_nll_matches_log_probs(nll, log_probs, targets, what);
+      check_nll_ = false;
     }
     return nll;
   }
@@ -205,6 +237,8 @@ class LuaCustomHeadImpl : public HeadImpl {
  private:
   std::string name_;
   std::unique_ptr<LuaRef> forward_, nll_;
+  // Until the first nll has been compared with forward (or the spec said check = false).
+  bool check_nll_ = true;
 };
 
 // Pushes a spec table {kind = kind} with the HeadSpec metatable.
@@ -350,10 +384,10 @@ int heads_custom(lua_State* L) {
     lua_pop(L, 1);
     const char* key = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : nullptr;
     const std::string k = key ? key : "";
-    if (k != "forward" && k != "nll" && k != "parameters" && k != "name") {
+    if (k != "forward" && k != "nll" && k != "parameters" && k != "name" && k != "check") {
       const std::string shown = key ? "'" + k + "'" : std::string("a ") + luaL_typename(L, -1) + " key";
       lua_pop(L, 1);
-      throw ArgError(1, "unknown field " + shown + " (accepted: forward, nll, parameters, name)");
+      throw ArgError(1, "unknown field " + shown + " (accepted: forward, nll, parameters, name, check)");
     }
   }
   const auto field_type = [&](const char* key) {
@@ -368,8 +402,12 @@ int heads_custom(lua_State* L) {
   if (params_type != LUA_TNIL && params_type != LUA_TTABLE) throw ArgError(1, "field 'parameters' must be a list of Tensors");
   const int name_type = field_type("name");
   if (name_type != LUA_TNIL && name_type != LUA_TSTRING) throw ArgError(1, "field 'name' must be a string");
+  const int check_field = field_type("check");
+  if (check_field != LUA_TNIL && check_field != LUA_TBOOLEAN) {
+    throw ArgError(1, "field 'check' must be a boolean (false: do not compare nll with forward on the first batch)");
+  }
   push_spec(L, "custom");
-  for (const char* key : {"forward", "nll", "parameters", "name"}) {
+  for (const char* key : {"forward", "nll", "parameters", "name", "check"}) {
     get_field_raw(L, 1, key);
     lua_setfield(L, -2, key);
   }
@@ -380,7 +418,7 @@ const Function kHeadFunctions[] = {
     {"kinds", heads_kinds, "lmkit.heads.kinds() -> {string}\nThe head kinds built into lmkit (each also lmkit.heads.<kind>), sorted; the Lua heads pointwise and custom are not among them."},
     {"info", heads_info, "lmkit.heads.info(kind) -> table\nWhat a built-in head kind declares: {kind, summary, projects, pointwise, monotone, options = {{name, default, doc}, ...}} (defaults as Lua values). projects: it maps h to a latent space of its own (the MoS family, trained with the MoS configuration); pointwise: log_softmax(f(l)) with f pointwise; monotone: f increasing, so it ranks words as Softmax does."},
     {"pointwise", heads_pointwise, "lmkit.heads.pointwise(fn) -> HeadSpec\nlog_softmax(fn(l)) for a Lua function fn of the logits Tensor [M, N] returning a Tensor of the same shape, composed from lmkit tensor ops (autograd works). Models with it cannot be saved."},
-    {"custom", heads_custom, "lmkit.heads.custom{forward=fn, nll=fn, parameters={...}, name=} -> HeadSpec\nA head written in Lua: forward(h [M, d], weight [N, d], bias [N] or nil) returns log-probabilities [M, N]; optional nll(h, targets, weight, bias) returns [M] negative log-likelihoods; parameters (Tensors) become the head's parameters. See docs/lua-heads.md."},
+    {"custom", heads_custom, "lmkit.heads.custom{forward=fn, nll=fn, parameters={...}, name=, check=} -> HeadSpec\nA head written in Lua: forward(h [M, d], weight [N, d], bias [N] or nil) returns log-probabilities [M, N]; optional nll(h, targets, weight, bias) returns [M] negative log-likelihoods, compared with forward on the first batch (check = false skips that); parameters (leaf Tensors that require grad) become the head's parameters. See docs/lua-heads.md."},
 };
 
 }  // namespace

@@ -199,6 +199,48 @@ T.test("what a Lua head returns is checked: width, rank, dtype, normalization, n
   T.truthy(loss_with("fine", function(h, w, b) return logits(h, w, b):log_softmax() end)():item() > 0)
 end)
 
+T.test("a custom head's nll is compared with its forward on the first batch", function()
+  local ids = lmkit.tensor({{1, 2}, {3, 4}}, {dtype = "int64"})
+  local targets = lmkit.tensor({{5, 6}, {7, 8}}, {dtype = "int64"})
+  local function logp(h, w, b) return (h:matmul(w:transpose(1, 2)) + b):log_softmax() end
+  local zeros = function(h) return lmkit.zeros(h:size(1)) end
+  -- nll returning zeros trained to perplexity 1.0 and "finished".
+  lmkit.seed(2)
+  local liar = tiny(lmkit.heads.custom{name = "liar", forward = logp, nll = zeros})
+  T.raises(function() liar:loss(ids, targets) end,
+           "custom head 'liar': nll(h, targets, weight, bias) disagrees with the head's forward: at row ")
+  T.raises(function() liar:loss(ids, targets) end, "(target ")  -- until it agrees, every call is checked
+  -- check = false is the way out for a head whose two methods differ on purpose.
+  lmkit.seed(2)
+  local unchecked = tiny(lmkit.heads.custom{forward = logp, nll = zeros, check = false})
+  T.eq(unchecked:loss(ids, targets):item(), 0)
+  T.raises(function() lmkit.heads.custom{forward = logp, check = "no"} end, "field 'check' must be a boolean")
+  -- The check's extra forward leaves the random generators where they were.
+  local function noisy(h, w, b) lmkit.rand(3); return logp(h, w, b) end
+  local function nll(h, t, w, b)
+    local l = h:matmul(w:transpose(1, 2)) + b
+    return l:logsumexp(2) - (l * lmkit.eye(l:size(2))[t + 1]):sum(2)
+  end
+  local draws = {}
+  for _, check in ipairs({true, false}) do
+    lmkit.seed(4)
+    local m = tiny(lmkit.heads.custom{forward = noisy, nll = nll, check = check})
+    m:loss(ids, targets)
+    draws[#draws + 1] = lmkit.rand(1):item()
+  end
+  T.eq(draws[1], draws[2])
+end)
+
+T.test("a custom head's parameters must be leaves that require grad", function()
+  local function logp(h, w, b) return (h:matmul(w:transpose(1, 2)) + b):log_softmax() end
+  T.raises(function() tiny(lmkit.heads.custom{name = "frozen", forward = logp, parameters = {lmkit.zeros(20)}}) end,
+           "custom head 'frozen': parameters[1] does not require grad, so it would be counted but never trained")
+  local leaf = lmkit.zeros(20, {requires_grad = true})
+  T.raises(function() tiny(lmkit.heads.custom{name = "derived", forward = logp, parameters = {leaf, leaf * 2}}) end,
+           "custom head 'derived': parameters[2] is computed from other tensors (not a leaf)")
+  T.eq(tiny(lmkit.heads.custom{forward = logp, parameters = {leaf}}):parameter_count().head, 20)
+end)
+
 T.test("a token id outside the vocabulary is named with its position and the vocabulary size", function()
   lmkit.seed(2)
   local m = tiny()
