@@ -83,7 +83,12 @@ int trampoline(lua_State* L) {
 int traceback_handler(lua_State* L) {
   const char* msg = lua_tostring(L, 1);
   if (msg == nullptr) {
-    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
+    // An error object with a __tostring is shown by it (protected: it may raise itself).
+    if (luaL_getmetafield(L, 1, "__tostring") != LUA_TNIL) {
+      lua_pop(L, 1);
+      push_string(L, describe_value(L, 1));
+      return 1;
+    }
     msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
   }
   luaL_traceback(L, L, msg, 1);
@@ -414,6 +419,38 @@ void register_doc(lua_State* L, int value_index, const std::string& name, const 
   lua_pushvalue(L, value_index);
   lua_rawset(L, -3);
   lua_pop(L, 1);
+}
+
+namespace {
+
+int tostring_of_argument(lua_State* L) {
+  luaL_tolstring(L, 1, nullptr);
+  return 1;
+}
+
+}  // namespace
+
+std::string describe_value(lua_State* L, int index) {
+  index = lua_absindex(L, index);
+  if (lua_type(L, index) == LUA_TSTRING) {
+    std::size_t length = 0;
+    const char* text = lua_tolstring(L, index, &length);
+    return std::string(text, length);
+  }
+  if (!lua_checkstack(L, 3)) return std::string("(a ") + luaL_typename(L, index) + " value)";
+  lua_pushcfunction(L, tostring_of_argument);
+  lua_pushvalue(L, index);
+  if (lua_pcall(L, 1, 1, 0) == LUA_OK) {
+    std::size_t length = 0;
+    const char* text = lua_tolstring(L, -1, &length);
+    std::string result(text, length);
+    lua_pop(L, 1);
+    return result;
+  }
+  // The failure's own message may be any value too: only a string is shown.
+  std::string reason = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : std::string("a non-string error");
+  lua_pop(L, 1);
+  return std::string("(a ") + luaL_typename(L, index) + " whose __tostring failed: " + reason + ")";
 }
 
 int call_with_traceback(lua_State* L, int nargs, int nresults) {

@@ -145,6 +145,12 @@ void register_doc(lua_State* L, int value_index, const std::string& name, const 
 // Returns the lua_pcall status; on error the message (with traceback) is on the stack.
 int call_with_traceback(lua_State* L, int nargs, int nresults);
 
+// The text of any Lua value, as tostring gives it, without ever raising: a __tostring that raises
+// or returns a non-string, or a __name that is not a string, gives "(a table whose __tostring
+// failed: ...)" instead of an error — or, outside a protected call, a PANIC that aborts the process.
+// For error objects, echoes and messages that may hold any value a script made.
+std::string describe_value(lua_State* L, int index);
+
 // The message of a caught exception (c10::Error without its C++ backtrace).
 std::string describe_exception(std::exception_ptr error);
 

@@ -60,7 +60,7 @@ class LuaCallbackError : public std::runtime_error {
 torch::Tensor call_for_tensor(lua_State* L, int nargs, const std::string& what) {
   const int base = lua_gettop(L) - nargs - 1;
   if (lua_pcall(L, nargs, 1, 0) != LUA_OK) {
-    std::string message = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "(non-string error)";
+    std::string message = describe_value(L, -1);
     lua_settop(L, base);
     throw LuaCallbackError(message);
   }

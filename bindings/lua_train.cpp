@@ -239,7 +239,7 @@ void call_callback(lua_State* L, int callbacks, int control, const char* name, c
   push_json(L, info);
   lua_pushvalue(L, control);
   if (call_with_traceback(L, 2, 0) != LUA_OK) {
-    std::string message = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "(error object is not a string)";
+    std::string message = describe_value(L, -1);
     lua_pop(L, 1);
     throw CallbackError(std::string(name) + " callback failed: " + message);
   }

@@ -32,11 +32,7 @@ std::string show(lua_State* L, int index) {
     }
   }
   lua_settop(L, index);
-  std::size_t length = 0;
-  const char* text = luaL_tolstring(L, index, &length);
-  std::string result(text, length);
-  lua_pop(L, 1);
-  return result;
+  return lua::describe_value(L, index);  // never raises: no value may abort the REPL
 }
 
 }  // namespace
@@ -86,8 +82,7 @@ ReplEvaluator::Outcome ReplEvaluator::execute() {
   }
   if (status != LUA_OK) {
     outcome.failed = true;
-    const char* message = lua_tostring(L_, -1);
-    outcome.output = message ? message : "(error object is not a string)";
+    outcome.output = lua::describe_value(L_, -1);
     return outcome;
   }
   const int results = lua_gettop(L_) - function_index + 1;

@@ -79,8 +79,7 @@ int run_script(const ScriptOptions& options) {
               << " never read its settings (lmkit.configure{defaults...} or lmkit.settings)\n";
   }
   if (status != LUA_OK) {
-    const char* message = lua_tostring(L, -1);
-    std::cerr << "lmkit: " << (message ? message : "(error object is not a string)") << "\n";
+    std::cerr << "lmkit: " << lua::describe_value(L, -1) << "\n";
     // Ctrl-C: the shell's convention (128 + SIGINT), so that a job script does not requeue it.
     if (was_interrupted()) return 128 + SIGINT;
     // A preempted training run saved its state: tell the batch system to requeue, not to fail.
@@ -113,8 +112,7 @@ int call_lmkit_function(const char* module, const char* function, const nlohmann
   }
   std::fflush(stdout);
   if (status != LUA_OK) {
-    const char* message = lua_tostring(L, -1);
-    std::cerr << "lmkit: " << (message ? message : "(error object is not a string)") << "\n";
+    std::cerr << "lmkit: " << lua::describe_value(L, -1) << "\n";
     return 1;
   }
   return lua_isinteger(L, -1) ? static_cast<int>(lua_tointeger(L, -1)) : 0;

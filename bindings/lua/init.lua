@@ -22,7 +22,23 @@ return function(lmkit)
     return (("%q"):format(s):gsub("\\\n", "\\n"))
   end
 
-  -- A one-line description of any value, shallow for tables.
+  -- tostring that never raises: a __tostring that fails (or returns a non-string) is described.
+  local function safe_tostring(value)
+    local ok, text = pcall(tostring, value)
+    if ok then return text end
+    return ("(a %s whose __tostring failed: %s)"):format(type(value),
+                                                        type(text) == "string" and text or "a non-string error")
+  end
+
+  -- The __tostring of a value's metatable, read raw (a __metatable field may hide it behind any value).
+  local function has_tostring(value)
+    local meta = getmetatable(value)
+    return type(meta) == "table" and rawget(meta, "__tostring") ~= nil
+  end
+
+  -- A one-line description of any value, shallow for tables. Tables are read raw (no __index,
+  -- __len or __pairs runs), so describing a value never runs — or fails in — the value's own code
+  -- beyond its __tostring, which is called protected.
   local function show(value, max_entries)
     max_entries = max_entries or 30
     local kind = type(value)
@@ -31,12 +47,10 @@ return function(lmkit)
       local name = lmkit.doc(value)
       return name and ("function: " .. name) or tostring(value)
     end
-    if kind ~= "table" then return tostring(value) end
-    local meta = getmetatable(value)
-    if meta and meta.__tostring then return tostring(value) end
-    local parts, n = {}, #value
+    if kind ~= "table" or has_tostring(value) then return safe_tostring(value) end
+    local parts, n = {}, rawlen(value)
     local function brief(v)
-      if type(v) == "table" and not (getmetatable(v) or {}).__tostring then
+      if type(v) == "table" and not has_tostring(v) then
         return next(v) == nil and "{}" or "{...}"
       end
       if lmkit.is_tensor(v) then
@@ -44,17 +58,17 @@ return function(lmkit)
       end
       return show(v)
     end
-    for i = 1, math.min(n, max_entries) do parts[#parts + 1] = brief(value[i]) end
+    for i = 1, math.min(n, max_entries) do parts[#parts + 1] = brief(rawget(value, i)) end
     local shown = #parts
     local named = {}
-    for k in pairs(value) do
+    for k in next, value do
       if not (math.type(k) == "integer" and k >= 1 and k <= n) then named[#named + 1] = k end
     end
-    table.sort(named, function(a, b) return tostring(a) < tostring(b) end)
+    table.sort(named, function(a, b) return safe_tostring(a) < safe_tostring(b) end)
     for _, k in ipairs(named) do
       if shown >= max_entries then break end
       local key = is_identifier(k) and k or ("[" .. show(k) .. "]")
-      parts[#parts + 1] = key .. " = " .. brief(value[k])
+      parts[#parts + 1] = key .. " = " .. brief(rawget(value, k))
       shown = shown + 1
     end
     local total = n + #named

@@ -53,6 +53,37 @@ TEST_F(ReplEvaluatorTest, ErrorsDoNotEndTheSession) {
   EXPECT_EQ(repl_.feed("2 * 21").output, "42");
 }
 
+// A value whose metamethods raise (or return nonsense) is described, never a PANIC that aborts
+// the REPL: echo, error objects, nested values, keys, a hidden metatable.
+TEST_F(ReplEvaluatorTest, NoValueAbortsTheSession) {
+  ASSERT_FALSE(repl_.feed("raising = function() error('boom') end").failed);
+  struct Case {
+    const char* input;
+    bool failed;
+    const char* output;
+  };
+  for (const auto& c : {
+           Case{"setmetatable({}, {__tostring = raising})", false, "(a table whose __tostring failed: repl:1: boom)"},
+           Case{"setmetatable({}, {__tostring = function() return {} end})", false,
+                "(a table whose __tostring failed: '__tostring' must return a string)"},
+           Case{"setmetatable({1, 2}, {__index = raising, __len = raising, __pairs = raising})", false, "{1, 2}"},
+           Case{"{a = setmetatable({}, {__tostring = raising})}", false,
+                "{a = (a table whose __tostring failed: repl:1: boom)}"},
+           Case{"setmetatable({}, {__metatable = 5})", false, "{}"},
+           Case{"setmetatable({}, {__name = {}})", false, "{}"},
+           Case{"error(setmetatable({}, {__tostring = raising}))", true, "(a table whose __tostring failed: repl:1: boom)"},
+           Case{"error(setmetatable({}, {__tostring = function() return 'told' end}))", true, "told"},
+       }) {
+    const auto out = repl_.feed(c.input);
+    EXPECT_EQ(out.failed, c.failed) << c.input;
+    EXPECT_EQ(out.output, c.output) << c.input;
+  }
+  const auto table_error = repl_.feed("error({1, 2})");
+  EXPECT_TRUE(table_error.failed);
+  EXPECT_EQ(table_error.output.rfind("(error object is a table value)", 0), 0u) << table_error.output;
+  EXPECT_EQ(repl_.feed("6 * 7").output, "42");
+}
+
 TEST_F(ReplEvaluatorTest, ResetAbandonsAPartialChunk) {
   repl_.feed("for i = 1, 3 do");
   ASSERT_TRUE(repl_.pending());
