@@ -1,4 +1,5 @@
 #include "bindings/lua_call.h"
+#include "bindings/torch_error_text.h"
 
 #include <c10/util/Exception.h>
 
@@ -65,7 +66,9 @@ int invoke(lua_State* L) noexcept {
   } catch (const ArgError& e) {
     push_argument_error(L, name, method, e);
   } catch (const c10::Error& e) {
-    push_failure(L, name, e.what_without_backtrace());
+    push_failure(L, name, torch_error_in_lmkit_words(e.what_without_backtrace()).c_str());
+  } catch (const std::bad_alloc&) {
+    push_failure(L, name, allocation_failure_text().c_str());
   } catch (const std::exception& e) {
     push_failure(L, name, e.what());
   } catch (...) {
@@ -466,7 +469,9 @@ std::string describe_exception(std::exception_ptr error) {
   try {
     std::rethrow_exception(error);
   } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
+    return torch_error_in_lmkit_words(e.what_without_backtrace());
+  } catch (const std::bad_alloc&) {
+    return allocation_failure_text();
   } catch (const std::exception& e) {
     return e.what();
   } catch (...) {

@@ -41,6 +41,10 @@ std::vector<std::string> lua_files(const fs::path& dir) {
 std::string resolve_recipe(const std::string& name_or_path) {
   std::error_code ec;
   if (fs::is_regular_file(name_or_path, ec)) return name_or_path;
+  if (fs::is_directory(name_or_path, ec)) {
+    throw EnvironmentError("cannot run " + name_or_path + ": it is a folder, not a file (give the recipe's .lua " +
+                           "file, or a recipe's name: `lmkit recipes` lists them)");
+  }
   const bool bare = name_or_path.find('/') == std::string::npos && !name_or_path.empty();
   if (bare) {
     if (const auto dir = lmkit_recipes_dir()) {

@@ -478,11 +478,17 @@ local submit_locked
 
 local function submit(o)
   local path = lmkit.process.absolute(o.recipe)
+  local not_a_recipe = ("lmkit batch: %s is not a grid recipe: it does not return lmkit.recipe.define{...} " ..
+                        "(docs/recipes.md). `lmkit run %s` runs plain scripts."):format(path, o.recipe)
+  -- A script that never mentions define is not run at all: running it only to find that out would
+  -- train, print or fail on the batch's own settings (a configure script: "unknown setting 'out'").
+  local file = io.open(path, "r")
+  local text = file and file:read("a")
+  if file then file:close() end
+  if text and not text:find("define", 1, true) then fail(not_a_recipe) end
   local ok, value = pcall(dofile, path)
   if not ok then fail(tostring(value)) end
-  if not recipe.is_recipe(value) then
-    fail(("lmkit batch: %s does not return a recipe (recipe.define{...}); `lmkit run` runs plain scripts"):format(path))
-  end
+  if not recipe.is_recipe(value) then fail(not_a_recipe) end
   local sets = {}
   for _, s in ipairs(o.sets or {}) do
     local key = s:match("^([^=]+)=")

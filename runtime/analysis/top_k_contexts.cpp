@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "runtime/core/atomic_file.h"
 #include "runtime/core/error.h"
 #include "runtime/core/interruption.h"
 #include "runtime/core/number_text.h"
@@ -38,6 +39,7 @@ class EvalModeGuard {
 }  // namespace
 
 std::vector<Context> read_contexts(const std::filesystem::path& file) {
+  require_readable_file(file.string(), "contexts file");
   std::ifstream in(file, std::ios::binary);
   if (!in) throw EnvironmentError("cannot read contexts file " + file.string());
   std::vector<Context> contexts;

@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "runtime/core/atomic_file.h"
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
 #include "runtime/data/corpus_locator.h"
@@ -66,6 +67,7 @@ const BenchmarkName& find_similarity_benchmark(const std::string& name) {
 }
 
 SimilarityBenchmark read_similarity_benchmark(const std::filesystem::path& file, const std::string& name) {
+  if (std::filesystem::is_directory(file)) require_readable_file(file.string(), "word-similarity benchmark file");
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     throw EnvironmentError("cannot read word-similarity benchmark file " + file.string() +

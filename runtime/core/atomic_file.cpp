@@ -46,10 +46,25 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
   }
 }
 
+void require_readable_file(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(status)) {
+    throw EnvironmentError("cannot open " + what + " '" + path + "': it is a folder, not a file");
+  }
+  if (ec || !std::filesystem::exists(status)) {
+    throw EnvironmentError("cannot open " + what + " '" + path + "': " +
+                           (ec ? ec.message() : std::string(std::strerror(ENOENT))));
+  }
+}
+
 std::string read_file(const std::string& path, const std::string& what) {
+  require_readable_file(path, what);
   std::ifstream file(path, std::ios::binary);
   if (!file) throw EnvironmentError("cannot open " + what + " '" + path + "': " + std::strerror(errno));
-  return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (file.bad()) throw EnvironmentError("cannot read " + what + " '" + path + "': " + std::strerror(errno));
+  return bytes;
 }
 
 RemovedTemporaries remove_stale_temporaries(const std::string& dir) {

@@ -20,6 +20,11 @@ struct RemovedTemporaries {
 };
 RemovedTemporaries remove_stale_temporaries(const std::string& dir);
 
+// Refuses, before any stream opens it, a path that is not a readable file: "cannot open <what>
+// '<path>': it is a folder, not a file" (a C++ stream would report a folder as "basic_filebuf::
+// underflow error" or as missing), or "...: No such file or directory" and the like.
+void require_readable_file(const std::string& path, const std::string& what = "file");
+
 // The whole file as bytes; EnvironmentError "cannot open <what> '<path>': <reason>" otherwise.
 std::string read_file(const std::string& path, const std::string& what = "file");
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 
+#include "runtime/core/atomic_file.h"
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
 #include "runtime/data/content_hash.h"
@@ -73,11 +74,16 @@ class Tokenizer {
 
   void word(const char* p, std::size_t n) { out_.ids.push_back(vocab_.add(std::string_view(p, n))); }
 
-  [[noreturn]] void invalid(std::size_t column, unsigned char byte) const {
-    char hex[8];
-    std::snprintf(hex, sizeof hex, "0x%02X", byte);
-    throw EnvironmentError(name_ + ":" + integer_text(line_number_) + ": invalid UTF-8 (byte " + hex +
-                           " at column " + integer_text(column + 1) +
+  static std::string hex(unsigned char byte) {
+    char text[8];
+    std::snprintf(text, sizeof text, "0x%02X", byte);
+    return text;
+  }
+
+  // `column` is the byte where the broken character starts (its lead byte), 0-based.
+  [[noreturn]] void invalid(std::size_t column, unsigned char byte, const std::string& why = "") const {
+    throw EnvironmentError(name_ + ":" + integer_text(line_number_) + ": invalid UTF-8 (byte " + hex(byte) +
+                           " at byte column " + integer_text(column + 1) + (why.empty() ? "" : ": " + why) +
                            "); corpora must be UTF-8 text (convert with iconv)");
   }
 
@@ -95,10 +101,13 @@ class Tokenizer {
     } else {
       invalid(i, b0);
     }
-    if (i + width > n) invalid(i, b0);
+    const auto starts = "it starts a " + integer_text(static_cast<std::int64_t>(width)) + "-byte character";
+    if (i + width > n) invalid(i, b0, starts + " but the line ends first");
     for (std::size_t k = 1; k < width; ++k) {
       const auto b = static_cast<unsigned char>(p[i + k]);
-      if ((b & 0xC0) != 0x80) invalid(i + k, b);
+      if ((b & 0xC0) != 0x80) {
+        invalid(i, b0, starts + " but the next byte " + hex(b) + " does not continue it");
+      }
       cp = (cp << 6) | (b & 0x3F);
     }
     if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) invalid(i, b0);
@@ -158,6 +167,7 @@ TokenizedFile tokenize_text(std::string_view text, Vocabulary& vocab, const std:
 
 TokenizedFile tokenize_file(const std::filesystem::path& path, Vocabulary& vocab) {
   const std::string name = path.string();
+  require_readable_file(name, "corpus file");
   std::unique_ptr<std::FILE, FileCloser> file(std::fopen(name.c_str(), "rb"));
   if (!file) throw EnvironmentError("cannot open " + name + ": " + std::strerror(errno));
   TokenizedFile out;

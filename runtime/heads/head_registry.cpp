@@ -96,7 +96,14 @@ nlohmann::json read_head_config(const nlohmann::json& config) {
 Head make_head(const nlohmann::json& config, int64_t in_dim, int64_t latent_dim) {
   auto values = read_head_config(config);
   const HeadKind* kind = find_head_kind(values.at("kind").get<std::string>());
-  return kind->make(HeadSettings(std::move(values), in_dim, latent_dim));
+  const auto described = values.dump();
+  try {
+    return kind->make(HeadSettings(std::move(values), in_dim, latent_dim));
+  } catch (const c10::Error& e) {
+    // The encoder's memory is estimated before it is built (awd_lstm.cpp); a head's size depends on
+    // its own options (mos{K = 1e9}), so a failed allocation is told with the head that asked.
+    TORCH_CHECK(false, "making the head ", described, ": ", e.what_without_backtrace());
+  }
 }
 
 bool HeadImpl::projects() const {

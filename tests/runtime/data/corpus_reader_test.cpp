@@ -113,19 +113,39 @@ TEST(CorpusReaderTest, InvalidUtf8NamesFileLineAndColumn) {
   TempDir dir;
   const auto file = dir.write("bad.txt", "fine line\nstill fine\nhere \xFF is bad\n");
   const auto message = error_of(file);
-  EXPECT_NE(message.find(file.string() + ":3: invalid UTF-8 (byte 0xFF at column 6)"), std::string::npos) << message;
+  EXPECT_NE(message.find(file.string() + ":3: invalid UTF-8 (byte 0xFF at byte column 6)"), std::string::npos) << message;
+  // A lead byte whose continuation is missing is the broken character: its column, not the next byte's.
+  const auto broken = error_of(dir.write("b1.txt", "ab\xE9" "cd\n"));
+  EXPECT_NE(broken.find(":1: invalid UTF-8 (byte 0xE9 at byte column 3: it starts a 3-byte character but the next "
+                        "byte 0x63 does not continue it)"),
+            std::string::npos)
+      << broken;
+  const auto second = error_of(dir.write("b5.txt", "\xE2\x82x\n"));
+  EXPECT_NE(second.find("(byte 0xE2 at byte column 1: it starts a 3-byte character but the next byte 0x78"),
+            std::string::npos)
+      << second;
   // Truncated sequence at the end of a line, overlong form, surrogate.
-  EXPECT_NE(error_of(dir.write("b2.txt", "ok\nab\xC3\n")).find(":2: invalid UTF-8"), std::string::npos);
+  EXPECT_NE(error_of(dir.write("b2.txt", "ok\nab\xC3\n")).find(":2: invalid UTF-8 (byte 0xC3 at byte column 3: it "
+                                                                 "starts a 2-byte character but the line ends first)"),
+            std::string::npos);
   EXPECT_NE(error_of(dir.write("b3.txt", "\xC0\xAF\n")).find(":1: invalid UTF-8"), std::string::npos);
   EXPECT_NE(error_of(dir.write("b4.txt", "\xED\xA0\x80\n")).find(":1: invalid UTF-8"), std::string::npos);
 }
 
-TEST(CorpusReaderTest, EmptyAndMissingFilesAreNamed) {
+TEST(CorpusReaderTest, EmptyMissingAndFolderPathsAreNamed) {
   TempDir dir;
   const auto empty = dir.write("empty.txt", "");
   EXPECT_NE(error_of(empty).find(empty.string() + ": the file is empty"), std::string::npos);
   const auto missing = dir.path() / "missing.txt";
-  EXPECT_NE(error_of(missing).find("cannot open " + missing.string()), std::string::npos);
+  EXPECT_NE(error_of(missing).find("cannot open corpus file '" + missing.string() + "': No such file or directory"),
+            std::string::npos)
+      << error_of(missing);
+  // A folder where the file should be is said to be one (a stream reported it as missing or "underflow").
+  const auto folder = dir.path() / "train.txt";
+  std::filesystem::create_directory(folder);
+  EXPECT_NE(error_of(folder).find("cannot open corpus file '" + folder.string() + "': it is a folder, not a file"),
+            std::string::npos)
+      << error_of(folder);
 }
 
 TEST(CorpusReaderTest, TenMegabyteLineIsReadWhole) {
