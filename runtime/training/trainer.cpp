@@ -50,6 +50,34 @@ std::string describe_differences(const json& stored, const json& now, const std:
   return out;
 }
 
+bool corpus_content_differs(const json& stored, const json& now) {
+  if (!stored.is_object()) return false;
+  for (const char* key : {"vocab_size", "tokens", "hash"}) {
+    if (stored.contains(key) && now.contains(key) && stored.at(key) != now.at(key)) return true;
+  }
+  return false;
+}
+
+std::string corpus_changed_message(const std::string& dir, const json& stored, const json& now) {
+  auto words = [](const json& c) { return c.contains("vocab_size") ? c.at("vocab_size").dump() : std::string("?"); };
+  auto facts = [&](const json& c) {
+    std::string text = words(c) + " words";
+    if (c.contains("tokens") && c.at("tokens").is_object() && c.contains("hash") && c.at("hash").is_object()) {
+      for (const char* split : {"train", "valid", "test"}) {
+        if (!c.at("tokens").contains(split) || !c.at("hash").contains(split)) continue;
+        text += std::string(", ") + split + " " + c.at("tokens").at(split).dump() + " tokens (hash " +
+                c.at("hash").at(split).get<std::string>() + ")";
+      }
+    }
+    return text;
+  };
+  const auto source = stored.value("source", std::string());
+  return "run directory '" + dir + "': the corpus changed since this run started" +
+         (source.empty() ? std::string() : " (" + source + ")") + ": it had " + facts(stored) + "; it has " +
+         facts(now) + " now. A run continues only on the corpus it started with: put that corpus back, or " +
+         "start a new run in another run_dir.";
+}
+
 json run_config(const LanguageModel& model, const data::Corpus& corpus, const TrainOptions& options) {
   json c;
   c["model"] = to_json(model->options);
@@ -96,12 +124,22 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
   if (!model) throw UsageError("train: no model");
   if (run_dir.empty()) throw UsageError("train: run_dir is required (the directory that keeps this run)");
   check_train_options(options);
-  if (!corpus.vocab || corpus.vocab->size() != model->options.encoder().vocab_size()) {
-    throw UsageError("train: the corpus has " + integer_text(corpus.vocab ? corpus.vocab->size() : 0) +
-                     " words but the model's vocab_size is " + integer_text(model->options.encoder().vocab_size()));
-  }
   s_ = std::make_unique<State>(std::move(model), std::move(corpus), std::move(options), run_dir, std::move(callbacks));
   auto& s = *s_;
+  const auto corpus_words = s.corpus.vocab ? s.corpus.vocab->size() : 0;
+  if (corpus_words != s.model->options.encoder().vocab_size()) {
+    // Resuming with a corpus edited since the run started (the model rebuilt from config.json
+    // keeps the old vocabulary): say that, not just that two sizes differ.
+    if (s.store.exists("state.ckpt") && s.store.exists("config.json")) {
+      const auto stored = s.store.read_json("config.json");
+      if (stored.contains("corpus") && stored.at("corpus").is_object()) {
+        throw UsageError(corpus_changed_message(s.store.dir().string(), stored.at("corpus"),
+                                                run_config(s.model, s.corpus, s.options).at("corpus")));
+      }
+    }
+    throw UsageError("train: the corpus has " + integer_text(corpus_words) + " words but the model's vocab_size is " +
+                     integer_text(s.model->options.encoder().vocab_size()));
+  }
   for (auto& item : s.model->named_parameters(/*recurse=*/true)) {
     s.names.push_back(item.key());
     s.params.push_back(item.value());
@@ -127,6 +165,9 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
   }
   if (s.store.exists("state.ckpt")) {
     const auto stored = s.store.read_json("config.json");
+    if (corpus_content_differs(stored.value("corpus", json::object()), s.config.at("corpus"))) {
+      throw UsageError(corpus_changed_message(s.store.dir().string(), stored.at("corpus"), s.config.at("corpus")));
+    }
     const auto differences = describe_differences(stored, s.config);
     if (!differences.empty()) {
       throw UsageError("run directory '" + s.store.dir().string() + "' holds a run with another configuration:" +

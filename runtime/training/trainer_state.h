@@ -42,6 +42,12 @@ using nlohmann::json;
 // The differences of this run's configuration from a stored config.json, one "\n  key: stored
 // X, now Y" line each; keys a resume may change (epochs, max_seconds, ...) are skipped.
 std::string describe_differences(const json& stored, const json& now, const std::string& prefix = "");
+// Whether two config.json corpus entries differ in content (words, tokens, hashes), not only in
+// where the corpus was read from.
+bool corpus_content_differs(const json& stored, const json& now);
+// "the corpus changed since this run started": the stored and the present corpus entries of
+// config.json (words, tokens and hash per split), and the way out.
+std::string corpus_changed_message(const std::string& dir, const json& stored, const json& now);
 // Refuses a split with fewer tokens than its batch size needs (train: batch_size, valid:
 // eval_batch_size, test: test_batch_size when the run tests), naming the split, the option and
 // the largest value that fits.

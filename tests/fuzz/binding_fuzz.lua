@@ -20,6 +20,7 @@
 --   call_seconds=10   a call that takes longer is a hang
 --   refresh=200       top-level calls between rebuilds of the object pool
 --   only=""           fuzz only the functions whose names match this Lua pattern
+--   repl_lines=200    lines of hostile values fed to one `lmkit repl` at the end (0: none)
 local lmkit = require "lmkit"
 
 -- ---- settings ------------------------------------------------------------------------------
@@ -33,6 +34,7 @@ local defaults = {
   call_seconds = 10,
   refresh = 200,
   only = "",
+  repl_lines = 200,
 }
 defaults.seconds = defaults.seconds + 0.0  -- a float setting accepts both 20 and 0.5
 local script_settings = {}
@@ -234,6 +236,21 @@ local checkpoint    -- a saved model
 local callback_kinds  -- what user functions handed to lmkit may do (below)
 local live_control    -- the TrainControl of the training run whose callback is running
 
+local function logits_head(hidden, weight, bias)
+  local logits = hidden:matmul(weight:t())
+  if bias then logits = logits + bias end
+  return logits:log_softmax(2)
+end
+local function agreeing_nll(hidden, targets, weight, bias)
+  local logits = hidden:matmul(weight:t())
+  if bias then logits = logits + bias end
+  return logits:logsumexp(2) - (logits * lmkit.eye(logits:size(2))[targets + 1]):sum(2)
+end
+local function zero_nll(hidden) return lmkit.zeros(hidden:size(1)) end
+label(logits_head, "logits-head")
+label(agreeing_nll, "agreeing-nll")
+label(zero_nll, "zero-nll")
+
 -- The heads a pool model may have; Lua heads get well-behaved functions here (hostile ones come
 -- through the generated arguments).
 local function head_specs()
@@ -250,6 +267,11 @@ local function head_specs()
       if bias then logits = logits + bias end
       return logits:log_softmax(2)
     end, name = "fuzz"}, "heads.custom{}"),
+    -- Lua heads with an nll beside forward: one that agrees (checked on its first batch), one that
+    -- does not (refused there), and the same with check = false (trusted).
+    label(h.custom{forward = logits_head, nll = agreeing_nll, name = "agrees"}, "heads.custom{nll agrees}"),
+    label(h.custom{forward = logits_head, nll = zero_nll, name = "zeros"}, "heads.custom{nll zeros}"),
+    label(h.custom{forward = logits_head, nll = zero_nll, check = false, name = "trusted"}, "heads.custom{check=false}"),
   }
 end
 
@@ -315,7 +337,7 @@ local function build_pool()
   local heads = head_specs()
   for i, spec in ipairs(heads) do
     add("HeadSpec", labels[spec], spec)
-    if i <= 4 or i >= #heads - 1 then
+    if i <= 4 or labels[spec]:find("pointwise", 1, true) or labels[spec]:find("custom", 1, true) then
       add("Model", "model(" .. labels[spec] .. ")", tiny_model(spec))
     end
   end
@@ -604,6 +626,12 @@ local function a_head()
   return spec or pick(pool.by_class.HeadSpec)
 end
 local function small() return rand(4) end
+-- The tensor an analysis expects, or (40%) any tensor of the pool: another dtype (int, bool,
+-- float16), NaN and infinities, empty, 0-D, transposed, expanded, closed, requiring grad.
+local function analysis_input(name)
+  if chance(0.6) then return tensor(name) end
+  return pick(pool.by_class.Tensor)
+end
 
 local TEMPLATES = {
   ["lmkit.tensor"] = function() return {pick({{1, 2}, {{1, 2}, {3, 4}}, {true, false}, 3, {{{1.5}}}}), {dtype = pick(STRINGS)}} end,
@@ -627,7 +655,10 @@ local TEMPLATES = {
   end,
   ["lmkit.matmul"] = function() return {tensor("float[2,3]"), tensor("transposed[3,2]")} end,
   ["lmkit.heads.custom"] = function()
-    return {{forward = pick(callback_kinds), nll = pick(callback_kinds), parameters = {tensor("leaf[2,3]")}, name = pick(STRINGS)}}
+    -- Parameters that are leaves requiring grad, and ones that are not (refused by name).
+    local parameter = pick({"leaf[2,3]", "leaf[2,3]", "non-leaf[2,3]", "float[2,3]", "int64[5]", "closed"})
+    return {{forward = pick({logits_head, pick(callback_kinds)}), nll = pick({agreeing_nll, zero_nll, pick(callback_kinds)}),
+             parameters = {tensor(parameter)}, name = pick(STRINGS), check = chance(0.75) and pick({true, false, "no"}) or nil}}
   end,
   ["lmkit.stats.pearsonr"] = function() return {{1, 2, 3, 4}, {2, 1, 4, number_value()}} end,
   ["lmkit.stats.spearmanr"] = function() return {{1, 2, 3, 4}, tensor("nan-inf[4]")} end,
@@ -652,11 +683,21 @@ local TEMPLATES = {
   ["lmkit.data.bptt_sampler"] = function() return {{data = tensor("batchified[12,2]"), bptt = small(), seed = small()}} end,
   ["lmkit.analysis.logp_matrix"] = function() return {a_model(), tensor("tokens"), {bptt = small(), max_contexts = small()}} end,
   ["lmkit.analysis.logp_svdvals"] = function() return {a_model(), tensor("tokens"), {bptt = small(), block_rows = small()}} end,
-  ["lmkit.analysis.press_rank"] = function() return {tensor("double[3]"), small(), small()} end,
-  ["lmkit.analysis.effective_rank"] = function() return {tensor("double[3]"), pick(FLOATS)} end,
-  ["lmkit.analysis.pairwise_kl"] = function() return {tensor("logp[6,6]"), {pairs = small(), seed = small()}} end,
-  ["lmkit.analysis.refactorization_robustness"] = function() return {tensor("matrix[8,5]"), {keep = small(), iterations = small()}} end,
-  ["lmkit.analysis.noise_robustness"] = function() return {tensor("matrix[8,5]"), {0.1, number_value()}, {keep = small()}} end,
+  ["lmkit.analysis.press_rank"] = function() return {analysis_input("double[3]"), small(), small()} end,
+  ["lmkit.analysis.effective_rank"] = function() return {analysis_input("double[3]"), pick(FLOATS)} end,
+  ["lmkit.analysis.pairwise_kl"] = function() return {analysis_input("logp[6,6]"), {pairs = small(), seed = small()}} end,
+  ["lmkit.analysis.refactorization_robustness"] = function() return {analysis_input("matrix[8,5]"), {keep = small(), iterations = small()}} end,
+  ["lmkit.analysis.noise_robustness"] = function() return {analysis_input("matrix[8,5]"), {0.1, number_value()}, {keep = small()}} end,
+  ["lmkit.analysis.svdvals"] = function() return {analysis_input("matrix[8,5]"), {float64 = chance(0.5)}} end,
+  ["lmkit.analysis.rank_report"] = function() return {analysis_input("matrix[8,5]"), pick({"float32", "float64", "x"})} end,
+  ["lmkit.analysis.hidden_size"] = function() return {analysis_input("double[3]"), {bias = chance(0.5), min_gap = number_value()}} end,
+  ["lmkit.analysis.normalized_spectrum"] = function() return {analysis_input("double[3]")} end,
+  ["lmkit.analysis.cumulative_share"] = function() return {analysis_input("double[3]")} end,
+  ["lmkit.analysis.normalized_cdf"] = function() return {analysis_input("double[3]")} end,
+  ["lmkit.analysis.projection_2d"] = function() return {analysis_input("matrix[8,5]")} end,
+  ["lmkit.analysis.argmaxable"] = function()
+    return {analysis_input("matrix[8,5]"), chance(0.5) and analysis_input("double[3]") or nil, {region = pick({"box", "free", "x"})}}
+  end,
   ["lmkit.analysis.word_similarity"] = function()
     return {chance(0.7) and a_model() or tensor("logp[6,6]"), pool.named.vocab,
             {dir = chance(0.8) and "ws" or path_string(), case = pick({"lower", "exact", "fold"}), benchmarks = chance(0.5) and "WS-353" or nil}}
@@ -881,7 +922,10 @@ end
 
 local unclear = {}  -- error messages that leak C++ internals instead of naming the argument
 local UNCLEAR_PATTERNS = {"std::", "basic_string", "vector::", "bad_alloc", "json%.exception", "unknown C%+%+ exception",
-                          "INTERNAL ASSERT", "_M_", "stoi", "stod", "out_of_range"}
+                          "INTERNAL ASSERT", "_M_", "stoi", "stod", "out_of_range",
+                          -- Torch's own texts that bindings/torch_error_text.cpp translates
+                          "enforce fail", "mat1 and mat2", "does not have a grad_fn", "retain_graph",
+                          "not implemented for '", "basic_filebuf", "tensor number %d+ in the list"}
 
 local outcomes = {returned = 0, raised = 0, closed = 0}
 
@@ -1052,6 +1096,85 @@ pool, recent = nil, nil
 collectgarbage("collect")
 collectgarbage("collect")
 
+-- ---- the REPL's echo -------------------------------------------------------------------------
+-- Lines of values whose metamethods raise, yield, return nonsense or hide their metatable, echoed,
+-- printed, raised as errors and handed to help() in one `lmkit repl` reading them from a pipe: no
+-- value may abort it (it used to PANIC, exit 134). Only when the runner is the lmkit executable.
+
+local HOOK_SOURCES = {
+  "function() error('hook raised') end", "function() error({}) end",
+  "function() error(setmetatable({}, {__tostring = function() error('nested') end})) end",
+  "function() return {} end", "function() return nil end", "function() return 42 end",
+  "function() return coroutine.yield() end", "function(...) return ... end", "function() collectgarbage() end",
+}
+local HOOKS = {"__tostring", "__index", "__len", "__pairs", "__eq", "__lt", "__concat", "__call", "__name",
+               "__metatable", "__gc"}
+
+local function value_source(depth)
+  local r = rand(5)
+  if depth >= 3 or r == 1 then
+    return pick({"1", "'s'", "nil", "true", "0/0", "lmkit.ones(2)", "print", "coroutine.create(print)", "io.stdout",
+                 "'\\255\\0'", "lmkit.heads.softmax()"})
+  end
+  if r == 2 then return "{" .. value_source(depth + 1) .. ", k = " .. value_source(depth + 1) .. "}" end
+  local hooks = {}
+  for _, h in ipairs(HOOKS) do
+    if chance(0.4) then
+      local v
+      if h == "__name" then
+        v = pick({"'Tensor'", "42", "{}"})
+      elseif h == "__metatable" then
+        v = pick({"false", "'locked'", "5"})
+      else
+        v = pick(HOOK_SOURCES)
+      end
+      hooks[#hooks + 1] = h .. " = " .. v
+    end
+  end
+  return ("setmetatable({%s}, {%s})"):format(value_source(depth + 1), table.concat(hooks, ", "))
+end
+
+local function repl_line()
+  local v = value_source(0)
+  local r = rand(7)
+  if r == 1 then return "error(" .. v .. ")" end
+  if r == 2 then return "help(" .. v .. ")" end
+  if r == 3 then return "print(" .. v .. ")" end
+  if r == 4 then return "lmkit.show(" .. v .. ")" end
+  if r == 5 then return v .. ", " .. value_source(0) end
+  return v
+end
+
+local function fuzz_repl_echo(lines)
+  local executable = lmkit.process.executable()
+  if not executable:match("lmkit$") then return 0 end
+  local input = assert(io.open("repl-input.lua", "w"))
+  for i = 1, lines do
+    local line = repl_line()
+    trace(0, "repl " .. i .. ": " .. line)
+    input:write(line, "\n")
+  end
+  input:write("print('repl echo fuzz: ' .. 'alive')\n")
+  input:close()
+  local quoted = "'" .. executable:gsub("'", "'\\''") .. "'"
+  local _, how, code = os.execute(quoted .. " repl < repl-input.lua > repl-output.txt 2>&1")
+  local output = ""
+  local f = io.open("repl-output.txt", "r")
+  if f then
+    output = f:read("a")
+    f:close()
+  end
+  -- A piped REPL exits 1 when any line raised (most of these do): a clean exit either way.
+  local clean = how == "exit" and (code == 0 or code == 1)
+  if not clean or not output:find("repl echo fuzz: alive", 1, true) then
+    record_failure("repl echo", ("lmkit repl %s %s on repl-input.lua (%d lines); its output ends: %s")
+                   :format(tostring(how), tostring(code), lines, output:sub(-600)))
+  end
+  return lines
+end
+
+local repl_lines = fuzz_repl_echo(cfg.repl_lines)
+
 -- ---- report ----------------------------------------------------------------------------------
 
 local elapsed = clock() - started
@@ -1086,4 +1209,4 @@ if #failures > 0 then
   for _, f in ipairs(failures) do say("  ", f) end
   os.exit(1)
 end
-say(("binding fuzz ok: seed %d, %d calls"):format(seed, calls_made))
+say(("binding fuzz ok: seed %d, %d calls, %d REPL lines"):format(seed, calls_made, repl_lines))

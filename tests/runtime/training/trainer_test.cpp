@@ -336,6 +336,35 @@ TEST_F(TrainerTest, ResumeRefusesAnotherConfiguration) {
   }
 }
 
+TEST_F(TrainerTest, ResumingOnAnEditedCorpusSaysTheCorpusChanged) {
+  auto options = tiny_options();
+  options.epochs = 1;
+  options.max_seconds = 1e-9;  // stops at once, resumable
+  Trainer(tiny_model(), tiny_corpus(), options, dir("run")).run();
+  // The same vocabulary, other tokens (one training token edited).
+  auto edited = tiny_corpus();
+  edited.train = edited.train.clone();
+  edited.train[5] = (edited.train[5].item<std::int64_t>() + 1) % 30;
+  // A vocabulary that grew: the model rebuilt from config.json keeps 30 words, the corpus has 31
+  // (it was "the corpus has 31 words but the model's vocab_size is 30").
+  auto grown = tiny_corpus();
+  auto bigger = std::make_shared<data::Vocabulary>(*grown.vocab);
+  bigger->add("a-new-word");
+  grown.vocab = bigger;
+  for (auto* corpus : {&edited, &grown}) {
+    try {
+      Trainer(tiny_model(), *corpus, options, dir("run"));
+      ADD_FAILURE() << "resumed on another corpus";
+    } catch (const UsageError& e) {
+      const std::string text = e.what();
+      EXPECT_NE(text.find("the corpus changed since this run started"), std::string::npos) << text;
+      EXPECT_NE(text.find("it had 30 words, train "), std::string::npos) << text;
+      EXPECT_NE(text.find(corpus == &grown ? "it has 31 words" : "it has 30 words"), std::string::npos) << text;
+      EXPECT_NE(text.find("put that corpus back, or start a new run in another run_dir"), std::string::npos) << text;
+    }
+  }
+}
+
 TEST_F(TrainerTest, TimeLimitStopsResumably) {
   auto options = tiny_options();
   options.max_seconds = 1e-9;
