@@ -336,10 +336,10 @@ int Options::push_field(const char* key) const {
 void Options::field_error(const char* key, const char* expected) const {
   // The value itself where it says more than its type ("got 1.5", "got string 'ten'").
   std::string got = luaL_typename(L_, -1);
-  if (lua_type(L_, -1) == LUA_TNUMBER) {
-    lua_pushvalue(L_, -1);
-    got = lua_tostring(L_, -1);
-    lua_pop(L_, 1);
+  if (lua_isinteger(L_, -1)) {
+    got = integer_text(lua_tointeger(L_, -1));
+  } else if (lua_type(L_, -1) == LUA_TNUMBER) {
+    got = describe_number(lua_tonumber(L_, -1));  // "NaN", not the C library's "-nan"
   } else if (lua_type(L_, -1) == LUA_TSTRING) {
     std::size_t length = 0;
     const char* text = lua_tolstring(L_, -1, &length);

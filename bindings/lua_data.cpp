@@ -605,7 +605,7 @@ const Function kDataFunctions[] = {
      "for input, target in lmkit.data.eval_batches(source, 70) do ... end — windows of bptt rows (the last\n"
      "shorter) over a batchified tensor; target is input shifted by one token."},
     {"bptt_sampler", data_bptt_sampler,
-     "lmkit.data.bptt_sampler{data=, bptt=70, seed=0, p_full=0.95, sd=5, min_len=5, max_delta=20} -> BpttSampler\n"
+     "lmkit.data.bptt_sampler{data=, bptt=70, seed=0, p_full=0.95, sd=5, min_len=5, max_delta=40} -> BpttSampler\n"
      "AWD-LSTM's training order: windows of length max(min_len, ⌊N(bptt', sd)⌋) capped at bptt+max_delta, with\n"
      "bptt' = bptt w.p. p_full else bptt/2; each comes with lr_scale = seq_len/bptt. Its state saves and restores."},
     {"synthetic", data_synthetic,

@@ -16,7 +16,11 @@
 -- for it: set eps). PTB cells use the scale's dropouti (paper: 0.4); WT2 cells use the table's
 -- 0.55/0.65 at every scale, since they are the ablated factor. At tiny scale the ET switch comes
 -- one epoch before the end (the paper's is epoch 200, the small scale's 25); `switch_epoch` sets
--- it. Train ppl is the training loop's at the best validation epoch (AdvSoft's perturbation and the
+-- it. As in the thesis's code (and the original AdvSoft code), the perturbation is a constant of the
+-- backward pass (‖e_t‖ and ĥ detached) and one row per word of a noise matrix, so every occurrence
+-- of a word in a batch shares one occurrence's δ (the head's perturbation="reference"; which
+-- occurrence is left to the backend there, lmkit takes the last). Train ppl is the training loop's
+-- at the best validation epoch (AdvSoft's perturbation and the
 -- embedding noise on; presets/measure.lua), valid/test ppl the run's best checkpoint.
 local recipe = require "lmkit.recipe"
 local presets = require "presets.awd_lstm"
@@ -115,7 +119,9 @@ return recipe.define{
     }
     local files = {["A.1"] = "report_baseline", ["A.2"] = "report", ["A.3"] = "report"}
     local names = {}
-    local setup = ("AdvSoft %s, embedding noise σ = %g%s"):format(
+    local setup = ("AdvSoft %s, embedding noise σ = %g%s; the perturbation is held constant in the backward pass " ..
+                   "and shared by every occurrence of a word in a batch (its last occurrence's), as the thesis's " ..
+                   "code's noise matrix does"):format(
           cfg.perturbation == "authors"
             and ("ε_t = %g·‖e_t‖ where cos(h, e_t) > 0 (the code behind Tables A.1–A.3)"):format(cfg.eps)
             or ("ε = %g fixed (thesis eq. 3.23)"):format(cfg.eps),

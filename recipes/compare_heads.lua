@@ -10,8 +10,10 @@
 --   lmkit run recipes/compare_heads.lua --set scale=paper --set dataset=wikitext-2 --set task=7
 --
 -- Every head trains with its paper configuration at the chosen scale (MoS with the MoS code's;
--- GSS with the (c, k) the thesis chose per dataset, recipes/presets/lineup.lua). The seeds are the
--- same for every head apart from the first (the configuration's own: 141, 28 for MoS, 1881 on WT2).
+-- GSS with the (c, k) the thesis chose per dataset, recipes/presets/lineup.lua). The first seed is
+-- the configuration's own (141, 28 for MoS, 1881 on WT2); the other ten are drawn for each head
+-- from a stream of its own, as the thesis sampled seeds per model (Table 4.9's rank-sum test
+-- compares independent samples).
 local recipe = require "lmkit.recipe"
 local presets = require "presets.awd_lstm"
 local lineup = require "presets.lineup"

@@ -22,12 +22,15 @@
 --     is Softmax♣ with the baseline's own, unreduced dropout rates (more regularization than ♣'s
 --     reduced ones, as the thesis's ★ has).
 --   * "Proportionally reduced" is read per rate as presets.proportional_dropouts documents.
---   * Softmax♣'s d is not hard-coded: it is the d ≥ d′ whose parameter count (counted on the model)
---     is closest to MoS†'s (339 at paper scale, which the thesis rounded to 340); its rates are
---     reduced as Softmax‡'s, for its own sizes.
+--   * Softmax♣'s d at paper scale on PTB is the thesis's 340 (17.56M parameters; lmkit counts
+--     17,560,880 at d = 340). At other scales the thesis gives no d, so it is the d ≥ d′ whose
+--     parameter count (counted on the model) is closest to MoS†'s — the same rule gives 339 at
+--     paper scale, one below the thesis's (presets/fair_mos.lua). Its rates are reduced as
+--     Softmax‡'s, for its own sizes.
 --   * d′ is 280 at the paper's nhid = 960 and scales with nhid (28 at tiny scale).
 local recipe = require "lmkit.recipe"
 local lineup = require "presets.lineup"
+local fair = require "presets.fair_mos"
 local presets = require "presets.awd_lstm"
 
 -- The rows of §5.7.2 in the thesis's order. head: the head trained; family: whose hyperparameters
@@ -70,47 +73,6 @@ local PAPER_SEEDS = {
 local SEEDED = {"mos_dagger", "softmax_star"}
 local SEED_LABELS = {mos_dagger = "MoS† (for MoS‡)", softmax_star = "Softmax★"}
 local RATE_KEYS = {"dropouti", "dropouth", "dropout", "dropoute", "wdrop"}
-
--- d′ at this scale: the thesis's 280 at nhid = 960, in proportion to the preset's nhid.
-local function base_d(cfg, p)
-  if cfg.d > 0 then return cfg.d end
-  return math.max(1, math.floor(280 * p.model.nhid / 960 + 0.5))
-end
-
--- Every model of §5.7.2 has Softmax†'s layers (the MoS configuration's nhid and depth) with
--- emb = nhidlast = d.
-local function sizes(mos_p, d)
-  return {emb = d, nhidlast = d, nhid = mos_p.model.nhid, nlayers = mos_p.model.nlayers}
-end
-
--- Trainable parameters of the MoS configuration's model with emb = nhidlast = d and the given head.
-local function count(mos_p, vocab, d, head)
-  local m = {}
-  for k, v in pairs(mos_p.model) do m[k] = v end
-  for k, v in pairs(sizes(mos_p, d)) do m[k] = v end
-  m.vocab_size, m.head = vocab, presets.head(mos_p, head)
-  return lineup.trainable_parameters(lmkit.model(m))
-end
-
--- The d ≥ d′ whose Softmax model's parameter count is closest to MoS†'s (the count grows with d:
--- double, then bisect for the first d at or above the target, then take the closer neighbour).
-local matched_cache = {}
-local function matched_d(mos_p, vocab, d0)
-  local key = ("%d,%d"):format(vocab, d0)
-  if matched_cache[key] then return table.unpack(matched_cache[key]) end
-  local target = count(mos_p, vocab, d0, "mos")
-  local function f(d) return count(mos_p, vocab, d, "softmax") end
-  local lo, hi = d0, d0
-  while f(hi) < target do lo, hi = hi, hi * 2 end
-  while hi - lo > 1 do
-    local mid = (lo + hi) // 2
-    if f(mid) < target then lo = mid else hi = mid end
-  end
-  local d = hi
-  if hi > d0 and math.abs(f(hi - 1) - target) < math.abs(f(hi) - target) then d = hi - 1 end
-  matched_cache[key] = {d, target}
-  return d, target
-end
 
 -- The dropout rates of a model entry at size `small` (rates "mos", "reduced" or "baseline").
 local function rates_of(entry, mos_p, awd_p, small)
@@ -159,10 +121,10 @@ return recipe.define{
     local p = entry.family == "mos" and mos_p or awd_p
     local corpus = presets.load_corpus(p)
     local vocab = corpus.vocab:size()
-    local d0 = base_d(cfg, mos_p)
+    local d0 = fair.base_d(cfg, mos_p)
     local d, target = d0, nil
-    if entry.d == "matched" then d, target = matched_d(mos_p, vocab, d0) end
-    local model = sizes(mos_p, d)
+    if entry.d == "matched" then d, target = fair.softmax_width(cfg, mos_p, vocab, d0) end
+    local model = fair.sizes(mos_p, d)
     local rates = rates_of(entry, mos_p, awd_p, model)
     for k, v in pairs(rates) do model[k] = v end
     -- seed_index 1 is the MoS configuration's seed (28), with which every row of §5.7.2 was trained.
@@ -222,6 +184,10 @@ return recipe.define{
     steps:note("Softmax‡ and Softmax♣: the baseline AWD-LSTM's dropout rates reduced in proportion to each layer's parameters " ..
                "(recipes/presets/awd_lstm.lua, proportional_dropouts); Softmax★: Softmax♣ with the baseline's own rates " ..
                "(the thesis's ★ is ♣ further regularized; its rates are unpublished).")
+    steps:note(cfg.scale == "paper"
+      and "Softmax♣ and Softmax★: d = 340, the thesis's width (17.56M parameters)."
+      or "Softmax♣ and Softmax★: the d ≥ d′ whose parameter count is closest to MoS†'s (the thesis gives d = 340 " ..
+         "only at paper scale; our choice elsewhere).")
     lineup.print_and_save(steps, ctx.out, "report")
 
     -- Table 5.18: the two tuned models over seeds, and the rank-sum test over the sampled ones.

@@ -10,7 +10,8 @@
 --   lmkit run recipes/frozen_plif.lua --set scale=paper --set dataset=wikitext-2
 --
 -- As in the thesis, mean ± sd are over all seeds (the configuration's own, 141 or 1881, first)
--- and the rank-sum p-values over the other, sampled seeds only. At tiny scale LMS-PLIF has
+-- and the rank-sum p-values over the other seeds only, sampled for each model apart ("10 randomly
+-- sampled seeds (for each model)", §5.7.1). At tiny scale LMS-PLIF has
 -- K = 1000 intervals (recipes/presets/awd_lstm.lua); T = 20 and the slopes' lr 0.02 as published.
 local recipe = require "lmkit.recipe"
 local presets = require "presets.awd_lstm"
@@ -59,7 +60,9 @@ return recipe.define{
 
   grid = function(cfg)
     if cfg.seeds < 1 then error("frozen_plif: seeds must be ≥ 1") end
-    return lineup.seed_cells(HEADS, cfg)
+    -- "10 randomly sampled seeds (for each model)" (§5.7.1): each head draws its own, and the
+    -- rank-sum test compares independent samples.
+    return lineup.seed_cells(HEADS, cfg, {per_head = true})
   end,
 
   run = function(cell, ctx)

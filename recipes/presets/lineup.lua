@@ -90,9 +90,9 @@ end
 
 -- The cells of a seed grid: for each head, lineup.seeds(n) of its preset, numbered by seed_index
 -- (1 = the configuration's own seed; lineup.by_name tells the sampled ones from it).
--- o.per_head draws each head's sampled seeds from a stream of its own (compare_heads: Table 4.9's
--- independent samples); otherwise the heads share them (frozen_plif: PLIF and PLIF† differ only
--- in the freezing).
+-- o.per_head draws each head's sampled seeds from a stream of its own (compare_heads, frozen_plif
+-- and fair_mos_softmax: the thesis sampled seeds per model, and its rank-sum tests compare
+-- independent samples); otherwise the heads share them.
 function lineup.seed_cells(heads, cfg, o)
   local cells = {}
   for _, head in ipairs(heads) do

@@ -6,8 +6,8 @@
 //   seq_len = min(max(min_len, ⌊N(bptt', sd²)⌋ toward zero), bptt + max_delta)   (min_len 5, sd 5)
 // returns get_batch(source, i, seq_len) with lr_scale = seq_len / bptt (the drawn length, as the
 // reference does, even when the last batch is cut short), and advances i by seq_len. An epoch ends
-// when i ≥ nbatch − 2. The cap bptt + max_delta (default 20) is the MoS code's guard against rare
-// very long windows; AWD-LSTM has it commented out.
+// when i ≥ nbatch − 2. The cap bptt + max_delta (default 40, the MoS code's max_seq_len_delta and
+// the thesis's code's) guards against rare very long windows; AWD-LSTM has it commented out.
 //
 // All randomness comes from the sampler's own mt19937_64 (uniforms from 53 bits, normals by
 // Box–Muller using both uniforms per draw, nothing cached), so state() captures everything: restoring
@@ -26,7 +26,7 @@ struct BpttSamplerOptions {
   double p_full = 0.95;
   double sd = 5.0;
   std::int64_t min_len = 5;
-  std::int64_t max_delta = 20;
+  std::int64_t max_delta = 40;
   std::uint64_t seed = 0;
 };
 

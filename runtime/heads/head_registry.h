@@ -40,6 +40,7 @@ class HeadSettings {
   double number(const char* key) const { return values_.at(key).get<double>(); }
   int64_t integer(const char* key) const { return values_.at(key).get<int64_t>(); }
   bool flag(const char* key) const { return values_.at(key).get<bool>(); }
+  std::string text(const char* key) const { return values_.at(key).get<std::string>(); }
   // Width of h (nhidlast) and of the decoder (the embedding size d).
   int64_t in_dim() const { return in_dim_; }
   int64_t latent_dim() const { return latent_dim_; }

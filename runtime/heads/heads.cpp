@@ -206,7 +206,7 @@ AdvSoftHeadImpl::AdvSoftHeadImpl(AdvSoftHeadOptions o) : options(o) {}
 
 nlohmann::json AdvSoftHeadImpl::config() const {
   return {{"kind", kind()}, {"eps", options.eps()}, {"relative", options.relative()},
-          {"aligned_only", options.aligned_only()}};
+          {"aligned_only", options.aligned_only()}, {"perturbation", options.perturbation()}};
 }
 
 torch::Tensor AdvSoftHeadImpl::log_probs(const torch::Tensor& h, const Decoder& decoder) {
@@ -222,17 +222,30 @@ torch::Tensor AdvSoftHeadImpl::nll(const torch::Tensor& h, const torch::Tensor& 
   auto l = decoder.logits(x);
   auto t = target_column(targets);
   if (!is_training() || options.eps() == 0) return torch::logsumexp(l, 1) - l.gather(1, t).squeeze(1);
-  // h·δ* = −ε_t·‖h‖, written as −ε_t·(h·ĥ) with ĥ held constant: its gradient in h is −ε_t·ĥ
-  // (also at h = 0, where ‖h‖'s own gradient is undefined).
-  auto direction = (x / x.norm(2, 1, true).clamp_min(1e-12)).detach();
-  auto shift = -options.eps() * (x * direction).sum(1, true);
-  if (options.relative() || options.aligned_only()) {
-    auto target_embedding = decoder.weight.index_select(0, t.squeeze(1));
-    if (options.relative()) shift = shift * target_embedding.norm(2, 1, true);
-    // cos(h, e_t) > 0 ⇔ h·e_t > 0
-    if (options.aligned_only()) shift = shift * ((x * target_embedding).sum(1, true) > 0).to(shift.scalar_type());
+  // δ_j = −ε_j·ĥ_j for every row, a constant of the backward pass.
+  torch::Tensor delta;
+  {
+    torch::NoGradGuard no_grad;
+    const auto xd = x.detach();
+    auto radius = torch::full({xd.size(0), 1}, options.eps(), xd.options());
+    if (options.relative() || options.aligned_only()) {
+      const auto target_embedding = decoder.weight.detach().index_select(0, t.squeeze(1));
+      if (options.relative()) radius = radius * target_embedding.norm(2, 1, true);
+      // cos(h, e_t) > 0 ⇔ h·e_t > 0
+      if (options.aligned_only()) radius = radius * ((xd * target_embedding).sum(1, true) > 0).to(radius.scalar_type());
+    }
+    // ĥ = 0 at h = 0 (the reference adds 1e-8 under its square root to the same effect).
+    delta = -radius * (xd / xd.norm(2, 1, true).clamp_min(1e-12));
+    if (options.perturbation() == "reference") {
+      // The noise matrix's one row per word: each row takes the δ of its word's last occurrence.
+      const auto words = t.squeeze(1);
+      const auto rows = torch::arange(words.size(0), words.options());
+      const auto last = torch::full({decoder.weight.size(0)}, -1, words.options())
+                            .scatter_reduce(0, words, rows, "amax", /*include_self=*/true);
+      delta = delta.index_select(0, last.index_select(0, words));
+    }
   }
-  auto target_logit = l.gather(1, t) + shift;
+  auto target_logit = l.gather(1, t) + (x * delta).sum(1, true);
   auto perturbed = l.scatter(1, t, target_logit);
   return torch::logsumexp(perturbed, 1) - target_logit.squeeze(1);
 }
@@ -244,17 +257,24 @@ LMKIT_REGISTER_HEAD(advsoft) {
           "Adversarial Softmax: while training, the target's output embedding e_t is moved by −ε_t·h/‖h‖; "
           "evaluation is Softmax. ε_t = eps (thesis eq. 3.23); relative=true makes it eps·‖e_t‖ and "
           "aligned_only=true perturbs only where cos(h, e_t) > 0, as the code behind thesis Tables A.1–A.3 "
-          "(eps 0.005). Embedding noise is the model option emb_noise.",
+          "(eps 0.005). The perturbation is a constant of the backward pass; perturbation=\"reference\" shares "
+          "one per word in a batch (the thesis's code), \"per_token\" gives each token its own. Embedding noise "
+          "is the model option emb_noise.",
           {{"eps", config::OptionType::Number, d.eps(), config::Range::non_negative(), "the perturbation's size"},
            {"relative", config::OptionType::Boolean, d.relative(), config::Range::any(), "ε_t = eps·‖e_t‖"},
            {"aligned_only", config::OptionType::Boolean, d.aligned_only(), config::Range::any(),
-            "perturb only where cos(h, e_t) > 0"}},
+            "perturb only where cos(h, e_t) > 0"},
+           config::OptionSpec("perturbation", config::OptionType::String, d.perturbation(), config::Range::any(),
+                              "reference: one perturbation per word in a batch (its last occurrence's), as the "
+                              "thesis's code; per_token: each token its own")
+               .one_of({"reference", "per_token"})},
           HeadCapabilities{/*projects=*/false, /*pointwise=*/true, /*monotone=*/true},
           [](const HeadSettings& s) {
             return make_head_of<AdvSoftHeadImpl>(AdvSoftHeadOptions()
                                                      .eps(s.number("eps"))
                                                      .relative(s.flag("relative"))
-                                                     .aligned_only(s.flag("aligned_only")));
+                                                     .aligned_only(s.flag("aligned_only"))
+                                                     .perturbation(s.text("perturbation")));
           }};
 }
 

@@ -22,7 +22,7 @@ struct TrainOptions {
   std::int64_t batch_size = 80;
   std::int64_t small_batch_size = 0;    // 0: = batch_size (no accumulation)
   std::int64_t bptt = 70;
-  std::int64_t max_delta = 20;          // cap on window length: bptt + max_delta
+  std::int64_t max_delta = 40;          // cap on window length: bptt + max_delta (the reference code's 40)
   std::int64_t epochs = 1;
   std::string switch_policy = "nt";     // "nt", "et" or "none"
   std::int64_t nonmono = 5;

@@ -139,6 +139,10 @@ T.test("head specs are read raw, and a NaN rate is refused", function()
   local hostile = setmetatable({}, {__index = function() error("x") end})
   T.raises(function() lmkit.model{vocab_size = 5, head = hostile} end, "option 'head' must be a head from lmkit.heads")
   T.raises(function() lmkit.heads.mos{dropoutl = 0 / 0} end, "option 'dropoutl' must be in [0, 1)")
+  -- A NaN given for an integer is "NaN" whatever its sign bit (the C library prints "-nan").
+  T.raises(function() lmkit.heads.mos{K = 0 / 0} end, "option 'K' must be an integer, got NaN)")
+  T.raises(function() lmkit.heads.mos{K = -(0 / 0)} end, "option 'K' must be an integer, got NaN)")
+  T.raises(function() lmkit.heads.mos{K = 2.5} end, "option 'K' must be an integer, got 2.5)")
   state_is_healthy()
 end)
 

@@ -163,4 +163,30 @@ T.test("integer list settings: a string, a number or a table; bad items named", 
   T.raises(function() lineup.integers("", "dims") end, "dims is empty")
 end)
 
+T.test("fair_mos_softmax's matched Softmax: the thesis's d = 340 at paper scale, the closest count elsewhere", function()
+  local fair = require "presets.fair_mos"
+  local mos = presets.resolve{family = "mos", dataset = "ptb", scale = "paper"}
+  local d0 = fair.base_d({d = 0}, mos)
+  T.eq(d0, 280)
+  -- §5.7.2: "17.56M" for Softmax♣/★ at d = 340, "17.53M" for MoS.
+  local d, mos_params = fair.softmax_width({scale = "paper", d = 0}, mos, 10000, d0)
+  T.eq(d, 340)
+  T.eq(fair.count(mos, 10000, 340, "softmax"), 17560880)
+  T.eq(mos_params, 17535200)  -- the thesis's 17.53M, truncated to two decimals
+  -- The closest-count rule alone would pick 339 (17,540,476), one below the thesis.
+  T.eq(fair.closest_width(mos, 10000, d0), 339)
+  T.eq(fair.count(mos, 10000, 339, "softmax"), 17540476)
+  -- Tiny scale: the rule, as the thesis gives no width there.
+  local tiny = presets.resolve{family = "mos", dataset = "ptb", scale = "tiny"}
+  local tiny_d0 = fair.base_d({d = 0}, tiny)
+  local tiny_d, tiny_target = fair.softmax_width({scale = "tiny", d = 0}, tiny, 200, tiny_d0)
+  T.eq(tiny_d, (fair.closest_width(tiny, 200, tiny_d0)))
+  for _, other in ipairs({tiny_d - 1, tiny_d + 1}) do
+    if other >= tiny_d0 then
+      T.truthy(math.abs(fair.count(tiny, 200, other, "softmax") - tiny_target) >=
+               math.abs(fair.count(tiny, 200, tiny_d, "softmax") - tiny_target))
+    end
+  end
+end)
+
 T.run()

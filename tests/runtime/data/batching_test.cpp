@@ -8,6 +8,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/data/bptt_sampler.h"
+#include "runtime/training/train_options.h"
 
 namespace lmkit::data {
 namespace {
@@ -71,10 +72,10 @@ TEST(BpttSamplerTest, LengthDistributionMatchesTheReference) {
   // Binomial(n, 0.05): 5 standard deviations.
   const double sd = std::sqrt(n * 0.05 * 0.95);
   EXPECT_NEAR(halved, 0.05 * n, 5 * sd);
-  // int() truncates toward zero: E⌊N(70, 5)⌋ ≈ 69.5 (the cap at 90 is 4 sd away and barely matters).
+  // int() truncates toward zero: E⌊N(70, 5)⌋ ≈ 69.5 (the cap at 110 is 8 sd away and never binds here).
   EXPECT_NEAR(sum_full / n_full, 69.5, 0.05);
   EXPECT_GE(shortest, 5);
-  EXPECT_LE(longest, 90);
+  EXPECT_LE(longest, 110);
   EXPECT_GE(longest, 85);
 }
 
@@ -93,6 +94,20 @@ TEST(BpttSamplerTest, MinimumAndCapApply) {
     saw_max = saw_max || len == 9;
   }
   EXPECT_TRUE(saw_min && saw_max);
+}
+
+// The reference code (the MoS code's max_seq_len_delta, kept by the thesis's code) caps a window at
+// bptt + 40: the default of the sampler and of the training options, and windows reach it.
+TEST(BpttSamplerTest, TheDefaultCapIsTheReferencesBpttPlusForty) {
+  EXPECT_EQ(BpttSamplerOptions().max_delta, 40);
+  EXPECT_EQ(lmkit::training::TrainOptions().max_delta, 40);
+  BpttSamplerOptions o;
+  o.bptt = 70;
+  o.sd = 200;  // wide enough that the cap binds often
+  BpttSampler sampler(batchify(torch::arange(1000, torch::kInt64), 2), o);
+  std::int64_t longest = 0;
+  for (int i = 0; i < 2000; ++i) longest = std::max(longest, sampler.draw_length());
+  EXPECT_EQ(longest, 110);
 }
 
 TEST(BpttSamplerTest, EpochCoversTheStreamAndScalesTheLearningRate) {

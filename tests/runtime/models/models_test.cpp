@@ -274,10 +274,12 @@ TEST(HeadTest, AdvSoftPerturbsTheTargetLogitByItsClosedForm) {
     auto perturbed = l.scatter(1, targets.view({-1, 1}), target_logit.view({-1, 1}));
     return torch::logsumexp(perturbed, 1) - target_logit;
   };
-  auto fixed = build({{"kind", "advsoft"}, {"eps", 0.3}}, 5);
+  // Per token: every row its own perturbation, so h_i·δ_i = −ε_i·‖h_i‖.
+  auto fixed = build({{"kind", "advsoft"}, {"eps", 0.3}, {"perturbation", "per_token"}}, 5);
   fixed->train();
   EXPECT_TRUE(torch::allclose(fixed->nll(f.h, targets, f.decoder), expected_nll(torch::full({12}, 0.3, kDouble)), 1e-12, 1e-12));
-  auto authors = build({{"kind", "advsoft"}, {"eps", 0.3}, {"relative", true}, {"aligned_only", true}}, 5);
+  auto authors = build({{"kind", "advsoft"}, {"eps", 0.3}, {"relative", true}, {"aligned_only", true},
+                        {"perturbation", "per_token"}}, 5);
   authors->train();
   auto radius = 0.3 * e.norm(2, 1) * aligned.to(torch::kFloat64);
   EXPECT_TRUE(torch::allclose(authors->nll(f.h, targets, f.decoder), expected_nll(radius), 1e-12, 1e-12));
@@ -288,6 +290,91 @@ TEST(HeadTest, AdvSoftPerturbsTheTargetLogitByItsClosedForm) {
   EXPECT_EQ(authors->config()["relative"], true);
   EXPECT_EQ(authors->config()["aligned_only"], true);
   EXPECT_EQ(fixed->config()["relative"], false);
+}
+
+// The reference placement (the thesis's code, the original AdvSoft code): one perturbation per
+// word in the batch, written into a noise matrix, so every occurrence of a word gets the δ of one
+// occurrence (here its last), δ_j = −ε_j·ĥ_j held constant. Values by a loop over rows; gradients
+// in h and in the decoder by central finite differences of the loss with δ fixed.
+TEST(HeadTest, AdvSoftReferenceSharesOnePerturbationPerWordHeldConstant) {
+  auto f = random_fixture(3, 4, 5, 9, 2.0);
+  // Word 2 at rows 1, 6, 12 (1-based; its last: 12), word 7 at rows 4, 5 (last: 5), the rest once.
+  const std::vector<int64_t> ids = {2, 1, 3, 7, 7, 2, 0, 4, 5, 6, 8, 2};
+  const auto targets = torch::tensor(ids, torch::kInt64);
+  const int64_t M = 12;
+  auto x = f.h.reshape({M, 5});
+  for (const bool authors : {false, true}) {
+    nlohmann::json config = {{"kind", "advsoft"}, {"eps", 0.3}};
+    if (authors) config["relative"] = true, config["aligned_only"] = true;
+    auto head = build(config, 5);
+    EXPECT_EQ(head->config()["perturbation"], "reference");
+    head->train();
+    // δ_j per row, then each row's shared one: a plain loop, independent of the head's tensor code.
+    std::vector<torch::Tensor> delta(M);
+    for (int64_t j = 0; j < M; ++j) {
+      const auto e = f.decoder.weight[ids[j]];
+      double radius = 0.3;
+      if (authors) radius *= e.norm().item<double>() * ((x[j] * e).sum().item<double>() > 0 ? 1.0 : 0.0);
+      delta[j] = -radius * x[j] / x[j].norm();
+    }
+    std::vector<torch::Tensor> shared(M);
+    for (int64_t i = 0; i < M; ++i) {
+      int64_t last = i;
+      for (int64_t j = 0; j < M; ++j) if (ids[j] == ids[i]) last = j;
+      shared[i] = delta[last];
+    }
+    const auto shared_delta = torch::stack(shared);
+    EXPECT_FALSE(torch::allclose(shared_delta[0], delta[0]));  // row 1 takes row 12's δ
+    // The loss as a function of (h, W) with δ a constant.
+    auto loss_with_constant_delta = [&](const torch::Tensor& h, const torch::Tensor& w) {
+      auto l = torch::matmul(h, w.t()) + f.decoder.bias;
+      auto target_logit = l.gather(1, targets.view({-1, 1})) + (h * shared_delta).sum(1, true);
+      auto perturbed = l.scatter(1, targets.view({-1, 1}), target_logit);
+      return torch::logsumexp(perturbed, 1) - target_logit.squeeze(1);
+    };
+    auto h = x.clone().requires_grad_();
+    auto w = f.decoder.weight.clone().requires_grad_();
+    auto nll = head->nll(h.view({3, 4, 5}), targets, {w, f.decoder.bias});
+    EXPECT_TRUE(torch::allclose(nll, loss_with_constant_delta(x, f.decoder.weight), 1e-12, 1e-12)) << config.dump();
+    nll.sum().backward();
+    const double step = 1e-6;
+    for (auto* variable : {&h, &w}) {
+      const auto base = variable->detach().clone();
+      auto numeric = torch::zeros_like(base);
+      for (int64_t k = 0; k < base.numel(); ++k) {
+        auto plus = base.clone(), minus = base.clone();
+        plus.view({-1})[k] += step;
+        minus.view({-1})[k] -= step;
+        const bool is_h = variable == &h;
+        const double up = loss_with_constant_delta(is_h ? plus : x, is_h ? f.decoder.weight : plus).sum().item<double>();
+        const double down = loss_with_constant_delta(is_h ? minus : x, is_h ? f.decoder.weight : minus).sum().item<double>();
+        numeric.view({-1})[k] = (up - down) / (2 * step);
+      }
+      EXPECT_TRUE(torch::allclose(variable->grad(), numeric, 1e-6, 1e-6))
+          << config.dump() << (variable == &h ? " dh" : " dW") << " max error "
+          << (variable->grad() - numeric).abs().max().item<double>();
+    }
+  }
+  // Per token, the same finite differences hold with each row's own δ: no gradient through ‖e_t‖.
+  auto head = build({{"kind", "advsoft"}, {"eps", 0.3}, {"relative", true}, {"perturbation", "per_token"}}, 5);
+  head->train();
+  auto w = f.decoder.weight.clone().requires_grad_();
+  head->nll(f.h, targets, {w, f.decoder.bias}).sum().backward();
+  const auto own_delta = (-0.3 * f.decoder.weight.index_select(0, targets).norm(2, 1, true) * x / x.norm(2, 1, true));
+  auto loss_of_w = [&](const torch::Tensor& weight) {
+    auto l = torch::matmul(x, weight.t()) + f.decoder.bias;
+    auto target_logit = l.gather(1, targets.view({-1, 1})) + (x * own_delta).sum(1, true);
+    return (torch::logsumexp(l.scatter(1, targets.view({-1, 1}), target_logit), 1) - target_logit.squeeze(1)).sum();
+  };
+  auto numeric = torch::zeros_like(f.decoder.weight);
+  for (int64_t k = 0; k < numeric.numel(); ++k) {
+    auto plus = f.decoder.weight.clone(), minus = f.decoder.weight.clone();
+    plus.view({-1})[k] += 1e-6;
+    minus.view({-1})[k] -= 1e-6;
+    numeric.view({-1})[k] = (loss_of_w(plus).item<double>() - loss_of_w(minus).item<double>()) / 2e-6;
+  }
+  EXPECT_TRUE(torch::allclose(w.grad(), numeric, 1e-6, 1e-6)) << (w.grad() - numeric).abs().max().item<double>();
+  EXPECT_THROW(build({{"kind", "advsoft"}, {"perturbation", "shared"}}, 5), ConfigError);
 }
 
 // Press rank in float64: singular values above 0.5·√(m+n+1)·σ_max·eps.
