@@ -3,40 +3,39 @@
 
 namespace lmkit::training {
 
+ResumableFields Trainer::State::resumable_fields(bool in_loop) {
+  ResumableFields f;
+  RunPosition::declare(f);
+  AveragingState::declare(f);
+  BestModel::declare(f);
+  FinetuneProgress::declare(f);
+  LossTotals::declare(f);
+  RunClocks::declare(f);
+  f.add("switch_history", [this] { return json(policy->history()); },
+        [this](const json& j) { policy->set_history(j.get<std::vector<double>>()); });
+  f.add("sampler", [this] { return json(sampler->state()); },
+        [this](const json& j) { sampler->set_state(j.get<std::string>()); });
+  f.add("host_state", [this] { return host_state; }, [this](const json& j) { host_state = j; });
+  // A state saved at the top of a training iteration was captured there: the resumed run must not
+  // capture again before its first window.
+  f.add("host_state_in_loop", [in_loop] { return json(in_loop); },
+        [this](const json& j) { skip_capture_once = j.get<bool>(); });
+  f.add("frozen", [this] { return json(std::vector<std::string>(frozen.begin(), frozen.end())); },
+        [this](const json& j) {
+          for (const auto& name : j) apply_frozen(name.get<std::string>(), true);
+        });
+  // The metrics continue from the state: records written after it (by the session that was
+  // stopped) are dropped, so the file matches an uninterrupted run.
+  f.add("metrics", [this] { return json(store.metrics().size()); },
+        [this](const json& j) { store.truncate_metrics(j.get<std::size_t>()); });
+  return f;
+}
+
 void Trainer::State::save_state(bool in_loop) {
   json header = checkpoint_header(model);
-  json counters = {{"stage", stage},
-                   {"epoch", epoch},
-                   {"step", step},
-                   {"batch", batch},
-                   {"averaging", averaging},
-                   {"switched_at", switched_at ? json(*switched_at) : json()},
-                   {"best_valid", best_valid},
-                   {"best_epoch", best_epoch},
-                   {"finetune_history", finetune_history},
-                   {"finetune_best", finetune_best},
-                   {"finetune_started", finetune_started},
-                   {"finetune_done", finetune_done},
-                   {"interval_loss", interval_loss},
-                   {"interval_steps", interval_steps},
-                   {"epoch_loss", epoch_loss},
-                   {"epoch_steps", epoch_steps},
-                   {"last_train_loss", std::isnan(last_train_loss) ? json() : json(last_train_loss)},
-                   {"best_train_loss", std::isnan(best_train_loss) ? json() : json(best_train_loss)},
-                   {"seconds", seconds()},
-                   {"epoch_seconds_before", epoch_elapsed()},
-                   {"epoch_seconds", epoch_seconds},
-                   {"switch_history", policy->history()},
-                   {"sampler", sampler->state()},
-                   {"optimizer", optimizer->state_json()},
-                   {"host_state", host_state},
-                   {"host_state_in_loop", in_loop},
-                   {"frozen", std::vector<std::string>(frozen.begin(), frozen.end())},
-                   {"metrics", store.metrics().size()}};
-  // Infinity is not JSON: store the best loss as null until there is one.
-  if (std::isinf(best_valid)) counters["best_valid"] = nullptr;
-  if (std::isinf(finetune_best)) counters["finetune_best"] = nullptr;
-  header["state"] = counters;
+  header["state"] = resumable_fields(in_loop).save();
+  // The optimizer's JSON and the archive's tensors (model, optimizer, hidden state, generators).
+  header["state"]["optimizer"] = optimizer->state_json();
 
   torch::serialize::OutputArchive archive;
   torch::serialize::OutputArchive model_archive;
@@ -83,34 +82,7 @@ void Trainer::State::load_state() {
     archive.read("model", model_archive);
     load_model_archive(model, model_archive, "resume state '" + path + "'");
   }
-  stage = st.at("stage").get<std::string>();
-  epoch = st.at("epoch").get<std::int64_t>();
-  step = st.at("step").get<std::int64_t>();
-  batch = st.at("batch").get<std::int64_t>();
-  averaging = st.at("averaging").get<bool>();
-  if (!st.at("switched_at").is_null()) switched_at = st.at("switched_at").get<std::int64_t>();
-  best_valid = st.at("best_valid").is_null() ? std::numeric_limits<double>::infinity() : st.at("best_valid").get<double>();
-  best_epoch = st.at("best_epoch").get<std::int64_t>();
-  finetune_history = st.at("finetune_history").get<std::vector<double>>();
-  finetune_best = st.at("finetune_best").is_null() ? std::numeric_limits<double>::infinity() : st.at("finetune_best").get<double>();
-  finetune_started = st.at("finetune_started").get<bool>();
-  finetune_done = st.at("finetune_done").get<bool>();
-  interval_loss = st.at("interval_loss").get<double>();
-  interval_steps = st.at("interval_steps").get<std::int64_t>();
-  epoch_loss = st.at("epoch_loss").get<double>();
-  epoch_steps = st.at("epoch_steps").get<std::int64_t>();
-  last_train_loss = st.at("last_train_loss").is_null() ? std::numeric_limits<double>::quiet_NaN() : st.at("last_train_loss").get<double>();
-  // States written before best_train_loss existed resume without it (the summary then has none).
-  best_train_loss = st.value("best_train_loss", json()).is_null() ? std::numeric_limits<double>::quiet_NaN()
-                                                                   : st.at("best_train_loss").get<double>();
-  seconds_before = st.at("seconds").get<double>();
-  epoch_seconds_before = st.at("epoch_seconds_before").get<double>();
-  epoch_seconds = st.at("epoch_seconds").get<std::vector<double>>();
-  policy->set_history(st.at("switch_history").get<std::vector<double>>());
-  sampler->set_state(st.at("sampler").get<std::string>());
-  host_state = st.at("host_state");
-  skip_capture_once = st.at("host_state_in_loop").get<bool>();
-  for (const auto& name : st.at("frozen")) apply_frozen(name.get<std::string>(), true);
+  resumable_fields().load(st, "resume state '" + path + "'");
 
   const auto& opt = st.at("optimizer");
   optimizer = std::make_unique<Optimizer>(opt.at("kind").get<std::string>(), make_groups(options.lr));
@@ -146,9 +118,6 @@ void Trainer::State::load_state() {
     generator.set_state(rng.to(torch::kCPU));
   }
   if (callbacks.restore_host_state && !host_state.is_null()) callbacks.restore_host_state(host_state);
-  // The metrics continue from the state: records written after it (by the session that was
-  // stopped) are dropped, so the file matches an uninterrupted run.
-  store.truncate_metrics(st.at("metrics").get<std::size_t>());
 }
 
 std::int64_t Trainer::State::apply_frozen(const std::string& prefix, bool freeze) {

@@ -32,6 +32,7 @@
 #include "runtime/core/number_text.h"
 #include "runtime/training/preemption.h"
 #include "runtime/training/progress.h"
+#include "runtime/training/run_progress.h"
 #include "runtime/training/switch_policy.h"
 
 namespace lmkit::training {
@@ -55,7 +56,9 @@ void check_splits_fit_batches(const data::Corpus& corpus, const TrainOptions& op
 // The process's peak resident memory so far.
 std::int64_t peak_rss_bytes();
 
-struct Trainer::State {
+// The run's position, losses, best model, averaging, finetune progress and clocks are parts of
+// their own (run_progress.h), each declaring its resumable fields once.
+struct Trainer::State : RunPosition, LossTotals, BestModel, AveragingState, FinetuneProgress, RunClocks {
   State(LanguageModel m, data::Corpus c, TrainOptions o, const std::string& dir, TrainCallbacks cb)
       : model(std::move(m)), corpus(std::move(c)), options(std::move(o)), store(dir),
         writer(std::make_unique<FileLock>(store.path(".lock"), "training run " + store.dir().string())),
@@ -83,33 +86,9 @@ struct Trainer::State {
   std::unique_ptr<SwitchPolicy> policy;
   std::vector<LstmState> hidden;        // one per small-batch chunk
 
-  // Counters (all in the resume state).
-  std::string stage = "train";          // "train" or "finetune"
-  std::int64_t epoch = 0;               // completed epochs of the stage
-  std::int64_t step = 0;                // optimizer steps, all stages
-  std::int64_t batch = 0;               // windows done in the current epoch
-  bool averaging = false;
-  std::optional<std::int64_t> switched_at;
-  double best_valid = std::numeric_limits<double>::infinity();
-  std::int64_t best_epoch = 0;
-  std::vector<double> finetune_history;
-  double finetune_best = std::numeric_limits<double>::infinity();
-  bool finetune_started = false;
-  bool finetune_done = false;
-  double interval_loss = 0;
-  std::int64_t interval_steps = 0;
   // Steps and tokens since interval_start, for the rates: the interval's loss may span a resume
   // (its sums are part of the saved state), but the clock restarts with each session and epoch.
   std::int64_t timed_steps = 0, timed_tokens = 0;
-  double epoch_loss = 0;
-  std::int64_t epoch_steps = 0;
-  double last_train_loss = std::numeric_limits<double>::quiet_NaN();
-  // The training loop's mean loss (dropout and every training-time perturbation on) of the epoch
-  // with the best validation loss: the thesis's "train ppl" (SPEC §2).
-  double best_train_loss = std::numeric_limits<double>::quiet_NaN();
-  double seconds_before = 0;            // wall time of earlier sessions of this run
-  double epoch_seconds_before = 0;      // of the current epoch, in earlier sessions
-  std::vector<double> epoch_seconds;
   json host_state;
   bool skip_capture_once = false;
   std::set<std::string> frozen;
@@ -119,14 +98,8 @@ struct Trainer::State {
   std::string stop_reason;
   std::string status;
   std::string diagnostic;
-  Clock::time_point session_start = Clock::now();
-  Clock::time_point epoch_start = Clock::now();
   Clock::time_point interval_start = Clock::now();
 
-  double seconds() const { return seconds_before + std::chrono::duration<double>(Clock::now() - session_start).count(); }
-  double epoch_elapsed() const {
-    return epoch_seconds_before + std::chrono::duration<double>(Clock::now() - epoch_start).count();
-  }
   std::int64_t chunk_size() const { return options.small_batch_size == 0 ? options.batch_size : options.small_batch_size; }
 
   void log(const std::string& line) { progress.line(line); }
@@ -147,6 +120,10 @@ struct Trainer::State {
   void save_state(bool in_loop = false);
 
   void load_state();
+
+  // Every field of state.ckpt's header in one list: the parts' (run_progress.h), then those of the
+  // objects with states of their own. in_loop: see save_state.
+  ResumableFields resumable_fields(bool in_loop = false);
 
   std::int64_t apply_frozen(const std::string& prefix, bool freeze);
 
