@@ -14,6 +14,7 @@
 #include "runtime/analysis/logp_matrix.h"
 #include "runtime/analysis/matrix_rank.h"
 #include "runtime/analysis/spectra.h"
+#include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
 #include "runtime/heads/head_registry.h"
 #include "runtime/tensor/tensor_format.h"
@@ -284,44 +285,38 @@ int analysis_model_argmaxable(lua_State* L) {
   LanguageModel model = check_model(L, 1);  // alive even if a Lua head closes it
   Options o(L, 2, {"region", "bound", "tolerance", "rivals", "tokens", "batch_size", "bptt", "max_contexts"});
   const auto options = argmaxable_options(o, 2);
-  const auto* kind = find_head_kind(model->head->kind());
-  if (kind && kind->capabilities.monotone) {
-    LuaCallScope scope(L);
-    const auto decoder = model->decoder();
-    const auto result = analysis::argmaxable_words(decoder.weight, decoder.bias, options, argmaxable_progress());
-    push_argmaxable(L, result, options);
-    set_string(L, "note", "the " + model->head->kind() + " head's f is strictly increasing: its argmaxable words "
-                          "are its decoder's, decided exactly by linear programs");
-    return 1;
-  }
-  // No single logit matrix: count the top-1 words of log P over the contexts of `tokens`.
+  torch::Tensor tokens;
   if (lua_istable(L, 2)) {
     lua_getfield(L, 2, "tokens");
+    if (!lua_isnil(L, -1)) tokens = check_token_stream(L, -1);
+    lua_pop(L, 1);
+  }
+  analysis::ModelArgmaxable r;
+  {
+    LuaCallScope scope(L);
+    try {
+      r = analysis::model_argmaxable(model, options, tokens, logp_options(o), argmaxable_progress(),
+                                     terminal_progress("argmaxable (observed top-1)"));
+    } catch (const UsageError& e) {
+      if (!tokens.defined()) throw ArgError(2, e.what());  // the missing option is the second argument's
+      throw;
+    }
+  }
+  if (r.method == "lp") {
+    push_argmaxable(L, r.exact, options);
   } else {
-    lua_pushnil(L);
+    lua_createtable(L, 0, 8);
+    set_string(L, "method", r.method);
+    push_tensor(L, r.argmaxable);
+    lua_setfield(L, -2, "argmaxable");
+    push_tensor(L, r.top1_counts);
+    lua_setfield(L, -2, "top1_counts");
+    push_ids_where(L, r.top1_counts.eq(0));
+    lua_setfield(L, -2, "unargmaxable");
+    set_integer(L, "words", r.top1_counts.numel());
+    set_integer(L, "contexts", r.top1_counts.sum().item<std::int64_t>());
   }
-  if (lua_isnil(L, -1)) {
-    throw ArgError(2, "the " + model->head->kind() + " head is not a monotone function of one logit matrix (" +
-                          "exact for: " + head_kinds_with(&HeadCapabilities::monotone) +
-                          "), so its argmaxable words are observed on contexts: pass tokens = corpus.test");
-  }
-  auto tokens = check_token_stream(L, -1);
-  LuaCallScope scope(L);
-  const auto counts =
-      analysis::observed_top1(model, tokens, logp_options(o), terminal_progress("argmaxable (observed top-1)"));
-  lua_createtable(L, 0, 8);
-  set_string(L, "method", "sampled");
-  push_tensor(L, counts.gt(0));
-  lua_setfield(L, -2, "argmaxable");
-  push_tensor(L, counts);
-  lua_setfield(L, -2, "top1_counts");
-  push_ids_where(L, counts.eq(0));
-  lua_setfield(L, -2, "unargmaxable");
-  set_integer(L, "words", counts.numel());
-  set_integer(L, "contexts", counts.sum().item<std::int64_t>());
-  set_string(L, "note", "the " + model->head->kind() + " head has no single logit matrix: words never the top-1 on "
-                        "the contexts sampled (a lower bound of the argmaxable set; 'unargmaxable' lists the words "
-                        "not observed)");
+  set_string(L, "note", r.note);
   return 1;
 }
 

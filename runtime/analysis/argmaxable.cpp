@@ -11,6 +11,7 @@
 #include "runtime/core/error.h"
 #include "runtime/core/interruption.h"
 #include "runtime/core/number_text.h"
+#include "runtime/heads/head_registry.h"
 
 namespace lmkit::analysis {
 namespace {
@@ -224,6 +225,34 @@ torch::Tensor observed_top1(LanguageModel& model, const torch::Tensor& tokens, c
     counts.index_add_(0, block.argmax(1).to(torch::kCPU), torch::ones({block.size(0)}, torch::kInt64));  // host: as counts
   });
   return counts;
+}
+
+ModelArgmaxable model_argmaxable(LanguageModel& model, const ArgmaxableOptions& options, const torch::Tensor& tokens,
+                                 const LogpMatrixOptions& sampling, const ArgmaxableProgress& exact_progress,
+                                 const MatrixProgress& sampled_progress) {
+  ModelArgmaxable out;
+  const auto kind = model->head->kind();
+  const auto* registered = find_head_kind(kind);
+  if (registered && registered->capabilities.monotone) {
+    const auto decoder = model->decoder();
+    out.method = "lp";
+    out.exact = argmaxable_words(decoder.weight, decoder.bias, options, exact_progress);
+    out.argmaxable = out.exact.argmaxable;
+    out.note = "the " + kind + " head's f is strictly increasing: its argmaxable words are its decoder's, decided "
+               "exactly by linear programs";
+    return out;
+  }
+  if (!tokens.defined()) {
+    throw UsageError("the " + kind + " head is not a monotone function of one logit matrix (exact for: " +
+                     head_kinds_with(&HeadCapabilities::monotone) +
+                     "), so its argmaxable words are observed on contexts: pass tokens = corpus.test");
+  }
+  out.method = "sampled";
+  out.top1_counts = observed_top1(model, tokens, sampling, sampled_progress);
+  out.argmaxable = out.top1_counts.gt(0);
+  out.note = "the " + kind + " head has no single logit matrix: words never the top-1 on the contexts sampled (a "
+             "lower bound of the argmaxable set; 'unargmaxable' lists the words not observed)";
+  return out;
 }
 
 }  // namespace lmkit::analysis

@@ -68,4 +68,23 @@ ArgmaxableResult argmaxable_words(const torch::Tensor& weight, const torch::Tens
 torch::Tensor observed_top1(LanguageModel& model, const torch::Tensor& tokens, const LogpMatrixOptions& options,
                             const MatrixProgress& progress = nullptr);
 
+// The argmaxable words of a model's output layer, decided by its head's structure:
+//   a head whose f is strictly increasing (Softmax, SigSoftmax, GSS, LMS-PLIF, ...: the registry's
+//   `monotone` capability) ranks words as its decoder does, so its words are argmaxable_words of the
+//   decoder, exactly (method "lp");
+//   any other head (MoS, MoC, Mixtape, Lua heads) has no single logit matrix: the words observed as
+//   the top-1 of log P on the contexts of `tokens` (method "sampled", a lower bound), which are then
+//   required — a UsageError names the heads that need none.
+struct ModelArgmaxable {
+  std::string method;        // "lp" or "sampled"
+  ArgmaxableResult exact;    // "lp"
+  torch::Tensor top1_counts; // "sampled": int64 [N]
+  torch::Tensor argmaxable;  // bool [N], either way
+  std::string note;          // one sentence for reports: which method, and what it proves
+};
+ModelArgmaxable model_argmaxable(LanguageModel& model, const ArgmaxableOptions& options,
+                                 const torch::Tensor& tokens, const LogpMatrixOptions& sampling,
+                                 const ArgmaxableProgress& exact_progress = nullptr,
+                                 const MatrixProgress& sampled_progress = nullptr);
+
 }  // namespace lmkit::analysis

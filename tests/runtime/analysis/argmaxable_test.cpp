@@ -233,5 +233,43 @@ TEST(ArgmaxableTest, MonotoneHeadsHaveTheArgmaxOfTheirLogits) {
   EXPECT_GE(checked, 4);
 }
 
+LanguageModel small_model(const nlohmann::json& head) {
+  torch::manual_seed(4);
+  LanguageModelOptions o;
+  o.encoder(AwdLstmOptions().vocab_size(12).emb(3).nhid(6).nhidlast(3).nlayers(2)
+                .dropout(0).dropouth(0).dropouti(0).dropoute(0).wdrop(0));
+  o.head(head);
+  return LanguageModel(o);
+}
+
+// The decision model_argmaxable makes from the registry: exact for a monotone head, observed on
+// contexts for the others (which need them).
+TEST(ArgmaxableTest, AModelIsDecidedExactlyOrObservedAsItsHeadAllows) {
+  auto softmax = small_model({{"kind", "softmax"}});
+  const auto exact = model_argmaxable(softmax, {}, torch::Tensor(), {});
+  EXPECT_EQ(exact.method, "lp");
+  const auto decoder = softmax->decoder();
+  EXPECT_TRUE(torch::equal(exact.argmaxable, argmaxable_words(decoder.weight, decoder.bias, {}).argmaxable));
+  EXPECT_NE(exact.note.find("decided exactly by linear programs"), std::string::npos);
+
+  auto mos = small_model({{"kind", "mos"}, {"K", 2}});
+  try {
+    model_argmaxable(mos, {}, torch::Tensor(), {});
+    FAIL() << "a mixture was decided without contexts";
+  } catch (const UsageError& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("the mos head is not a monotone function of one logit matrix"), std::string::npos) << text;
+    EXPECT_NE(text.find("softmax"), std::string::npos) << text;  // the heads that need none
+    EXPECT_NE(text.find("pass tokens = corpus.test"), std::string::npos) << text;
+  }
+  const auto tokens = torch::arange(40, torch::kInt64) % 12;
+  LogpMatrixOptions sampling;
+  sampling.bptt = 5;
+  const auto observed = model_argmaxable(mos, {}, tokens, sampling);
+  EXPECT_EQ(observed.method, "sampled");
+  EXPECT_EQ(observed.top1_counts.sum().item<std::int64_t>(), 39);  // one top-1 per context
+  EXPECT_TRUE(torch::equal(observed.argmaxable, observed.top1_counts.gt(0)));
+}
+
 }  // namespace
 }  // namespace lmkit::analysis
