@@ -18,6 +18,7 @@
 #include "runtime/data/bptt_sampler.h"
 #include "runtime/data/corpus.h"
 #include "runtime/data/corpus_locator.h"
+#include "runtime/data/corpus_request.h"
 #include "runtime/data/synthetic_language.h"
 
 namespace lmkit::lua {
@@ -360,50 +361,32 @@ const Function kLanguageMeta_[] = {
 int data_corpus(lua_State* L) {
   Options o(L, 1, {"name", "path", "protocol", "cache", "cache_dir", "vocab", "states", "dim", "bias", "kind",
                    "scale", "transition_scale", "seed", "train", "valid", "test"});
-  // A path means a real corpus: without a name it is named after its folder.
-  const auto path = o.string("path");
-  std::string name = o.string("name").value_or("");
-  if (name.empty()) {
-    name = "synthetic";
-    if (path) {
-      const auto folder = std::filesystem::path(*path).lexically_normal();
-      name = (folder.has_filename() ? folder.filename() : folder.parent_path().filename()).string();
-      if (name.empty() || name == "." || name == "..") {
-        name = std::filesystem::weakly_canonical(folder).filename().string();
-      }
-    }
-  }
-  if (name == "synthetic") {
-    for (const char* key : {"path", "protocol", "cache", "cache_dir"}) {
-      if (!o.present()) break;
-      lua_pushstring(L, key);
-      const bool given = lua_rawget(L, 1) != LUA_TNIL;
+  data::CorpusRequest request;
+  request.name = o.string("name");
+  request.path = o.string("path");
+  request.protocol = o.string("protocol");
+  request.cache = o.boolean("cache");
+  request.cache_dir = o.string("cache_dir");
+  request.synthetic = synthetic_options(o);
+  request.train = o.integer("train");
+  request.valid = o.integer("valid");
+  request.test = o.integer("test");
+  if (o.present()) {
+    lua_pushnil(L);
+    while (lua_next(L, 1) != 0) {
+      if (lua_type(L, -2) == LUA_TSTRING) request.given.insert(lua_tostring(L, -2));
       lua_pop(L, 1);
-      if (given) throw ArgError(1, "option '" + std::string(key) + "' is for real corpora, not name=\"synthetic\"");
     }
-    SyntheticLanguage lang(synthetic_options(o));
-    LuaCorpus c;
-    c.corpus = lang.corpus(o.integer("train").value_or(200000), o.integer("valid").value_or(20000),
-                           o.integer("test").value_or(20000));
-    push_corpus(L, std::move(c));
-    return 1;
   }
-  for (const char* key : {"vocab", "states", "dim", "bias", "kind", "scale", "transition_scale", "seed", "train",
-                          "valid", "test"}) {
-    lua_pushstring(L, key);
-    const bool given = lua_rawget(L, 1) != LUA_TNIL;
-    lua_pop(L, 1);
-    if (given) throw ArgError(1, "option '" + std::string(key) + "' is for name=\"synthetic\" only");
-  }
-  data::CorpusOptions options;
-  options.name = name;
-  if (path) options.path = *path;
-  options.protocol = o.string("protocol").value_or("full");
-  options.cache = o.boolean("cache").value_or(true);
-  if (auto dir = o.string("cache_dir")) options.cache_dir = *dir;
   LuaCorpus c;
-  c.report.emplace();
-  c.corpus = data::load_corpus(options, &*c.report);
+  if (data::reads_files(request)) c.report.emplace();
+  try {
+    c.corpus = data::make_corpus(request, c.report ? &*c.report : nullptr);
+  } catch (const UsageError& e) {
+    const std::string text = e.what();
+    if (text.rfind("option '", 0) == 0) throw ArgError(1, text);  // an option of the other kind: the table's
+    throw;
+  }
   push_corpus(L, std::move(c));
   return 1;
 }
