@@ -17,6 +17,7 @@
 #include "runtime/data/corpus_origin.h"
 #include "runtime/models/checkpoint.h"
 #include "runtime/training/cache_evaluation.h"
+#include "runtime/training/evaluate_request.h"
 #include "runtime/training/evaluation.h"
 #include "runtime/training/resume.h"
 #include "runtime/training/run_store.h"
@@ -489,25 +490,21 @@ int lmkit_evaluate(lua_State* L) {
   LanguageModel model = check_model(L, 1);  // alive even if a Lua head closes it
   auto tokens = check_token_stream(L, 2);
   Options o(L, 3, {"batch_size", "bptt", "cache"});
-  const auto batch_size = o.integer("batch_size").value_or(10);
-  const auto bptt = o.integer("bptt").value_or(70);
-  std::optional<training::CacheOptions> cache;
+  training::EvaluateRequest request;
+  request.batch_size = o.integer("batch_size");
+  request.bptt = o.integer("bptt").value_or(request.bptt);
   if (o.present() && get_field_raw(L, 3, "cache") != LUA_TNIL) {
     if (lua_type(L, -1) != LUA_TTABLE) {
       lua_pop(L, 1);
       throw ArgError(3, "option 'cache' must be a table {window=, theta=, lambda=}");
     }
-    training::CacheOptions options = read_cache_options(L, lua_gettop(L));
-    options.batch_size = batch_size;
-    options.bptt = bptt;
-    cache = options;
+    request.cache = read_cache_options(L, lua_gettop(L));
     lua_pop(L, 1);
   } else if (o.present()) {
     lua_pop(L, 1);
   }
   LuaCallScope scope(L);
-  push_eval_result(L, cache ? training::cache_evaluate(model, tokens, *cache)
-                            : training::evaluate(model, tokens, batch_size, bptt));
+  push_eval_result(L, training::evaluate_stream(model, tokens, request));
   return 1;
 }
 
@@ -556,7 +553,7 @@ const Function kFunctions[] = {
      "Perplexity on a token stream (e.g. corpus.test) as AWD-LSTM evaluates: batchified, windows of bptt, state carried, dropout off. "
      "cache = {window=3785, theta=0.662, lambda=0.1279} mixes in a neural cache (Grave et al. 2017; AWD-LSTM's pointer.py): "
      "p = (1−λ)·p_model + λ·Σ_{i in window, y_i = w} softmax(θ·h_t·h_i) over the column's last window contexts, once a window is full; "
-     "pointer.py uses batch_size=1."},
+     "With a cache, batch_size defaults to pointer.py's 1."},
     {"dynamic_evaluate", lmkit_dynamic_evaluate,
      "lmkit.dynamic_evaluate(model, train_tokens, tokens[, {lr=2e-3, lamb=0.02, epsilon=1e-3, bptt=5, batch_size=1, "
      "stats_batch_size=100, max_stats_windows=-1}]) -> {loss=, ppl=, tokens=}\n"

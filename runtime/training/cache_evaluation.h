@@ -23,7 +23,7 @@ struct CacheOptions {
   std::int64_t window = 3785;  // contexts remembered per column
   double theta = 0.662;        // flatness of the cache's attention (θ = 0: uniform over the window)
   double lambda = 0.1279;      // the cache's weight in the mixture
-  std::int64_t batch_size = 1;
+  std::int64_t batch_size = 1;  // pointer.py's (lmkit.evaluate's default with a cache: evaluate_request.h)
   std::int64_t bptt = 70;
 };
 

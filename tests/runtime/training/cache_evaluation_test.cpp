@@ -9,6 +9,7 @@
 #include "runtime/core/error.h"
 #include "runtime/data/batching.h"
 #include "runtime/training/cache_evaluation.h"
+#include "runtime/training/evaluate_request.h"
 
 namespace lmkit::training {
 namespace {
@@ -85,6 +86,30 @@ TEST(CacheEvaluationTest, WithoutTheCacheItIsThePlainEvaluation) {
   const auto plain = evaluate(model, stream, 2, 11);
   EXPECT_EQ(cached.tokens, plain.tokens);
   EXPECT_NEAR(cached.loss, plain.loss, 1e-12);
+}
+
+// lmkit.evaluate's choice (evaluate_request.h): the plain evaluation at main.py's batch size 10, or
+// with a cache pointer.py's evaluation at batch size 1, unless a batch size is given.
+TEST(CacheEvaluationTest, EvaluateRequestsTakeEachReferencesBatchSize) {
+  auto model = small_model();
+  const auto stream = tokens(300);
+  EvaluateRequest plain;
+  plain.bptt = 11;
+  const auto p = evaluate_stream(model, stream, plain);
+  EXPECT_EQ(p.tokens, evaluate(model, stream, 10, 11).tokens);
+  EXPECT_EQ(p.loss, evaluate(model, stream, 10, 11).loss);
+  EvaluateRequest cached = plain;
+  cached.cache = CacheOptions();
+  cached.cache->window = 20;
+  cached.cache->batch_size = 7;  // the request's batch size wins over the cache's own fields
+  CacheOptions one = *cached.cache;
+  one.batch_size = 1;
+  one.bptt = 11;
+  EXPECT_EQ(evaluate_stream(model, stream, cached).loss, cache_evaluate(model, stream, one).loss);
+  EXPECT_EQ(evaluate_stream(model, stream, cached).tokens, 299);  // batch size 1: every token but the first
+  cached.batch_size = 3;
+  one.batch_size = 3;
+  EXPECT_EQ(evaluate_stream(model, stream, cached).loss, cache_evaluate(model, stream, one).loss);
 }
 
 TEST(CacheEvaluationTest, EqualsTheBruteForceCacheForEveryBatchSizeAndFlatness) {
