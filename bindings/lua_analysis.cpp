@@ -184,7 +184,7 @@ int analysis_refactorization(lua_State* L) {
   const auto eps = o.string("eps_dtype");
   const auto steps = analysis::refactorization_robustness(q, o.integer("keep").value_or(10), o.integer("iterations").value_or(10),
                                                           eps ? parse_dtype(*eps) : torch::kFloat32);
-  config::Json out = config::Json::array();
+  nlohmann::json out = nlohmann::json::array();
   for (const auto& s : steps) out.push_back({{"iteration", s.iteration}, {"press_rank", s.press_rank}, {"error", s.error}});
   push_json(L, out);
   return 1;
@@ -198,9 +198,9 @@ int analysis_noise(lua_State* L) {
   const auto steps = analysis::noise_robustness(q, ladder, o.integer("keep").value_or(10),
                                                 static_cast<std::uint64_t>(o.integer("seed").value_or(0)),
                                                 eps ? parse_dtype(*eps) : torch::kFloat32);
-  config::Json out = config::Json::array();
+  nlohmann::json out = nlohmann::json::array();
   for (const auto& s : steps) {
-    config::Json effective = config::Json::array();
+    nlohmann::json effective = nlohmann::json::array();
     for (const auto& [e, r] : s.effective) effective.push_back({{"eps", e}, {"rank", r}});
     out.push_back({{"c", s.c}, {"noise_sd", s.noise_sd}, {"press_rank", s.press_rank}, {"effective", effective}});
   }

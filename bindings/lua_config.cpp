@@ -65,8 +65,8 @@ bool is_sequence(lua_State* L, int position) {
   return count == n;
 }
 
-std::vector<config::Setting> stored_settings(lua_State* L) {
-  std::vector<config::Setting> settings;
+std::vector<lua::Setting> stored_settings(lua_State* L) {
+  std::vector<lua::Setting> settings;
   if (lua_getfield(L, LUA_REGISTRYINDEX, kSettingsKey) == LUA_TTABLE) {
     const auto n = lua_rawlen(L, -1);
     for (lua_Unsigned k = 1; k <= n; ++k) {
@@ -102,7 +102,7 @@ end
 int lmkit_configure(lua_State* L) {
   check_type(L, 1, LUA_TTABLE, "table of defaults");
   Options options(L, 2, {"settings"});
-  std::vector<config::Setting> settings = stored_settings(L);
+  std::vector<lua::Setting> settings = stored_settings(L);
   if (options.present()) {
     lua_pushliteral(L, "settings");
     lua_rawget(L, 2);  // raw: a raising __index would longjmp over `settings`
@@ -113,14 +113,14 @@ int lmkit_configure(lua_State* L) {
       for (lua_Unsigned k = 1; k <= n; ++k) {
         lua_rawgeti(L, -1, static_cast<lua_Integer>(k));
         if (lua_type(L, -1) != LUA_TSTRING) throw ArgError(2, "settings entries must be \"key=value\" strings");
-        settings.push_back(config::parse_setting(lua_tostring(L, -1)));
+        settings.push_back(lua::parse_setting(lua_tostring(L, -1)));
         lua_pop(L, 1);
       }
     }
     lua_pop(L, 1);
   }
   if (!options.present()) mark_settings_read(L);
-  const auto merged = config::apply_settings(to_json(L, 1, ""), settings);
+  const auto merged = lua::apply_settings(to_json(L, 1, ""), settings);
   lua_settop(L, 0);
   if (luaL_loadstring(L, kStrictConfigLua) != LUA_OK) throw PendingLuaError();
   if (lua_pcall(L, 0, 1, 0) != LUA_OK) throw PendingLuaError();
@@ -142,9 +142,9 @@ namespace {
 
 // `ancestors`: the tables on the path from the outermost value to this one, to tell a cycle (a
 // table inside itself) from a table merely shared by two fields.
-config::Json table_to_json(lua_State* L, int position, const std::string& path, std::vector<const void*>& ancestors);
+nlohmann::json table_to_json(lua_State* L, int position, const std::string& path, std::vector<const void*>& ancestors);
 
-config::Json value_to_json(lua_State* L, int position, const std::string& path, std::vector<const void*>& ancestors) {
+nlohmann::json value_to_json(lua_State* L, int position, const std::string& path, std::vector<const void*>& ancestors) {
   position = lua_absindex(L, position);
   const std::string where = path.empty() ? "the defaults" : "'" + path + "'";
   switch (lua_type(L, position)) {
@@ -179,10 +179,10 @@ config::Json value_to_json(lua_State* L, int position, const std::string& path, 
   }
 }
 
-config::Json table_to_json(lua_State* L, int position, const std::string& path, std::vector<const void*>& ancestors) {
+nlohmann::json table_to_json(lua_State* L, int position, const std::string& path, std::vector<const void*>& ancestors) {
   const std::string where = path.empty() ? "the defaults" : "'" + path + "'";
   if (is_sequence(L, position)) {
-    config::Json list = config::Json::array();
+    nlohmann::json list = nlohmann::json::array();
     const auto n = lua_rawlen(L, position);
     for (lua_Unsigned k = 1; k <= n; ++k) {
       lua_rawgeti(L, position, static_cast<lua_Integer>(k));
@@ -191,7 +191,7 @@ config::Json table_to_json(lua_State* L, int position, const std::string& path, 
     }
     return list;
   }
-  config::Json object = config::Json::object();
+  nlohmann::json object = nlohmann::json::object();
   lua_pushnil(L);
   while (lua_next(L, position) != 0) {
     if (lua_type(L, -2) != LUA_TSTRING) {
@@ -211,12 +211,12 @@ config::Json table_to_json(lua_State* L, int position, const std::string& path, 
   return object;
 }
 
-void push_json_value(lua_State* L, const config::Json& value, int depth) {
+void push_json_value(lua_State* L, const nlohmann::json& value, int depth) {
   switch (value.type()) {
-    case config::Json::value_t::number_integer:
+    case nlohmann::json::value_t::number_integer:
       lua_pushinteger(L, value.get<std::int64_t>());
       break;
-    case config::Json::value_t::number_unsigned: {
+    case nlohmann::json::value_t::number_unsigned: {
       // Lua integers are signed 64-bit: larger values become the nearest float, not a wrapped integer.
       const auto u = value.get<std::uint64_t>();
       if (u <= static_cast<std::uint64_t>(LUA_MAXINTEGER)) {
@@ -226,18 +226,18 @@ void push_json_value(lua_State* L, const config::Json& value, int depth) {
       }
       break;
     }
-    case config::Json::value_t::number_float:
+    case nlohmann::json::value_t::number_float:
       lua_pushnumber(L, value.get<double>());
       break;
-    case config::Json::value_t::boolean:
+    case nlohmann::json::value_t::boolean:
       lua_pushboolean(L, value.get<bool>());
       break;
-    case config::Json::value_t::string: {
+    case nlohmann::json::value_t::string: {
       const auto& s = value.get_ref<const std::string&>();
       lua_pushlstring(L, s.data(), s.size());
       break;
     }
-    case config::Json::value_t::array: {
+    case nlohmann::json::value_t::array: {
       enter_nested_level(L, depth, "a JSON value");
       lua_createtable(L, static_cast<int>(std::min<std::size_t>(value.size(), 1u << 20)), 0);
       lua_Integer k = 0;
@@ -247,7 +247,7 @@ void push_json_value(lua_State* L, const config::Json& value, int depth) {
       }
       break;
     }
-    case config::Json::value_t::object:
+    case nlohmann::json::value_t::object:
       enter_nested_level(L, depth, "a JSON value");
       lua_createtable(L, 0, static_cast<int>(std::min<std::size_t>(value.size(), 1u << 20)));
       for (auto it = value.begin(); it != value.end(); ++it) {
@@ -263,14 +263,14 @@ void push_json_value(lua_State* L, const config::Json& value, int depth) {
 
 }  // namespace
 
-config::Json to_json(lua_State* L, int position, const std::string& path) {
+nlohmann::json to_json(lua_State* L, int position, const std::string& path) {
   std::vector<const void*> ancestors;
   return value_to_json(L, position, path, ancestors);
 }
 
-void push_json(lua_State* L, const config::Json& value) { push_json_value(L, value, 0); }
+void push_json(lua_State* L, const nlohmann::json& value) { push_json_value(L, value, 0); }
 
-void set_cli_settings(lua_State* L, const std::vector<config::Setting>& settings) {
+void set_cli_settings(lua_State* L, const std::vector<lua::Setting>& settings) {
   lua_createtable(L, static_cast<int>(settings.size()), 0);
   lua_Integer k = 0;
   for (const auto& s : settings) {
@@ -282,7 +282,7 @@ void set_cli_settings(lua_State* L, const std::vector<config::Setting>& settings
     lua_rawseti(L, -2, ++k);
   }
   lua_setfield(L, LUA_REGISTRYINDEX, kSettingsKey);
-  const auto tree = config::settings_tree(settings);
+  const auto tree = lua::settings_tree(settings);
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   if (lua_getfield(L, -1, "lmkit") == LUA_TTABLE) {
     // Called from the executable before any script runs, outside a binding: errors are C++ ones.

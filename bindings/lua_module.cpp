@@ -241,7 +241,7 @@ int lmkit_json_encode(lua_State* L) {
 
 int lmkit_json_decode(lua_State* L) {
   const auto text = check_string(L, 1);
-  config::Json value;
+  nlohmann::json value;
   try {
     value = config::parse_json_text(text);
   } catch (const config::JsonTextError& e) {

@@ -13,8 +13,8 @@ namespace lmkit::lua {
 namespace {
 
 // The string→string table at `position` (an environment), each entry checked.
-batch::Environment check_environment(lua_State* L, int position, const std::string& what) {
-  batch::Environment environment;
+lua::Environment check_environment(lua_State* L, int position, const std::string& what) {
+  lua::Environment environment;
   if (lua_type(L, position) == LUA_TNIL) return environment;
   if (lua_type(L, position) != LUA_TTABLE) throw ArgError(1, what + " must be a table of strings");
   position = lua_absindex(L, position);
@@ -45,9 +45,9 @@ std::vector<std::string> check_string_list(lua_State* L, int position, const std
   return strings;
 }
 
-void push_event(lua_State* L, const batch::ProcessEvent& e) {
+void push_event(lua_State* L, const lua::ProcessEvent& e) {
   lua_createtable(L, 0, 7);
-  lua_pushstring(L, e.kind == batch::ProcessEvent::Kind::started ? "started" : "exited");
+  lua_pushstring(L, e.kind == lua::ProcessEvent::Kind::started ? "started" : "exited");
   lua_setfield(L, -2, "kind");
   lua_pushinteger(L, static_cast<lua_Integer>(e.index) + 1);
   lua_setfield(L, -2, "task");
@@ -55,7 +55,7 @@ void push_event(lua_State* L, const batch::ProcessEvent& e) {
   lua_setfield(L, -2, "slot");
   lua_pushinteger(L, e.pid);
   lua_setfield(L, -2, "pid");
-  if (e.kind == batch::ProcessEvent::Kind::exited) {
+  if (e.kind == lua::ProcessEvent::Kind::exited) {
     if (e.signal == 0) {
       lua_pushinteger(L, e.exit_code);
       lua_setfield(L, -2, "exit_code");
@@ -71,7 +71,7 @@ void push_event(lua_State* L, const batch::ProcessEvent& e) {
 int process_run_pool(lua_State* L) {
   check_type(L, 1, LUA_TTABLE, "table");
   Options options(L, 1, {"tasks", "jobs", "slots", "on_event", "poll_seconds"});
-  std::vector<batch::ProcessSpec> specs;
+  std::vector<lua::ProcessSpec> specs;
   lua_pushliteral(L, "tasks");
   if (lua_rawget(L, 1) != LUA_TTABLE) throw ArgError(1, "option 'tasks' must be a list of {argv=, log=, env=}");
   const int tasks = lua_gettop(L);
@@ -80,7 +80,7 @@ int process_run_pool(lua_State* L) {
     const std::string what = "tasks[" + integer_text(i) + "]";
     if (lua_rawgeti(L, tasks, static_cast<lua_Integer>(i)) != LUA_TTABLE) throw ArgError(1, what + " is not a table");
     const int task = lua_gettop(L);
-    batch::ProcessSpec spec;
+    lua::ProcessSpec spec;
     lua_pushliteral(L, "argv");
     lua_rawget(L, task);
     spec.argv = check_string_list(L, -1, what + ".argv");
@@ -97,7 +97,7 @@ int process_run_pool(lua_State* L) {
   }
   lua_pop(L, 1);
 
-  batch::PoolOptions pool;
+  lua::PoolOptions pool;
   if (auto jobs = options.integer("jobs")) {
     if (*jobs < 1) throw ArgError(1, "option 'jobs' must be at least 1, got " + integer_text(*jobs));
     pool.jobs = static_cast<std::size_t>(*jobs);
@@ -118,7 +118,7 @@ int process_run_pool(lua_State* L) {
   const bool has_callback = lua_rawget(L, 1) == LUA_TFUNCTION;
   const int callback = lua_gettop(L);
 
-  const auto result = batch::run_process_pool(specs, pool, [&](const batch::ProcessEvent& event) {
+  const auto result = lua::run_process_pool(specs, pool, [&](const lua::ProcessEvent& event) {
     if (!has_callback) return;
     lua_pushvalue(L, callback);
     push_event(L, event);
@@ -140,27 +140,27 @@ int process_run_pool(lua_State* L) {
 }
 
 int process_alive(lua_State* L) {
-  lua_pushboolean(L, batch::process_alive(static_cast<int>(check_integer(L, 1))));
+  lua_pushboolean(L, lua::process_alive(static_cast<int>(check_integer(L, 1))));
   return 1;
 }
 
 int process_pid(lua_State* L) {
-  lua_pushinteger(L, batch::current_pid());
+  lua_pushinteger(L, lua::current_pid());
   return 1;
 }
 
 int process_hostname(lua_State* L) {
-  push_string(L, batch::host_name());
+  push_string(L, lua::host_name());
   return 1;
 }
 
 int process_executable(lua_State* L) {
-  push_string(L, batch::executable_path());
+  push_string(L, lua::executable_path());
   return 1;
 }
 
 int process_absolute(lua_State* L) {
-  push_string(L, batch::absolute_path(check_string(L, 1)));
+  push_string(L, lua::absolute_path(check_string(L, 1)));
   return 1;
 }
 

@@ -18,7 +18,7 @@
 
 extern char** environ;
 
-namespace lmkit::batch {
+namespace lmkit::lua {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -209,4 +209,4 @@ std::string absolute_path(const std::string& path) {
   return base + "/" + rest;
 }
 
-}  // namespace lmkit::batch
+}  // namespace lmkit::lua

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace lmkit::batch {
+namespace lmkit::lua {
 
 using Environment = std::vector<std::pair<std::string, std::string>>;
 
@@ -59,4 +59,4 @@ std::string executable_path();
 // `path` made absolute against the working directory (not resolved: links stay as given).
 std::string absolute_path(const std::string& path);
 
-}  // namespace lmkit::batch
+}  // namespace lmkit::lua

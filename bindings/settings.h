@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace lmkit::config {
+namespace lmkit::lua {
 
 using Json = nlohmann::json;
 
@@ -35,4 +35,4 @@ Json settings_tree(const std::vector<Setting>& settings);
 // Keys whose default is null accept any inferred value.
 Json apply_settings(const Json& defaults, const std::vector<Setting>& settings);
 
-}  // namespace lmkit::config
+}  // namespace lmkit::lua

@@ -10,7 +10,7 @@
 namespace lmkit::repl {
 
 struct ReplOptions {
-  std::vector<config::Setting> settings;
+  std::vector<lua::Setting> settings;
   std::string history_file;  // empty: $LMKIT_HISTORY, else ~/.lmkit_history
 };
 

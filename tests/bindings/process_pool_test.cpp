@@ -13,7 +13,7 @@
 
 #include "runtime/core/error.h"
 
-namespace lmkit::batch {
+namespace lmkit::lua {
 namespace {
 
 namespace fs = std::filesystem;
@@ -162,4 +162,4 @@ TEST(ProcessFacts, PathsAndLiveness) {
 }
 
 }  // namespace
-}  // namespace lmkit::batch
+}  // namespace lmkit::lua

@@ -4,7 +4,7 @@
 
 #include "runtime/core/error.h"
 
-namespace lmkit::config {
+namespace lmkit::lua {
 namespace {
 
 std::string error_of(const std::function<void()>& f) {
@@ -91,4 +91,4 @@ TEST(SettingsTest, WrongTypeNamesTheExpectation) {
 }
 
 }  // namespace
-}  // namespace lmkit::config
+}  // namespace lmkit::lua

@@ -160,8 +160,13 @@ TEST(HeadTest, GradientsMatchFiniteDifferences) {
     }
     auto nll = [&](const std::vector<torch::Tensor>& in) { return head->nll(in[0], targets, {in[1], in[2]}); };
     // PLIF is piecewise linear: its kinks make finite differences meaningless only at knots,
-    // which random logits avoid with probability one at h = 1e-6.
-    EXPECT_LT(gradient_error(nll, inputs), 1e-6) << config.dump();
+    // which random logits avoid with probability one at h = 1e-6. AdvSoft's training nll holds
+    // its perturbation constant in the backward pass (as the thesis's code does), so it is not the
+    // gradient of its own value: HeadTest.AdvSoftReferenceSharesOnePerturbationPerWordHeldConstant
+    // differentiates it with the perturbation fixed.
+    if (config["kind"] != "advsoft") {
+      EXPECT_LT(gradient_error(nll, inputs), 1e-6) << config.dump();
+    }
     auto logp = [&](const std::vector<torch::Tensor>& in) { return head->log_probs(in[0], {in[1], in[2]}); };
     EXPECT_LT(gradient_error(logp, inputs), 1e-6) << config.dump();
   }
