@@ -53,15 +53,13 @@ local SWITCH_LABEL = {nt = "NT-ASGD", et = "ET-ASGD"}
 return recipe.define{
   name = "advsoft_ablation",
   description = "AdvSoft ablation: switch × embedding noise × dropout for e_t (thesis Tables A.1–A.3)",
-  settings = {
-    scale = "tiny",          -- tiny | small | paper (recipes/presets/awd_lstm.lua)
-    dataset = "ptb",         -- ptb (Table A.2) | wikitext-2 (Table A.3)
+  settings = presets.settings{"scale", "epochs",
+    dataset = recipe.setting("ptb", "ptb (Table A.2) | wikitext-2 (Table A.3)"),
     baseline = true,         -- also train AWD-LSTM (Softmax) under NT and ET (Table A.1)
     perturbation = "authors", -- "authors": ε_t = eps·‖e_t‖ where cos(h, e_t) > 0 (Tables A.1–A.3's code); "thesis": eq. 3.23's fixed ε
     eps = 0.005,             -- AdvSoft's ε (authors: relative to ‖e_t‖)
     noise_sd = 0.15,         -- σ of the embedding noise in the "yes" cells
-    switch_epoch = 0,        -- ET-ASGD's epoch; 0: the scale's (tiny: the last but one epoch)
-    epochs = 0,              -- > 0 overrides the scale's epoch count
+    switch_epoch = recipe.setting(0, "ET-ASGD's epoch; 0: the scale's (tiny: the last but one epoch)"),
     eval_train_tokens = 0,   -- ≠ 0: also the eval-mode ppl on the training split's first N tokens (−1 all)
     limit = 0,               -- > 0: only the first `limit` cells
   },

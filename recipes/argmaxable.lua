@@ -45,16 +45,12 @@ end
 return recipe.define{
   name = "argmaxable",
   description = "Unargmaxable words per head and d: exact by linear programs for monotone heads, observed for mixtures",
-  settings = {
-    scale = "tiny",          -- tiny | small | paper (recipes/presets/awd_lstm.lua)
-    dataset = "ptb",         -- ptb | wikitext-2
+  settings = presets.settings{"scale", "dataset", "epochs", "switch_epoch",
     dims = "2,4,8",          -- d of each model (emb = nhidlast; a mixture's latent dimension)
     heads = "softmax,sigsoftmax,gss,plif,mos,mixtape",
     bound = 1,               -- the box [−bound, bound]^d of output states (an LSTM's: 1)
     tolerance = 1e-6,        -- a best lead at or below this (nats) counts as unargmaxable
-    epochs = 0,              -- > 0 overrides the scale's epoch count
-    switch = "et",           -- the ASGD switch (SPEC §2): "et" or "nt"
-    switch_epoch = 0,        -- > 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)
+    switch = recipe.setting("et", "the ASGD switch (SPEC §2): \"et\" or \"nt\""),
     max_contexts = 0,        -- mixtures' test contexts: 0 all, n the first n
   },
 

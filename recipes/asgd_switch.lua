@@ -57,13 +57,11 @@ end
 return recipe.define{
   name = "asgd_switch",
   description = "NT-ASGD vs ET-ASGD for Softmax, SS, GSS, LMS-PLIF, MoS, MoC (thesis Tables 4.6/4.7, Fig. 4.8/4.9)",
-  settings = {
-    scale = "tiny",                                  -- tiny | small | paper (recipes/presets/awd_lstm.lua)
-    dataset = "ptb",                                 -- ptb | wikitext-2
+  settings = presets.settings{"scale", "dataset",
     heads = "softmax,sigsoftmax,gss,plif,mos,moc",   -- any of these, comma-separated
     policies = "nt,et",
-    epochs = 0,                                      -- > 0 overrides the schedule's epochs
-    switch_epoch = 0,                                -- > 0: ET's epoch (default: see the header)
+    epochs = recipe.setting(0, "> 0 overrides the schedule's epochs"),
+    switch_epoch = recipe.setting(0, "> 0: ET's epoch (default: see the header)"),
     nonmono = -1,                                    -- ≥ 0: NT's window (default: see the header)
   },
 

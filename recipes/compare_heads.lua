@@ -67,14 +67,8 @@ end
 return recipe.define{
   name = "compare_heads",
   description = "Heads over 11 seeds: mean ± sd, rank, Wilcoxon rank-sum vs Softmax (thesis Tables 4.8/4.9)",
-  settings = {
-    scale = "tiny",                               -- tiny | small | paper (recipes/presets/awd_lstm.lua)
-    dataset = "ptb",                              -- ptb | wikitext-2
+  settings = presets.settings{"scale", "dataset", "epochs", "switch", "switch_epoch", "seeds",
     heads = "softmax,sigsoftmax,gss,plif,mos",    -- Softmax must be among them for the p-values
-    seeds = 11,                                   -- the first is the configuration's own seed
-    epochs = 0,                                   -- > 0 overrides the scale's epoch count
-    switch = "et",           -- the ASGD switch of the thesis's table (SPEC §2): "et" or "nt"
-    switch_epoch = 0,        -- > 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)
     rank = true,                                  -- the Press rank of Q on the test split per cell
   },
 

@@ -89,12 +89,8 @@ end
 return recipe.define{
   name = "fair_mos_softmax",
   description = "MoS vs Softmax with the same batch size, d′ = d, matched parameter counts, seeds (thesis §5.7.2, Table 5.18)",
-  settings = {
-    scale = "tiny",       -- tiny | small | paper (recipes/presets/awd_lstm.lua)
-    seeds = 11,           -- of MoS† (for MoS‡) and Softmax★; the first is the MoS configuration's seed (28)
-    epochs = 0,           -- > 0 overrides the scale's epoch count
-    switch = "et",           -- the ASGD switch of the thesis's table (SPEC §2): "et" or "nt"
-    switch_epoch = 0,        -- > 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)
+  settings = presets.settings{"scale", "epochs", "switch", "switch_epoch",
+    seeds = recipe.setting(11, "of MoS† (for MoS‡) and Softmax★; the first is the MoS configuration's seed (28)"),
     batch_size = 12,      -- the same for every model (the MoS code's)
     d = 0,                -- > 0: d′ (emb = nhidlast of MoS†, Softmax†, Softmax‡); 0: 280 · nhid / 960
   },

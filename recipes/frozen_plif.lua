@@ -49,13 +49,7 @@ local TESTS = {{"plif", "plif_frozen"}, {"plif", "softmax"}, {"plif_frozen", "so
 return recipe.define{
   name = "frozen_plif",
   description = "LMS-PLIF vs LMS-PLIF† (frozen slopes) vs Softmax over seeds (thesis Tables 5.16/5.17)",
-  settings = {
-    scale = "tiny",       -- tiny | small | paper (recipes/presets/awd_lstm.lua)
-    dataset = "ptb",      -- ptb | wikitext-2
-    seeds = 11,           -- the first is the configuration's own seed
-    epochs = 0,           -- > 0 overrides the scale's epoch count
-    switch = "et",           -- the ASGD switch of the thesis's table (SPEC §2): "et" or "nt"
-    switch_epoch = 0,        -- > 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)
+  settings = presets.settings{"scale", "dataset", "epochs", "switch", "switch_epoch", "seeds",
   },
 
   grid = function(cfg)

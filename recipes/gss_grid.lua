@@ -35,13 +35,8 @@ local PAPER = {
 return recipe.define{
   name = "gss_grid",
   description = "AWD-LSTM-GSS(c, k): rank vs perplexity (thesis Tables 4.4/4.5, Fig. 4.6/4.7)",
-  settings = {
-    scale = "tiny",          -- tiny | small | paper (recipes/presets/awd_lstm.lua)
-    dataset = "ptb",         -- ptb | wikitext-2
+  settings = presets.settings{"scale", "dataset", "epochs", "switch", "switch_epoch",
     cells = "paper",         -- paper: the 15 published (c, k); full: the whole searched grid
-    epochs = 0,              -- > 0 overrides the scale's epoch count
-    switch = "et",           -- the ASGD switch of the thesis's table (SPEC §2): "et" or "nt"
-    switch_epoch = 0,        -- > 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)
     max_contexts = -1,       -- rank's test contexts: -1 as the thesis (PTB all, WT2 the first 33,320), 0 all, n
     limit = 0,               -- > 0: only the first `limit` cells (a quick check of the pipeline)
   },

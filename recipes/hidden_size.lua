@@ -25,15 +25,11 @@ local measure = require "presets.measure"
 return recipe.define{
   name = "hidden_size",
   description = "Hidden size from output log-probabilities: Softmax gives its d away, bottleneck-breaking heads do not",
-  settings = {
-    scale = "tiny",          -- tiny | small | paper (recipes/presets/awd_lstm.lua)
-    dataset = "ptb",         -- ptb | wikitext-2
+  settings = presets.settings{"scale", "dataset", "epochs", "switch_epoch",
     dims = "8,16,24",        -- the Softmax models' d (emb = nhidlast)
     heads = "sigsoftmax,gss,plif,mos,mixtape",  -- other heads, each at the middle d of dims
     min_gap = 1000,          -- the ratio σ_r/σ_{r+1} that counts as a bottleneck's signature
-    epochs = 0,              -- > 0 overrides the scale's epoch count
-    switch = "et",           -- the ASGD switch (SPEC §2): "et" or "nt"
-    switch_epoch = 0,        -- > 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)
+    switch = recipe.setting("et", "the ASGD switch (SPEC §2): \"et\" or \"nt\""),
     max_contexts = -1,       -- Q's test contexts: -1 as the thesis (PTB all, WT2 the first 33,320), 0 all, n
   },
 

@@ -29,7 +29,7 @@ end
 return recipe.define{
   name = "known_rank",
   description = "The bottleneck on synthetic languages of known rank: gap to the entropy bound vs rank, per head and d",
-  settings = {
+  settings = presets.settings{
     languages = "softmax,hmm",  -- the synthetic kinds: "softmax" (rank dim + 2), "hmm" (high rank)
     vocab = 200,             -- the languages' vocabulary
     states = 48,             -- their hidden states
@@ -39,10 +39,10 @@ return recipe.define{
     small_d = 4,             -- a Softmax below the rank (d + 2 < dim + 2), and every other head's d
     large_d = 32,            -- a Softmax above it
     heads = "sigsoftmax,gss,plif,mos,mixtape",  -- the other heads, at small_d
-    epochs = 10,             -- epochs per model (the tiny scale's 3 leave most models at the unigram plateau)
-    switch = "et",           -- the ASGD switch (SPEC §2): "et" or "nt"
-    switch_epoch = 0,        -- > 0: ET's epoch (default at tiny scale: the last but one)
-    scale = "tiny",          -- the preset scale the models train at (their other sizes and rates)
+    epochs = recipe.setting(10, "epochs per model (the tiny scale's 3 leave most models at the unigram plateau)"),
+    switch = recipe.setting("et", "the ASGD switch (SPEC §2): \"et\" or \"nt\""),
+    switch_epoch = recipe.setting(0, "> 0: ET's epoch (default at tiny scale: the last but one)"),
+    scale = recipe.setting("tiny", "the preset scale the models train at (their other sizes and rates)"),
   },
 
   grid = function(cfg)

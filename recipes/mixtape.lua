@@ -78,17 +78,13 @@ end
 return recipe.define{
   name = "mixtape",
   description = "Mixtape vs MoS vs Softmax at equal d: perplexity, rank, step time and activations",
-  settings = {
-    scale = "tiny",          -- tiny | small | paper (recipes/presets/awd_lstm.lua)
-    dataset = "ptb",         -- ptb | wikitext-2
+  settings = presets.settings{"scale", "dataset", "epochs", "switch_epoch",
     heads = "softmax,mos,mixtape",  -- also: mixtape_shared (S = 0)
     K = 4,                   -- Mixtape's components (MoS keeps the scale's K)
     S = 1000,                -- Mixtape: words (ids < S) with gates of their own
     gate_dim = 0,            -- Mixtape: width of the gates' tanh(U_j h); 0: d/4
     steps = 5,               -- timed training steps per cell (after one warm-up)
-    epochs = 0,              -- > 0 overrides the scale's epoch count
-    switch = "et",           -- the ASGD switch (SPEC §2): "et" or "nt"
-    switch_epoch = 0,        -- > 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)
+    switch = recipe.setting("et", "the ASGD switch (SPEC §2): \"et\" or \"nt\""),
     max_contexts = -1,       -- Q's test contexts: -1 as the thesis (PTB all, WT2 the first 33,320), 0 all, n
   },
 

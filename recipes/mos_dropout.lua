@@ -22,13 +22,9 @@ local PAPER = {
 return recipe.define{
   name = "mos_dropout",
   description = "AWD-LSTM-MoS (K = 15) for MoS dropout 0.29, 0.145, 0: train/test ppl, rank (thesis Table 5.7)",
-  settings = {
-    scale = "tiny",          -- tiny | small | paper (recipes/presets/awd_lstm.lua)
-    dataset = "ptb",         -- ptb | wikitext-2
+  settings = presets.settings{"scale", "dataset", "epochs", "switch_epoch",
     K = 15,                  -- mixture components (the thesis: 15 at every scale)
-    epochs = 0,              -- > 0 overrides the scale's epoch count
-    switch = "nt",           -- the ASGD switch of the thesis's table (SPEC §2): "et" or "nt"
-    switch_epoch = 0,        -- > 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)
+    switch = "nt",
     eval_train_tokens = 0,   -- ≠ 0: also the eval-mode ppl on the training split's first N tokens (−1 all)
     max_contexts = -1,       -- rank's test contexts: -1 as the thesis (WT2: first 33,320), 0 all, n
     limit = 0,               -- > 0: only the first `limit` cells

@@ -33,14 +33,10 @@ local YANG = {{3, 58.62, 6467}, {5, 57.36, 8930}, {10, 56.33, 9973}, {15, 55.97,
 return recipe.define{
   name = "mos_mixtures",
   description = "AWD-LSTM-MoS for K = 1..20 mixtures: params, train/test ppl, rank (thesis Table 5.6)",
-  settings = {
-    scale = "tiny",          -- tiny | small | paper (recipes/presets/awd_lstm.lua)
-    dataset = "ptb",         -- ptb | wikitext-2
+  settings = presets.settings{"scale", "dataset", "epochs", "switch_epoch",
     cells = "all",           -- all: K ∈ {1, 3, 5, 10, 15, 20}; paper: the K the thesis trained on
                              -- this dataset (WT2: 10, 15, 20)
-    epochs = 0,              -- > 0 overrides the scale's epoch count
-    switch = "nt",           -- the ASGD switch of the thesis's table (SPEC §2): "et" or "nt"
-    switch_epoch = 0,        -- > 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)
+    switch = "nt",
     eval_train_tokens = 0,   -- ≠ 0: also the eval-mode ppl on the training split's first N tokens (−1 all)
     max_contexts = -1,       -- rank's test contexts: -1 as the thesis (WT2: first 33,320), 0 all, n
     limit = 0,               -- > 0: only the first `limit` cells

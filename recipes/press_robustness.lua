@@ -92,7 +92,7 @@ return recipe.define{
     iterations = 10,            -- refactorizations of Alg. 5.1
     ladder = "auto",            -- the c values of Alg. 5.2: "thesis" (Tables 5.12/5.13), "auto" (the thesis's
                                 -- plus five around where Press's tolerance lies for this Q), or "1e-2,1e-4,..."
-    noise_seed = 0,
+    noise_seed = 0,             -- the seed of Alg. 5.2's Gaussian noise
     eps_dtype = "float32",      -- Press rank's eps for Q's ranks, Tables 5.14/5.15 (the reference's SVD ran in float32)
     robust_eps_dtype = "float64", -- the eps of Alg. 5.1/5.2, Tables 5.11-5.13 (they ran in float64: errors ~1e-28)
   },

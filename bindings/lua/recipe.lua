@@ -29,6 +29,22 @@ local function check(spec, key, kind)
   end
 end
 
+-- A setting declared with its doc: recipe.setting(default, doc). A recipe's settings may be
+-- declared so (the shared block of presets.settings is) or as plain defaults, whose doc is then the
+-- `-- comment` on their line.
+local Setting = {}
+Setting.__index = Setting
+
+function recipe.setting(default, doc)
+  if default == nil then error("recipe.setting: a setting needs a default (its type)", 2) end
+  if type(doc) ~= "string" then error("recipe.setting: the doc must be a string", 2) end
+  return setmetatable({default = default, doc = doc}, Setting)
+end
+
+function recipe.is_setting(value)
+  return getmetatable(value) == Setting
+end
+
 function recipe.define(spec)
   if type(spec) ~= "table" then error("recipe.define expects a table", 2) end
   check(spec, "name", "string")
@@ -36,6 +52,14 @@ function recipe.define(spec)
   check(spec, "run", "function")
   check(spec, "report", "function")
   spec.settings = spec.settings or {}
+  -- Declared settings: the default goes to settings, the doc to setting_docs.
+  spec.setting_docs = {}
+  for key, value in pairs(spec.settings) do
+    if recipe.is_setting(value) then
+      spec.settings[key] = value.default
+      spec.setting_docs[key] = value.doc
+    end
+  end
   spec.description = spec.description or spec.name
   for _, reserved in ipairs{"task", "out", "report_only"} do
     if spec.settings[reserved] ~= nil then
@@ -272,7 +296,7 @@ function recipe.settings_of(file, presets)
   for _, t in ipairs(presets or {}) do texts[#texts + 1] = t end
   local rows = {}
   for key, default in pairs(def.settings) do
-    rows[#rows + 1] = {key = key, default = default, doc = setting_doc(key, texts)}
+    rows[#rows + 1] = {key = key, default = default, doc = def.setting_docs[key] or setting_doc(key, texts)}
   end
   table.sort(rows, function(a, b) return a.key < b.key end)
   rows[#rows + 1] = {key = "out", default = "runs/" .. def.name .. "-<scale>", doc = "the output folder (results, report)"}

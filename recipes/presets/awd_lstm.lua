@@ -260,4 +260,43 @@ function presets.train_cell(o)
   return model, run:summary(), corpus
 end
 
+-- The settings the training recipes share, declared once with their docs. A recipe takes them by
+-- name and adds its own:
+--   settings = presets.settings{"scale", "dataset", "epochs", "switch", "switch_epoch",
+--                               switch = "nt",                      -- its own default, the shared doc
+--                               K = 15,                             -- its own setting
+--   }
+local recipe = require "lmkit.recipe"
+presets.SHARED_SETTINGS = {
+  scale = recipe.setting("tiny", "tiny | small | paper (recipes/presets/awd_lstm.lua)"),
+  dataset = recipe.setting("ptb", "ptb | wikitext-2"),
+  epochs = recipe.setting(0, "> 0 overrides the scale's epoch count"),
+  switch = recipe.setting("et", "the ASGD switch of the thesis's table (SPEC §2): \"et\" or \"nt\""),
+  switch_epoch = recipe.setting(0, "> 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)"),
+  seeds = recipe.setting(11, "the first is the configuration's own seed"),
+}
+
+function presets.settings(spec)
+  local out = {}
+  for _, key in ipairs(spec) do
+    local shared = presets.SHARED_SETTINGS[key]
+    if not shared then
+      local known = {}
+      for k in pairs(presets.SHARED_SETTINGS) do known[#known + 1] = k end
+      table.sort(known)
+      error(("presets.settings: no shared setting '%s' (shared: %s)"):format(tostring(key), table.concat(known, ", ")), 2)
+    end
+    out[key] = shared
+  end
+  for key, value in pairs(spec) do
+    if type(key) == "string" then
+      local shared = presets.SHARED_SETTINGS[key]
+      -- A shared setting with the recipe's own default keeps the shared doc.
+      if shared and not recipe.is_setting(value) then value = recipe.setting(value, shared.doc) end
+      out[key] = value
+    end
+  end
+  return out
+end
+
 return presets

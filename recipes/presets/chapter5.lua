@@ -15,6 +15,7 @@
 -- run there loads its best model instead of training again (word_similarity, embedding_spectrum and
 -- qualitative train the same models). Two processes must not train the same model at once.
 local presets = require "presets.awd_lstm"
+local recipe = require "lmkit.recipe"
 local chapter5 = {}
 
 -- In the thesis's column order (Tables 5.1, 5.3, 5.14). GSS uses the (c, k) chosen in §4.4.1 for all
@@ -55,15 +56,12 @@ end
 
 -- The settings every chapter-5 recipe takes, with the recipe's own on top.
 function chapter5.settings(own)
-  local s = {
-    scale = "tiny",     -- tiny | small | paper (recipes/presets/awd_lstm.lua)
-    dataset = "ptb",    -- ptb | wikitext-2
-    epochs = 0,         -- > 0 overrides the scale's epoch count
-    seed = 0,           -- > 0 replaces the configuration's seed (Table 4.3: 141 / 1881 / 28)
-    lines = 0,          -- > 0: real words from the first `lines` lines of valid.txt and test.txt only
-    data = "",          -- the data folder (holding ptb/, wikitext-2/, word-similarity/); "" looks in
-                        -- $LMKIT_DATA, ./data, $LMKIT_TEST_DATA, ../shared/data
-    models = "",        -- a folder to share trained models between recipes ("": each cell's own)
+  local s = presets.settings{"scale", "dataset", "epochs",
+    seed = recipe.setting(0, "> 0 replaces the configuration's seed (Table 4.3: 141 / 1881 / 28)"),
+    lines = recipe.setting(0, "> 0: real words from the first `lines` lines of valid.txt and test.txt only"),
+    data = recipe.setting("", "the data folder (holding ptb/, wikitext-2/, word-similarity/); \"\" looks in " ..
+                              "$LMKIT_DATA, ./data, $LMKIT_TEST_DATA, ../shared/data"),
+    models = recipe.setting("", "a folder to share trained models between recipes (\"\": each cell's own)"),
   }
   for k, v in pairs(own or {}) do s[k] = v end
   return s

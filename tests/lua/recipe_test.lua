@@ -69,5 +69,34 @@ T.test("malformed recipes and cells are named", function()
   T.raises(function() bad:main{out = root .. "/bad", nonsense = 1} end, "unknown setting 'nonsense'")
 end)
 
+T.test("declared settings: the shared block once, a recipe's own default keeps the shared doc", function()
+  local source = os.getenv("LMKIT_SOURCE_DIR") or ".."
+  package.path = source .. "/recipes/?.lua;" .. package.path
+  local presets = require "presets.awd_lstm"
+  local s = presets.settings{"scale", "epochs", switch = "nt", K = 15,
+                              width = recipe.setting(3, "the width of something")}
+  T.truthy(recipe.is_setting(s.scale) and s.scale.default == "tiny")
+  T.eq(s.switch.default, "nt")
+  T.eq(s.switch.doc, presets.SHARED_SETTINGS.switch.doc)  -- its own default, the shared doc
+  T.eq(s.K, 15)
+  T.raises(function() presets.settings{"scal"} end, "no shared setting 'scal' (shared: dataset, epochs, scale, seeds, switch, switch_epoch)")
+  T.raises(function() recipe.setting(nil, "x") end, "a setting needs a default")
+  local r = recipe.define{name = "declared", settings = s, grid = function() return {{a = 1}} end,
+                          run = function() return {} end, report = function() end}
+  -- define keeps the defaults as settings and the docs beside them: configure and --set see plain values.
+  T.eq(r.settings.scale, "tiny")
+  T.eq(r.settings.width, 3)
+  T.eq(r.setting_docs.width, "the width of something")
+  T.eq(r.setting_docs.epochs, "> 0 overrides the scale's epoch count")
+  local cfg = r:configure({width = 5})
+  T.eq({cfg.scale, cfg.width, cfg.switch}, {"tiny", 5, "nt"})
+  -- Every recipe of lmkit that trains AWD-LSTMs takes the shared block: none retypes its doc.
+  for _, name in ipairs({"compare_heads", "frozen_plif", "gss_grid", "flooding", "mixtape", "hidden_size"}) do
+    local text = assert(io.open(source .. "/recipes/" .. name .. ".lua")):read("a")
+    T.truthy(text:find("presets.settings{", 1, true), name .. " declares its shared settings by name")
+    T.eq(text:find("tiny | small | paper", 1, true), nil, name .. " retypes the scale's doc")
+  end
+end)
+
 T.run()
 os.execute("rm -rf '" .. root .. "'")
