@@ -14,14 +14,6 @@
 namespace lmkit::lua {
 namespace {
 
-// "4.0 TB": a size a person reads at a glance (the exact bytes follow it).
-std::string readable_bytes(double bytes) {
-  const char* units[] = {"bytes", "kB", "MB", "GB", "TB", "PB", "EB"};
-  int unit = 0;
-  while (bytes >= 1000 && unit < 6) bytes /= 1000, ++unit;
-  return unit == 0 ? fmt::format("{:.0f} bytes", bytes) : fmt::format("{:.1f} {}", bytes, units[unit]);
-}
-
 std::string way_out_of_memory() {
   return "Use smaller sizes (a smaller vocabulary, K, batch or bptt), or compute in pieces.";
 }
@@ -79,7 +71,7 @@ std::string torch_error_in_lmkit_words(const std::string& message) {
     // What the caller put before Torch's "[enforce fail at ...]" says who asked ("making the head ...: ").
     const auto context = message.substr(0, std::min(message.find("[enforce fail"), static_cast<std::size_t>(m.position(0))));
     return fmt::format("{}out of memory: it asked for {} ({} bytes) at once, and this machine has {} ({} available now). {}",
-                       context, readable_bytes(bytes), integer_text(static_cast<std::int64_t>(bytes)),
+                       context, gibibytes(static_cast<std::int64_t>(bytes)), integer_text(static_cast<std::int64_t>(bytes)),
                        gibibytes(physical_memory_bytes()), gibibytes(available_memory_bytes()), way_out_of_memory());
   }
   // CUDA's caching allocator: "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; ...".

@@ -131,11 +131,9 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
     // Resuming with a corpus edited since the run started (the model rebuilt from config.json
     // keeps the old vocabulary): say that, not just that two sizes differ.
     if (s.store.exists("state.ckpt") && s.store.exists("config.json")) {
-      const auto stored = s.store.read_json("config.json");
-      if (stored.contains("corpus") && stored.at("corpus").is_object()) {
-        throw UsageError(corpus_changed_message(s.store.dir().string(), stored.at("corpus"),
-                                                run_config(s.model, s.corpus, s.options).at("corpus")));
-      }
+      const auto stored = s.store.read_json("config.json").value("corpus", json::object());
+      const auto now = run_config(s.model, s.corpus, s.options).at("corpus");
+      if (corpus_content_differs(stored, now)) throw UsageError(corpus_changed_message(s.store.dir().string(), stored, now));
     }
     throw UsageError("train: the corpus has " + integer_text(corpus_words) + " words but the model's vocab_size is " +
                      integer_text(s.model->options.encoder().vocab_size()));

@@ -51,7 +51,7 @@ TEST(TorchErrorTextTest, AllocationFailuresSayHowMuchWasAskedAndKeepWhoAsked) {
         "making the head {\"K\":1000000000,\"kind\":\"mos\"}: [enforce fail at alloc_cpu.cpp:" + line +
         "] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to allocate 4000000000000 bytes. Error "
         "code 12 (Cannot allocate memory)");
-    EXPECT_EQ(text.rfind("making the head {\"K\":1000000000,\"kind\":\"mos\"}: out of memory: it asked for 4.0 TB "
+    EXPECT_EQ(text.rfind("making the head {\"K\":1000000000,\"kind\":\"mos\"}: out of memory: it asked for 3725.3 GiB "
                          "(4000000000000 bytes) at once, and this machine has ",
                          0),
               0u)

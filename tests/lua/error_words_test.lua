@@ -12,7 +12,7 @@ T.test("Torch's errors reach Lua in lmkit's words: 1-based shapes, memory asked,
   T.raises(function() return lmkit.stack({lmkit.ones(2, 3), lmkit.ones(4, 5)}) end, "at entry 1 and [4, 5] at entry 2")
   T.raises(function() local t = lmkit.ones(2, 3); t[{{1, 2}, {}}] = lmkit.ones(3, 3) end, "dimension 1.")
   T.raises(function() return lmkit.zeros(1e6, 1e6) end,
-           "lmkit.zeros: out of memory: it asked for 4.0 TB (4000000000000 bytes) at once, and this machine has ")
+           "lmkit.zeros: out of memory: it asked for 3725.3 GiB (4000000000000 bytes) at once, and this machine has ")
   T.raises(function() return lmkit.model{vocab_size = 100, emb = 8, nhid = 16, nhidlast = 8, head = lmkit.heads.mos{K = 1e9}} end,
            'lmkit.model: making the head {"K":1000000000,"dropoutl":0.29,"kind":"mos"}: out of memory: it asked for')
   T.raises(function() lmkit.ones(2):sum():backward() end, "Tensor:backward: nothing to differentiate")
