@@ -12,6 +12,7 @@
 #include "bindings/lua_call.h"
 #include "repl/batch_command.h"
 #include "repl/doctor_command.h"
+#include "repl/head_catalog.h"
 #include "repl/recipe_catalog.h"
 #include "repl/repl_session.h"
 #include "repl/script_runner.h"
@@ -151,7 +152,7 @@ CLI::App* add_batch_command(CLI::App& app, ScriptArguments& a, BatchArguments& b
 }
 
 struct Commands {
-  CLI::App *run, *recipes, *repl, *batch, *status, *report, *doctor;
+  CLI::App *run, *recipes, *heads, *repl, *batch, *status, *report, *doctor;
 };
 
 // A new machine's first command, and what a bug report attaches (docs/getting-started.md).
@@ -164,10 +165,12 @@ CLI::App* add_doctor_command(CLI::App& app, lmkit::repl::DoctorOptions& d) {
 }
 
 Commands add_commands(CLI::App& app, ScriptArguments& a, BatchArguments& b, std::string& batch_dir,
-                      lmkit::repl::DoctorOptions& d) {
+                      std::string& head_kind, lmkit::repl::DoctorOptions& d) {
   Commands c{};
   c.run = add_run_command(app, a);
   c.recipes = app.add_subcommand("recipes", "List lmkit's recipes and what each reproduces");
+  c.heads = app.add_subcommand("heads", "List the output heads (registered kinds), their options and capabilities");
+  c.heads->add_option("kind", head_kind, "One kind: its options with their ranges, defaults and docs");
   c.repl = add_repl_command(app, a);
   c.batch = add_batch_command(app, a, b);
   c.status = app.add_subcommand("status", "Show each task of a batch folder: done, running, queued, failed, ...");
@@ -179,9 +182,10 @@ Commands add_commands(CLI::App& app, ScriptArguments& a, BatchArguments& b, std:
 }
 
 int run_command(const CLI::App& app, const Commands& c, const ScriptArguments& a, const BatchArguments& b,
-                const std::string& batch_dir, const lmkit::repl::DoctorOptions& d) {
+                const std::string& batch_dir, const std::string& head_kind, const lmkit::repl::DoctorOptions& d) {
   if (a.threads > 0) lmkit::set_threads(a.threads);
   if (*c.recipes) return lmkit::repl::list_recipes();
+  if (*c.heads) return lmkit::repl::list_heads(head_kind);
   if (*c.run) {
     lmkit::repl::ScriptOptions options;
     options.path = lmkit::repl::resolve_recipe(a.script);
@@ -224,9 +228,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   ScriptArguments script;
   BatchArguments batch;
-  std::string batch_dir;
+  std::string batch_dir, head_kind;
   lmkit::repl::DoctorOptions doctor;
-  const Commands commands = add_commands(app, script, batch, batch_dir, doctor);
+  const Commands commands = add_commands(app, script, batch, batch_dir, head_kind, doctor);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -234,7 +238,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   try {
-    return run_command(app, commands, script, batch, batch_dir, doctor);
+    return run_command(app, commands, script, batch, batch_dir, head_kind, doctor);
   } catch (const std::exception&) {
     return report_failure();
   }

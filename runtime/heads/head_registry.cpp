@@ -53,6 +53,18 @@ bool register_head_kind(HeadKind kind) {
   return true;
 }
 
+std::vector<nlohmann::json> head_examples() {
+  std::vector<nlohmann::json> configs;
+  for (const auto* kind : registered_head_kinds()) {
+    const auto examples = kind->examples.empty() ? std::vector<nlohmann::json>{nlohmann::json::object()} : kind->examples;
+    for (auto config : examples) {
+      config["kind"] = kind->kind;
+      configs.push_back(read_head_config(config));
+    }
+  }
+  return configs;
+}
+
 std::vector<const HeadKind*> registered_head_kinds() {
   std::vector<const HeadKind*> kinds;
   for (const auto& [name, kind] : registry()) kinds.push_back(&kind);

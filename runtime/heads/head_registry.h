@@ -58,6 +58,10 @@ struct HeadKind {
   std::vector<config::OptionSpec> options;
   HeadCapabilities capabilities;
   std::function<Head(const HeadSettings&)> make;
+  // Small configurations (options without "kind") that exercise the kind's options on a model of
+  // width ~6 and ~20 words: the every-head tests (normalization, gradients, save/load) run each.
+  // Empty: the defaults, which then must be small enough for such a model.
+  std::vector<nlohmann::json> examples = {};
 
   // "lmkit.heads.gss{c=0, k=2} -> HeadSpec" followed by the summary and one line per option.
   std::string doc() const;
@@ -71,6 +75,8 @@ bool register_head_kind(HeadKind kind);
 std::vector<const HeadKind*> registered_head_kinds();
 // The kind named `kind`, or nullptr.
 const HeadKind* find_head_kind(const std::string& kind);
+// Every registered kind's examples as full configs ({"kind": ..., options}), sorted by kind.
+std::vector<nlohmann::json> head_examples();
 // "mos, moc, moss": the registered kinds with a capability, e.g. &HeadCapabilities::projects.
 std::string head_kinds_with(bool HeadCapabilities::*capability);
 // {"kind": kind, options...} checked and completed with the defaults; ConfigError otherwise.

@@ -94,7 +94,8 @@ LMKIT_REGISTER_HEAD(gss) {
           HeadCapabilities{/*projects=*/false, /*pointwise=*/true, /*monotone=*/true},
           [](const HeadSettings& s) {
             return make_head_of<GssHeadImpl>(GssHeadOptions().c(s.number("c")).k(s.number("k")));
-          }};
+          },
+          {{{"c", -0.5}, {"k", 2.5}}}};
 }
 
 // --- LMS-PLIF ------------------------------------------------------------------------------------
@@ -159,7 +160,8 @@ LMKIT_REGISTER_HEAD(plif) {
                                                   .freeze(s.flag("freeze"))
                                                   .lr(s.number("lr"))
                                                   .authors_offset(s.flag("authors_offset")));
-          }};
+          },
+          {{{"K", 50}, {"T", 5.0}, {"sigma", 0.3}}}};
 }
 
 // --- ReLU-based, Sigmoid-based -------------------------------------------------------------------
@@ -275,7 +277,8 @@ LMKIT_REGISTER_HEAD(advsoft) {
                                                      .relative(s.flag("relative"))
                                                      .aligned_only(s.flag("aligned_only"))
                                                      .perturbation(s.text("perturbation")));
-          }};
+          },
+          {{{"eps", 0.1}}, {{"eps", 0.05}, {"relative", true}, {"aligned_only", true}}}};
 }
 
 }  // namespace lmkit

@@ -14,8 +14,13 @@ namespace lmkit {
 MixtapeHeadImpl::MixtapeHeadImpl(MixtapeHeadOptions o) : options(o) {
   const int64_t K = o.K(), gates = o.K() - 1;
   std::int64_t latent_width = 0, gate_width = 0;
-  if (__builtin_mul_overflow(K, o.latent_dim(), &latent_width) || __builtin_mul_overflow(gates, o.gate_dim(), &gate_width)) {
-    throw ConfigError("mixtape: K · latent_dim or (K − 1) · gate_dim does not fit in 64 bits");
+  if (__builtin_mul_overflow(K, o.latent_dim(), &latent_width)) {
+    throw ConfigError("mixtape: K · latent_dim = " + integer_text(K) + " · " + integer_text(o.latent_dim()) +
+                      " does not fit in 64 bits");
+  }
+  if (__builtin_mul_overflow(gates, o.gate_dim(), &gate_width)) {
+    throw ConfigError("mixtape: (K − 1) · gate_dim = " + integer_text(gates) + " · " + integer_text(o.gate_dim()) +
+                      " does not fit in 64 bits");
   }
   latent = register_module("latent", torch::nn::Linear(o.in_dim(), latent_width));
   // host: the tree's constant 0/1 matrices, copied to the gates' device and dtype where used (log_priors)
@@ -120,7 +125,8 @@ LMKIT_REGISTER_HEAD(mixtape) {
                                                      .S(s.integer("S"))
                                                      .gate_dim(s.integer("gate_dim"))
                                                      .dropoutl(s.number("dropoutl")));
-          }};
+          },
+          {{{"K", 4}, {"S", 7}, {"gate_dim", 5}}}};
 }
 
 }  // namespace lmkit

@@ -77,7 +77,8 @@ HeadKind mixture_kind(const char* kind, const char* summary) {
           [](const HeadSettings& s) {
             return make_head_of<Impl>(
                 MosHeadOptions(s.in_dim(), s.latent_dim()).K(s.integer("K")).dropoutl(s.number("dropoutl")));
-          }};
+          },
+          {{{"K", 3}}}};
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
-// Adding a head kind takes one file: this test-only head is declared here and nowhere else, and
-// make_head, head_kinds, the capability lists in messages, lmkit.heads.<kind> with its doc string,
-// lmkit.heads.info and the every-head tests of models_test.cpp all pick it up.
+// Adding a head kind takes one file: this test-only head is declared here and nowhere else (the
+// build compiles every *_test.cpp of this folder), and make_head, head_kinds, the capability lists
+// in messages, lmkit.heads.<kind> with its doc string, lmkit.heads.info, lmkit.train, `lmkit heads`
+// and the every-head tests of models_test.cpp (normalization, gradients, save/load: they run its
+// registered example) all pick it up.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,10 +10,13 @@
 #include <string>
 
 #include "bindings/lua_module.h"
+#include "repl/head_catalog.h"
 #include "repl/lua_state_handle.h"
 #include "runtime/core/error.h"
 #include "runtime/heads/head_registry.h"
 #include "runtime/models/language_model.h"
+#include "tests/support/every_head.h"
+#include "tests/support/temporary_folder.h"
 
 namespace lmkit {
 namespace {
@@ -39,7 +44,8 @@ LMKIT_REGISTER_HEAD(test_scaled_softmax) {
   return {"test_scaled_softmax", "log_softmax(a·l) (a test-only head).",
           {{"a", config::OptionType::Number, 1.0, config::Range::positive(), "the inverse temperature"}},
           HeadCapabilities{/*projects=*/false, /*pointwise=*/true, /*monotone=*/true},
-          [](const HeadSettings& s) { return make_head_of<ScaledSoftmaxHeadImpl>(s.number("a")); }};
+          [](const HeadSettings& s) { return make_head_of<ScaledSoftmaxHeadImpl>(s.number("a")); },
+          {{{"a", 1.7}}}};
 }
 
 namespace {
@@ -114,6 +120,52 @@ TEST(RegisteredHeadTest, LuaGetsItsFunctionDocAndInfo) {
       "assert(doc:find('lmkit.heads.test_scaled_softmax{a=1} -> HeadSpec', 1, true), doc)\n"
       "assert(doc:find('a (number > 0, default 1): the inverse temperature', 1, true), doc)";
   ASSERT_EQ(luaL_dostring(L, code), LUA_OK) << lua_tostring(L, -1);
+}
+
+TEST(RegisteredHeadTest, TheEveryHeadTestsRunItsExample) {
+  const auto configs = lmkit::testing::all_heads();
+  EXPECT_NE(std::find(configs.begin(), configs.end(), nlohmann::json{{"kind", "test_scaled_softmax"}, {"a", 1.7}}),
+            configs.end());
+}
+
+TEST(RegisteredHeadTest, LmkitHeadsListsItAndExplainsItsOptions) {
+  const auto catalog = repl::head_catalog();
+  EXPECT_NE(catalog.find("  test_scaled_softmax{a=1}  [pointwise, monotone]\n      log_softmax(a·l) (a test-only head)."),
+            std::string::npos)
+      << catalog;
+  const auto one = repl::head_catalog("test_scaled_softmax");
+  EXPECT_NE(one.find("a (number > 0, default 1): the inverse temperature"), std::string::npos) << one;
+  try {
+    repl::head_catalog("test_scaled_sofmax");
+    ADD_FAILURE() << "an unknown kind was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean 'test_scaled_softmax'?"), std::string::npos) << e.what();
+  }
+}
+
+class RegisteredHeadTrainingTest : public lmkit::testing::TemporaryFolderTest {
+ protected:
+  RegisteredHeadTrainingTest() : TemporaryFolderTest("lmkit_registered_head_") {}
+};
+
+TEST_F(RegisteredHeadTrainingTest, LmkitTrainTrainsIt) {
+  repl::LuaStateHandle state(lua::new_lmkit_state());
+  lua_State* L = state.get();
+  const std::string code =
+      "lmkit.seed(5)\n"
+      "local lang = lmkit.data.synthetic{vocab = 20, states = 6, dim = 4, seed = 3}\n"
+      "local corpus = lang:corpus{train = 3000, valid = 400, test = 400}\n"
+      "local model = lmkit.model{vocab_size = 20, emb = 8, nhid = 12, nhidlast = 8, nlayers = 1,\n"
+      "                          head = lmkit.heads.test_scaled_softmax{a = 0.8}}\n"
+      "local run = lmkit.train{model = model, corpus = corpus, run_dir = '" + dir("run") + "', lr = 5,\n"
+      "                        batch_size = 4, bptt = 10, epochs = 2, eval_batch_size = 4, test_batch_size = 2, seed = 7}\n"
+      "local s = run:summary()\n"
+      "assert(s.status == 'finished', s.status)\n"
+      "local epochs = run:metrics('epoch')\n"
+      "assert(epochs[2].valid_ppl < epochs[1].valid_ppl, 'the valid ppl did not fall')\n"
+      "assert(s.test_ppl < 20, 'test ppl ' .. s.test_ppl .. ' is no better than uniform')\n"
+      "assert(run:config().model.head.kind == 'test_scaled_softmax' and run:config().model.head.a == 0.8)";
+  ASSERT_EQ(luaL_dostring(L, code.c_str()), LUA_OK) << lua_tostring(L, -1);
 }
 
 }  // namespace

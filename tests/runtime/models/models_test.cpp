@@ -106,7 +106,7 @@ using lmkit::testing::all_heads;
 TEST(HeadTest, EveryRegisteredKindIsInTheEveryHeadTests) {
   std::set<std::string> tested;
   for (const auto& config : all_heads()) tested.insert(config["kind"].get<std::string>());
-  for (const auto& kind : head_kinds()) EXPECT_TRUE(tested.count(kind)) << kind << ": add it to all_heads()";
+  for (const auto& kind : head_kinds()) EXPECT_TRUE(tested.count(kind)) << kind << ": missing from head_examples()";
 }
 
 TEST(HeadTest, EveryHeadNormalizesAndNllMatchesLogProbs) {

@@ -1,0 +1,54 @@
+#include "repl/head_catalog.h"
+
+#include <cstdio>
+
+#include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
+#include "runtime/heads/head_registry.h"
+
+namespace lmkit::repl {
+namespace {
+
+std::string capabilities_text(const HeadCapabilities& c) {
+  std::string text;
+  const auto add = [&text](bool has, const char* name) {
+    if (has) text += (text.empty() ? "" : ", ") + std::string(name);
+  };
+  add(c.projects, "projects");
+  add(c.pointwise, "pointwise");
+  add(c.monotone, "monotone");
+  return text.empty() ? "-" : text;
+}
+
+}  // namespace
+
+std::string head_catalog(const std::string& kind) {
+  if (!kind.empty()) {
+    const HeadKind* found = find_head_kind(kind);
+    if (!found) {
+      std::vector<std::string> names;
+      for (const auto* k : registered_head_kinds()) names.push_back(k->kind);
+      throw UsageError(config::unknown_key_text("head kind", kind, names) + "; `lmkit heads` lists them");
+    }
+    return found->doc() + "\n";
+  }
+  const auto kinds = registered_head_kinds();
+  std::string text = "Head kinds (" + integer_text(static_cast<std::int64_t>(kinds.size())) +
+                     "): lmkit.heads.KIND{options} makes one; `lmkit heads KIND` or help(lmkit.heads.KIND) "
+                     "explains its options.\n"
+                     "projects: maps h to latent contexts of the decoder's width (trains with the MoS "
+                     "configuration); pointwise: log_softmax(f(l)); monotone: f increasing (ranks words as "
+                     "Softmax does).\n\n";
+  for (const auto* k : kinds) {
+    text += "  " + k->kind + k->schema().signature() + "  [" + capabilities_text(k->capabilities) + "]\n";
+    text += "      " + k->summary + "\n";
+  }
+  return text;
+}
+
+int list_heads(const std::string& kind) {
+  std::fputs(head_catalog(kind).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace lmkit::repl
