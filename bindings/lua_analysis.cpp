@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "bindings/entry_point.h"
 #include "bindings/lua_call.h"
 #include "bindings/lua_config.h"
 #include "bindings/lua_heads.h"
@@ -27,37 +28,11 @@ torch::ScalarType opt_eps_dtype(lua_State* L, int position) {
   return name ? parse_dtype(*name) : torch::kFloat32;
 }
 
-int analysis_svdvals(lua_State* L) {
-  auto& q = check_tensor(L, 1);
-  Options options(L, 2, {"float64"});
-  push_tensor(L, analysis::svdvals(q, options.boolean("float64").value_or(false)));
-  return 1;
-}
-
 int analysis_press_rank(lua_State* L) {
   auto& sv = check_tensor(L, 1);
   const auto rows = check_integer(L, 2);
   const auto cols = check_integer(L, 3);
   lua_pushinteger(L, analysis::press_rank(sv, rows, cols, opt_eps_dtype(L, 4)));
-  return 1;
-}
-
-int analysis_effective_rank(lua_State* L) {
-  auto& sv = check_tensor(L, 1);
-  lua_pushinteger(L, analysis::effective_rank(sv, check_number(L, 2)));
-  return 1;
-}
-
-int analysis_hidden_size(lua_State* L) {
-  auto& sv = check_tensor(L, 1);
-  Options o(L, 2, {"bias", "min_gap"});
-  const auto e = analysis::estimate_hidden_size(sv, o.boolean("bias").value_or(true), o.number("min_gap").value_or(1e3));
-  lua_createtable(L, 0, 4);
-  set_integer(L, "hidden_size", e.hidden_size);
-  set_integer(L, "signal", e.signal);
-  set_number(L, "gap", e.gap);
-  lua_pushboolean(L, e.found);
-  lua_setfield(L, -2, "found");
   return 1;
 }
 
@@ -70,14 +45,7 @@ int analysis_rank_report(lua_State* L) {
   set_number(L, "sigma_max", report.sigma_max);
   set_integer(L, "rows", report.rows);
   set_integer(L, "cols", report.cols);
-  lua_createtable(L, static_cast<int>(report.effective.size()), 0);
-  int k = 0;
-  for (const auto& [eps, rank] : report.effective) {
-    lua_createtable(L, 0, 2);
-    set_number(L, "eps", eps);
-    set_integer(L, "rank", rank);
-    lua_rawseti(L, -2, ++k);
-  }
+  entry_detail::push_one(L, report.effective);
   lua_setfield(L, -2, "effective");
   return 1;
 }
@@ -146,67 +114,6 @@ int analysis_embedding(lua_State* L) {
 }
 
 // ---- spectra and robustness ----
-
-int analysis_normalized_spectrum(lua_State* L) {
-  push_tensor(L, analysis::normalized_spectrum(check_tensor(L, 1)));
-  return 1;
-}
-
-int analysis_normalized_cdf(lua_State* L) {
-  auto [values, fractions] = analysis::normalized_cdf(check_tensor(L, 1));
-  push_tensor(L, values);
-  push_tensor(L, fractions);
-  return 2;
-}
-
-int analysis_cumulative_share(lua_State* L) {
-  push_tensor(L, analysis::cumulative_share(check_tensor(L, 1)));
-  return 1;
-}
-
-int analysis_projection_2d(lua_State* L) {
-  push_tensor(L, analysis::projection_2d(check_tensor(L, 1)));
-  return 1;
-}
-
-int analysis_pairwise_kl(lua_State* L) {
-  auto& q = check_tensor(L, 1);
-  Options o(L, 2, {"pairs", "seed"});
-  const auto result = analysis::pairwise_kl(q, o.integer("pairs").value_or(10000),
-                                            static_cast<std::uint64_t>(o.integer("seed").value_or(0)));
-  push_json(L, {{"mean", result.mean}, {"standard_error", result.standard_error}, {"pairs", result.pairs}});
-  return 1;
-}
-
-int analysis_refactorization(lua_State* L) {
-  auto& q = check_tensor(L, 1);
-  Options o(L, 2, {"keep", "iterations", "eps_dtype"});
-  const auto eps = o.string("eps_dtype");
-  const auto steps = analysis::refactorization_robustness(q, o.integer("keep").value_or(10), o.integer("iterations").value_or(10),
-                                                          eps ? parse_dtype(*eps) : torch::kFloat32);
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& s : steps) out.push_back({{"iteration", s.iteration}, {"press_rank", s.press_rank}, {"error", s.error}});
-  push_json(L, out);
-  return 1;
-}
-
-int analysis_noise(lua_State* L) {
-  auto& q = check_tensor(L, 1);
-  const auto ladder = check_number_list(L, 2, "ladder of c values");
-  Options o(L, 3, {"keep", "seed", "eps_dtype"});
-  const auto eps = o.string("eps_dtype");
-  const auto steps = analysis::noise_robustness(q, ladder, o.integer("keep").value_or(10),
-                                                static_cast<std::uint64_t>(o.integer("seed").value_or(0)),
-                                                eps ? parse_dtype(*eps) : torch::kFloat32);
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& s : steps) {
-    nlohmann::json effective = nlohmann::json::array();
-    for (const auto& [e, r] : s.effective) effective.push_back({{"eps", e}, {"rank", r}});
-    out.push_back({{"c", s.c}, {"noise_sd", s.noise_sd}, {"press_rank", s.press_rank}, {"effective", effective}});
-  }
-  push_json(L, out);
-  return 1;
-}
 
 int analysis_decoder(lua_State* L) {
   auto& model = check_model(L, 1);
@@ -320,24 +227,29 @@ int analysis_model_argmaxable(lua_State* L) {
   return 1;
 }
 
+template <auto Fn>
+Function on(const char* name, const char* arguments, const char* summary) {
+  return entry<Fn>("lmkit.analysis", name, arguments, summary);
+}
+
 const Function kFunctions[] = {
-    {"svdvals", analysis_svdvals, "lmkit.analysis.svdvals(Q[, {float64=false}]) -> Tensor\nSingular values of a matrix, descending, in its own precision (float64 on request); LAPACK gesdd on CPU, cuSOLVER on GPU — never through QᵀQ."},
+    on<&analysis::svdvals>("svdvals", "Q", "Singular values of a matrix, descending, in its own precision (float64 on request); LAPACK gesdd on CPU, cuSOLVER on GPU — never through QᵀQ."),
     {"press_rank", analysis_press_rank, "lmkit.analysis.press_rank(sv, rows, cols[, eps_dtype=\"float32\"]) -> integer\nNumber of singular values above 0.5·sqrt(rows+cols+1)·σ_max·eps(eps_dtype) (the thesis's rank; float32 eps as the reference computed it)."},
-    {"hidden_size", analysis_hidden_size, "lmkit.analysis.hidden_size(sv[, {bias=true, min_gap=1e3}]) -> {hidden_size=, signal=, gap=, found=}\nA softmax model's hidden size d from the singular values of its log-probabilities alone (Finlayson et al. 2024): the largest ratio σ_r/σ_{r+1} ends the signal, d = r − 2 (r − 1 without a decoder bias); found = the gap reaches min_gap (a bottleneck's signature; heads that break the bottleneck leave none)."},
-    {"effective_rank", analysis_effective_rank, "lmkit.analysis.effective_rank(sv, eps) -> integer\nSmallest k with Σ_{i≤k} σ_i² ≥ (1 − eps)·Σ σ_i²."},
+    on<&analysis::estimate_hidden_size>("hidden_size", "sv", "A softmax model's hidden size d from the singular values of its log-probabilities alone (Finlayson et al. 2024): the largest ratio σ_r/σ_{r+1} ends the signal, d = r − 2 (r − 1 without a decoder bias); found = the gap reaches min_gap (a bottleneck's signature; heads that break the bottleneck leave none)."),
+    on<&analysis::effective_rank>("effective_rank", "sv, eps", "Smallest k with Σ_{i≤k} σ_i² ≥ (1 − eps)·Σ σ_i²."),
     {"logp_matrix", analysis_logp_matrix, "lmkit.analysis.logp_matrix(model, tokens[, {batch_size=1, bptt=70, max_contexts=nil, dtype=\"float32\", f_logits=false}]) -> Tensor\nlog P(·|c) for every context of the stream, in evaluation order: [contexts, vocab] (PTB test: 82,430 × 10,000). f_logits=true gives the head's transformed logits f(l) instead (heads of the form log_softmax(f(l)))."},
     {"logp_svdvals", analysis_logp_svdvals, "lmkit.analysis.logp_svdvals(model, tokens[, {batch_size=1, bptt=70, max_contexts=nil, dtype=\"float32\", f_logits=false, method=\"auto\", memory_gb=nil, block_rows=2·vocab}]) -> Tensor, rows, cols, method\nSingular values of the logP matrix (descending) and its size. method \"svd\": Q whole in host memory, one values-only SVD (LAPACK ?gesdd in place; the thesis's method); \"streaming_qr\": Q never held, blocks of block_rows rows folded into a QR's R, then the SVD of R; \"auto\" (default): svd when Q fits in memory_gb (default: 60% of the memory available now). The 4th result describes the method that ran, for reports."},
     {"argmaxable", analysis_argmaxable, "lmkit.analysis.argmaxable(weight, bias|nil[, {region=\"box\", bound=1, tolerance=1e-6, rivals=32}]) -> {argmaxable=, margin=, witness=, unargmaxable=, words=, by_scan=, by_lp=, lp_solves=, lp_rows_max=, seconds=, method=\"lp\", region=}\nWhich words of a softmax layer l = W h + b can be the strict top-1 for some h (Demeter et al. 2020; Grivas et al. 2022): exact, by linear programs (GLPK) for the words that a fast scan of candidate h does not certify. region \"box\": h in [−bound, bound]^d (an LSTM's outputs: bound 1); \"free\": any h. argmaxable: bool [N]; margin: float64 [N] (argmaxable: the lead at the witness h; otherwise an upper bound of the best lead, ≤ tolerance); witness: [N, d]; unargmaxable: the 0-based ids of the others."},
     {"model_argmaxable", analysis_model_argmaxable, "lmkit.analysis.model_argmaxable(model[, {region=\"box\", bound=1, tolerance=1e-6, rivals=32, tokens=nil, batch_size=1, bptt=70, max_contexts=nil}]) -> table\nThe argmaxable words of a model's output layer. Heads whose f is strictly increasing (Softmax, SigSoftmax, GSS, LMS-PLIF, ...) rank words as their decoder does: exact, as lmkit.analysis.argmaxable on the decoder (method = \"lp\"). Other heads (MoS, MoC, Lua heads) need tokens: the words that are the top-1 of log P on those contexts (method = \"sampled\", top1_counts, contexts; a lower bound, and 'unargmaxable' lists the words never observed). note says which."},
     {"embedding", analysis_embedding, "lmkit.analysis.embedding(model) -> Tensor\nThe input embedding matrix [vocab, emb] (the decoder's too when tied), detached."},
     {"decoder", analysis_decoder, "lmkit.analysis.decoder(model) -> weight, bias|nil\nThe output layer the head projects onto: weight [vocab, d] (the embedding itself when tied) and bias [vocab] (nil without one), detached: logits l = h·weightᵀ + bias."},
-    {"normalized_spectrum", analysis_normalized_spectrum, "lmkit.analysis.normalized_spectrum(sv) -> Tensor\nσ / σ_max."},
-    {"cumulative_share", analysis_cumulative_share, "lmkit.analysis.cumulative_share(sv) -> Tensor\nΣ_{j≤i} σ_j / Σ_j σ_j: the share of Σσ held by the first i singular values (not the MoS paper's Fig. 1: see normalized_cdf)."},
-    {"normalized_cdf", analysis_normalized_cdf, "lmkit.analysis.normalized_cdf(sv) -> values, fractions\nThe empirical CDF of the normalized singular values σ/σ₁ (the MoS paper's Fig. 1, \"cumulative percentage of normalized singular values\"): values ascending, fractions[i] = i/n of them ≤ values[i] (float64)."},
-    {"projection_2d", analysis_projection_2d, "lmkit.analysis.projection_2d(E) -> Tensor\nThe rows of E, centered, projected on their top two principal directions: [rows, 2] (embedding plots)."},
-    {"pairwise_kl", analysis_pairwise_kl, "lmkit.analysis.pairwise_kl(Q[, {pairs=10000, seed=0}]) -> {mean=, standard_error=, pairs=}\nExpected KL(P(·|c) ‖ P(·|c')) over context pairs c ≠ c' drawn uniformly from the rows of a log-probability matrix (MoS paper, Table 11)."},
-    {"refactorization_robustness", analysis_refactorization, "lmkit.analysis.refactorization_robustness(Q[, {keep=10, iterations=10, eps_dtype=\"float32\"}]) -> {{iteration=, press_rank=, error=}, ...}\nThe thesis's Alg. 5.1: keep the top `keep` singular values of Q, then factorize and reconstruct repeatedly; Press rank and mean squared deviation from the first reconstruction per iteration (Table 5.11)."},
-    {"noise_robustness", analysis_noise, "lmkit.analysis.noise_robustness(Q, ladder[, {keep=10, seed=0, eps_dtype=\"float32\"}]) -> {{c=, noise_sd=, press_rank=, effective={{eps=, rank=}, ...}}, ...}\nThe thesis's Alg. 5.2: the rank-`keep` truncation of Q plus Gaussian noise N(0, c/n²) (c/n² the variance: sd √c/n) for each c of the ladder; Press and ε-effective ranks (Tables 5.12, 5.13)."},
+    on<&analysis::normalized_spectrum>("normalized_spectrum", "sv", "σ / σ_max."),
+    on<&analysis::cumulative_share>("cumulative_share", "sv", "Σ_{j≤i} σ_j / Σ_j σ_j: the share of Σσ held by the first i singular values (not the MoS paper's Fig. 1: see normalized_cdf)."),
+    on<&analysis::normalized_cdf>("normalized_cdf", "sv", "The empirical CDF of the normalized singular values σ/σ₁ (the MoS paper's Fig. 1, \"cumulative percentage of normalized singular values\"): values ascending, fractions[i] = i/n of them ≤ values[i] (float64)."),
+    on<&analysis::projection_2d>("projection_2d", "E", "The rows of E, centered, projected on their top two principal directions: [rows, 2] (embedding plots)."),
+    on<&analysis::pairwise_kl>("pairwise_kl", "Q", "Expected KL(P(·|c) ‖ P(·|c')) over context pairs c ≠ c' drawn uniformly from the rows of a log-probability matrix (MoS paper, Table 11)."),
+    on<&analysis::refactorization_robustness>("refactorization_robustness", "Q", "The thesis's Alg. 5.1: keep the top `keep` singular values of Q, then factorize and reconstruct repeatedly; Press rank and mean squared deviation from the first reconstruction per iteration (Table 5.11)."),
+    on<&analysis::noise_robustness>("noise_robustness", "Q, ladder", "The thesis's Alg. 5.2: the rank-`keep` truncation of Q plus Gaussian noise N(0, c/n²) (c/n² the variance: sd √c/n) for each c of the ladder; Press and ε-effective ranks (Tables 5.12, 5.13)."),
     {"rank_report", analysis_rank_report, "lmkit.analysis.rank_report(Q[, eps_dtype=\"float32\"]) -> {press=, tolerance=, sigma_max=, rows=, cols=, effective={{eps=, rank=}, ...}}\nPress rank and the ε-effective ranks for ε = 1e-3, 1e-4, 1e-5."},
 };
 

@@ -10,7 +10,22 @@
 
 namespace lmkit::analysis {
 
-HiddenSizeEstimate estimate_hidden_size(const torch::Tensor& singular_values, bool bias, double min_gap) {
+const config::BoundOptions<HiddenSizeOptions>& declared_options(config::Tag<HiddenSizeOptions>) {
+  using config::OptionSpec, config::OptionType, config::Range;
+  const HiddenSizeOptions d;
+  static const config::BoundOptions<HiddenSizeOptions> options(
+      "hidden_size",
+      {config::member(OptionSpec("bias", OptionType::Boolean, d.bias, Range::any(), "the model's logits have a bias"),
+                      &HiddenSizeOptions::bias),
+       config::member(OptionSpec("min_gap", OptionType::Number, d.min_gap, Range{1.0, std::nullopt, true, false},
+                                 "the ratio σ_r/σ_{r+1} a gap must reach to count as the signature"),
+                      &HiddenSizeOptions::min_gap)});
+  return options;
+}
+
+HiddenSizeEstimate estimate_hidden_size(const torch::Tensor& singular_values, const HiddenSizeOptions& options) {
+  const bool bias = options.bias;
+  const double min_gap = options.min_gap;
   // r of d = 1: the first position the gap is searched at
   const std::int64_t first = bias ? 3 : 2;
   if (singular_values.dim() != 1 || singular_values.size(0) < first + 1) {

@@ -11,6 +11,8 @@
 #pragma once
 #include <cstdint>
 
+#include "runtime/config/bound_options.h"
+#include "runtime/config/declared_result.h"
 #include "runtime/core/torch.h"
 
 namespace lmkit::analysis {
@@ -21,11 +23,25 @@ struct HiddenSizeEstimate {
   std::int64_t hidden_size = 0;  // r − 2 with a decoder bias, r − 1 without (at least 0)
   bool found = false;            // gap ≥ min_gap: a bottleneck's signature
 };
+inline auto declared_result(config::Tag<HiddenSizeEstimate>) {
+  using E = HiddenSizeEstimate;
+  return config::result_table(
+      config::result_field("hidden_size", &E::hidden_size, "d = r − 2 with a decoder bias, r − 1 without"),
+      config::result_field("signal", &E::signal, "r: the singular values before the largest gap"),
+      config::result_field("gap", &E::gap, "σ_r / σ_{r+1} (inf when σ_{r+1} is exactly 0)"),
+      config::result_field("found", &E::found, "gap ≥ min_gap: the bottleneck's signature"));
+}
+
+struct HiddenSizeOptions {
+  bool bias = true;
+  double min_gap = 1e3;
+};
+const config::BoundOptions<HiddenSizeOptions>& declared_options(config::Tag<HiddenSizeOptions>);
 
 // `singular_values` descending (any float dtype, at least 3 of them with a bias, 2 without). `bias`: whether the model's
 // logits have a bias (AWD-LSTM's decoder has one). `min_gap` > 1: the ratio a gap must reach to
 // count as the signature (default 1e3: a float32 Q's noise floor sits ~1e-6 below its σ₁, the
 // decay of real singular values within a spectrum is far gentler). UsageError otherwise.
-HiddenSizeEstimate estimate_hidden_size(const torch::Tensor& singular_values, bool bias = true, double min_gap = 1e3);
+HiddenSizeEstimate estimate_hidden_size(const torch::Tensor& singular_values, const HiddenSizeOptions& options = {});
 
 }  // namespace lmkit::analysis

@@ -41,13 +41,21 @@ torch::Tensor check_singular_values(const torch::Tensor& sv) {
 
 }  // namespace
 
-torch::Tensor svdvals(const torch::Tensor& matrix, bool as_float64) {
+const config::BoundOptions<SvdOptions>& declared_options(config::Tag<SvdOptions>) {
+  static const config::BoundOptions<SvdOptions> options(
+      "svdvals", {config::member(config::OptionSpec("float64", config::OptionType::Boolean, false, config::Range::any(),
+                                                    "compute in float64 whatever the matrix's dtype"),
+                                 &SvdOptions::float64)});
+  return options;
+}
+
+torch::Tensor svdvals(const torch::Tensor& matrix, const SvdOptions& options) {
   if (matrix.dim() != 2) throw UsageError("svdvals needs a matrix, got size " + format_shape(matrix.sizes()));
   if (!torch::isFloatingType(matrix.scalar_type())) {
     throw UsageError("svdvals needs a floating-point matrix, got " + dtype_name(matrix.scalar_type()));
   }
   auto m = matrix.detach();
-  if (as_float64) m = m.to(torch::kFloat64);
+  if (options.float64) m = m.to(torch::kFloat64);
   if (!torch::isfinite(m).all().item<bool>()) throw UsageError("svdvals: the matrix contains nan or inf");
   return torch::linalg_svdvals(m);
 }
@@ -82,6 +90,12 @@ std::int64_t effective_rank(const torch::Tensor& singular_values, double epsilon
   return reached[0][0].item<std::int64_t>() + 1;
 }
 
+std::vector<EffectiveRank> effective_ranks(const torch::Tensor& singular_values) {
+  std::vector<EffectiveRank> ranks;
+  for (double eps : {1e-3, 1e-4, 1e-5}) ranks.push_back({eps, effective_rank(singular_values, eps)});
+  return ranks;
+}
+
 RankReport rank_report(const torch::Tensor& matrix, torch::ScalarType eps_dtype) {
   RankReport report;
   report.rows = matrix.size(0);
@@ -91,7 +105,7 @@ RankReport rank_report(const torch::Tensor& matrix, torch::ScalarType eps_dtype)
   report.sigma_max = sv.numel() ? sv.max().item<double>() : 0.0;
   report.tolerance = press_tolerance(report.sigma_max, report.rows, report.cols, eps_dtype);
   report.press = press_rank(sv, report.rows, report.cols, eps_dtype);
-  for (double eps : {1e-3, 1e-4, 1e-5}) report.effective.emplace_back(eps, effective_rank(sv, eps));
+  report.effective = effective_ranks(sv);
   return report;
 }
 

@@ -11,14 +11,20 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/config/bound_options.h"
+#include "runtime/config/declared_result.h"
 #include "runtime/core/torch.h"
 
 namespace lmkit::analysis {
 
 // Singular values of a matrix, descending, never through the Gram matrix QᵀQ (squaring would lose
 // every σ below sqrt(eps)·σ_max — exactly the ones Press rank counts). In the matrix's own precision
-// unless `as_float64`. CPU: LAPACK gesdd (via Torch); CUDA: cuSOLVER (via Torch).
-torch::Tensor svdvals(const torch::Tensor& matrix, bool as_float64 = false);
+// unless `float64`. CPU: LAPACK gesdd (via Torch); CUDA: cuSOLVER (via Torch).
+struct SvdOptions {
+  bool float64 = false;
+};
+const config::BoundOptions<SvdOptions>& declared_options(config::Tag<SvdOptions>);
+torch::Tensor svdvals(const torch::Tensor& matrix, const SvdOptions& options = {});
 
 double press_tolerance(double sigma_max, std::int64_t rows, std::int64_t cols, torch::ScalarType eps_dtype);
 
@@ -28,13 +34,24 @@ std::int64_t press_rank(const torch::Tensor& singular_values, std::int64_t rows,
 
 std::int64_t effective_rank(const torch::Tensor& singular_values, double epsilon);
 
+struct EffectiveRank {
+  double eps = 0;
+  std::int64_t rank = 0;
+};
+inline auto declared_result(config::Tag<EffectiveRank>) {
+  return config::result_table(config::result_field("eps", &EffectiveRank::eps, "ε"),
+                              config::result_field("rank", &EffectiveRank::rank, "the ε-effective rank"));
+}
+// ε = 1e-3, 1e-4, 1e-5: the thesis's table columns.
+std::vector<EffectiveRank> effective_ranks(const torch::Tensor& singular_values);
+
 struct RankReport {
   std::int64_t rows = 0, cols = 0;
   torch::ScalarType eps_dtype = torch::kFloat32;
   double sigma_max = 0.0;
   double tolerance = 0.0;
   std::int64_t press = 0;
-  std::vector<std::pair<double, std::int64_t>> effective;  // (ε, rank) for ε = 1e-3, 1e-4, 1e-5
+  std::vector<EffectiveRank> effective;  // for ε = 1e-3, 1e-4, 1e-5
 };
 
 // Press rank and ε-effective ranks of `matrix` (singular values in its own precision).

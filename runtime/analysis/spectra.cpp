@@ -7,6 +7,7 @@
 #include "runtime/analysis/matrix_rank.h"
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
+#include "runtime/tensor/dtype_option.h"
 
 namespace lmkit::analysis {
 namespace {
@@ -78,7 +79,46 @@ torch::Tensor projection_2d(const torch::Tensor& matrix) {
   return torch::matmul(centered, directions.t());
 }
 
-PairwiseKl pairwise_kl(const torch::Tensor& log_probs, std::int64_t pairs, std::uint64_t seed) {
+const config::BoundOptions<PairwiseKlOptions>& declared_options(config::Tag<PairwiseKlOptions>) {
+  using config::member, config::OptionSpec, config::OptionType, config::Range;
+  const PairwiseKlOptions d;
+  static const config::BoundOptions<PairwiseKlOptions> options(
+      "pairwise_kl", {member(OptionSpec("pairs", OptionType::Integer, d.pairs, Range::at_least(1), "context pairs to draw"),
+                             &PairwiseKlOptions::pairs),
+                      member(OptionSpec("seed", OptionType::Integer, d.seed, Range::non_negative(), "the draws' seed"),
+                             &PairwiseKlOptions::seed)});
+  return options;
+}
+
+const config::BoundOptions<RefactorizationOptions>& declared_options(config::Tag<RefactorizationOptions>) {
+  using config::member, config::OptionSpec, config::OptionType, config::Range;
+  const RefactorizationOptions d;
+  static const config::BoundOptions<RefactorizationOptions> options(
+      "refactorization_robustness",
+      {member(OptionSpec("keep", OptionType::Integer, d.keep, Range::at_least(1), "the singular values A₀ keeps"),
+              &RefactorizationOptions::keep),
+       member(OptionSpec("iterations", OptionType::Integer, d.iterations, Range::at_least(1), "reconstructions after A₀"),
+              &RefactorizationOptions::iterations),
+       float_dtype_option("eps_dtype", &RefactorizationOptions::eps_dtype, "the eps of the Press rank's tolerance")});
+  return options;
+}
+
+const config::BoundOptions<NoiseOptions>& declared_options(config::Tag<NoiseOptions>) {
+  using config::member, config::OptionSpec, config::OptionType, config::Range;
+  const NoiseOptions d;
+  static const config::BoundOptions<NoiseOptions> options(
+      "noise_robustness",
+      {member(OptionSpec("keep", OptionType::Integer, d.keep, Range::at_least(1), "the singular values A₀ keeps"),
+              &NoiseOptions::keep),
+       member(OptionSpec("seed", OptionType::Integer, d.seed, Range::non_negative(), "the noise's seed"),
+              &NoiseOptions::seed),
+       float_dtype_option("eps_dtype", &NoiseOptions::eps_dtype, "the eps of the Press rank's tolerance")});
+  return options;
+}
+
+PairwiseKl pairwise_kl(const torch::Tensor& log_probs, const PairwiseKlOptions& options) {
+  const std::int64_t pairs = options.pairs;
+  const std::uint64_t seed = options.seed;
   check_matrix(log_probs, "pairwise_kl");
   const auto m = log_probs.size(0);
   if (m < 2) throw UsageError("pairwise_kl: needs at least two contexts");
@@ -126,8 +166,8 @@ PairwiseKl pairwise_kl(const torch::Tensor& log_probs, std::int64_t pairs, std::
   return result;
 }
 
-std::vector<RefactorStep> refactorization_robustness(const torch::Tensor& matrix, std::int64_t keep,
-                                                     std::int64_t iterations, torch::ScalarType eps_dtype) {
+std::vector<RefactorStep> refactorization_robustness(const torch::Tensor& matrix, const RefactorizationOptions& options) {
+  const auto [keep, iterations, eps_dtype] = options;
   check_matrix(matrix, "refactorization_robustness");
   if (keep < 1 || iterations < 1) throw UsageError("refactorization_robustness: keep and iterations must be ≥ 1");
   torch::NoGradGuard no_grad;
@@ -149,7 +189,8 @@ std::vector<RefactorStep> refactorization_robustness(const torch::Tensor& matrix
 }
 
 std::vector<NoiseStep> noise_robustness(const torch::Tensor& matrix, const std::vector<double>& ladder,
-                                        std::int64_t keep, std::uint64_t seed, torch::ScalarType eps_dtype) {
+                                        const NoiseOptions& options) {
+  const auto [keep, seed, eps_dtype] = options;
   check_matrix(matrix, "noise_robustness");
   if (keep < 1) throw UsageError("noise_robustness: keep must be ≥ 1");
   if (ladder.empty()) throw UsageError("noise_robustness: the ladder of c values is empty");
@@ -167,7 +208,7 @@ std::vector<NoiseStep> noise_robustness(const torch::Tensor& matrix, const std::
     auto noise = torch::randn({m, n}, generator, torch::TensorOptions().dtype(torch::kFloat64)) * step.noise_sd;
     const auto sv = svdvals(base + noise.to(base.device(), base.scalar_type()));
     step.press_rank = press_rank(sv, m, n, eps_dtype);
-    for (double eps : {1e-3, 1e-4, 1e-5}) step.effective.emplace_back(eps, effective_rank(sv, eps));
+    step.effective = effective_ranks(sv);
     steps.push_back(step);
   }
   return steps;

@@ -27,6 +27,9 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/analysis/matrix_rank.h"
+#include "runtime/config/bound_options.h"
+#include "runtime/config/declared_result.h"
 #include "runtime/core/torch.h"
 
 namespace lmkit::analysis {
@@ -42,27 +45,59 @@ struct PairwiseKl {
   double mean = 0, standard_error = 0;
   std::int64_t pairs = 0;
 };
+inline auto declared_result(config::Tag<PairwiseKl>) {
+  return config::result_table(config::result_field("mean", &PairwiseKl::mean, "the mean KL over the pairs (nats)"),
+                              config::result_field("standard_error", &PairwiseKl::standard_error, "its standard error"),
+                              config::result_field("pairs", &PairwiseKl::pairs, "the pairs drawn"));
+}
+struct PairwiseKlOptions {
+  std::int64_t pairs = 10000;
+  std::uint64_t seed = 0;
+};
+const config::BoundOptions<PairwiseKlOptions>& declared_options(config::Tag<PairwiseKlOptions>);
 // Q: [contexts, vocab] log-probabilities (rows normalized). Pairs drawn uniformly with c ≠ c' from
 // a generator seeded by `seed`.
-PairwiseKl pairwise_kl(const torch::Tensor& log_probs, std::int64_t pairs, std::uint64_t seed = 0);
+PairwiseKl pairwise_kl(const torch::Tensor& log_probs, const PairwiseKlOptions& options = {});
 
 struct RefactorStep {
   std::int64_t iteration = 0;
   std::int64_t press_rank = 0;
   double error = 0;
 };
-std::vector<RefactorStep> refactorization_robustness(const torch::Tensor& matrix, std::int64_t keep = 10,
-                                                     std::int64_t iterations = 10,
-                                                     torch::ScalarType eps_dtype = torch::kFloat32);
+inline auto declared_result(config::Tag<RefactorStep>) {
+  return config::result_table(
+      config::result_field("iteration", &RefactorStep::iteration, "i (0: the rank-keep truncation A₀)"),
+      config::result_field("press_rank", &RefactorStep::press_rank, "the Press rank of A_i"),
+      config::result_field("error", &RefactorStep::error, "‖A_i − A₀‖²_F / (m·n)"));
+}
+struct RefactorizationOptions {
+  std::int64_t keep = 10;
+  std::int64_t iterations = 10;
+  torch::ScalarType eps_dtype = torch::kFloat32;
+};
+const config::BoundOptions<RefactorizationOptions>& declared_options(config::Tag<RefactorizationOptions>);
+std::vector<RefactorStep> refactorization_robustness(const torch::Tensor& matrix,
+                                                     const RefactorizationOptions& options = {});
 
 struct NoiseStep {
   double c = 0;
   double noise_sd = 0;
   std::int64_t press_rank = 0;
-  std::vector<std::pair<double, std::int64_t>> effective;  // (ε, rank) for ε = 1e−3, 1e−4, 1e−5
+  std::vector<EffectiveRank> effective;  // for ε = 1e−3, 1e−4, 1e−5
 };
+inline auto declared_result(config::Tag<NoiseStep>) {
+  return config::result_table(config::result_field("c", &NoiseStep::c, "the ladder's c"),
+                              config::result_field("noise_sd", &NoiseStep::noise_sd, "the noise's sd √c/n"),
+                              config::result_field("press_rank", &NoiseStep::press_rank, "the Press rank of A₀ + Z"),
+                              config::result_field("effective", &NoiseStep::effective, "its ε-effective ranks"));
+}
+struct NoiseOptions {
+  std::int64_t keep = 10;
+  std::uint64_t seed = 0;
+  torch::ScalarType eps_dtype = torch::kFloat32;
+};
+const config::BoundOptions<NoiseOptions>& declared_options(config::Tag<NoiseOptions>);
 std::vector<NoiseStep> noise_robustness(const torch::Tensor& matrix, const std::vector<double>& ladder,
-                                        std::int64_t keep = 10, std::uint64_t seed = 0,
-                                        torch::ScalarType eps_dtype = torch::kFloat32);
+                                        const NoiseOptions& options = {});
 
 }  // namespace lmkit::analysis

@@ -65,7 +65,7 @@ TEST(MatrixRankTest, ReportAndBadInput) {
   const auto report = rank_report(q);
   EXPECT_EQ(report.press, 5);
   EXPECT_EQ(report.effective.size(), 3u);
-  EXPECT_LE(report.effective[0].second, 5);
+  EXPECT_LE(report.effective[0].rank, 5);
   EXPECT_THROW(svdvals(torch::ones({2, 2, 2})), UsageError);
   EXPECT_THROW(svdvals(torch::full({2, 2}, NAN)), UsageError);
   EXPECT_THROW(svdvals(torch::ones({2, 2}, torch::kInt64)), UsageError);

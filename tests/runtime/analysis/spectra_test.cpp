@@ -124,7 +124,7 @@ TEST(HiddenSizeTest, TheLargestGapEndsTheSignal) {
   EXPECT_EQ(e.hidden_size, 3);  // r − 2 with a bias
   EXPECT_NEAR(e.gap, 2.0 / 3e-5, 1e-6);
   EXPECT_TRUE(e.found);
-  EXPECT_EQ(estimate_hidden_size(sv, /*bias=*/false).hidden_size, 4);
+  EXPECT_EQ(estimate_hidden_size(sv, {/*bias=*/false}).hidden_size, 4);
   // A gently decaying spectrum has no signature.
   const auto smooth = torch::pow(0.9, torch::arange(50, kDouble));
   EXPECT_FALSE(estimate_hidden_size(smooth).found);
@@ -138,7 +138,7 @@ TEST(HiddenSizeTest, TheLargestGapEndsTheSignal) {
   EXPECT_EQ(unigram.hidden_size, 3);
   EXPECT_THROW(estimate_hidden_size(torch::tensor({1.0, 0.5, 0.2}, kDouble)), UsageError);
   EXPECT_THROW(estimate_hidden_size(torch::tensor({1.0, 2.0}, kDouble)), UsageError);
-  EXPECT_THROW(estimate_hidden_size(sv, true, 1.0), UsageError);
+  EXPECT_THROW(estimate_hidden_size(sv, {true, 1.0}), UsageError);
 }
 
 // A Softmax model's Q gives its d back exactly; a SigSoftmax model's keeps it hidden.
@@ -224,9 +224,9 @@ TEST(SpectraTest, PairwiseKlClosedForms) {
   // Identical rows: 0. Two mirrored rows (a, b) and (b, a): KL is the same both ways,
   // (a − b)·log(a/b), so every sampled pair gives it exactly.
   const auto same = torch::log(torch::tensor({{0.2, 0.8}, {0.2, 0.8}, {0.2, 0.8}}, kDouble));
-  EXPECT_NEAR(pairwise_kl(same, 100).mean, 0.0, 1e-15);
+  EXPECT_NEAR(pairwise_kl(same, {100}).mean, 0.0, 1e-15);
   const auto mirrored = torch::log(torch::tensor({{0.3, 0.7}, {0.7, 0.3}}, kDouble));
-  const auto kl = pairwise_kl(mirrored, 50, 3);
+  const auto kl = pairwise_kl(mirrored, {50, 3});
   EXPECT_NEAR(kl.mean, (0.3 - 0.7) * std::log(0.3 / 0.7), 1e-12);
   EXPECT_NEAR(kl.standard_error, 0.0, 1e-12);
   EXPECT_EQ(kl.pairs, 50);
@@ -238,7 +238,7 @@ TEST(SpectraTest, PairwiseKlRefusesRowsThatAreNotLogProbabilities) {
   const auto logits = torch::tensor({{1.0, 2.0}, {0.5, -1.0}}, kDouble);
   for (const auto& q : {probabilities, logits}) {
     try {
-      pairwise_kl(q, 10);
+      pairwise_kl(q, {10});
       ADD_FAILURE() << "rows that are not log-probabilities must be refused";
     } catch (const UsageError& e) {
       EXPECT_NE(std::string(e.what()).find("row 1 is not a log-probability distribution"), std::string::npos) << e.what();
@@ -249,7 +249,7 @@ TEST(SpectraTest, PairwiseKlRefusesRowsThatAreNotLogProbabilities) {
 TEST(RobustnessTest, RefactorizationKeepsTheRank) {
   seed_torch(2);
   const auto q = torch::randn({60, 40}, kDouble);
-  const auto steps = refactorization_robustness(q, 10, 5, torch::kFloat64);
+  const auto steps = refactorization_robustness(q, {10, 5, torch::kFloat64});
   ASSERT_EQ(steps.size(), 5u);
   for (const auto& s : steps) {
     EXPECT_EQ(s.press_rank, 10) << "iteration " << s.iteration;
@@ -261,15 +261,15 @@ TEST(RobustnessTest, NoiseAboveTheToleranceFillsTheRank) {
   seed_torch(2);
   const auto q = torch::randn({60, 40}, kDouble);
   // n = 40: sd = √c/40. c = 0 keeps rank 10; c = 0.16 (sd 0.01) is far above float64's tolerance.
-  const auto steps = noise_robustness(q, {0.0, 1e-60, 0.16}, 10, 1, torch::kFloat64);
+  const auto steps = noise_robustness(q, {0.0, 1e-60, 0.16}, {10, 1, torch::kFloat64});
   ASSERT_EQ(steps.size(), 3u);
   EXPECT_EQ(steps[0].press_rank, 10);
   EXPECT_EQ(steps[1].press_rank, 10);
   EXPECT_EQ(steps[2].press_rank, 40);
   EXPECT_DOUBLE_EQ(steps[2].noise_sd, 0.01);
   // The 1e−3-effective rank does not see the noise at all (Table 5.13's point).
-  EXPECT_EQ(steps[0].effective[0].second, steps[2].effective[0].second);
-  EXPECT_LE(steps[2].effective[0].second, 10);
+  EXPECT_EQ(steps[0].effective[0].rank, steps[2].effective[0].rank);
+  EXPECT_LE(steps[2].effective[0].rank, 10);
 }
 
 // Tables 5.12/5.13: Press rank goes from keep (10) to nearly n over about five decades of c
@@ -282,7 +282,7 @@ TEST(RobustnessTest, TheNoiseTransitionSpansFourToFiveDecadesOfC) {
   const auto q = torch::randn({n, n}, kDouble);
   std::vector<double> ladder;
   for (double exponent = -40; exponent <= -10; exponent += 0.25) ladder.push_back(std::pow(10.0, exponent));
-  const auto steps = noise_robustness(q, ladder, 10, 4, torch::kFloat64);
+  const auto steps = noise_robustness(q, ladder, {10, 4, torch::kFloat64});
   double last_at_keep = 0, first_near_full = 0;
   for (const auto& s : steps) {
     if (s.press_rank == 10) last_at_keep = s.c;

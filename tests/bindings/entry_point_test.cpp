@@ -1,0 +1,211 @@
+// The generic entry-point binding (bindings/entry_point.h), tested once on fixture entry points of
+// every parameter and result kind: argument checks with positions, options tables (unknown keys
+// with the closest name, types, ranges, choices, defaults), results round-tripped through Lua
+// (tables, nested lists of tables, several values, pairs, nil) and the generated doc string.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bindings/entry_point.h"
+#include "bindings/lua_module.h"
+#include "repl/lua_state_handle.h"
+#include "runtime/tensor/dtype_option.h"
+
+namespace lmkit::entry_fixture {
+
+struct SampleOptions {
+  std::int64_t count = 3;
+  double scale = 1.5;
+  bool center = false;
+  std::string mode = "mean";
+  torch::ScalarType dtype = torch::kFloat32;
+  std::uint64_t seed = 0;
+};
+
+const config::BoundOptions<SampleOptions>& declared_options(config::Tag<SampleOptions>) {
+  using config::member, config::OptionSpec, config::OptionType, config::Range;
+  const SampleOptions d;
+  static const config::BoundOptions<SampleOptions> options(
+      "sample",
+      {member(OptionSpec("count", OptionType::Integer, d.count, Range::at_least(1), "how many"), &SampleOptions::count),
+       member(OptionSpec("scale", OptionType::Number, d.scale, Range::positive(), "a factor"), &SampleOptions::scale),
+       member(OptionSpec("center", OptionType::Boolean, d.center, Range::any(), "subtract the mean"), &SampleOptions::center),
+       member(OptionSpec("mode", OptionType::String, d.mode, Range::any(), "what to take").one_of({"mean", "max"}),
+              &SampleOptions::mode),
+       float_dtype_option("dtype", &SampleOptions::dtype, "the values' dtype"),
+       member(OptionSpec("seed", OptionType::Integer, d.seed, Range::non_negative(), "a seed"), &SampleOptions::seed)});
+  return options;
+}
+
+struct Part {
+  std::string name;
+  double value = 0;
+};
+inline auto declared_result(config::Tag<Part>) {
+  return config::result_table(config::result_field("name", &Part::name, "the part's name"),
+                              config::result_field("value", &Part::value, "its value"));
+}
+
+struct Summary {
+  torch::Tensor values;
+  std::int64_t count = 0;
+  std::vector<Part> parts;
+  std::optional<double> best;
+  std::string mode;
+  std::uint64_t seed = 0;
+};
+inline auto declared_result(config::Tag<Summary>) {
+  return config::result_table(config::result_field("values", &Summary::values, "x·scale in dtype"),
+                              config::result_field("count", &Summary::count, "n + count"),
+                              config::result_field("parts", &Summary::parts, "one per element of x"),
+                              config::result_field("best", &Summary::best, "the largest value when center"),
+                              config::result_field("mode", &Summary::mode, "the mode given"),
+                              config::result_field("seed", &Summary::seed, "the seed given"));
+}
+
+Summary summarize(const torch::Tensor& x, std::int64_t n, const SampleOptions& o) {
+  Summary s;
+  s.values = (x * o.scale).to(o.dtype);
+  s.count = n + o.count;
+  for (std::int64_t i = 0; i < x.numel(); ++i) s.parts.push_back({"p" + std::to_string(i + 1), x[i].item<double>()});
+  if (o.center) s.best = x.max().item<double>();
+  s.mode = o.mode;
+  s.seed = o.seed;
+  return s;
+}
+
+struct Test2 {
+  double statistic = 0, pvalue = 0;
+};
+inline auto declared_result(config::Tag<Test2>) {
+  return config::result_values(config::result_field("statistic", &Test2::statistic, "the mean"),
+                               config::result_field("pvalue", &Test2::pvalue, "the count"));
+}
+Test2 two_values(const std::vector<double>& xs) {
+  double sum = 0;
+  for (double x : xs) sum += x;
+  return {sum / static_cast<double>(xs.size()), static_cast<double>(xs.size())};
+}
+
+std::pair<std::string, bool> pair_of(const std::optional<torch::Tensor>& t, std::string label) {
+  return {label + (t ? "+tensor" : "+nil"), t.has_value()};
+}
+
+}  // namespace lmkit::entry_fixture
+
+namespace lmkit::lua {
+namespace {
+
+const Function kFixture[] = {
+    entry<&entry_fixture::summarize>("fixture", "summarize", "x, n", "Scales x."),
+    entry<&entry_fixture::two_values>("fixture", "two_values", "xs", "Mean and count."),
+    entry<&entry_fixture::pair_of>("fixture", "pair_of", "t, label", "A label and whether t was given."),
+};
+
+class EntryPointTest : public ::testing::Test {
+ protected:
+  EntryPointTest() : state_(new_lmkit_state()) {
+    lua_State* L = state_.get();
+    lua_newtable(L);
+    set_functions(L, -1, "fixture", kFixture);
+    lua_setglobal(L, "fixture");
+  }
+
+  // The values `code` returns joined by "|" (tostring of each), or the error message.
+  std::string run(const std::string& code) {
+    lua_State* L = state_.get();
+    lua_settop(L, 0);
+    if (luaL_loadbuffer(L, code.data(), code.size(), "=test") != LUA_OK) return lua_tostring(L, -1);
+    if (lua_pcall(L, 0, LUA_MULTRET, 0) != LUA_OK) return std::string("error: ") + lua_tostring(L, -1);
+    std::string text;
+    for (int i = 1; i <= lua_gettop(L); ++i) {
+      text += (i > 1 ? "|" : "") + std::string(luaL_tolstring(L, i, nullptr));
+      lua_pop(L, 1);
+    }
+    return text;
+  }
+
+  repl::LuaStateHandle state_;
+};
+
+TEST_F(EntryPointTest, DefaultsComeFromTheDeclaration) {
+  EXPECT_EQ(run("local r = fixture.summarize(lmkit.tensor{1, 2}, 4)\n"
+                "return r.count, r.mode, r.seed, r.values:dtype(), r.values[2]:item(), r.best, #r.parts"),
+            "7|mean|0|float32|3.0|nil|2");
+}
+
+TEST_F(EntryPointTest, GivenOptionsAndNestedResultsRoundTrip) {
+  EXPECT_EQ(run("local r = fixture.summarize(lmkit.tensor{1, 5, 2}, 1, {count = 2.0, scale = 2, center = true,\n"
+                "                                                        mode = 'max', dtype = 'float64', seed = math.maxinteger})\n"
+                "return r.count, r.mode, r.seed == math.maxinteger, r.values:dtype(), r.values[2]:item(), r.best, r.parts[2].name, r.parts[2].value"),
+            "3|max|true|float64|10.0|5.0|p2|5.0");
+}
+
+TEST_F(EntryPointTest, ArgumentsAreCheckedWithTheirPositions) {
+  EXPECT_EQ(run("return fixture.summarize(lmkit.tensor{1}, 'x')"),
+            "error: test:1: bad argument #2 to 'fixture.summarize' (integer expected, got string)");
+  EXPECT_EQ(run("return fixture.summarize(3, 1)"),
+            "error: test:1: bad argument #1 to 'fixture.summarize' (Tensor expected, got number)");
+  EXPECT_EQ(run("return fixture.summarize(lmkit.tensor{1}, 1.5)"),
+            "error: test:1: bad argument #2 to 'fixture.summarize' (number has no integer representation)");
+}
+
+TEST_F(EntryPointTest, OptionsAreCheckedByTheDeclaration) {
+  const std::string prefix = "error: test:1: bad argument #3 to 'fixture.summarize' (";
+  const auto call = [this](const std::string& options) {
+    return run("return fixture.summarize(lmkit.tensor{1}, 1, " + options + ")");
+  };
+  EXPECT_EQ(call("{cuont = 2}"), prefix + "sample option 'cuont' is unknown (did you mean 'count'?; accepted: count, "
+                                          "scale, center, mode, dtype, seed))");
+  EXPECT_EQ(call("{count = 0}"), prefix + "sample option 'count' must be ≥ 1, got 0)");
+  EXPECT_EQ(call("{count = 2.5}"), prefix + "sample option 'count' must be an integer, got 2.5)");
+  EXPECT_EQ(call("{scale = 0/0}"), prefix + "sample option 'scale' must be positive, got NaN)");
+  EXPECT_EQ(call("{center = 1}"), prefix + "sample option 'center' must be a boolean, got 1)");
+  EXPECT_EQ(call("{mode = 'min'}"), prefix + "sample option 'mode' must be one of \"mean\", \"max\", got \"min\")");
+  EXPECT_EQ(call("{dtype = 'int8'}"),
+            prefix + "sample option 'dtype' must be one of \"float16\", \"bfloat16\", \"float32\", \"float64\", got \"int8\")");
+  EXPECT_EQ(call("{seed = -1}"), prefix + "sample option 'seed' must be ≥ 0, got -1)");
+  EXPECT_EQ(call("{count = {2}}"), prefix + "sample option 'count' must be an integer, got [2])");
+  EXPECT_EQ(call("{1, 2}"), prefix + "expected a table of named options ({key = value, ...}), got a list)");
+  EXPECT_EQ(call("'fast'"), prefix + "table of options expected, got string)");
+  EXPECT_EQ(run("return fixture.summarize(lmkit.tensor{1}, 1, {}).count"), "4");
+  EXPECT_EQ(run("return fixture.summarize(lmkit.tensor{1}, 1, nil).count"), "4");
+}
+
+TEST_F(EntryPointTest, SeveralValuesPairsAndNil) {
+  EXPECT_EQ(run("return fixture.two_values{1, 2, 6}"), "3.0|3.0");
+  EXPECT_EQ(run("return fixture.two_values(lmkit.tensor{2, 4})"), "3.0|2.0");
+  EXPECT_EQ(run("return fixture.two_values({1, 'x'})"),
+            "error: test:1: bad argument #1 to 'fixture.two_values' (array of numbers or 1-D Tensor: entry 2 is not a number)");
+  EXPECT_EQ(run("return fixture.pair_of(nil, 'a')"), "a+nil|false");
+  EXPECT_EQ(run("return fixture.pair_of(lmkit.ones(1), 'b')"), "b+tensor|true");
+}
+
+TEST_F(EntryPointTest, TheDocIsGeneratedFromTheDeclarations) {
+  EXPECT_EQ(std::string(kFixture[0].doc),
+            "fixture.summarize(x, n[, {count=3, scale=1.5, center=false, mode=\"mean\", dtype=\"float32\", seed=0}]) -> "
+            "{values=, count=, parts=, best=, mode=, seed=}\n"
+            "Scales x.\n"
+            "Options:\n"
+            "  count (integer ≥ 1, default 3): how many\n"
+            "  scale (number > 0, default 1.5): a factor\n"
+            "  center (boolean, default false): subtract the mean\n"
+            "  mode (string, default \"mean\"): what to take\n"
+            "  dtype (string, default \"float32\"): the values' dtype\n"
+            "  seed (integer ≥ 0, default 0): a seed\n"
+            "Result:\n"
+            "  values: x·scale in dtype\n"
+            "  count: n + count\n"
+            "  parts: one per element of x\n"
+            "  best: the largest value when center\n"
+            "  mode: the mode given\n"
+            "  seed: the seed given");
+  EXPECT_EQ(std::string(kFixture[1].doc),
+            "fixture.two_values(xs) -> statistic, pvalue\nMean and count.\nResult:\n  statistic: the mean\n  pvalue: the count");
+  EXPECT_EQ(std::string(kFixture[2].doc), "fixture.pair_of(t|nil, label) -> string, boolean\nA label and whether t was given.");
+}
+
+}  // namespace
+}  // namespace lmkit::lua
