@@ -100,18 +100,6 @@ T read(lua_State* L, int position) {
 }
 
 template <typename T>
-constexpr int value_count() {
-  if constexpr (IsPair<T>::value) {
-    return 2;
-  } else if constexpr (HasResult<T>::value) {
-    using Declared = decltype(declared_result(config::Tag<T>{}));
-    return std::tuple_size_v<decltype(Declared::fields)>;  // used only for result_values
-  } else {
-    return 1;
-  }
-}
-
-template <typename T>
 int push(lua_State* L, const T& value);
 
 // Pushes a value that must be one Lua value (a list entry, a field).

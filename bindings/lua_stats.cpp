@@ -2,10 +2,10 @@
 #include <string>
 #include <vector>
 
+#include "bindings/entry_point.h"
 #include "bindings/lua_call.h"
 #include "bindings/lua_stats.h"
 #include "bindings/lua_tensor.h"
-#include "runtime/core/number_text.h"
 #include "runtime/stats/correlation.h"
 #include "runtime/stats/descriptive.h"
 #include "runtime/stats/rank_sum_tests.h"
@@ -14,14 +14,7 @@
 namespace lmkit::lua {
 namespace {
 
-std::vector<double> check_sample(lua_State* L, int position) {
-  if (auto* t = test_tensor(L, position)) {
-    if (t->dim() != 1) throw ArgError(position, "sample tensor must be 1-D, got " + integer_text(t->dim()) + "-D");
-    auto values = t->detach().to(torch::kCPU).to(torch::kFloat64).contiguous();
-    return std::vector<double>(values.data_ptr<double>(), values.data_ptr<double>() + values.numel());
-  }
-  return check_number_list(L, position, "array of numbers or 1-D Tensor");
-}
+std::vector<double> check_sample(lua_State* L, int position) { return entry_detail::read_numbers(L, position); }
 
 int push_result(lua_State* L, const stats::TestResult& r) {
   lua_pushnumber(L, r.statistic);

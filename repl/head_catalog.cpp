@@ -2,7 +2,6 @@
 
 #include <cstdio>
 
-#include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
 #include "runtime/heads/head_registry.h"
 
@@ -23,15 +22,7 @@ std::string capabilities_text(const HeadCapabilities& c) {
 }  // namespace
 
 std::string head_catalog(const std::string& kind) {
-  if (!kind.empty()) {
-    const HeadKind* found = find_head_kind(kind);
-    if (!found) {
-      std::vector<std::string> names;
-      for (const auto* k : registered_head_kinds()) names.push_back(k->kind);
-      throw UsageError(config::unknown_key_text("head kind", kind, names) + "; `lmkit heads` lists them");
-    }
-    return found->doc() + "\n";
-  }
+  if (!kind.empty()) return require_head_kind(kind).doc() + "\n";
   const auto kinds = registered_head_kinds();
   std::string text = "Head kinds (" + integer_text(static_cast<std::int64_t>(kinds.size())) +
                      "): lmkit.heads.KIND{options} makes one; `lmkit heads KIND` or help(lmkit.heads.KIND) "

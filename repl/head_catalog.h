@@ -6,7 +6,7 @@
 namespace lmkit::repl {
 
 // Every kind: its constructor with the defaults, its capabilities and its summary. With `kind`,
-// that kind's full doc (its options one per line); an unknown kind is a UsageError naming the
+// that kind's full doc (its options one per line); an unknown kind is a ConfigError naming the
 // closest one.
 std::string head_catalog(const std::string& kind = "");
 

@@ -94,7 +94,10 @@ nlohmann::json read_head_config(const nlohmann::json& config) {
   if (!config.is_object() || !config.contains("kind") || !config.at("kind").is_string()) {
     throw ConfigError("a head config is an object with a string 'kind', got " + config.dump());
   }
-  const auto name = config.at("kind").get<std::string>();
+  return require_head_kind(config.at("kind").get<std::string>()).schema().read(config, {"kind"});
+}
+
+const HeadKind& require_head_kind(const std::string& name) {
   const HeadKind* kind = find_head_kind(name);
   if (!kind) {
     std::string message = "unknown head kind '" + name + "'";
@@ -102,7 +105,7 @@ nlohmann::json read_head_config(const nlohmann::json& config) {
     if (!nearest.empty()) message += " (did you mean '" + nearest + "'?)";
     throw ConfigError(message + "; known: " + known_kinds());
   }
-  return kind->schema().read(config, {"kind"});
+  return *kind;
 }
 
 Head make_head(const nlohmann::json& config, int64_t in_dim, int64_t latent_dim) {

@@ -75,6 +75,8 @@ bool register_head_kind(HeadKind kind);
 std::vector<const HeadKind*> registered_head_kinds();
 // The kind named `kind`, or nullptr.
 const HeadKind* find_head_kind(const std::string& kind);
+// The kind named `kind`; otherwise a ConfigError naming the closest kind and the known ones.
+const HeadKind& require_head_kind(const std::string& kind);
 // Every registered kind's examples as full configs ({"kind": ..., options}), sorted by kind.
 std::vector<nlohmann::json> head_examples();
 // "mos, moc, moss": the registered kinds with a capability, e.g. &HeadCapabilities::projects.

@@ -15,7 +15,6 @@
 #include "runtime/core/error.h"
 #include "runtime/heads/head_registry.h"
 #include "runtime/models/language_model.h"
-#include "tests/support/every_head.h"
 #include "tests/support/temporary_folder.h"
 
 namespace lmkit {
@@ -123,7 +122,7 @@ TEST(RegisteredHeadTest, LuaGetsItsFunctionDocAndInfo) {
 }
 
 TEST(RegisteredHeadTest, TheEveryHeadTestsRunItsExample) {
-  const auto configs = lmkit::testing::all_heads();
+  const auto configs = head_examples();
   EXPECT_NE(std::find(configs.begin(), configs.end(), nlohmann::json{{"kind", "test_scaled_softmax"}, {"a", 1.7}}),
             configs.end());
 }
@@ -138,7 +137,7 @@ TEST(RegisteredHeadTest, LmkitHeadsListsItAndExplainsItsOptions) {
   try {
     repl::head_catalog("test_scaled_sofmax");
     ADD_FAILURE() << "an unknown kind was accepted";
-  } catch (const UsageError& e) {
+  } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("did you mean 'test_scaled_softmax'?"), std::string::npos) << e.what();
   }
 }
