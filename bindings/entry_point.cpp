@@ -1,35 +1,144 @@
 #include "bindings/entry_point.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
 #include <deque>
 #include <mutex>
 
 #include "runtime/core/number_text.h"
 
-namespace lmkit::lua::entry_detail {
+namespace lmkit::lua {
 
-std::vector<double> read_numbers(lua_State* L, int position) {
-  if (auto* t = test_tensor(L, position)) {
-    if (t->dim() != 1) throw ArgError(position, "a tensor of numbers must be 1-D, got " + integer_text(t->dim()) + "-D");
+Progress terminal_progress(const std::string& what, const std::string& unit) {
+  if (!::isatty(STDERR_FILENO)) return nullptr;
+  return [what, unit, shown = -1](std::int64_t done, std::int64_t total) mutable {
+    const int percent = total > 0 ? static_cast<int>(100 * done / total) : 100;
+    if (percent == shown) return;
+    shown = percent;
+    std::fprintf(stderr, "\r%s: %3d%% (%lld/%lld %s)%s", what.c_str(), percent, static_cast<long long>(done),
+                 static_cast<long long>(total), unit.c_str(), done >= total ? "\n" : "");
+    std::fflush(stderr);
+  };
+}
+
+namespace entry_detail {
+
+void fail(const Where& where, const std::string& message) {
+  throw ArgError(where.position, where.path.empty() ? message : where.path + ": " + message);
+}
+
+void expected(lua_State* L, int index, const Where& where, const std::string& what) {
+  try {
+    type_error(L, index, what.c_str());
+  } catch (const ArgError& e) {
+    fail(where, e.what());
+  }
+}
+
+std::vector<double> read_numbers(lua_State* L, int index, const Where& where) {
+  if (auto* t = test_tensor(L, index)) {
+    if (!t->defined()) fail(where, "tensor was already closed or collected");
+    if (t->dim() != 1) fail(where, "a tensor of numbers must be 1-D, got " + integer_text(t->dim()) + "-D");
     auto values = t->detach().to(torch::kCPU).to(torch::kFloat64).contiguous();
     return std::vector<double>(values.data_ptr<double>(), values.data_ptr<double>() + values.numel());
   }
-  return check_number_list(L, position, "array of numbers or 1-D Tensor");
+  if (lua_type(L, index) != LUA_TTABLE) expected(L, index, where, "array of numbers or 1-D Tensor");
+  std::vector<double> values;
+  const auto n = lua_rawlen(L, index);
+  for (lua_Unsigned k = 1; k <= n; ++k) {
+    lua_rawgeti(L, index, static_cast<lua_Integer>(k));
+    const bool is_number = lua_type(L, -1) == LUA_TNUMBER;
+    values.push_back(lua_tonumber(L, -1));
+    lua_pop(L, 1);
+    if (!is_number) fail(where, "entry " + integer_text(k) + " is not a number");
+  }
+  return values;
 }
 
-nlohmann::json read_options_table(lua_State* L, int position) {
-  if (lua_isnoneornil(L, position)) return nlohmann::json::object();
-  if (!lua_istable(L, position)) type_error(L, position, "table of options");
-  nlohmann::json given;
-  try {
-    given = to_json(L, position, "");
-  } catch (const ConfigError& e) {
-    throw ArgError(position, e.what());
+std::vector<std::int64_t> read_integers(lua_State* L, int index, const Where& where) {
+  if (auto* t = test_tensor(L, index)) {
+    if (!t->defined()) fail(where, "tensor was already closed or collected");
+    if (torch::isFloatingType(t->scalar_type()) || t->scalar_type() == torch::kBool) fail(where, "an integer tensor expected");
+    auto flat = t->detach().to(torch::kCPU).to(torch::kInt64).reshape({-1}).contiguous();
+    return std::vector<std::int64_t>(flat.data_ptr<std::int64_t>(), flat.data_ptr<std::int64_t>() + flat.numel());
   }
-  if (given.is_array()) {
-    if (given.empty()) return nlohmann::json::object();  // {} reads as an empty list
-    throw ArgError(position, "expected a table of named options ({key = value, ...}), got a list");
+  if (lua_type(L, index) != LUA_TTABLE) expected(L, index, where, "array of integers or integer Tensor");
+  std::vector<std::int64_t> values;
+  const auto n = lua_rawlen(L, index);
+  for (lua_Unsigned k = 1; k <= n; ++k) {
+    lua_rawgeti(L, index, static_cast<lua_Integer>(k));
+    int ok = 0;
+    values.push_back(lua_tointegerx(L, -1, &ok));
+    lua_pop(L, 1);
+    if (!ok) fail(where, "entry " + integer_text(k) + " is not an integer");
   }
-  return given;
+  return values;
+}
+
+OptionsTable read_options_table(lua_State* L, int index, const Where& where, const config::OptionSchema& schema,
+                                const std::vector<std::string>& skipped) {
+  OptionsTable table{nlohmann::json::object(), {}};
+  if (lua_isnoneornil(L, index)) return table;
+  if (lua_type(L, index) != LUA_TTABLE) expected(L, index, where, "table of options");
+  index = lua_absindex(L, index);
+  lua_pushnil(L);
+  while (lua_next(L, index) != 0) {
+    if (lua_type(L, -2) != LUA_TSTRING) {
+      // A list where named options belong: {} is fine (no options), {1, 2} is not.
+      lua_pop(L, 2);
+      fail(where, "expected a table of named options ({key = value, ...}), got a list");
+    }
+    const std::string key = lua_tostring(L, -2);
+    if (std::find(skipped.begin(), skipped.end(), key) != skipped.end()) {
+      lua_pop(L, 1);
+      continue;
+    }
+    const config::OptionSpec* spec = schema.find(key);
+    if (spec && spec->type == config::OptionType::Tensor && !lua_isnil(L, -1)) {
+      auto* t = test_tensor(L, -1);
+      if (!t || !t->defined()) {
+        const std::string got = luaL_typename(L, -1);
+        lua_pop(L, 2);
+        fail(where, schema.owner() + " option '" + key + "' must be a Tensor (" + spec->doc + "), got " + got);
+      }
+      table.tensors.emplace_back(key, *t);
+    } else {
+      try {
+        table.values[key] = to_json(L, lua_gettop(L), key);
+      } catch (const ConfigError& e) {
+        lua_pop(L, 2);
+        fail(where, e.what());
+      }
+    }
+    lua_pop(L, 1);
+  }
+  for (const auto& option : schema.options()) {
+    if (option.type != config::OptionType::Tensor || !option.required) continue;
+    bool given = false;
+    for (const auto& [name, tensor] : table.tensors) given = given || name == option.name;
+    if (!given) fail(where, schema.owner() + " option '" + option.name + "' is required (" + option.doc + ")");
+  }
+  return table;
+}
+
+void check_keys(lua_State* L, int index, const Where& where, const std::vector<std::string>& fields,
+                const std::vector<std::string>& skipped) {
+  lua_pushnil(L);
+  while (lua_next(L, index) != 0) {
+    lua_pop(L, 1);
+    const bool named = lua_type(L, -1) == LUA_TSTRING;
+    const std::string key = named ? lua_tostring(L, -1) : "";
+    if (named && (std::find(fields.begin(), fields.end(), key) != fields.end() ||
+                  std::find(skipped.begin(), skipped.end(), key) != skipped.end())) {
+      continue;
+    }
+    lua_pop(L, 1);
+    auto accepted = fields;
+    accepted.insert(accepted.end(), skipped.begin(), skipped.end());
+    fail(where, named ? config::unknown_key_text("field", key, accepted) : "fields are named, not numbered");
+  }
 }
 
 std::vector<std::string> split_names(const char* arguments) {
@@ -55,4 +164,5 @@ const char* keep(std::string text) {
   return texts.back().c_str();
 }
 
-}  // namespace lmkit::lua::entry_detail
+}  // namespace entry_detail
+}  // namespace lmkit::lua

@@ -173,27 +173,6 @@ std::vector<lua_Integer> check_integer_list(lua_State* L, int position, const ch
   return values;
 }
 
-std::vector<double> check_number_list(lua_State* L, int position, const char* what) {
-  if (lua_type(L, position) != LUA_TTABLE) type_error(L, position, what);
-  std::vector<double> values;
-  const auto n = lua_rawlen(L, position);
-  values.reserve(n);
-  for (lua_Unsigned k = 1; k <= n; ++k) {
-    lua_rawgeti(L, position, static_cast<lua_Integer>(k));
-    const bool is_number = lua_type(L, -1) == LUA_TNUMBER;
-    const double v = lua_tonumber(L, -1);
-    lua_pop(L, 1);
-    if (!is_number) throw ArgError(position, std::string(what) + ": entry " + integer_text(k) + " is not a number");
-    values.push_back(v);
-  }
-  return values;
-}
-
-std::optional<lua_Integer> opt_integer(lua_State* L, int position) {
-  if (lua_isnoneornil(L, position)) return std::nullopt;
-  return check_integer(L, position);
-}
-
 std::optional<double> opt_number(lua_State* L, int position) {
   if (lua_isnoneornil(L, position)) return std::nullopt;
   return check_number(L, position);
@@ -204,32 +183,12 @@ std::optional<bool> opt_boolean(lua_State* L, int position) {
   return check_boolean(L, position);
 }
 
-std::optional<std::string> opt_string(lua_State* L, int position) {
-  if (lua_isnoneornil(L, position)) return std::nullopt;
-  return check_string(L, position);
-}
-
 void push_string(lua_State* L, const std::string& s) { lua_pushlstring(L, s.data(), s.size()); }
 
 int get_field_raw(lua_State* L, int table, const char* key) {
   table = lua_absindex(L, table);
   lua_pushstring(L, key);
   return lua_rawget(L, table);
-}
-
-void set_string(lua_State* L, const char* key, const std::string& value) {
-  push_string(L, value);
-  lua_setfield(L, -2, key);
-}
-
-void set_integer(lua_State* L, const char* key, lua_Integer value) {
-  lua_pushinteger(L, value);
-  lua_setfield(L, -2, key);
-}
-
-void set_number(lua_State* L, const char* key, double value) {
-  lua_pushnumber(L, value);
-  lua_setfield(L, -2, key);
 }
 
 int index_with_fields(lua_State* L, bool (*field)(lua_State*, const std::string&)) {
@@ -296,100 +255,12 @@ bool is_options_table(lua_State* L, int position) {
   return false;
 }
 
-Options::Options(lua_State* L, int position, std::initializer_list<const char*> accepted)
-    : Options(L, position, std::vector<std::string>(accepted.begin(), accepted.end())) {}
-
-Options::Options(lua_State* L, int position, const std::vector<std::string>& accepted)
-    : L_(L), position_(0) {
-  if (lua_isnoneornil(L, position)) return;
-  if (lua_type(L, position) != LUA_TTABLE) type_error(L, position, "table of options");
-  position_ = lua_absindex(L, position);
-  lua_pushnil(L);
-  while (lua_next(L, position_) != 0) {
-    lua_pop(L, 1);
-    bool known = false;
-    if (lua_type(L, -1) == LUA_TSTRING) {
-      const char* key = lua_tostring(L, -1);
-      for (const auto& a : accepted) known = known || a == key;
-    }
-    if (!known) {
-      const bool named = lua_type(L, -1) == LUA_TSTRING;
-      const std::string key = named ? lua_tostring(L, -1) : std::string("a ") + luaL_typename(L, -1) + " key";
-      lua_pop(L, 1);
-      if (named) throw ArgError(position_, config::unknown_key_text("option", key, accepted));
-      std::string list;
-      for (const auto& a : accepted) list += (list.empty() ? "" : ", ") + a;
-      throw ArgError(position_, "unknown option " + key + " (accepted: " + list + ")");
-    }
-  }
-}
-
-int Options::push_field(const char* key) const {
-  if (!present()) {
-    lua_pushnil(L_);
-    return LUA_TNIL;
-  }
-  lua_pushstring(L_, key);
-  return lua_rawget(L_, position_);
-}
-
-void Options::field_error(const char* key, const char* expected) const {
-  // The value itself where it says more than its type ("got 1.5", "got string 'ten'").
-  std::string got = luaL_typename(L_, -1);
-  if (lua_isinteger(L_, -1)) {
-    got = integer_text(lua_tointeger(L_, -1));
-  } else if (lua_type(L_, -1) == LUA_TNUMBER) {
-    got = describe_number(lua_tonumber(L_, -1));  // "NaN", not the C library's "-nan"
-  } else if (lua_type(L_, -1) == LUA_TSTRING) {
-    std::size_t length = 0;
-    const char* text = lua_tolstring(L_, -1, &length);
-    got = "string '" + std::string(text, std::min<std::size_t>(length, 40)) + (length > 40 ? "...'" : "'");
-  }
-  lua_pop(L_, 1);
-  throw ArgError(position_, "option '" + std::string(key) + "' must be " + expected + ", got " + got);
-}
-
-std::optional<std::string> Options::string(const char* key) const {
-  const int type = push_field(key);
-  if (type == LUA_TNIL) return lua_pop(L_, 1), std::nullopt;
-  if (type != LUA_TSTRING) field_error(key, "a string");
-  std::string value = lua_tostring(L_, -1);
-  lua_pop(L_, 1);
-  return value;
-}
-
-std::optional<double> Options::number(const char* key) const {
-  const int type = push_field(key);
-  if (type == LUA_TNIL) return lua_pop(L_, 1), std::nullopt;
-  if (type != LUA_TNUMBER) field_error(key, "a number");
-  const double value = lua_tonumber(L_, -1);
-  lua_pop(L_, 1);
-  return value;
-}
-
-std::optional<lua_Integer> Options::integer(const char* key) const {
-  const int type = push_field(key);
-  if (type == LUA_TNIL) return lua_pop(L_, 1), std::nullopt;
-  int ok = 0;
-  const lua_Integer value = lua_tointegerx(L_, -1, &ok);
-  if (!ok) field_error(key, "an integer");
-  lua_pop(L_, 1);
-  return value;
-}
-
-std::optional<bool> Options::boolean(const char* key) const {
-  const int type = push_field(key);
-  if (type == LUA_TNIL) return lua_pop(L_, 1), std::nullopt;
-  if (type != LUA_TBOOLEAN) field_error(key, "a boolean");
-  const bool value = lua_toboolean(L_, -1);
-  lua_pop(L_, 1);
-  return value;
-}
-
 const Function& current_function(lua_State* L) {
   // The trampoline's upvalue 1; a binding runs inside the trampoline's call, so it sees them.
   return *static_cast<const Function*>(lua_touserdata(L, lua_upvalueindex(1)));
 }
+
+std::string current_function_name(lua_State* L) { return lua_tostring(L, lua_upvalueindex(2)); }
 
 void set_functions(lua_State* L, int table_index, const char* qualifier,
                    const Function* functions, std::size_t count, bool methods) {

@@ -8,7 +8,6 @@
 #include <lua.hpp>
 
 #include <cstddef>
-#include <initializer_list>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -40,32 +39,9 @@ void check_type(lua_State* L, int position, int lua_type, const char* expected);
 // The entries of a Lua array at `position`, each checked: "entry 3 is not an integer" names the
 // offending one (`what` describes the whole, e.g. "sizes").
 std::vector<lua_Integer> check_integer_list(lua_State* L, int position, const char* what);
-std::vector<double> check_number_list(lua_State* L, int position, const char* what);
 
-std::optional<lua_Integer> opt_integer(lua_State* L, int position);
 std::optional<double> opt_number(lua_State* L, int position);
 std::optional<bool> opt_boolean(lua_State* L, int position);
-std::optional<std::string> opt_string(lua_State* L, int position);
-
-// A table of named options at `position` (or absent/nil): reads fields raw, checks their types,
-// and rejects keys not in `accepted` with an error listing them.
-class Options {
- public:
-  Options(lua_State* L, int position, std::initializer_list<const char*> accepted);
-  Options(lua_State* L, int position, const std::vector<std::string>& accepted);
-  bool present() const { return position_ != 0; }
-  std::optional<std::string> string(const char* key) const;
-  std::optional<double> number(const char* key) const;
-  std::optional<lua_Integer> integer(const char* key) const;
-  std::optional<bool> boolean(const char* key) const;
-
- private:
-  // Pushes the field (raw) and returns its type; the caller pops.
-  int push_field(const char* key) const;
-  [[noreturn]] void field_error(const char* key, const char* expected) const;
-  lua_State* L_;
-  int position_;  // absolute stack index, or 0 when no table was given
-};
 
 // For __index of userdata: pushes the method named by the string at `key` from the metatable's
 // `methods` table of the value at `object` and returns true; otherwise leaves the stack unchanged.
@@ -78,20 +54,10 @@ int get_field_raw(lua_State* L, int table, const char* key);
 // Pushes a std::string (embedded zeros kept).
 void push_string(lua_State* L, const std::string& s);
 
-// t[key] = value for the table on top of the stack (results built field by field).
-void set_string(lua_State* L, const char* key, const std::string& value);
-void set_integer(lua_State* L, const char* key, lua_Integer value);
-void set_number(lua_State* L, const char* key, double value);
-
 // __index for a userdata class: a method from its metatable's `methods`, else a field that
 // `field(L, key)` pushes (returning false for an unknown key), else an error naming the class
-// and the key. index_with_fields<no_fields> is a class with methods only.
+// and the key.
 int index_with_fields(lua_State* L, bool (*field)(lua_State*, const std::string&));
-template <bool (*Field)(lua_State*, const std::string&)>
-int index_with_fields(lua_State* L) {
-  return index_with_fields(L, Field);
-}
-inline bool no_fields(lua_State*, const std::string&) { return false; }
 
 // Recursive walks over Lua values (tables ⇄ JSON, nested lists → tensors) call this at each level
 // (depth 0 = the outermost value): deeper than config::kMaxNestingDepth is a UsageError that names
@@ -113,6 +79,8 @@ struct Function {
 
 // The Function running now (inside its binding): lets one C function serve several names.
 const Function& current_function(lua_State* L);
+// Its qualified name, as errors show it ("lmkit.analysis.logp_matrix").
+std::string current_function_name(lua_State* L);
 
 // Sets `functions` as fields of the table at `table_index`, each wrapped in the trampoline.
 // `qualifier` names their owner in error messages and help ("lmkit" → 'lmkit.zeros', "Tensor" with

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "bindings/entry_point.h"
 #include "bindings/lua_call.h"
 #include "runtime/config/json_text.h"
 #include "runtime/core/error.h"
@@ -27,32 +28,18 @@ int mark_settings_read_binding(lua_State* L) {
   return 0;
 }
 
-// lmkit.settings: a read-only view of the settings tree that notes when it is read, so that a
-// script which never looks at its --set values can be told so.
-const char* kSettingsViewLua = R"lua(
-local tree, mark = ...
-local function view(t)
-  return setmetatable({}, {
-    __index = function(_, key)
-      mark()
-      local value = t[key]
-      if type(value) == "table" then return view(value) end
-      return value
-    end,
-    __pairs = function()
-      mark()
-      return function(_, key)
-        local k, v = next(t, key)
-        if type(v) == "table" then v = view(v) end
-        return k, v
-      end, t, nil
-    end,
-    __len = function() mark() return #t end,
-    __newindex = function(_, key) error(("lmkit.settings is read-only (setting '%s')"):format(tostring(key)), 2) end,
-  })
-end
-return view(tree)
-)lua";
+// Pushes function `name` of the embedded module lmkit.settings_tables (bindings/lua/settings_tables.lua).
+// Returns false when it cannot: the preload table is reachable from Lua.
+bool push_settings_tables_function(lua_State* L, const char* name) {
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+  if (lua_getfield(L, -1, "lmkit.settings_tables") != LUA_TFUNCTION || lua_pcall(L, 0, 1, 0) != LUA_OK ||
+      lua_type(L, -1) != LUA_TTABLE || lua_getfield(L, -1, name) != LUA_TFUNCTION) {
+    return false;
+  }
+  lua_replace(L, -3);
+  lua_pop(L, 1);
+  return true;
+}
 
 bool is_sequence(lua_State* L, int position) {
   const auto n = lua_rawlen(L, position);
@@ -65,8 +52,8 @@ bool is_sequence(lua_State* L, int position) {
   return count == n;
 }
 
-std::vector<lua::Setting> stored_settings(lua_State* L) {
-  std::vector<lua::Setting> settings;
+std::vector<config::Setting> stored_settings(lua_State* L) {
+  std::vector<config::Setting> settings;
   if (lua_getfield(L, LUA_REGISTRYINDEX, kSettingsKey) == LUA_TTABLE) {
     const auto n = lua_rawlen(L, -1);
     for (lua_Unsigned k = 1; k <= n; ++k) {
@@ -81,49 +68,18 @@ std::vector<lua::Setting> stored_settings(lua_State* L) {
   return settings;
 }
 
-// Recipes fail loudly: reading a setting that does not exist is an error naming it.
-const char* kStrictConfigLua = R"lua(
-return function(cfg)
-  local function protect(t, path)
-    local known = {}
-    for k, v in pairs(t) do
-      known[#known + 1] = tostring(k)
-      if type(v) == "table" and next(v) ~= nil and type(next(v)) == "string" then protect(v, path .. k .. ".") end
-    end
-    table.sort(known)
-    return setmetatable(t, {__index = function(_, key)
-      error(("no setting '%s%s' (known: %s)"):format(path, tostring(key), table.concat(known, ", ")), 2)
-    end})
-  end
-  return protect(cfg, "")
-end
-)lua";
-
 int lmkit_configure(lua_State* L) {
   check_type(L, 1, LUA_TTABLE, "table of defaults");
-  Options options(L, 2, {"settings"});
-  std::vector<lua::Setting> settings = stored_settings(L);
-  if (options.present()) {
-    lua_pushliteral(L, "settings");
-    lua_rawget(L, 2);  // raw: a raising __index would longjmp over `settings`
-    if (!lua_isnil(L, -1)) {
-      if (lua_type(L, -1) != LUA_TTABLE) throw ArgError(2, "option 'settings' must be a list of \"key=value\" strings");
-      settings.clear();
-      const auto n = lua_rawlen(L, -1);
-      for (lua_Unsigned k = 1; k <= n; ++k) {
-        lua_rawgeti(L, -1, static_cast<lua_Integer>(k));
-        if (lua_type(L, -1) != LUA_TSTRING) throw ArgError(2, "settings entries must be \"key=value\" strings");
-        settings.push_back(lua::parse_setting(lua_tostring(L, -1)));
-        lua_pop(L, 1);
-      }
-    }
-    lua_pop(L, 1);
+  const auto options = entry_detail::read<config::ConfigureOptions>(L, 2, entry_detail::Where{2, ""});
+  std::vector<config::Setting> settings = stored_settings(L);
+  if (options.settings) {
+    settings.clear();
+    for (const auto& text : *options.settings) settings.push_back(config::parse_setting(text));
   }
-  if (!options.present()) mark_settings_read(L);
-  const auto merged = lua::apply_settings(to_json(L, 1, ""), settings);
+  if (lua_isnoneornil(L, 2)) mark_settings_read(L);
+  const auto merged = config::apply_settings(to_json(L, 1, ""), settings);
   lua_settop(L, 0);
-  if (luaL_loadstring(L, kStrictConfigLua) != LUA_OK) throw PendingLuaError();
-  if (lua_pcall(L, 0, 1, 0) != LUA_OK) throw PendingLuaError();
+  if (!push_settings_tables_function(L, "strict")) throw std::logic_error("lmkit.settings_tables was removed from package.preload");
   push_json(L, merged);
   if (lua_pcall(L, 1, 1, 0) != LUA_OK) throw PendingLuaError();
   return 1;
@@ -270,7 +226,7 @@ nlohmann::json to_json(lua_State* L, int position, const std::string& path) {
 
 void push_json(lua_State* L, const nlohmann::json& value) { push_json_value(L, value, 0); }
 
-void set_cli_settings(lua_State* L, const std::vector<lua::Setting>& settings) {
+void set_cli_settings(lua_State* L, const std::vector<config::Setting>& settings) {
   lua_createtable(L, static_cast<int>(settings.size()), 0);
   lua_Integer k = 0;
   for (const auto& s : settings) {
@@ -282,11 +238,11 @@ void set_cli_settings(lua_State* L, const std::vector<lua::Setting>& settings) {
     lua_rawseti(L, -2, ++k);
   }
   lua_setfield(L, LUA_REGISTRYINDEX, kSettingsKey);
-  const auto tree = lua::settings_tree(settings);
+  const auto tree = config::settings_tree(settings);
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   if (lua_getfield(L, -1, "lmkit") == LUA_TTABLE) {
     // Called from the executable before any script runs, outside a binding: errors are C++ ones.
-    if (luaL_loadstring(L, kSettingsViewLua) != LUA_OK) throw std::logic_error(lua_tostring(L, -1));
+    if (!push_settings_tables_function(L, "view")) throw std::logic_error("lmkit.settings_tables is missing");
     push_json(L, tree);
     lua_pushcfunction(L, mark_settings_read_binding);
     if (lua_pcall(L, 2, 1, 0) != LUA_OK) throw std::logic_error(lua_tostring(L, -1));

@@ -5,12 +5,12 @@
 
 #include <vector>
 
-#include "bindings/settings.h"
+#include "runtime/config/cli_settings.h"
 
 namespace lmkit::lua {
 
 // Stores the settings for lmkit.configure and sets lmkit.settings in the loaded lmkit module.
-void set_cli_settings(lua_State* L, const std::vector<lua::Setting>& settings);
+void set_cli_settings(lua_State* L, const std::vector<config::Setting>& settings);
 
 // Whether the script read the command line's settings (lmkit.configure, or any field or pairs()
 // of lmkit.settings): `lmkit run` warns when --set values were given and never read.

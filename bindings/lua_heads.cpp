@@ -1,6 +1,5 @@
 #include "bindings/lua_heads.h"
 
-#include <fmt/format.h>
 
 #include <cmath>
 #include <deque>
@@ -9,8 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "bindings/lua_call.h"
-#include "bindings/lua_tensor.h"
+#include "bindings/entry_point.h"
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
 #include "runtime/core/random_state.h"
@@ -75,44 +73,6 @@ torch::Tensor call_for_tensor(lua_State* L, int nargs, const std::string& what) 
   return result;
 }
 
-std::string shape_of(const torch::Tensor& t) {
-  std::string text = "[";
-  for (std::int64_t i = 0; i < t.dim(); ++i) text += (i ? ", " : "") + integer_text(t.size(i));
-  return text + "]";
-}
-
-// What a Lua head returns is checked where it enters C++: a wrong width, rank or dtype would
-// otherwise surface as a Torch error far away, or not at all (N+5 columns gave loss 0 / ppl 1).
-void check_result_form(const torch::Tensor& result, const std::vector<std::int64_t>& expected,
-                       torch::ScalarType dtype, const std::string& what) {
-  if (result.sizes() != torch::IntArrayRef(expected) || result.scalar_type() != dtype) {
-    std::string want = "[";
-    for (std::size_t i = 0; i < expected.size(); ++i) want += (i ? ", " : "") + integer_text(expected[i]);
-    throw LuaCallbackError(what + " must return a " + dtype_name(dtype) + " Tensor of size " +
-                           want + "], got " + dtype_name(result.scalar_type()) + " of size " +
-                           shape_of(result));
-  }
-}
-
-// Rows of log-probabilities have logsumexp 0. The tolerance admits float32 rounding over a large
-// vocabulary (~1e-5) and nothing a real mistake produces (unnormalized logits are off by units).
-constexpr double kNormalizationTolerance = 1e-3;
-
-void check_normalized(const torch::Tensor& log_probs, const std::string& what) {
-  if (log_probs.numel() == 0) return;
-  torch::NoGradGuard no_grad;
-  const auto deviation = log_probs.detach().logsumexp(1).abs();
-  const auto [worst, row] = deviation.max(0);
-  const double value = worst.item<double>();
-  if (!(value <= kNormalizationTolerance)) {  // NaN fails too
-    const auto lse = log_probs.detach()[row.item<std::int64_t>()].logsumexp(0).item<double>();
-    throw LuaCallbackError(what + " must return log-probabilities (each row's logsumexp = 0, within " +
-                           fmt::format("{:g}", kNormalizationTolerance) + "), but row " +
-                           integer_text(row.item<std::int64_t>() + 1) + " has logsumexp " + fmt::format("{:.6g}", lse) +
-                           "; normalize with :log_softmax() (docs/lua-heads.md)");
-  }
-}
-
 void push_optional_tensor(lua_State* L, const torch::Tensor& t) {
   if (t.defined()) {
     push_tensor(L, t);
@@ -133,7 +93,7 @@ class LuaPointwiseHeadImpl : public HeadImpl {
     fn_.push(L);
     push_tensor(L, l);
     auto z = call_for_tensor(L, 1, "the pointwise head's function");
-    check_result_form(z, l.sizes().vec(), l.scalar_type(), "the pointwise head's function (logits → f(logits))");
+    check_head_output(z, l.sizes().vec(), l.scalar_type(), "the pointwise head's function (logits → f(logits))");
     return torch::log_softmax(z, 1);
   }
 
@@ -193,8 +153,8 @@ class LuaCustomHeadImpl : public HeadImpl {
     push_optional_tensor(L, decoder.bias);
     const std::string what = "custom head '" + name_ + "': forward(h, weight, bias)";
     auto log_probs = call_for_tensor(L, 3, what);
-    check_result_form(log_probs, {rows_of(h).size(0), decoder.weight.size(0)}, h.scalar_type(), what);
-    check_normalized(log_probs, what);
+    check_head_output(log_probs, {rows_of(h).size(0), decoder.weight.size(0)}, h.scalar_type(), what);
+    check_log_probabilities(log_probs, what);
     return log_probs;
   }
 
@@ -208,17 +168,9 @@ class LuaCustomHeadImpl : public HeadImpl {
     push_optional_tensor(L, decoder.bias);
     const std::string what = "custom head '" + name_ + "': nll(h, targets, weight, bias)";
     auto nll = call_for_tensor(L, 4, what);
-    check_result_form(nll, {targets.numel()}, h.scalar_type(), what);
+    check_head_output(nll, {targets.numel()}, h.scalar_type(), what);
     if (nll.numel() == 0) return nll;
-    {
-      torch::NoGradGuard no_grad;
-      // −log p ≥ 0: a negative value means the probabilities behind it were not normalized.
-      const double lowest = nll.detach().min().item<double>();
-      if (!(lowest >= -kNormalizationTolerance)) {
-        throw LuaCallbackError(what + " must return negative log-likelihoods (≥ 0), got " +
-                               fmt::format("{:.6g}", lowest) + "; are its log-probabilities normalized?");
-      }
-    }
+    check_nll_values(nll, what);
     if (check_nll_) {
       // The first batch's nll against forward's: once per head, with the random generators as
       // they were (the extra forward must not shift the run's draws).
@@ -249,124 +201,37 @@ void push_spec(lua_State* L, const char* kind) {
   luaL_setmetatable(L, kHeadSpecMetatable);
 }
 
-// lmkit.heads.<kind>{...} for every registered kind (head_registry.h): the options are read with
-// Lua's types, checked by the kind's schema (the same check make_head makes) and packaged.
+// lmkit.heads.<kind>{...} for every registered kind (head_registry.h): each option given is checked
+// by the kind's schema (the check make_head makes) and kept in the spec; defaults stay implicit.
 int heads_registered(lua_State* L) {
   const std::string name = current_function(L).name;
-  const HeadKind* kind = find_head_kind(name);
-  if (!kind) throw UsageError("head kind '" + name + "' is not registered");
-  const auto& schema = kind->schema();
-  Options o(L, 1, schema.names());
-  push_spec(L, name.c_str());
-  for (const auto& option : schema.options()) {
-    nlohmann::json value;
-    const char* key = option.name.c_str();
-    switch (option.type) {
-      case config::OptionType::Boolean:
-        if (const auto b = o.boolean(key)) value = *b;
-        break;
-      case config::OptionType::Integer:
-        if (const auto i = o.integer(key)) value = static_cast<std::int64_t>(*i);
-        break;
-      case config::OptionType::Number:
-        if (const auto x = o.number(key)) value = *x;
-        break;
-      case config::OptionType::String:
-        if (const auto text = o.string(key)) value = *text;
-        break;
-    }
-    if (value.is_null()) continue;
+  const auto& schema = require_head_kind(name).schema();
+  const auto given = entry_detail::read_options_table(L, 1, entry_detail::Where{1, ""}, schema).values;
+  nlohmann::json spec = nlohmann::json::object();
+  for (auto it = given.begin(); it != given.end(); ++it) {
     try {
-      value = schema.check(option.name, value);
+      spec[it.key()] = schema.check(it.key(), it.value());
     } catch (const ConfigError& e) {
       throw ArgError(1, e.what());
     }
-    if (value.is_boolean()) {
-      lua_pushboolean(L, value.get<bool>());
-    } else if (value.is_string()) {
-      push_string(L, value.get<std::string>());
-    } else if (value.is_number_integer()) {
-      lua_pushinteger(L, value.get<std::int64_t>());
-    } else {
-      lua_pushnumber(L, value.get<double>());
-    }
-    lua_setfield(L, -2, key);
   }
+  spec["kind"] = name;
+  push_json(L, spec);
+  luaL_setmetatable(L, kHeadSpecMetatable);
   return 1;
 }
 
 // The functions of lmkit.heads.<kind>, built once per process from the registry (their names and
 // doc strings must outlive every Lua state that holds them).
 const std::vector<Function>& registered_head_functions() {
-  static std::deque<std::string> texts;  // a deque: its strings stay where they are as it grows
   static const std::vector<Function> functions = [] {
     std::vector<Function> list;
     for (const HeadKind* kind : registered_head_kinds()) {
-      const std::string& name = texts.emplace_back(kind->kind);
-      const std::string& doc = texts.emplace_back(kind->doc());
-      list.push_back({name.c_str(), heads_registered, doc.c_str()});
+      list.push_back({entry_detail::keep(kind->kind), heads_registered, entry_detail::keep(kind->doc())});
     }
     return list;
   }();
   return functions;
-}
-
-// lmkit.heads.info(kind): what the registry declares of a kind.
-int heads_info(lua_State* L) {
-  const std::string name = luaL_checkstring(L, 1);
-  const HeadKind* kind = find_head_kind(name);
-  if (!kind) {
-    std::string known;
-    for (const auto& k : head_kinds()) known += (known.empty() ? "" : ", ") + k;
-    throw ArgError(1, "unknown head kind '" + name + "' (known: " + known + "; Lua heads: pointwise, custom)");
-  }
-  lua_createtable(L, 0, 6);
-  push_string(L, kind->kind);
-  lua_setfield(L, -2, "kind");
-  push_string(L, kind->summary);
-  lua_setfield(L, -2, "summary");
-  lua_pushboolean(L, kind->capabilities.projects);
-  lua_setfield(L, -2, "projects");
-  lua_pushboolean(L, kind->capabilities.pointwise);
-  lua_setfield(L, -2, "pointwise");
-  lua_pushboolean(L, kind->capabilities.monotone);
-  lua_setfield(L, -2, "monotone");
-  lua_createtable(L, static_cast<int>(kind->options.size()), 0);
-  lua_Integer i = 0;
-  for (const auto& option : kind->options) {
-    lua_createtable(L, 0, 3);
-    push_string(L, option.name);
-    lua_setfield(L, -2, "name");
-    const auto& d = option.default_value;
-    if (d.is_boolean()) {
-      lua_pushboolean(L, d.get<bool>());
-    } else if (d.is_number_integer()) {
-      lua_pushinteger(L, d.get<lua_Integer>());
-    } else if (d.is_number()) {
-      lua_pushnumber(L, d.get<double>());
-    } else if (d.is_string()) {
-      push_string(L, d.get<std::string>());
-    } else {
-      lua_pushnil(L);
-    }
-    lua_setfield(L, -2, "default");
-    push_string(L, option.doc);
-    lua_setfield(L, -2, "doc");
-    lua_rawseti(L, -2, ++i);
-  }
-  lua_setfield(L, -2, "options");
-  return 1;
-}
-
-// lmkit.heads.kinds(): the registered kinds, sorted.
-int heads_kinds(lua_State* L) {
-  const auto kinds = head_kinds();
-  lua_createtable(L, static_cast<int>(kinds.size()), 0);
-  for (std::size_t i = 0; i < kinds.size(); ++i) {
-    push_string(L, kinds[i]);
-    lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
-  }
-  return 1;
 }
 
 int heads_pointwise(lua_State* L) {
@@ -415,8 +280,8 @@ int heads_custom(lua_State* L) {
 }
 
 const Function kHeadFunctions[] = {
-    {"kinds", heads_kinds, "lmkit.heads.kinds() -> {string}\nThe head kinds built into lmkit (each also lmkit.heads.<kind>), sorted; the Lua heads pointwise and custom are not among them."},
-    {"info", heads_info, "lmkit.heads.info(kind) -> table\nWhat a built-in head kind declares: {kind, summary, projects, pointwise, monotone, options = {{name, default, doc}, ...}} (defaults as Lua values). projects: it maps h to a latent space of its own (the MoS family, trained with the MoS configuration); pointwise: log_softmax(f(l)) with f pointwise; monotone: f increasing, so it ranks words as Softmax does."},
+    entry<&head_kinds>("lmkit.heads", "kinds", "", "The head kinds built into lmkit (each also lmkit.heads.<kind>), sorted; the Lua heads pointwise and custom are not among them."),
+    entry<&head_info>("lmkit.heads", "info", "kind", "What a built-in head kind declares (defaults as Lua values)."),
     {"pointwise", heads_pointwise, "lmkit.heads.pointwise(fn) -> HeadSpec\nlog_softmax(fn(l)) for a Lua function fn of the logits Tensor [M, N] returning a Tensor of the same shape, composed from lmkit tensor ops (autograd works). Models with it cannot be saved."},
     {"custom", heads_custom, "lmkit.heads.custom{forward=fn, nll=fn, parameters={...}, name=, check=} -> HeadSpec\nA head written in Lua: forward(h [M, d], weight [N, d], bias [N] or nil) returns log-probabilities [M, N]; optional nll(h, targets, weight, bias) returns [M] negative log-likelihoods, compared with forward on the first batch (check = false skips that); parameters (leaf Tensors that require grad) become the head's parameters. See docs/lua-heads.md."},
 };

@@ -3,6 +3,7 @@
 #include <new>
 #include <string>
 
+#include "bindings/entry_point.h"
 #include "bindings/lua_call.h"
 #include "bindings/lua_config.h"
 #include "bindings/lua_module.h"
@@ -13,22 +14,21 @@
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
 #include "runtime/core/version.h"
-#include "bindings/nested_list.h"
-#include "bindings/tensor_index.h"
+#include "runtime/tensor/nested_list.h"
+#include "runtime/tensor/tensor_index.h"
 #include "runtime/tensor/tensor_format.h"
+#include "runtime/tensor/tensor_options.h"
 
 namespace lmkit::lua {
 namespace {
 
+TensorSpec read_spec(lua_State* L, int position) {
+  return entry_detail::read<TensorSpec>(L, position, entry_detail::Where{position, ""});
+}
+
 // {dtype=, device=, requires_grad=} at `position` (absent is fine) on top of `defaults`.
-torch::TensorOptions tensor_options(lua_State* L, int position,
-                                    torch::TensorOptions defaults = torch::TensorOptions()) {
-  Options options(L, position, {"dtype", "device", "requires_grad"});
-  auto result = defaults;
-  if (auto dtype = options.string("dtype")) result = result.dtype(parse_dtype(*dtype));
-  if (auto device = options.string("device")) result = result.device(parse_device(*device));
-  if (auto grad = options.boolean("requires_grad")) result = result.requires_grad(*grad);
-  return result;
+torch::TensorOptions tensor_options(lua_State* L, int position, torch::TensorOptions defaults = torch::TensorOptions()) {
+  return lmkit::tensor_options(read_spec(L, position), defaults);
 }
 
 void walk_nested(lua_State* L, int position, NestedListBuilder& builder, int depth) {
@@ -72,12 +72,10 @@ int lmkit_tensor(lua_State* L) {
   }
   NestedListBuilder builder;
   walk_nested(L, 1, builder, 0);
-  Options raw(L, 2, {"dtype", "device", "requires_grad"});
-  std::optional<torch::ScalarType> dtype;
-  if (auto name = raw.string("dtype")) dtype = parse_dtype(*name);
-  auto t = builder.build(dtype);
-  if (auto device = raw.string("device")) t = t.to(parse_device(*device));
-  if (raw.boolean("requires_grad").value_or(false)) t.requires_grad_(true);
+  const auto spec = read_spec(L, 2);
+  auto t = builder.build(spec.convert.dtype ? std::optional<torch::ScalarType>(parse_dtype(*spec.convert.dtype)) : std::nullopt);
+  if (spec.convert.device) t = t.to(parse_device(*spec.convert.device));
+  if (spec.requires_grad.value_or(false)) t.requires_grad_(true);
   push_tensor(L, t);
   return 1;
 }
@@ -251,10 +249,6 @@ int lmkit_json_decode(lua_State* L) {
   return 1;
 }
 
-int lmkit_write_file(lua_State* L) {
-  write_file_atomically(check_string(L, 1), check_string(L, 2));
-  return 0;
-}
 
 // Wall-clock seconds from a steady clock (os.clock is CPU time, summed over threads).
 int lmkit_clock(lua_State* L) {
@@ -280,37 +274,8 @@ int lmkit_seed(lua_State* L) {
   return 0;
 }
 
-int lmkit_device(lua_State* L) {
-  lua_pushstring(L, default_device_name().c_str());
-  return 1;
-}
 
-int lmkit_set_threads(lua_State* L) {
-  const auto threads = check_integer(L, 1);
-  // Checked before narrowing to int, which would turn 2^32 + 1 into 1 and -1e18 into 1486618624.
-  if (threads < 1 || threads > kMaxThreads) {
-    throw ArgError(1, "thread count must be in 1.." + integer_text(kMaxThreads) + ", got " + integer_text(threads));
-  }
-  Options o(L, 2, {"torch", "blas"});
-  int pools[2] = {0, 0};
-  const char* names[2] = {"torch", "blas"};
-  for (int i = 0; i < 2; ++i) {
-    const auto count = o.integer(names[i]).value_or(0);
-    if (count < 0 || count > kMaxThreads) {
-      throw ArgError(2, std::string("option '") + names[i] + "' must be in 1.." + integer_text(kMaxThreads) +
-                            " (or absent: the default), got " + integer_text(count));
-    }
-    pools[i] = static_cast<int>(count);
-  }
-  set_threads(static_cast<int>(threads), pools[0], pools[1]);
-  return 0;
-}
 
-int lmkit_get_threads(lua_State* L) {
-  lua_pushinteger(L, get_threads());
-  lua_pushinteger(L, get_blas_threads());
-  return 2;
-}
 
 int lmkit_version(lua_State* L) {
   const auto info = build_info();
@@ -378,12 +343,12 @@ const Function kFunctions[] = {
     {"no_grad", lmkit_no_grad, "lmkit.no_grad(fn, ...) -> results of fn\nCalls fn(...) without recording operations for autograd (e.g. for parameter updates)."},
     {"json_encode", lmkit_json_encode, "lmkit.json_encode(value[, pretty=false]) -> string\nJSON text of a Lua value (tables of numbers, strings, booleans; arrays become lists)."},
     {"json_decode", lmkit_json_decode, "lmkit.json_decode(text) -> value\nThe Lua value of a JSON text (objects become tables, null becomes nil)."},
-    {"write_file", lmkit_write_file, "lmkit.write_file(path, text)\nWrites text to path atomically (temporary file, fsync, rename): readers see the old file or the new one, never a part."},
+    entry<&write_file_atomically>("lmkit", "write_file", "path, text", "Writes text to path atomically (temporary file, fsync, rename): readers see the old file or the new one, never a part."),
     {"clock", lmkit_clock, "lmkit.clock() -> number\nWall-clock seconds from a steady clock, for timing (differences only; os.clock counts CPU time of all threads)."},
     {"seed", lmkit_seed, "lmkit.seed(n)\nSeeds Torch's CPU and CUDA generators and Lua's math.random."},
-    {"device", lmkit_device, "lmkit.device() -> string\n\"cuda\" when a CUDA device is usable, else \"cpu\"."},
-    {"set_threads", lmkit_set_threads, "lmkit.set_threads(n[, {torch=1, blas=n}])\nGives lmkit n CPU cores (1..1024): OpenBLAS's n threads run the matrix products and Torch's intra-op pool keeps 1 thread, since both pools at n oversubscribe the cores (measured: docs/benchmarks.md, \"Threads\"). torch= and blas= set a pool's count explicitly."},
-    {"get_threads", lmkit_get_threads, "lmkit.get_threads() -> integer, integer\nThreads Torch's CPU kernels use, and OpenBLAS's (0 when Torch's BLAS is not OpenBLAS)."},
+    entry<&default_device_name>("lmkit", "device", "", "\"cuda\" when a CUDA device is usable, else \"cpu\"."),
+    entry<&use_threads>("lmkit", "set_threads", "n", "Gives lmkit n CPU cores (1..1024): OpenBLAS's n threads run the matrix products and Torch's intra-op pool keeps 1 thread, since both pools at n oversubscribe the cores (measured: docs/benchmarks.md, \"Threads\"). torch= and blas= set a pool's count explicitly."),
+    entry<&thread_counts>("lmkit", "get_threads", "", "Threads Torch's CPU kernels use, and OpenBLAS's (0 when Torch's BLAS is not OpenBLAS)."),
     {"version", lmkit_version, "lmkit.version() -> {lmkit=, git=, torch=, lua=, cuda_compiled=, cuda_usable=}\nWhat this build is made of (git: the source revision of a development build, \"\" otherwise)."},
     {"is_tensor", lmkit_is_tensor, "lmkit.is_tensor(value) -> boolean\nTrue for an lmkit.Tensor."},
     {"document", lmkit_document, "lmkit.document(value, name, doc) -> value\nAttaches documentation to a function or table of yours, so help() shows it: the doc's first line is the signature with return values."},

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "bindings/settings.h"
+#include "runtime/config/cli_settings.h"
 
 extern "C" int luaopen_lmkit(lua_State* L);
 

@@ -8,10 +8,10 @@
 
 #include "bindings/lua_call.h"
 #include "runtime/core/error.h"
-#include "bindings/nested_list.h"
+#include "runtime/tensor/nested_list.h"
 #include "runtime/core/number_text.h"
 #include "runtime/tensor/tensor_format.h"
-#include "bindings/tensor_index.h"
+#include "runtime/tensor/tensor_index.h"
 
 namespace lmkit::lua {
 namespace {

@@ -2,13 +2,15 @@
 // dimensions and indices converted at this boundary.
 #include <string>
 
+#include "bindings/entry_point.h"
 #include "bindings/lua_call.h"
 #include "bindings/lua_tensor.h"
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
 #include "runtime/tensor/tensor_format.h"
-#include "bindings/tensor_index.h"
+#include "runtime/tensor/tensor_options.h"
+#include "runtime/tensor/tensor_index.h"
 
 namespace lmkit::lua {
 namespace {
@@ -155,12 +157,8 @@ int method_to(lua_State* L) {
       throw ArgError(2, std::string(e.what()) + "; or a device: \"cpu\", \"cuda\", \"cuda:N\"");
     }
   }
-  Options options(L, 2, {"dtype", "device"});
-  if (!options.present()) type_error(L, 2, "dtype name, device name or {dtype=, device=}");
-  auto result = t;
-  if (auto device = options.string("device")) result = result.to(parse_device(*device));
-  if (auto dtype = options.string("dtype")) result = result.to(parse_dtype(*dtype));
-  return push(L, result);
+  if (lua_type(L, 2) != LUA_TTABLE) type_error(L, 2, "dtype name, device name or {dtype=, device=}");
+  return push(L, convert(t, entry_detail::read<ConvertSpec>(L, 2, entry_detail::Where{2, ""})));
 }
 
 std::vector<int64_t> check_signed_sizes(lua_State* L, int position) {

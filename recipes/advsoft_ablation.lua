@@ -55,13 +55,14 @@ return recipe.define{
   description = "AdvSoft ablation: switch × embedding noise × dropout for e_t (thesis Tables A.1–A.3)",
   settings = presets.settings{"scale", "epochs",
     dataset = recipe.setting("ptb", "ptb (Table A.2) | wikitext-2 (Table A.3)"),
-    baseline = true,         -- also train AWD-LSTM (Softmax) under NT and ET (Table A.1)
-    perturbation = "authors", -- "authors": ε_t = eps·‖e_t‖ where cos(h, e_t) > 0 (Tables A.1–A.3's code); "thesis": eq. 3.23's fixed ε
-    eps = 0.005,             -- AdvSoft's ε (authors: relative to ‖e_t‖)
-    noise_sd = 0.15,         -- σ of the embedding noise in the "yes" cells
+    baseline = recipe.setting(true, "also train AWD-LSTM (Softmax) under NT and ET (Table A.1)"),
+    perturbation = recipe.setting("authors", "\"authors\": ε_t = eps·‖e_t‖ where cos(h, e_t) > 0 (Tables A.1–A.3's code); " ..
+                                             "\"thesis\": eq. 3.23's fixed ε"),
+    eps = recipe.setting(0.005, "AdvSoft's ε (authors: relative to ‖e_t‖)"),
+    noise_sd = recipe.setting(0.15, "σ of the embedding noise in the \"yes\" cells"),
     switch_epoch = recipe.setting(0, "ET-ASGD's epoch; 0: the scale's (tiny: the last but one epoch)"),
-    eval_train_tokens = 0,   -- ≠ 0: also the eval-mode ppl on the training split's first N tokens (−1 all)
-    limit = 0,               -- > 0: only the first `limit` cells
+    eval_train_tokens = recipe.setting(0, "≠ 0: also the eval-mode ppl on the training split's first N tokens (−1 all)"),
+    limit = recipe.setting(0, "> 0: only the first `limit` cells"),
   },
 
   grid = function(cfg)

@@ -46,12 +46,12 @@ return recipe.define{
   name = "argmaxable",
   description = "Unargmaxable words per head and d: exact by linear programs for monotone heads, observed for mixtures",
   settings = presets.settings{"scale", "dataset", "epochs", "switch_epoch",
-    dims = "2,4,8",          -- d of each model (emb = nhidlast; a mixture's latent dimension)
-    heads = "softmax,sigsoftmax,gss,plif,mos,mixtape",
-    bound = 1,               -- the box [−bound, bound]^d of output states (an LSTM's: 1)
-    tolerance = 1e-6,        -- a best lead at or below this (nats) counts as unargmaxable
+    dims = recipe.setting("2,4,8", "d of each model (emb = nhidlast; a mixture's latent dimension)"),
+    heads = recipe.setting("softmax,sigsoftmax,gss,plif,mos,mixtape", "the heads, each trained at every d of dims"),
+    bound = recipe.setting(1, "the box [−bound, bound]^d of output states (an LSTM's: 1)"),
+    tolerance = recipe.setting(1e-6, "a best lead at or below this (nats) counts as unargmaxable"),
     switch = recipe.setting("et", "the ASGD switch (SPEC §2): \"et\" or \"nt\""),
-    max_contexts = 0,        -- mixtures' test contexts: 0 all, n the first n
+    max_contexts = recipe.setting(0, "mixtures' test contexts: 0 all, n the first n"),
   },
 
   grid = function(cfg)

@@ -58,11 +58,11 @@ return recipe.define{
   name = "asgd_switch",
   description = "NT-ASGD vs ET-ASGD for Softmax, SS, GSS, LMS-PLIF, MoS, MoC (thesis Tables 4.6/4.7, Fig. 4.8/4.9)",
   settings = presets.settings{"scale", "dataset",
-    heads = "softmax,sigsoftmax,gss,plif,mos,moc",   -- any of these, comma-separated
-    policies = "nt,et",
+    heads = recipe.setting("softmax,sigsoftmax,gss,plif,mos,moc", "any of these, comma-separated"),
+    policies = recipe.setting("nt,et", "the ASGD switches compared, each for every head: nt, et (comma-separated)"),
     epochs = recipe.setting(0, "> 0 overrides the schedule's epochs"),
     switch_epoch = recipe.setting(0, "> 0: ET's epoch (default: see the header)"),
-    nonmono = -1,                                    -- ≥ 0: NT's window (default: see the header)
+    nonmono = recipe.setting(-1, "≥ 0: NT's window (default: see the header)"),
   },
 
   grid = function(cfg)

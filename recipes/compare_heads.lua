@@ -68,8 +68,8 @@ return recipe.define{
   name = "compare_heads",
   description = "Heads over 11 seeds: mean ± sd, rank, Wilcoxon rank-sum vs Softmax (thesis Tables 4.8/4.9)",
   settings = presets.settings{"scale", "dataset", "epochs", "switch", "switch_epoch", "seeds",
-    heads = "softmax,sigsoftmax,gss,plif,mos",    -- Softmax must be among them for the p-values
-    rank = true,                                  -- the Press rank of Q on the test split per cell
+    heads = recipe.setting("softmax,sigsoftmax,gss,plif,mos", "Softmax must be among them for the p-values"),
+    rank = recipe.setting(true, "the Press rank of Q on the test split per cell"),
   },
 
   grid = function(cfg)

@@ -24,9 +24,9 @@ return recipe.define{
   name = "dataset_stats",
   description = "Corpus statistics: tokens per split, vocabulary, % <unk>, % <eos> (thesis Table 4.2)",
   settings = {
-    datasets = "ptb,wikitext-2",  -- which corpora
-    data = "",                    -- the data folder; "" looks in $LMKIT_DATA, ./data, $LMKIT_TEST_DATA, ../shared/data
-    scale = "data",               -- (names the output folder: runs/dataset_stats-data)
+    datasets = recipe.setting("ptb,wikitext-2", "which corpora"),
+    data = recipe.setting("", "the data folder; \"\" looks in $LMKIT_DATA, ./data, $LMKIT_TEST_DATA, ../shared/data"),
+    scale = recipe.setting("data", "(names the output folder: runs/dataset_stats-data)"),
   },
 
   grid = function(cfg)

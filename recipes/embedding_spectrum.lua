@@ -41,8 +41,8 @@ return recipe.define{
   name = "embedding_spectrum",
   description = "Singular values and 2-D projection of the embedding matrix per model (thesis Fig. 5.4–5.8)",
   settings = chapter5.settings{
-    heads = "softmax,ss,gss,plif,mos,moc",  -- the models of Fig. 5.4–5.7 (presets/chapter5.lua)
-    projection_points = 0,                   -- > 0: plot only the first (most frequent) words
+    heads = recipe.setting("softmax,ss,gss,plif,mos,moc", "the models of Fig. 5.4–5.7 (presets/chapter5.lua)"),
+    projection_points = recipe.setting(0, "> 0: plot only the first (most frequent) words"),
   },
 
   grid = function(cfg)

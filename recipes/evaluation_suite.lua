@@ -24,12 +24,12 @@ return recipe.define{
   name = "evaluation_suite",
   description = "Test ppl per head: plain, with a neural cache, with dynamic evaluation (beyond the thesis)",
   settings = chapter5.settings{
-    heads = "softmax,ss,gss,plif,mos",  -- the models (presets/chapter5.lua)
-    window = 500,          -- the cache's contexts per column (pointer.py's PTB value)
-    theta = 1.0,           -- the cache's flatness θ
-    lambda = 0.1,          -- the cache's weight λ
-    dynamic_lr = 2e-3,     -- dynamic evaluation's step size
-    dynamic_lamb = 0.02,   -- its decay towards the trained weights
+    heads = recipe.setting("softmax,ss,gss,plif,mos", "the models (presets/chapter5.lua)"),
+    window = recipe.setting(500, "the cache's contexts per column (pointer.py's PTB value)"),
+    theta = recipe.setting(1.0, "the cache's flatness θ"),
+    lambda = recipe.setting(0.1, "the cache's weight λ"),
+    dynamic_lr = recipe.setting(2e-3, "dynamic evaluation's step size"),
+    dynamic_lamb = recipe.setting(0.02, "its decay towards the trained weights"),
   },
 
   grid = function(cfg)

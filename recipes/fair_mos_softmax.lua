@@ -91,8 +91,8 @@ return recipe.define{
   description = "MoS vs Softmax with the same batch size, d′ = d, matched parameter counts, seeds (thesis §5.7.2, Table 5.18)",
   settings = presets.settings{"scale", "epochs", "switch", "switch_epoch",
     seeds = recipe.setting(11, "of MoS† (for MoS‡) and Softmax★; the first is the MoS configuration's seed (28)"),
-    batch_size = 12,      -- the same for every model (the MoS code's)
-    d = 0,                -- > 0: d′ (emb = nhidlast of MoS†, Softmax†, Softmax‡); 0: 280 · nhid / 960
+    batch_size = recipe.setting(12, "the same for every model (the MoS code's)"),
+    d = recipe.setting(0, "> 0: d′ (emb = nhidlast of MoS†, Softmax†, Softmax‡); 0: 280 · nhid / 960"),
   },
 
   grid = function(cfg)

@@ -55,13 +55,13 @@ return recipe.define{
   description = "No regularization + flooding b = 1.0: MoS K sweep and GSS (c, k), rank vs train/test ppl (thesis Tables 5.8, 5.10)",
   settings = presets.settings{"scale", "epochs", "switch", "switch_epoch",
     dataset = recipe.setting("ptb", "ptb (Tables 5.8 and 5.10) | wikitext-2 (Table 5.10 only)"),
-    part = "all",            -- all | mos (Table 5.8) | gss (Table 5.10)
-    flood = 1.0,             -- flood level b (training NLL held around b)
-    regularized = false,     -- also train the regularized GSS models of Table 5.9
-    checkpoint = "last",     -- flooded cells: last (the model at the end of training) | best
-    eval_train_tokens = 0,   -- ≠ 0: also the eval-mode ppl on the training split's first N tokens (−1 all)
-    max_contexts = -1,       -- rank's test contexts: -1 as the thesis (WT2: first 33,320), 0 all, n
-    limit = 0,               -- > 0: only the first `limit` cells
+    part = recipe.setting("all", "all | mos (Table 5.8) | gss (Table 5.10)"),
+    flood = recipe.setting(1.0, "flood level b (training NLL held around b)"),
+    regularized = recipe.setting(false, "also train the regularized GSS models of Table 5.9"),
+    checkpoint = recipe.setting("last", "flooded cells: last (the model at the end of training) | best"),
+    eval_train_tokens = recipe.setting(0, "≠ 0: also the eval-mode ppl on the training split's first N tokens (−1 all)"),
+    max_contexts = recipe.setting(-1, "rank's test contexts: -1 as the thesis (WT2: first 33,320), 0 all, n"),
+    limit = recipe.setting(0, "> 0: only the first `limit` cells"),
   },
 
   grid = function(cfg)

@@ -36,9 +36,9 @@ return recipe.define{
   name = "gss_grid",
   description = "AWD-LSTM-GSS(c, k): rank vs perplexity (thesis Tables 4.4/4.5, Fig. 4.6/4.7)",
   settings = presets.settings{"scale", "dataset", "epochs", "switch", "switch_epoch",
-    cells = "paper",         -- paper: the 15 published (c, k); full: the whole searched grid
-    max_contexts = -1,       -- rank's test contexts: -1 as the thesis (PTB all, WT2 the first 33,320), 0 all, n
-    limit = 0,               -- > 0: only the first `limit` cells (a quick check of the pipeline)
+    cells = recipe.setting("paper", "paper: the 15 published (c, k); full: the whole searched grid"),
+    max_contexts = recipe.setting(-1, "rank's test contexts: -1 as the thesis (PTB all, WT2 the first 33,320), 0 all, n"),
+    limit = recipe.setting(0, "> 0: only the first `limit` cells (a quick check of the pipeline)"),
   },
 
   grid = function(cfg)

@@ -26,11 +26,11 @@ return recipe.define{
   name = "hidden_size",
   description = "Hidden size from output log-probabilities: Softmax gives its d away, bottleneck-breaking heads do not",
   settings = presets.settings{"scale", "dataset", "epochs", "switch_epoch",
-    dims = "8,16,24",        -- the Softmax models' d (emb = nhidlast)
-    heads = "sigsoftmax,gss,plif,mos,mixtape",  -- other heads, each at the middle d of dims
-    min_gap = 1000,          -- the ratio σ_r/σ_{r+1} that counts as a bottleneck's signature
+    dims = recipe.setting("8,16,24", "the Softmax models' d (emb = nhidlast)"),
+    heads = recipe.setting("sigsoftmax,gss,plif,mos,mixtape", "other heads, each at the middle d of dims"),
+    min_gap = recipe.setting(1000, "the ratio σ_r/σ_{r+1} that counts as a bottleneck's signature"),
     switch = recipe.setting("et", "the ASGD switch (SPEC §2): \"et\" or \"nt\""),
-    max_contexts = -1,       -- Q's test contexts: -1 as the thesis (PTB all, WT2 the first 33,320), 0 all, n
+    max_contexts = recipe.setting(-1, "Q's test contexts: -1 as the thesis (PTB all, WT2 the first 33,320), 0 all, n"),
   },
 
   grid = function(cfg)

@@ -79,13 +79,13 @@ return recipe.define{
   name = "mixtape",
   description = "Mixtape vs MoS vs Softmax at equal d: perplexity, rank, step time and activations",
   settings = presets.settings{"scale", "dataset", "epochs", "switch_epoch",
-    heads = "softmax,mos,mixtape",  -- also: mixtape_shared (S = 0)
-    K = 4,                   -- Mixtape's components (MoS keeps the scale's K)
-    S = 1000,                -- Mixtape: words (ids < S) with gates of their own
-    gate_dim = 0,            -- Mixtape: width of the gates' tanh(U_j h); 0: d/4
-    steps = 5,               -- timed training steps per cell (after one warm-up)
+    heads = recipe.setting("softmax,mos,mixtape", "also: mixtape_shared (S = 0)"),
+    K = recipe.setting(4, "Mixtape's components (MoS keeps the scale's K)"),
+    S = recipe.setting(1000, "Mixtape: words (ids < S) with gates of their own"),
+    gate_dim = recipe.setting(0, "Mixtape: width of the gates' tanh(U_j h); 0: d/4"),
+    steps = recipe.setting(5, "timed training steps per cell (after one warm-up)"),
     switch = recipe.setting("et", "the ASGD switch (SPEC §2): \"et\" or \"nt\""),
-    max_contexts = -1,       -- Q's test contexts: -1 as the thesis (PTB all, WT2 the first 33,320), 0 all, n
+    max_contexts = recipe.setting(-1, "Q's test contexts: -1 as the thesis (PTB all, WT2 the first 33,320), 0 all, n"),
   },
 
   grid = function(cfg)

@@ -23,11 +23,11 @@ return recipe.define{
   name = "mos_dropout",
   description = "AWD-LSTM-MoS (K = 15) for MoS dropout 0.29, 0.145, 0: train/test ppl, rank (thesis Table 5.7)",
   settings = presets.settings{"scale", "dataset", "epochs", "switch_epoch",
-    K = 15,                  -- mixture components (the thesis: 15 at every scale)
+    K = recipe.setting(15, "mixture components (the thesis: 15 at every scale)"),
     switch = "nt",
-    eval_train_tokens = 0,   -- ≠ 0: also the eval-mode ppl on the training split's first N tokens (−1 all)
-    max_contexts = -1,       -- rank's test contexts: -1 as the thesis (WT2: first 33,320), 0 all, n
-    limit = 0,               -- > 0: only the first `limit` cells
+    eval_train_tokens = recipe.setting(0, "≠ 0: also the eval-mode ppl on the training split's first N tokens (−1 all)"),
+    max_contexts = recipe.setting(-1, "rank's test contexts: -1 as the thesis (WT2: first 33,320), 0 all, n"),
+    limit = recipe.setting(0, "> 0: only the first `limit` cells"),
   },
 
   grid = function(cfg)

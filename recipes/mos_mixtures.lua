@@ -34,12 +34,11 @@ return recipe.define{
   name = "mos_mixtures",
   description = "AWD-LSTM-MoS for K = 1..20 mixtures: params, train/test ppl, rank (thesis Table 5.6)",
   settings = presets.settings{"scale", "dataset", "epochs", "switch_epoch",
-    cells = "all",           -- all: K ∈ {1, 3, 5, 10, 15, 20}; paper: the K the thesis trained on
-                             -- this dataset (WT2: 10, 15, 20)
+    cells = recipe.setting("all", "all: K ∈ {1, 3, 5, 10, 15, 20}; paper: the K the thesis trained on this dataset (WT2: 10, 15, 20)"),
     switch = "nt",
-    eval_train_tokens = 0,   -- ≠ 0: also the eval-mode ppl on the training split's first N tokens (−1 all)
-    max_contexts = -1,       -- rank's test contexts: -1 as the thesis (WT2: first 33,320), 0 all, n
-    limit = 0,               -- > 0: only the first `limit` cells
+    eval_train_tokens = recipe.setting(0, "≠ 0: also the eval-mode ppl on the training split's first N tokens (−1 all)"),
+    max_contexts = recipe.setting(-1, "rank's test contexts: -1 as the thesis (WT2: first 33,320), 0 all, n"),
+    limit = recipe.setting(0, "> 0: only the first `limit` cells"),
   },
 
   grid = function(cfg)

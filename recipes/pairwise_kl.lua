@@ -27,10 +27,11 @@ return recipe.define{
   name = "pairwise_kl",
   description = "Expected pairwise KL between next-word distributions per model (MoS paper, Table 11)",
   settings = chapter5.settings{
-    heads = "softmax,moc,mos",  -- the models (presets/chapter5.lua: softmax ss gss plif mos moc ...)
-    pairs = 10000,              -- context pairs drawn per split (the MoS paper does not say how many)
-    kl_seed = 0,                -- seed of the pair draws (the same pairs for every model)
-    max_contexts = -1,          -- Q's contexts per split: -1 as the thesis's logP matrices (PTB all, WT2 the first 33,320), 0 all, n
+    heads = recipe.setting("softmax,moc,mos", "the models (presets/chapter5.lua: softmax ss gss plif mos moc ...)"),
+    pairs = recipe.setting(10000, "context pairs drawn per split (the MoS paper does not say how many)"),
+    kl_seed = recipe.setting(0, "seed of the pair draws (the same pairs for every model)"),
+    max_contexts = recipe.setting(-1, "Q's contexts per split: -1 as the thesis's logP matrices " ..
+                                      "(PTB all, WT2 the first 33,320), 0 all, n"),
   },
 
   grid = function(cfg)

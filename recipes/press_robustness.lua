@@ -83,18 +83,18 @@ return recipe.define{
   name = "press_robustness",
   description = "Press rank vs ε-effective rank per head; robustness of Press rank (thesis Tables 5.11–5.15, Fig. 7)",
   settings = chapter5.settings{
-    heads = "softmax,ss,gss,plif,mos",  -- the models (presets/chapter5.lua: softmax ss gss plif mos moc ...)
-    max_contexts = -1,          -- Q's test contexts: -1 as the thesis (PTB all, WT2 the first 33,320), 0 all, n
-    robust_head = "mos_nt",     -- whose Q the robustness experiments use ("" skips them): the thesis's Q is the
-                                -- MoS of rank 9,979 "as seen in Table 4.6", the NT-ASGD MoS (MoS†)
-    robust_contexts = 10000,    -- its first rows (thesis: 10,000 × 10,000; 0: all)
-    keep = 10,                  -- singular values kept by Alg. 5.1/5.2
-    iterations = 10,            -- refactorizations of Alg. 5.1
-    ladder = "auto",            -- the c values of Alg. 5.2: "thesis" (Tables 5.12/5.13), "auto" (the thesis's
-                                -- plus five around where Press's tolerance lies for this Q), or "1e-2,1e-4,..."
-    noise_seed = 0,             -- the seed of Alg. 5.2's Gaussian noise
-    eps_dtype = "float32",      -- Press rank's eps for Q's ranks, Tables 5.14/5.15 (the reference's SVD ran in float32)
-    robust_eps_dtype = "float64", -- the eps of Alg. 5.1/5.2, Tables 5.11-5.13 (they ran in float64: errors ~1e-28)
+    heads = recipe.setting("softmax,ss,gss,plif,mos", "the models (presets/chapter5.lua: softmax ss gss plif mos moc ...)"),
+    max_contexts = recipe.setting(-1, "Q's test contexts: -1 as the thesis (PTB all, WT2 the first 33,320), 0 all, n"),
+    robust_head = recipe.setting("mos_nt", "whose Q the robustness experiments use (\"\" skips them): the thesis's Q is the "
+                                 .. "MoS of rank 9,979 \"as seen in Table 4.6\", the NT-ASGD MoS (MoS†)"),
+    robust_contexts = recipe.setting(10000, "its first rows (thesis: 10,000 × 10,000; 0: all)"),
+    keep = recipe.setting(10, "singular values kept by Alg. 5.1/5.2"),
+    iterations = recipe.setting(10, "refactorizations of Alg. 5.1"),
+    ladder = recipe.setting("auto", "the c values of Alg. 5.2: \"thesis\" (Tables 5.12/5.13), \"auto\" (the thesis's "
+                            .. "plus five around where Press's tolerance lies for this Q), or \"1e-2,1e-4,...\""),
+    noise_seed = recipe.setting(0, "the seed of Alg. 5.2's Gaussian noise"),
+    eps_dtype = recipe.setting("float32", "Press rank's eps for Q's ranks, Tables 5.14/5.15 (the reference's SVD ran in float32)"),
+    robust_eps_dtype = recipe.setting("float64", "the eps of Alg. 5.1/5.2, Tables 5.11-5.13 (they ran in float64: errors ~1e-28)"),
   },
 
   grid = function(cfg)

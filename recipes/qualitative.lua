@@ -126,9 +126,9 @@ return recipe.define{
   name = "qualitative",
   description = "Top-5 next words for the six contexts of thesis Table 5.1, per model",
   settings = chapter5.settings{
-    heads = "softmax,ss,gss,plif,mos,moc,mos_nt,moc_nt",  -- Table 5.1's models (presets/chapter5.lua)
-    contexts = "",   -- "context<TAB>next word" per line; "" = recipes/data/table5_1_contexts.txt
-    k = 5,           -- next words shown per context
+    heads = recipe.setting("softmax,ss,gss,plif,mos,moc,mos_nt,moc_nt", "Table 5.1's models (presets/chapter5.lua)"),
+    contexts = recipe.setting("", "\"context<TAB>next word\" per line; \"\" = recipes/data/table5_1_contexts.txt"),
+    k = recipe.setting(5, "next words shown per context"),
   },
 
   grid = function(cfg)

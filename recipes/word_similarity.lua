@@ -87,8 +87,8 @@ return recipe.define{
   name = "word_similarity",
   description = "Word similarity of the embeddings on 13 benchmarks per model (thesis Tables 5.2–5.4, Fig. 5.1–5.3)",
   settings = chapter5.settings{
-    heads = "softmax,ss,gss,plif,mos,moc",  -- Tables 5.3/5.4's models (presets/chapter5.lua)
-    case = "lower",  -- how benchmark words meet the vocabulary: lower (the thesis), exact, fold
+    heads = recipe.setting("softmax,ss,gss,plif,mos,moc", "Tables 5.3/5.4's models (presets/chapter5.lua)"),
+    case = recipe.setting("lower", "how benchmark words meet the vocabulary: lower (the thesis), exact, fold"),
   },
 
   grid = function(cfg)

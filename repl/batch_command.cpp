@@ -7,8 +7,8 @@
 namespace lmkit::repl {
 
 int run_batch(const BatchOptions& options) {
-  std::vector<lua::Setting> settings;
-  for (const auto& s : options.sets) settings.push_back(lua::parse_setting(s));
+  std::vector<config::Setting> settings;
+  for (const auto& s : options.sets) settings.push_back(config::parse_setting(s));
   nlohmann::json o = options.options;
   o["recipe"] = options.recipe;
   o["sets"] = options.sets;

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bindings/settings.h"
+#include "runtime/config/cli_settings.h"
 
 namespace lmkit::repl {
 

@@ -23,9 +23,9 @@
 
 namespace {
 
-std::vector<lmkit::lua::Setting> parse_settings(const std::vector<std::string>& arguments) {
-  std::vector<lmkit::lua::Setting> settings;
-  for (const auto& a : arguments) settings.push_back(lmkit::lua::parse_setting(a));
+std::vector<lmkit::config::Setting> parse_settings(const std::vector<std::string>& arguments) {
+  std::vector<lmkit::config::Setting> settings;
+  for (const auto& a : arguments) settings.push_back(lmkit::config::parse_setting(a));
   return settings;
 }
 

@@ -70,10 +70,7 @@ int list_recipes() {
 
 int show_recipe_help(const std::string& name_or_path) {
   const auto file = resolve_recipe(name_or_path);
-  // The presets a recipe builds its settings from document them too (chapter5.settings{...}).
-  std::vector<std::string> presets;
-  if (const auto dir = lmkit_recipes_dir()) presets = lua_files(*dir / "presets");
-  return call_lmkit_function("lmkit.recipe", "print_help", nlohmann::json{{"file", file}, {"presets", presets}}, {}, file);
+  return call_lmkit_function("lmkit.recipe", "print_help", nlohmann::json{{"file", file}}, {}, file);
 }
 
 }  // namespace lmkit::repl

@@ -5,12 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "bindings/settings.h"
+#include "runtime/config/cli_settings.h"
 
 namespace lmkit::repl {
 
 struct ReplOptions {
-  std::vector<lua::Setting> settings;
+  std::vector<config::Setting> settings;
   std::string history_file;  // empty: $LMKIT_HISTORY, else ~/.lmkit_history
 };
 

@@ -89,7 +89,7 @@ int run_script(const ScriptOptions& options) {
 }
 
 int call_lmkit_function(const char* module, const char* function, const nlohmann::json& options,
-                        const std::vector<lua::Setting>& settings, const std::string& script) {
+                        const std::vector<config::Setting>& settings, const std::string& script) {
   LuaStateHandle state(lua::new_lmkit_state());
   lua_State* L = state.get();
   lua::set_cli_settings(L, settings);

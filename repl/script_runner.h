@@ -6,13 +6,13 @@
 #include <lua.hpp>
 #include <nlohmann/json.hpp>
 
-#include "bindings/settings.h"
+#include "runtime/config/cli_settings.h"
 
 namespace lmkit::repl {
 
 struct ScriptOptions {
   std::string path;
-  std::vector<lua::Setting> settings;  // reach the script as lmkit.settings / lmkit.configure
+  std::vector<config::Setting> settings;  // reach the script as lmkit.settings / lmkit.configure
   std::vector<std::string> args;          // the script's `arg` (arg[0] is the path) and `...`
   bool strict_globals = true;
 };
@@ -30,6 +30,6 @@ bool make_globals_strict(lua_State* L);
 // it raised (the error goes to stderr). `script` (a recipe) puts its folder on package.path, as
 // `lmkit run` does. The batch and catalog commands are such calls.
 int call_lmkit_function(const char* module, const char* function, const nlohmann::json& options,
-                        const std::vector<lua::Setting>& settings, const std::string& script);
+                        const std::vector<config::Setting>& settings, const std::string& script);
 
 }  // namespace lmkit::repl

@@ -4,7 +4,10 @@
 --   return recipe.define{
 --     name = "gss_grid",
 --     description = "GSS(c, k) grid on PTB (thesis Table 4.4)",
---     settings = {scale = "tiny", dataset = "ptb", seeds = 1},       -- overridable with --set
+--     settings = {                                                   -- overridable with --set
+--       scale = recipe.setting("tiny", "tiny | small | paper"),       -- each with its default and doc
+--       seeds = recipe.setting(1, "seeds per cell"),
+--     },
 --     grid = function(cfg) return {{c = 0, k = 2, seed = 1}, ...} end, -- the cells
 --     run = function(cell, ctx) ... return {test_ppl = ..., rank = ...} end,
 --     report = function(results, ctx) ... end,                        -- results[i] = {cell=, result=}
@@ -29,9 +32,8 @@ local function check(spec, key, kind)
   end
 end
 
--- A setting declared with its doc: recipe.setting(default, doc). A recipe's settings may be
--- declared so (the shared block of presets.settings is) or as plain defaults, whose doc is then the
--- `-- comment` on their line.
+-- A setting declared with its doc: recipe.setting(default, doc). Every setting of a recipe is
+-- declared so (the shared block of presets.settings is too); `lmkit run NAME --help` shows the docs.
 local Setting = {}
 Setting.__index = Setting
 
@@ -51,21 +53,30 @@ function recipe.define(spec)
   check(spec, "grid", "function")
   check(spec, "run", "function")
   check(spec, "report", "function")
-  spec.settings = spec.settings or {}
-  -- Declared settings: the default goes to settings, the doc to setting_docs.
-  spec.setting_docs = {}
-  for key, value in pairs(spec.settings) do
-    if recipe.is_setting(value) then
-      spec.settings[key] = value.default
-      spec.setting_docs[key] = value.doc
-    end
-  end
-  spec.description = spec.description or spec.name
+  local declared = spec.settings or {}
   for _, reserved in ipairs{"task", "out", "report_only"} do
-    if spec.settings[reserved] ~= nil then
+    if declared[reserved] ~= nil then
       error(("recipe.define: setting '%s' is the runner's; choose another name"):format(reserved), 2)
     end
   end
+  -- Every setting is declared with its doc: the defaults go to settings, the docs to setting_docs
+  -- (new tables: the declaring one is left as it was). Keys in order, so that a recipe with several
+  -- undocumented settings always names the same one.
+  local keys = {}
+  for key in pairs(declared) do keys[#keys + 1] = key end
+  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  spec.settings, spec.setting_docs = {}, {}
+  for _, key in ipairs(keys) do
+    local value = declared[key]
+    if not recipe.is_setting(value) then
+      local shown = type(value) == "string" and ("%q"):format(value) or tostring(value)
+      error(("recipe %s: setting '%s' has no doc: declare it as recipe.setting(%s, \"...\")")
+        :format(spec.name, tostring(key), shown), 2)
+    end
+    spec.settings[key] = value.default
+    spec.setting_docs[key] = value.doc
+  end
+  spec.description = spec.description or spec.name
   return setmetatable(spec, Recipe)
 end
 
@@ -254,19 +265,6 @@ local function definition_of(path)
   return recipe.is_recipe(value) and value or nil, text
 end
 
--- The doc comment of a setting: the `-- ...` after `key = value,` on its declaring line, in the
--- recipe's own text or else in the presets it builds its settings from (e.g. chapter5.settings).
-local function setting_doc(key, texts)
-  local pattern = "^%s*" .. key:gsub("%p", "%%%0") .. "%s*=%s*[^\n]-,%s*%-%-%s*([^\n]*)"
-  for _, text in ipairs(texts) do
-    for line in (text .. "\n"):gmatch("([^\n]*)\n") do
-      local doc = line:match(pattern)
-      if doc then return doc end
-    end
-  end
-  return ""
-end
-
 -- {name=, file=, description=, kind = "recipe"|"script"} for each .lua file in `files` (paths),
 -- sorted by name.
 function recipe.catalog(files)
@@ -288,15 +286,13 @@ function recipe.catalog(files)
 end
 
 -- The settings of the recipe in `file`: {{key=, default=, doc=}, ...} sorted by key, the runner's
--- own (out, task, report_only) last. `presets` are texts searched for docs after the recipe's.
-function recipe.settings_of(file, presets)
-  local def, text = definition_of(file)
+-- own (out, task, report_only) last. The docs are the declared ones (recipe.setting).
+function recipe.settings_of(file)
+  local def = definition_of(file)
   if not def then return nil end
-  local texts = {text}
-  for _, t in ipairs(presets or {}) do texts[#texts + 1] = t end
   local rows = {}
   for key, default in pairs(def.settings) do
-    rows[#rows + 1] = {key = key, default = default, doc = def.setting_docs[key] or setting_doc(key, texts)}
+    rows[#rows + 1] = {key = key, default = default, doc = def.setting_docs[key] or ""}
   end
   table.sort(rows, function(a, b) return a.key < b.key end)
   rows[#rows + 1] = {key = "out", default = "runs/" .. def.name .. "-<scale>", doc = "the output folder (results, report)"}
@@ -317,11 +313,9 @@ function recipe.print_catalog(options)
   return 0
 end
 
--- `lmkit run NAME --help`: the recipe's description and settings. options = {file=, presets={...}}.
+-- `lmkit run NAME --help`: the recipe's description and settings. options = {file=}.
 function recipe.print_help(options)
-  local presets = {}
-  for _, path in ipairs(options.presets or {}) do presets[#presets + 1] = read_text(path) end
-  local rows, def = recipe.settings_of(options.file, presets)
+  local rows, def = recipe.settings_of(options.file)
   if not rows then
     local text = read_text(options.file) or error(("cannot read %s"):format(options.file), 0)
     print(leading_comment(text))

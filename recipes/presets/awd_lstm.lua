@@ -264,7 +264,7 @@ end
 -- name and adds its own:
 --   settings = presets.settings{"scale", "dataset", "epochs", "switch", "switch_epoch",
 --                               switch = "nt",                      -- its own default, the shared doc
---                               K = 15,                             -- its own setting
+--                               K = recipe.setting(15, "mixture components"),  -- its own setting
 --   }
 local recipe = require "lmkit.recipe"
 presets.SHARED_SETTINGS = {

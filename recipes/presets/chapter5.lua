@@ -1,7 +1,7 @@
 -- The models the thesis's chapter 5 analyses (qualitative contexts, word similarity, embedding
 -- spectra, Press vs ε-effective rank), and the one way its recipes train them:
 --   local chapter5 = require "presets.chapter5"
---   settings = chapter5.settings{heads = "softmax,ss,gss,plif,mos,moc", ...}   -- shared --set keys
+--   settings = chapter5.settings{heads = recipe.setting("softmax,gss", "the models")}  -- and the shared ones
 --   local entry = chapter5.model("gss")                                          -- label, head, family
 --   local model, summary, corpus = chapter5.train{entry = entry, cfg = ctx.cfg, dir = ctx.dir}
 --

@@ -90,13 +90,13 @@ HiddenRegion parse_hidden_region(const std::string& name) {
                    "free — any h)");
 }
 
-ArgmaxableResult argmaxable_words(const torch::Tensor& weight, const torch::Tensor& bias,
+ArgmaxableResult argmaxable_words(const torch::Tensor& weight, const std::optional<torch::Tensor>& bias,
                                   const ArgmaxableOptions& o, const ArgmaxableProgress& progress) {
   const auto start = std::chrono::steady_clock::now();
   check_options(o);
   torch::NoGradGuard no_grad;
   const auto w = checked_weight(weight);
-  const auto b = checked_bias(bias, w.size(0));
+  const auto b = checked_bias(bias ? *bias : torch::Tensor(), w.size(0));
   const std::int64_t n = w.size(0), d = w.size(1);
   const std::int64_t rivals = std::min(o.rivals, n - 1);
   std::vector<Word> words(n);
@@ -214,7 +214,69 @@ ArgmaxableResult argmaxable_words(const torch::Tensor& weight, const torch::Tens
   }
   result.witness = witness;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.region = hidden_region_name(o.region);
+  result.words = result.argmaxable.numel();
+  const auto ids = result.argmaxable.logical_not().nonzero().flatten().to(torch::kInt64).contiguous();
+  result.unargmaxable.assign(ids.data_ptr<std::int64_t>(), ids.data_ptr<std::int64_t>() + ids.numel());
   return result;
+}
+
+const config::BoundOptions<ArgmaxableOptions>& declared_options(config::Tag<ArgmaxableOptions>) {
+  using O = ArgmaxableOptions;
+  using config::Range;
+  static const config::BoundOptions<O> options(
+      "argmaxable",
+      {{config::OptionSpec("region", config::OptionType::String, "box", Range::any(),
+                           "box: h in [−bound, bound]^d (an LSTM's outputs: bound 1); free: any h")
+            .one_of({"box", "free"}),
+        [](const O& o) -> nlohmann::json { return hidden_region_name(o.region); },
+        [](O& o, const nlohmann::json& v) { o.region = parse_hidden_region(v.get<std::string>()); }},
+       {"bound", &O::bound, Range::positive(), "the box's half-width"},
+       {"tolerance", &O::tolerance, Range::non_negative(), "a best lead at or below it counts as unargmaxable"},
+       {"rivals", &O::rivals, Range::at_least(1), "rows in a word's first linear program, and added per round"}});
+  return options;
+}
+
+const config::BoundOptions<ModelArgmaxableOptions>& declared_options(config::Tag<ModelArgmaxableOptions>) {
+  using O = ModelArgmaxableOptions;
+  static const config::BoundOptions<O> options("model_argmaxable", [] {
+    auto list = config::lifted(&O::exact);
+    list.push_back({"tokens", &O::tokens, "token ids (e.g. corpus.test) that heads other than the monotone ones are observed on"});
+    for (auto& option : config::lifted(&O::sampling)) {
+      if (option.spec.name != "dtype" && option.spec.name != "f_logits") list.push_back(std::move(option));
+    }
+    return list;
+  }());
+  return options;
+}
+
+ModelArgmaxableTable model_argmaxable_table(LanguageModel& model, const ModelArgmaxableOptions& options,
+                                            const ArgmaxableProgress& exact_progress,
+                                            const MatrixProgress& sampled_progress) {
+  const auto r = model_argmaxable(model, options.exact, options.tokens, options.sampling, exact_progress, sampled_progress);
+  ModelArgmaxableTable table;
+  table.method = r.method;
+  table.note = r.note;
+  table.argmaxable = r.argmaxable;
+  if (r.method == "lp") {
+    table.region = r.exact.region;
+    table.margin = r.exact.margin;
+    table.witness = r.exact.witness;
+    table.unargmaxable = r.exact.unargmaxable;
+    table.words = r.exact.words;
+    table.by_scan = r.exact.by_scan;
+    table.by_lp = r.exact.by_lp;
+    table.lp_solves = r.exact.lp_solves;
+    table.lp_rows_max = r.exact.lp_rows_max;
+    table.seconds = r.exact.seconds;
+  } else {
+    table.top1_counts = r.top1_counts;
+    table.words = r.top1_counts.numel();
+    table.contexts = r.top1_counts.sum().item<std::int64_t>();
+    const auto ids = r.top1_counts.eq(0).nonzero().flatten().to(torch::kInt64).contiguous();
+    table.unargmaxable.assign(ids.data_ptr<std::int64_t>(), ids.data_ptr<std::int64_t>() + ids.numel());
+  }
+  return table;
 }
 
 torch::Tensor observed_top1(LanguageModel& model, const torch::Tensor& tokens, const LogpMatrixOptions& options,

@@ -22,6 +22,7 @@
 #include <functional>
 #include <string>
 
+#include "runtime/config/bound_options.h"
 #include "runtime/analysis/logp_matrix.h"
 #include "runtime/core/torch.h"
 
@@ -40,9 +41,14 @@ struct ArgmaxableOptions {
   double tolerance = 1e-6;
   std::int64_t rivals = 32;  // rows in a word's first LP, and added per cutting-plane round
 };
+const config::BoundOptions<ArgmaxableOptions>& declared_options(config::Tag<ArgmaxableOptions>);
 
 struct ArgmaxableResult {
+  std::string method = "lp";
+  std::string region;        // hidden_region_name of the options
   torch::Tensor argmaxable;  // bool [N]
+  std::vector<std::int64_t> unargmaxable;  // the 0-based ids of the words that are not
+  std::int64_t words = 0;
   // float64 [N]. Argmaxable words: the lead l_i − max_{j≠i} l_j at a witness h (a lower bound of
   // the best lead; in the free region at most 1, the LP's cap). Unargmaxable words: the optimum of
   // the last LP, an upper bound of the best lead (≤ tolerance).
@@ -54,13 +60,28 @@ struct ArgmaxableResult {
   std::int64_t lp_rows_max = 0; // the largest LP (rows) any word needed
   double seconds = 0;
 };
+inline auto declared_result(config::Tag<ArgmaxableResult>) {
+  using R = ArgmaxableResult;
+  using config::result_field;
+  return config::result_table(
+      result_field("argmaxable", &R::argmaxable, "bool [N]: whether each word can be the strict top-1"),
+      result_field("margin", &R::margin, "float64 [N]: argmaxable: the lead at the witness h; otherwise an upper bound of the best lead (≤ tolerance)"),
+      result_field("witness", &R::witness, "[N, d]: the h that makes each argmaxable word the top-1"),
+      result_field("unargmaxable", &R::unargmaxable, "the 0-based ids of the other words"),
+      result_field("words", &R::words, "N"), result_field("by_scan", &R::by_scan, "words certified by the scan"),
+      result_field("by_lp", &R::by_lp, "words decided by linear programs"),
+      result_field("lp_solves", &R::lp_solves, "simplex runs in all"),
+      result_field("lp_rows_max", &R::lp_rows_max, "the largest LP (rows) a word needed"),
+      result_field("seconds", &R::seconds, "wall time"), result_field("method", &R::method, "\"lp\""),
+      result_field("region", &R::region, "the region of h"));
+}
 
 // Called with (words decided by LP so far, words the scan left for LP).
 using ArgmaxableProgress = std::function<void(std::int64_t, std::int64_t)>;
 
 // weight [N, d], bias [N] or undefined (no bias); any real dtype, any device (computed in float64
 // on the CPU). UsageError for bad shapes, non-finite values, bound ≤ 0, tolerance < 0.
-ArgmaxableResult argmaxable_words(const torch::Tensor& weight, const torch::Tensor& bias,
+ArgmaxableResult argmaxable_words(const torch::Tensor& weight, const std::optional<torch::Tensor>& bias,
                                   const ArgmaxableOptions& options, const ArgmaxableProgress& progress = nullptr);
 
 // How often each word is the top-1 of log P over the contexts of `tokens` (int64 [N]), streamed
@@ -86,5 +107,43 @@ ModelArgmaxable model_argmaxable(LanguageModel& model, const ArgmaxableOptions& 
                                  const torch::Tensor& tokens, const LogpMatrixOptions& sampling,
                                  const ArgmaxableProgress& exact_progress = nullptr,
                                  const MatrixProgress& sampled_progress = nullptr);
+
+// model_argmaxable as one request and one table (lmkit.analysis.model_argmaxable): the exact
+// result's fields for "lp"; argmaxable, top1_counts, unargmaxable, words and contexts for "sampled".
+struct ModelArgmaxableOptions {
+  ArgmaxableOptions exact;
+  torch::Tensor tokens;        // the contexts a head without one logit matrix is observed on
+  LogpMatrixOptions sampling;  // how they are read
+};
+const config::BoundOptions<ModelArgmaxableOptions>& declared_options(config::Tag<ModelArgmaxableOptions>);
+
+struct ModelArgmaxableTable {
+  std::string method;
+  std::optional<std::string> region;
+  torch::Tensor argmaxable, margin, witness, top1_counts;
+  std::vector<std::int64_t> unargmaxable;
+  std::int64_t words = 0;
+  std::optional<std::int64_t> by_scan, by_lp, lp_solves, lp_rows_max, contexts;
+  std::optional<double> seconds;
+  std::string note;
+};
+inline auto declared_result(config::Tag<ModelArgmaxableTable>) {
+  using R = ModelArgmaxableTable;
+  using config::result_field;
+  return config::result_table(
+      result_field("method", &R::method, "\"lp\" (exact, as argmaxable on the decoder) or \"sampled\""),
+      result_field("argmaxable", &R::argmaxable, "bool [N]"),
+      result_field("unargmaxable", &R::unargmaxable, "the 0-based ids of the words not argmaxable (sampled: never observed)"),
+      result_field("words", &R::words, "N"), result_field("note", &R::note, "what the method proves, for reports"),
+      result_field("region", &R::region, "lp: the region of h"), result_field("margin", &R::margin, "lp: as argmaxable's"),
+      result_field("witness", &R::witness, "lp: as argmaxable's"), result_field("by_scan", &R::by_scan, "lp"),
+      result_field("by_lp", &R::by_lp, "lp"), result_field("lp_solves", &R::lp_solves, "lp"),
+      result_field("lp_rows_max", &R::lp_rows_max, "lp"), result_field("seconds", &R::seconds, "lp"),
+      result_field("top1_counts", &R::top1_counts, "sampled: int64 [N], how often each word is the top-1"),
+      result_field("contexts", &R::contexts, "sampled: the contexts read"));
+}
+ModelArgmaxableTable model_argmaxable_table(LanguageModel& model, const ModelArgmaxableOptions& options,
+                                            const ArgmaxableProgress& exact_progress,
+                                            const MatrixProgress& sampled_progress);
 
 }  // namespace lmkit::analysis

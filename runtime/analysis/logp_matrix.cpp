@@ -13,6 +13,7 @@
 #include "runtime/core/number_text.h"
 #include "runtime/data/batching.h"
 #include "runtime/heads/head_registry.h"
+#include "runtime/tensor/dtype_option.h"
 #include "runtime/tensor/tensor_format.h"
 
 namespace lmkit::analysis {
@@ -178,6 +179,48 @@ LogpSpectrum logp_singular_values(LanguageModel& model, const torch::Tensor& tok
   result.singular_values = svd.singular_values();
   result.description = "streaming QR of Q in blocks of " + integer_text(block_rows) + " rows, then the SVD of R";
   return result;
+}
+
+}  // namespace lmkit::analysis
+
+namespace lmkit::analysis {
+
+const config::BoundOptions<LogpMatrixOptions>& declared_options(config::Tag<LogpMatrixOptions>) {
+  using O = LogpMatrixOptions;
+  using config::Range;
+  static const config::BoundOptions<O> options(
+      "logp_matrix",
+      {{"batch_size", &O::batch_size, Range::at_least(1), "columns the stream is batchified into (1: plain token order)"},
+       {"bptt", &O::bptt, Range::at_least(1), "rows per evaluation window"},
+       {"max_contexts", &O::max_contexts, Range::at_least(-1), "the first contexts only (−1: all)"},
+       float_dtype_option("dtype", &O::dtype, "the matrix's dtype"),
+       {"f_logits", &O::f_logits, "the head's transformed logits f(l) instead of log P (heads of the form log_softmax(f(l)))"}});
+  return options;
+}
+
+const config::BoundOptions<LogpSvdvalsOptions>& declared_options(config::Tag<LogpSvdvalsOptions>) {
+  using O = LogpSvdvalsOptions;
+  using config::Range;
+  static const config::BoundOptions<O> options("logp_svdvals", [] {
+    auto list = config::lifted(&O::matrix);
+    list.push_back({"method", &O::method, config::OneOf{{"auto", "svd", "streaming_qr"}},
+                    "svd: Q whole in host memory, one values-only SVD (the thesis's method); streaming_qr: blocks of "
+                    "rows folded into a QR's R, then the SVD of R; auto: svd when Q fits in memory_gb"});
+    list.push_back({"memory_gb", &O::memory_gb, Range::from_up_to(0, 1e9), "auto's budget for Q in GiB (nil: 60% of the memory available now)"});
+    list.back().spec.range.low_open = true;
+    list.push_back({"block_rows", &O::block_rows, Range::non_negative(), "streaming_qr's rows per QR step (0: 2·vocab)"});
+    return list;
+  }());
+  return options;
+}
+
+LogpSpectrum logp_svdvals(LanguageModel& model, const torch::Tensor& tokens, const LogpSvdvalsOptions& options,
+                          const MatrixProgress& progress) {
+  LogpSpectrumOptions spectrum;
+  spectrum.method = parse_spectrum_method(options.method);
+  if (options.memory_gb) spectrum.memory_limit_bytes = static_cast<std::int64_t>(*options.memory_gb * 1024.0 * 1024.0 * 1024.0);
+  spectrum.block_rows = options.block_rows;
+  return logp_singular_values(model, tokens, options.matrix, spectrum, progress);
 }
 
 }  // namespace lmkit::analysis

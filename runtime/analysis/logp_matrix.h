@@ -15,6 +15,7 @@
 #include <functional>
 #include <string>
 
+#include "runtime/config/bound_options.h"
 #include "runtime/models/language_model.h"
 
 namespace lmkit::analysis {
@@ -26,6 +27,7 @@ struct LogpMatrixOptions {
   torch::ScalarType dtype = torch::kFloat32;   // of the result
   bool f_logits = false;                       // the head's f(l) instead of log P (heads that have one)
 };
+const config::BoundOptions<LogpMatrixOptions>& declared_options(config::Tag<LogpMatrixOptions>);
 
 // Called with (contexts done, contexts in all).
 using MatrixProgress = std::function<void(std::int64_t, std::int64_t)>;
@@ -85,11 +87,30 @@ struct LogpSpectrum {
   SpectrumMethod method = SpectrumMethod::kSvd;  // the one that ran (never kAuto)
   std::string description;  // for reports: "thin SVD of Q (LAPACK sgesdd, values only)", ...
 };
+inline auto declared_result(config::Tag<LogpSpectrum>) {
+  return config::result_values(
+      config::result_field("sv", &LogpSpectrum::singular_values, "the singular values, descending"),
+      config::result_field("rows", &LogpSpectrum::rows, "Q's rows (contexts)"),
+      config::result_field("cols", &LogpSpectrum::cols, "Q's columns (words)"),
+      config::result_field("method", &LogpSpectrum::description, "the method that ran, for reports"));
+}
 
 // The singular values of logp_matrix(model, tokens, options), descending, in options.dtype.
 // With kSvd, Q is built in host memory (also for a model on a GPU).
 LogpSpectrum logp_singular_values(LanguageModel& model, const torch::Tensor& tokens,
                                   const LogpMatrixOptions& options, const LogpSpectrumOptions& spectrum = {},
                                   const MatrixProgress& progress = nullptr);
+
+// logp_singular_values as one request (lmkit.analysis.logp_svdvals): the matrix's options and the
+// spectrum's, with the memory budget in GiB and the method by name.
+struct LogpSvdvalsOptions {
+  LogpMatrixOptions matrix;
+  std::string method = "auto";
+  std::optional<double> memory_gb;  // kAuto's budget; nil: 60% of the memory available now
+  std::int64_t block_rows = 0;      // 0: 2·vocab
+};
+const config::BoundOptions<LogpSvdvalsOptions>& declared_options(config::Tag<LogpSvdvalsOptions>);
+LogpSpectrum logp_svdvals(LanguageModel& model, const torch::Tensor& tokens, const LogpSvdvalsOptions& options,
+                          const MatrixProgress& progress);
 
 }  // namespace lmkit::analysis

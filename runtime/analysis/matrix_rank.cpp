@@ -71,7 +71,8 @@ double press_tolerance(double sigma_max, std::int64_t rows, std::int64_t cols, t
 }
 
 std::int64_t press_rank(const torch::Tensor& singular_values, std::int64_t rows, std::int64_t cols,
-                        torch::ScalarType eps_dtype) {
+                        std::optional<torch::ScalarType> eps) {
+  const auto eps_dtype = eps.value_or(torch::kFloat32);
   const auto sv = check_singular_values(singular_values);
   if (sv.numel() == 0) return 0;
   const double tol = press_tolerance(sv.max().item<double>(), rows, cols, eps_dtype);
@@ -96,7 +97,8 @@ std::vector<EffectiveRank> effective_ranks(const torch::Tensor& singular_values)
   return ranks;
 }
 
-RankReport rank_report(const torch::Tensor& matrix, torch::ScalarType eps_dtype) {
+RankReport rank_report(const torch::Tensor& matrix, std::optional<torch::ScalarType> eps) {
+  const auto eps_dtype = eps.value_or(torch::kFloat32);
   RankReport report;
   report.rows = matrix.size(0);
   report.cols = matrix.dim() == 2 ? matrix.size(1) : 0;

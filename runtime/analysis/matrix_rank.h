@@ -28,9 +28,10 @@ torch::Tensor svdvals(const torch::Tensor& matrix, const SvdOptions& options = {
 
 double press_tolerance(double sigma_max, std::int64_t rows, std::int64_t cols, torch::ScalarType eps_dtype);
 
-// `singular_values` descending (any dtype); rows/cols of the matrix they came from.
+// `singular_values` descending (any dtype); rows/cols of the matrix they came from; the eps of
+// `eps_dtype` (default float32, as the reference computed it).
 std::int64_t press_rank(const torch::Tensor& singular_values, std::int64_t rows, std::int64_t cols,
-                        torch::ScalarType eps_dtype = torch::kFloat32);
+                        std::optional<torch::ScalarType> eps_dtype = std::nullopt);
 
 std::int64_t effective_rank(const torch::Tensor& singular_values, double epsilon);
 
@@ -53,8 +54,17 @@ struct RankReport {
   std::int64_t press = 0;
   std::vector<EffectiveRank> effective;  // for ε = 1e-3, 1e-4, 1e-5
 };
+inline auto declared_result(config::Tag<RankReport>) {
+  using config::result_field;
+  return config::result_table(result_field("press", &RankReport::press, "the Press rank"),
+                              result_field("tolerance", &RankReport::tolerance, "its tolerance"),
+                              result_field("sigma_max", &RankReport::sigma_max, "σ_max"),
+                              result_field("rows", &RankReport::rows, "the matrix's rows"),
+                              result_field("cols", &RankReport::cols, "its columns"),
+                              result_field("effective", &RankReport::effective, "the ε-effective ranks, ε = 1e-3, 1e-4, 1e-5"));
+}
 
 // Press rank and ε-effective ranks of `matrix` (singular values in its own precision).
-RankReport rank_report(const torch::Tensor& matrix, torch::ScalarType eps_dtype = torch::kFloat32);
+RankReport rank_report(const torch::Tensor& matrix, std::optional<torch::ScalarType> eps_dtype = std::nullopt);
 
 }  // namespace lmkit::analysis

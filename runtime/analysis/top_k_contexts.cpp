@@ -204,4 +204,43 @@ std::vector<ContextPrediction> top_k_in_stream(LanguageModel& model, const data:
   return results;
 }
 
+const config::BoundOptions<TopKOptions>& declared_options(config::Tag<TopKOptions>) {
+  using O = TopKOptions;
+  using config::Range;
+  static const config::BoundOptions<O> options(
+      "top_k_contexts",
+      {{"k", &O::k, Range::at_least(1), "next words per context"},
+       {"unk", &O::unk, "the vocabulary word that stands in for unknown words (e.g. \"<unk>\"); nil: they are an error"},
+       {"stream", &O::stream, "token ids (e.g. corpus.test) to find each context in and read it off one evaluation of (batch 1, "
+                              "windows of bptt, the state carried), as the thesis read Table 5.1; nil: each from a zero state"},
+       {"bptt", &O::bptt, Range::at_least(1), "the stream's window length"}});
+  return options;
+}
+
+std::vector<TopKRow> top_k_rows(LanguageModel& model, const data::Vocabulary& vocab, const std::vector<Context>& contexts,
+                                const TopKOptions& options) {
+  if (options.stream.defined() && (options.stream.dim() != 1 || options.stream.scalar_type() != torch::kInt64)) {
+    throw UsageError("top_k_contexts: option 'stream' must be a 1-D int64 Tensor of token ids (e.g. corpus.test)");
+  }
+  const auto predictions = options.stream.defined()
+                               ? top_k_in_stream(model, vocab, options.stream, contexts, options.k, options.bptt, options.unk)
+                               : top_k_contexts(model, vocab, contexts, options.k, options.unk);
+  std::vector<TopKRow> rows;
+  for (const auto& p : predictions) {
+    TopKRow row;
+    row.context = p.text;
+    row.state = p.stream_position >= 0 ? "stream" : "zero";
+    if (p.stream_position >= 0) row.position = p.stream_position + 1;
+    row.top = p.top;
+    if (p.next) {
+      row.next = p.next;
+      row.next_prob = p.next_prob;
+      row.next_rank = p.next_rank;
+      if (p.next_position > 0) row.next_position = p.next_position;
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 }  // namespace lmkit::analysis

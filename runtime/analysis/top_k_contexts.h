@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/config/bound_options.h"
 #include "runtime/data/vocabulary.h"
 #include "runtime/models/language_model.h"
 
@@ -30,12 +31,21 @@ struct Context {
   std::string text;
   std::optional<std::string> next;
 };
+inline auto declared_result(config::Tag<Context>) {
+  return config::result_table(config::result_field("text", &Context::text, "the context's words"),
+                              config::result_field("next", &Context::next, "the true next word, if known"));
+}
 
 struct Prediction {
   std::string word;
   std::int64_t id = 0;
   double prob = 0.0;
 };
+inline auto declared_result(config::Tag<Prediction>) {
+  return config::result_table(config::result_field("word", &Prediction::word, "a next word"),
+                              config::result_field("id", &Prediction::id, "its 0-based id"),
+                              config::result_field("prob", &Prediction::prob, "its probability"));
+}
 
 struct ContextPrediction {
   std::string text;
@@ -67,5 +77,40 @@ std::vector<ContextPrediction> top_k_in_stream(LanguageModel& model, const data:
                                                const torch::Tensor& tokens, const std::vector<Context>& contexts,
                                                std::int64_t k, std::int64_t bptt = 70,
                                                const std::optional<std::string>& unk = std::nullopt);
+
+// Both readings as one request (lmkit.analysis.top_k_contexts): in `stream` when one is given.
+struct TopKOptions {
+  std::int64_t k = 5;
+  std::optional<std::string> unk;
+  torch::Tensor stream;
+  std::int64_t bptt = 70;
+};
+const config::BoundOptions<TopKOptions>& declared_options(config::Tag<TopKOptions>);
+
+// A prediction as a report row: where it was read and, for a known next word, how it fared.
+struct TopKRow {
+  std::string context;
+  std::string state;                      // "stream" or "zero"
+  std::optional<std::int64_t> position;   // stream: the 1-based index of the context's last word
+  std::vector<Prediction> top;
+  std::optional<std::string> next;
+  std::optional<double> next_prob;
+  std::optional<std::int64_t> next_rank, next_position;  // next_position: nil when not in top
+};
+inline auto declared_result(config::Tag<TopKRow>) {
+  using R = TopKRow;
+  using config::result_field;
+  return config::result_table(
+      result_field("context", &R::context, "the context"),
+      result_field("state", &R::state, "\"stream\" (read off the stream) or \"zero\" (from a zero state)"),
+      result_field("position", &R::position, "stream: the 1-based index of its last word"),
+      result_field("top", &R::top, "the k most likely next words {word=, id=, prob=}, most likely first"),
+      result_field("next", &R::next, "the true next word, when given"),
+      result_field("next_prob", &R::next_prob, "its probability"),
+      result_field("next_rank", &R::next_rank, "its rank among all words"),
+      result_field("next_position", &R::next_position, "its position in top (nil when absent)"));
+}
+std::vector<TopKRow> top_k_rows(LanguageModel& model, const data::Vocabulary& vocab, const std::vector<Context>& contexts,
+                                const TopKOptions& options);
 
 }  // namespace lmkit::analysis

@@ -209,6 +209,9 @@ std::vector<std::map<std::string, double>> by_name(const std::vector<std::vector
   for (const auto& results : models) {
     auto& m = maps.emplace_back();
     for (const auto& r : results) {
+      if (r.name.empty()) {
+        throw UsageError("an entry of the results of model " + integer_text(maps.size()) + " names no benchmark");
+      }
       if (!m.emplace(r.name, r.spearman).second) {
         throw UsageError("benchmark '" + r.name + "' appears twice in the results of model " +
                          integer_text(maps.size()));
@@ -254,6 +257,50 @@ std::vector<std::int64_t> similarity_best_counts(const std::vector<std::vector<S
     }
   }
   return counts;
+}
+
+const config::BoundOptions<WordSimilarityOptions>& declared_options(config::Tag<WordSimilarityOptions>) {
+  using O = WordSimilarityOptions;
+  static const config::BoundOptions<O> options(
+      "word_similarity",
+      {{"benchmarks", &O::benchmarks, "names (\"WS-353\", \"SimLex-999\", ... or file names), or one name; nil: all 13"},
+       {"dir", &O::dir, "the folder of EN-*.txt files (nil: $LMKIT_DATA/word-similarity, then ./data/word-similarity)"},
+       {"case", &O::case_rule, config::OneOf{{"lower", "exact", "fold"}},
+        "lower: each benchmark word lowercased (Faruqui & Dyer's script, which the thesis follows); exact: as "
+        "spelled; fold: also ignoring the vocabulary's case"}});
+  return options;
+}
+
+std::vector<SimilarityResult> word_similarity(const std::variant<torch::Tensor, LanguageModel>& source,
+                                              const data::Vocabulary& vocab, const WordSimilarityOptions& options) {
+  const auto embedding = std::holds_alternative<torch::Tensor>(source) ? std::get<torch::Tensor>(source)
+                                                                        : std::get<LanguageModel>(source)->encoder->embedding;
+  if (embedding.dim() != 2) throw UsageError("word_similarity: the embedding must be a matrix [N, d], got " + integer_text(embedding.dim()) + "-D");
+  if (embedding.size(0) != vocab.size()) {
+    throw UsageError("word_similarity: the embedding has " + integer_text(embedding.size(0)) + " rows but the vocabulary " +
+                     integer_text(vocab.size()) + " words");
+  }
+  std::vector<BenchmarkName> chosen;
+  if (!options.benchmarks) {
+    chosen = similarity_benchmark_names();
+  } else {
+    if (options.benchmarks->empty()) throw UsageError("word_similarity: option 'benchmarks' is an empty list");
+    for (const auto& name : *options.benchmarks) chosen.push_back(find_similarity_benchmark(name));
+  }
+  const auto dir = locate_word_similarity(options.dir ? std::optional<std::filesystem::path>(*options.dir) : std::nullopt);
+  const SimilarityLookup lookup(vocab, parse_case_rule(options.case_rule));
+  std::vector<SimilarityResult> results;
+  for (const auto& b : chosen) {
+    const auto benchmark = read_similarity_benchmark(dir / b.file, b.name);
+    results.push_back(evaluate_similarity(embedding, lookup, benchmark));
+    results.back().file = benchmark.file.string();
+  }
+  return results;
+}
+
+SimilarityComparison compare_similarity(const std::vector<std::vector<SimilarityResult>>& models) {
+  if (models.size() < 2) throw UsageError("similarity_wins: need the results of at least 2 models, got " + integer_text(models.size()));
+  return {similarity_wins(models), similarity_best_counts(models)};
 }
 
 }  // namespace lmkit::analysis

@@ -25,13 +25,17 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
+#include "runtime/config/bound_options.h"
 #include "runtime/core/torch.h"
 #include "runtime/data/vocabulary.h"
+#include "runtime/models/language_model.h"
 
 namespace lmkit::analysis {
 
@@ -87,15 +91,54 @@ class SimilarityLookup {
 
 struct SimilarityResult {
   std::string name;
+  std::string file;          // the benchmark's file (word_similarity)
   std::int64_t pairs = 0;    // pairs in the benchmark
   std::int64_t kept = 0;     // both words in the vocabulary
   std::int64_t skipped = 0;  // lines with a word outside the vocabulary
   std::int64_t repeated = 0; // lines repeating a kept pair (pairs = kept + skipped + repeated)
-  double spearman = 0.0;     // NaN when fewer than 2 pairs are kept or a side is constant
-  double pvalue = 0.0;       // NaN likewise
+  double spearman = std::numeric_limits<double>::quiet_NaN();  // NaN when fewer than 2 pairs are kept,
+  double pvalue = std::numeric_limits<double>::quiet_NaN();    // a side is constant, or not given
   std::vector<double> cosines, scores;  // of the kept pairs, in file order
 };
+inline auto declared_result(config::Tag<SimilarityResult>) {
+  using R = SimilarityResult;
+  using config::result_field;
+  return config::result_table(
+      result_field("name", &R::name, "the benchmark"), result_field("file", &R::file, "its file"),
+      result_field("pairs", &R::pairs, "pairs in the benchmark"),
+      result_field("kept", &R::kept, "pairs with both words in the vocabulary"),
+      result_field("skipped", &R::skipped, "lines with a word outside the vocabulary"),
+      result_field("repeated", &R::repeated, "lines repeating a kept pair"),
+      result_field("spearman", &R::spearman, "ρ (nan when fewer than 2 pairs are kept)"),
+      result_field("p", &R::pvalue, "its two-sided p-value"));
+}
+inline auto declared_result(config::Tag<BenchmarkName>) {
+  return config::result_table(config::result_field("name", &BenchmarkName::name, "the thesis's name"),
+                              config::result_field("file", &BenchmarkName::file, "its file"));
+}
 
+// The benchmarks of one model (lmkit.analysis.word_similarity).
+struct WordSimilarityOptions {
+  std::optional<std::vector<std::string>> benchmarks;  // nil: all 13
+  std::optional<std::string> dir;                      // nil: locate_word_similarity's search
+  std::string case_rule = "lower";
+};
+const config::BoundOptions<WordSimilarityOptions>& declared_options(config::Tag<WordSimilarityOptions>);
+// `embedding`: a matrix [N, d] or a model's input embedding; one row per vocabulary word.
+std::vector<SimilarityResult> word_similarity(const std::variant<torch::Tensor, LanguageModel>& embedding,
+                                              const data::Vocabulary& vocab, const WordSimilarityOptions& options);
+
+// similarity_wins and similarity_best_counts of at least two models' results.
+struct SimilarityComparison {
+  std::vector<std::vector<std::int64_t>> wins;
+  std::vector<std::int64_t> best;
+};
+inline auto declared_result(config::Tag<SimilarityComparison>) {
+  return config::result_values(
+      config::result_field("wins", &SimilarityComparison::wins, "wins[a][b]: benchmarks where model a's ρ is strictly above b's"),
+      config::result_field("best", &SimilarityComparison::best, "best[a]: benchmarks where model a has the highest ρ (ties count for each)"));
+}
+SimilarityComparison compare_similarity(const std::vector<std::vector<SimilarityResult>>& models);
 // Cosine similarity of the rows of `embedding` [N, d] for each kept pair, and ρ. The embedding
 // must have one row per vocabulary word (N = vocab.size()).
 SimilarityResult evaluate_similarity(const torch::Tensor& embedding, const SimilarityLookup& lookup,

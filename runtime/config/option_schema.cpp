@@ -21,13 +21,23 @@ const char* type_name(OptionType type) {
     case OptionType::Integer: return "integer";
     case OptionType::Boolean: return "boolean";
     case OptionType::String: return "string";
+    case OptionType::Table: return "table";
+    case OptionType::StringList: return "list of strings";
+    case OptionType::Tensor: return "Tensor";
     case OptionType::Number: break;
   }
   return "number";
 }
 
 std::string default_text(const OptionSpec& o) {
+  if (o.required) return "";
   if (o.default_value.is_null()) return "nil";
+  if (o.type == OptionType::Table) return "{...}";
+  if (o.type == OptionType::StringList) {
+    std::string list;
+    for (const auto& item : o.default_value) list += (list.empty() ? "" : ", ") + item.dump();
+    return "{" + list + "}";
+  }
   if (o.type == OptionType::String) return o.default_value.dump();
   if (o.type == OptionType::Boolean) return o.default_value.get<bool>() ? "true" : "false";
   if (o.type == OptionType::Integer) return integer_text(o.default_value.get<std::int64_t>());
@@ -59,6 +69,8 @@ std::string Range::describe() const {
 OptionSchema::OptionSchema(std::string owner, std::vector<OptionSpec> options)
     : owner_(std::move(owner)), options_(std::move(options)) {
   for (const auto& o : options_) {
+    if (o.type == OptionType::Table && !o.nested) throw std::logic_error(owner_ + " option '" + o.name + "' has no schema");
+    if (o.required || o.type == OptionType::Tensor) continue;
     // A declaration error is a programming error: checked at construction, named in full.
     try {
       check(o.name, o.default_value);
@@ -82,14 +94,36 @@ std::vector<std::string> OptionSchema::names() const {
 }
 
 nlohmann::json OptionSchema::check(const std::string& key, const nlohmann::json& value) const {
+  return check_as(key, value, owner_, "");
+}
+
+nlohmann::json OptionSchema::check_as(const std::string& key, const nlohmann::json& value, const std::string& owner,
+                                      const std::string& prefix) const {
   const OptionSpec* spec = find(key);
   if (!spec) {
     const auto text = unknown_key_text("option", key, names());  // "unknown option 'x' (...)"
-    throw ConfigError(owner_ + " option '" + key + "' is unknown" + text.substr(text.find(" (")));
+    throw ConfigError(owner + " option '" + prefix + key + "' is unknown" + text.substr(text.find(" (")));
   }
-  const std::string what = owner_ + " option '" + key + "'";
+  const std::string what = owner + " option '" + prefix + key + "'";
   if (value.is_null() && spec->nullable) return value;
   switch (spec->type) {
+    case OptionType::Table:
+      // An empty Lua table reads as an empty list.
+      if (value.is_array() && value.empty()) return spec->nested->read_as(nlohmann::json::object(), {}, owner, prefix + key + ".");
+      if (!value.is_object()) throw ConfigError(what + " must be a table of named options, got " + value.dump());
+      return spec->nested->read_as(value, {}, owner, prefix + key + ".");
+    case OptionType::StringList: {
+      const auto items = value.is_string() ? nlohmann::json::array({value}) : value;
+      if (!items.is_array()) throw ConfigError(what + " must be a string or a list of strings, got " + value.dump());
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        if (!items[i].is_string()) {
+          throw ConfigError(what + ": entry " + integer_text(i + 1) + " is not a string but " + items[i].dump());
+        }
+      }
+      return items;
+    }
+    case OptionType::Tensor:
+      throw ConfigError(what + " must be a Tensor, got " + value.dump());
     case OptionType::Boolean:
       if (!value.is_boolean()) throw ConfigError(what + " must be a boolean, got " + value.dump());
       return value;
@@ -135,7 +169,12 @@ nlohmann::json OptionSchema::check(const std::string& key, const nlohmann::json&
 }
 
 nlohmann::json OptionSchema::read(const nlohmann::json& given, const std::vector<std::string>& ignored) const {
-  if (!given.is_object()) throw ConfigError(owner_ + " options must be an object, got " + given.dump());
+  return read_as(given, ignored, owner_, "");
+}
+
+nlohmann::json OptionSchema::read_as(const nlohmann::json& given, const std::vector<std::string>& ignored,
+                                     const std::string& owner, const std::string& prefix) const {
+  if (!given.is_object()) throw ConfigError(owner + " options must be an object, got " + given.dump());
   nlohmann::json result = nlohmann::json::object();
   for (auto it = given.begin(); it != given.end(); ++it) {
     if (std::find(ignored.begin(), ignored.end(), it.key()) != ignored.end()) {
@@ -145,9 +184,14 @@ nlohmann::json OptionSchema::read(const nlohmann::json& given, const std::vector
     // null is "not set" (JSON's way of writing an absent optional); the default applies
     const OptionSpec* spec = find(it.key());
     if (spec && it.value().is_null() && !spec->nullable) continue;
-    result[it.key()] = check(it.key(), it.value());
+    result[it.key()] = check_as(it.key(), it.value(), owner, prefix);
   }
   for (const auto& o : options_) {
+    const bool missing = !result.contains(o.name) || result[o.name].is_null();
+    // A tensor never arrives in JSON: whoever sets it apart checks that it was given.
+    if (missing && o.required && o.type != OptionType::Tensor) {
+      throw ConfigError(owner + " option '" + prefix + o.name + "' is required (" + o.doc + ")");
+    }
     if (!result.contains(o.name) || (result[o.name].is_null() && !o.nullable)) result[o.name] = o.default_value;
   }
   return result;
@@ -160,13 +204,14 @@ std::string OptionSchema::signature() const {
   return text + "}";
 }
 
-std::string OptionSchema::describe() const {
+std::string OptionSchema::describe(const std::string& indent) const {
   std::string text;
   for (const auto& o : options_) {
     std::string kind = type_name(o.type);
     const auto range = o.range.describe();
     if (!range.empty()) kind += " " + range;
-    text += "  " + o.name + " (" + kind + ", default " + default_text(o) + "): " + o.doc + "\n";
+    text += indent + o.name + " (" + kind + (o.required ? ", required" : ", default " + default_text(o)) + "): " + o.doc + "\n";
+    if (o.nested) text += o.nested->describe(indent + "  ");
   }
   return text;
 }

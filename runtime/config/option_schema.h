@@ -15,7 +15,12 @@
 
 namespace lmkit::config {
 
-enum class OptionType { Number, Integer, Boolean, String };
+// Table: a nested set of options with a schema of its own ({window=, theta=}); StringList: a list
+// of strings (a lone string is a list of one); Tensor: a tensor, which a JSON config cannot hold
+// (the Lua reader sets it apart; in JSON the option is always null).
+enum class OptionType { Number, Integer, Boolean, String, Table, StringList, Tensor };
+
+class OptionSchema;
 
 // An interval of allowed numbers; open or closed at each end; NaN is never inside.
 struct Range {
@@ -47,6 +52,11 @@ struct OptionSpec {
     nullable = true;
     return *this;
   }
+  // An option without a default: reading options that lack it is an error naming it.
+  OptionSpec& required_option() {
+    required = true;
+    return *this;
+  }
 
   std::string name;
   OptionType type = OptionType::Number;
@@ -55,6 +65,8 @@ struct OptionSpec {
   std::string doc;               // one line: what the option does
   std::vector<std::string> choices;
   bool nullable = false;
+  bool required = false;
+  const OptionSchema* nested = nullptr;  // Table: the nested options' schema (static storage)
 };
 
 class OptionSchema {
@@ -68,6 +80,12 @@ class OptionSchema {
   nlohmann::json read(const nlohmann::json& given, const std::vector<std::string>& ignored = {}) const;
   // The checked value of one option (no defaults): the reader the Lua functions use on each key.
   nlohmann::json check(const std::string& key, const nlohmann::json& value) const;
+  // As read and check, for options nested in another owner's: messages name `owner` and the path,
+  // "evaluate option 'cache.window' must be ≥ 1, got 0".
+  nlohmann::json read_as(const nlohmann::json& given, const std::vector<std::string>& ignored, const std::string& owner,
+                         const std::string& prefix) const;
+  nlohmann::json check_as(const std::string& key, const nlohmann::json& value, const std::string& owner,
+                          const std::string& prefix) const;
 
   const std::string& owner() const { return owner_; }
   const std::vector<OptionSpec>& options() const { return options_; }
@@ -75,8 +93,9 @@ class OptionSchema {
   std::vector<std::string> names() const;
   // "{c=0, k=2}" (the defaults, as a Lua table constructor); "()" without options.
   std::string signature() const;
-  // One line per option: "  k (number > 0, default 2): the slope below c".
-  std::string describe() const;
+  // One line per option: "  k (number > 0, default 2): the slope below c"; a table's options follow
+  // it, indented once more.
+  std::string describe(const std::string& indent = "  ") const;
 
  private:
   std::string owner_;

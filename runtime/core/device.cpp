@@ -72,4 +72,22 @@ int get_blas_threads() {
 
 int cuda_device_count() { return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0; }
 
+const config::BoundOptions<ThreadOptions>& declared_options(config::Tag<ThreadOptions>) {
+  const config::Range counts{0.0, static_cast<double>(kMaxThreads)};
+  static const config::BoundOptions<ThreadOptions> options(
+      "set_threads", {{"torch", &ThreadOptions::torch, counts, "Torch's intra-op threads (0: 1)"},
+                      {"blas", &ThreadOptions::blas, counts, "OpenBLAS's threads (0: the cores)"}});
+  return options;
+}
+
+void use_threads(std::int64_t cores, const ThreadOptions& options) {
+  // Checked before narrowing to int, which would turn 2^32 + 1 into 1 and -1e18 into 1486618624.
+  if (cores < 1 || cores > kMaxThreads) {
+    throw UsageError("thread count must be in 1.." + integer_text(kMaxThreads) + ", got " + integer_text(cores));
+  }
+  set_threads(static_cast<int>(cores), static_cast<int>(options.torch), static_cast<int>(options.blas));
+}
+
+std::pair<int, int> thread_counts() { return {get_threads(), get_blas_threads()}; }
+
 }  // namespace lmkit

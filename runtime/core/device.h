@@ -2,7 +2,9 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 
+#include "runtime/config/bound_options.h"
 #include "runtime/core/torch.h"
 
 namespace lmkit {
@@ -35,5 +37,15 @@ int get_blas_threads();
 
 // How many CUDA devices this process can use (0 without a CUDA build or device).
 int cuda_device_count();
+
+// set_threads as lmkit.set_threads asks it: the cores, and explicit pool sizes (0: the default).
+struct ThreadOptions {
+  std::int64_t torch = 0;
+  std::int64_t blas = 0;
+};
+const config::BoundOptions<ThreadOptions>& declared_options(config::Tag<ThreadOptions>);
+void use_threads(std::int64_t cores, const ThreadOptions& options);
+// Threads Torch's CPU kernels use, and OpenBLAS's (0 when Torch's BLAS is not OpenBLAS).
+std::pair<int, int> thread_counts();
 
 }  // namespace lmkit

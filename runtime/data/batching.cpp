@@ -66,4 +66,10 @@ std::int64_t EvalBatches::size() const {
   return rows / bptt_ + (rows % bptt_ != 0 ? 1 : 0);
 }
 
+std::optional<Batch> EvalBatches::next_batch() {
+  Batch batch;
+  if (!next(batch)) return std::nullopt;
+  return batch;
+}
+
 }  // namespace lmkit::data

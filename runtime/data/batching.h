@@ -4,9 +4,11 @@
 // tokens[j·nbatch, (j+1)·nbatch); the last n mod bsz tokens are dropped. Time runs down the rows, so
 // a recurrent model carries its state from one batch to the next within each column.
 #pragma once
+#include <optional>
 #include <string>
 #include <cstdint>
 
+#include "runtime/config/declared_result.h"
 #include "runtime/core/torch.h"
 
 namespace lmkit::data {
@@ -27,6 +29,12 @@ struct Batch {
   std::int64_t seq_len = 0;   // rows in input/target
   double lr_scale = 1.0;
 };
+inline auto declared_result(config::Tag<Batch>) {
+  return config::result_values(config::result_field("input", &Batch::input, "[len, bsz] token ids"),
+                               config::result_field("target", &Batch::target, "the next token of each input"),
+                               config::result_field("lr_scale", &Batch::lr_scale, "the learning-rate factor seq_len/bptt"),
+                               config::result_field("seq_len", &Batch::seq_len, "len"));
+}
 
 // Throws UsageError when source is not 2-D or i is outside [0, nbatch − 1).
 Batch get_batch(const torch::Tensor& source, std::int64_t i, std::int64_t seq_len);
@@ -37,9 +45,14 @@ class EvalBatches {
   EvalBatches(torch::Tensor source, std::int64_t bptt);
   // Fills `batch` with the next batch; false after the last one.
   bool next(Batch& batch);
-  void reset() { position_ = 0; }
+  EvalBatches& reset() {
+    position_ = 0;
+    return *this;
+  }
   // ⌈(nbatch − 1) / bptt⌉.
   std::int64_t size() const;
+  // The next batch; nullopt after the last one.
+  std::optional<Batch> next_batch();
 
  private:
   torch::Tensor source_;

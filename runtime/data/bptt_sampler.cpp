@@ -74,7 +74,7 @@ std::string BpttSampler::state() const {
   return out.str();
 }
 
-void BpttSampler::set_state(const std::string& state) {
+BpttSampler& BpttSampler::set_state(const std::string& state) {
   std::istringstream in(state);
   std::string tag;
   std::int64_t position = 0, epoch = 0;
@@ -86,6 +86,42 @@ void BpttSampler::set_state(const std::string& state) {
   position_ = position;
   epoch_ = epoch;
   engine_ = engine;
+  return *this;
+}
+
+std::optional<Batch> BpttSampler::next_window() {
+  Batch batch;
+  if (!next(batch)) return std::nullopt;
+  return batch;
+}
+
+const config::BoundOptions<BpttSamplerOptions>& declared_options(config::Tag<BpttSamplerOptions>) {
+  using O = BpttSamplerOptions;
+  using config::Range;
+  static const config::BoundOptions<O> options(
+      "bptt_sampler", {{"bptt", &O::bptt, Range::at_least(1), "the mean window length"},
+                       {"seed", &O::seed, Range::non_negative(), "the sampler's own generator's seed"},
+                       {"p_full", &O::p_full, Range{0.0, 1.0}, "the probability of bptt (else bptt/2)"},
+                       {"sd", &O::sd, Range::non_negative(), "the window length's standard deviation"},
+                       {"min_len", &O::min_len, Range::at_least(1), "the shortest window"},
+                       {"max_delta", &O::max_delta, "windows are at most bptt + max_delta long"}});
+  return options;
+}
+
+const config::BoundOptions<BpttSamplerRequest>& declared_options(config::Tag<BpttSamplerRequest>) {
+  static const config::BoundOptions<BpttSamplerRequest> options("bptt_sampler", [] {
+    std::vector<config::BoundOption<BpttSamplerRequest>> list;
+    list.push_back(config::BoundOption<BpttSamplerRequest>("data", &BpttSamplerRequest::data,
+                                                           "the batchified stream (lmkit.data.batchify)")
+                       .required());
+    for (auto& option : config::lifted(&BpttSamplerRequest::options)) list.push_back(std::move(option));
+    return list;
+  }());
+  return options;
+}
+
+std::shared_ptr<BpttSampler> make_bptt_sampler(const BpttSamplerRequest& request) {
+  return std::make_shared<BpttSampler>(request.data, request.options);
 }
 
 }  // namespace lmkit::data

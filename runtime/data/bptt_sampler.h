@@ -17,6 +17,7 @@
 #include <random>
 #include <string>
 
+#include "runtime/config/bound_options.h"
 #include "runtime/data/batching.h"
 
 namespace lmkit::data {
@@ -29,6 +30,7 @@ struct BpttSamplerOptions {
   std::int64_t max_delta = 40;
   std::uint64_t seed = 0;
 };
+const config::BoundOptions<BpttSamplerOptions>& declared_options(config::Tag<BpttSamplerOptions>);
 
 class BpttSampler {
  public:
@@ -39,11 +41,13 @@ class BpttSampler {
   std::int64_t draw_length();
   // Fills `batch`; false at the end of an epoch, after which the next call starts the next epoch.
   bool next(Batch& batch);
+  // The next window, or nullopt at the end of an epoch (as next).
+  std::optional<Batch> next_window();
 
   // Everything needed to resume: the generator, the position and the epoch count, as text.
   std::string state() const;
   // Restores a state() string; throws UsageError when it is not one.
-  void set_state(const std::string& state);
+  BpttSampler& set_state(const std::string& state);
 
   std::int64_t position() const { return position_; }
   std::int64_t epoch() const { return epoch_; }  // completed epochs
@@ -60,5 +64,13 @@ class BpttSampler {
   std::int64_t position_ = 0;
   std::int64_t epoch_ = 0;
 };
+
+// A sampler as one request (lmkit.data.bptt_sampler): the batchified data and the options.
+struct BpttSamplerRequest {
+  torch::Tensor data;
+  BpttSamplerOptions options;
+};
+const config::BoundOptions<BpttSamplerRequest>& declared_options(config::Tag<BpttSamplerRequest>);
+std::shared_ptr<BpttSampler> make_bptt_sampler(const BpttSamplerRequest& request);
 
 }  // namespace lmkit::data

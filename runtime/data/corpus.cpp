@@ -116,4 +116,21 @@ Corpus load_corpus(const CorpusOptions& options, LoadReport* report) {
   return corpus;
 }
 
+std::string corpus_summary(const Corpus& c) {
+  return "Corpus " + c.name + " (" + c.protocol + "): vocab " + integer_text(c.vocab->size()) + ", train " +
+         integer_text(c.train.numel()) + ", valid " + integer_text(c.valid.numel()) + ", test " +
+         integer_text(c.test.numel()) + " tokens; " + c.source;
+}
+
+const config::BoundOptions<EncodeOptions>& declared_options(config::Tag<EncodeOptions>) {
+  static const config::BoundOptions<EncodeOptions> options(
+      "encode", {{"eos", &EncodeOptions::eos, "append \"<eos>\""},
+                 {"unk", &EncodeOptions::unk, "the word unknown words become (e.g. \"<unk>\"); nil: they are an error"}});
+  return options;
+}
+
+torch::Tensor encode_text(const Vocabulary& vocab, const std::string& text, const EncodeOptions& options) {
+  return to_tensor(vocab.encode(text, options.eos, options.unk));
+}
+
 }  // namespace lmkit::data

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/config/bound_options.h"
 #include "runtime/core/torch.h"
 #include "runtime/data/vocabulary.h"
 
@@ -28,7 +29,33 @@ struct Corpus {
   // How to make this corpus again (a run's resume rebuilds it from here; corpus_origin.h):
   // {"kind": "files", "name", "path", "protocol"} or {"kind": "synthetic", ...}; null if unknown.
   nlohmann::json origin;
+  // How it was loaded (open_corpus): from the token cache or not, and why.
+  bool from_cache = false;
+  std::string cache_status = "none (generated)";
+  std::optional<std::string> cache_file;
 };
+inline auto declared_result(config::Tag<Corpus>) {
+  using config::result_field;
+  return config::result_table(
+      result_field("train", &Corpus::train, "int64 [n] token ids (0-based)"), result_field("valid", &Corpus::valid, "int64 [n]"),
+      result_field("test", &Corpus::test, "int64 [n]"), result_field("vocab", &Corpus::vocab, "the Vocab"),
+      result_field("name", &Corpus::name, "\"ptb\", \"wikitext-2\", \"synthetic\", ..."),
+      result_field("protocol", &Corpus::protocol, "\"full\", \"mini\" or \"synthetic\""),
+      result_field("source", &Corpus::source, "the folder read, or the generator's description"),
+      result_field("from_cache", &Corpus::from_cache, "read from the token cache"),
+      result_field("cache_status", &Corpus::cache_status, "why the cache was (not) used"),
+      result_field("cache_file", &Corpus::cache_file, "the cache file (nil without one)"));
+}
+// "Corpus ptb (full): vocab 10000, train 929589, valid 73760, test 82430 tokens; <source>".
+std::string corpus_summary(const Corpus& corpus);
+
+// Whitespace-separated words to an int64 tensor of ids (Vocabulary::encode with these options).
+struct EncodeOptions {
+  bool eos = false;
+  std::optional<std::string> unk;
+};
+const config::BoundOptions<EncodeOptions>& declared_options(config::Tag<EncodeOptions>);
+torch::Tensor encode_text(const Vocabulary& vocab, const std::string& text, const EncodeOptions& options);
 
 struct CorpusOptions {
   std::string name;

@@ -90,4 +90,16 @@ std::filesystem::path cache_file_for(const std::filesystem::path& corpus_dir, co
   return (cache_dir ? *cache_dir : user_cache_dir()) / (base + "-" + hex + "." + file);
 }
 
+const config::BoundOptions<LocateOptions>& declared_options(config::Tag<LocateOptions>) {
+  static const config::BoundOptions<LocateOptions> options(
+      "locate", {{"path", &LocateOptions::path, "the folder itself (nothing else is searched)"},
+                 {"roots", &LocateOptions::roots, "folders searched for <root>/<name> after the defaults (\"\" skipped)"}});
+  return options;
+}
+
+std::filesystem::path locate_folder(const std::string& name, const LocateOptions& options) {
+  std::vector<std::filesystem::path> roots(options.roots.begin(), options.roots.end());
+  return locate_corpus(name, options.path ? std::optional<std::filesystem::path>(*options.path) : std::nullopt, roots);
+}
+
 }  // namespace lmkit::data

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/config/bound_options.h"
+
 namespace lmkit::data {
 
 // The canonical folder name of a corpus ("wt2" → "wikitext-2", "wt103" → "wikitext-103").
@@ -29,6 +31,14 @@ std::vector<std::filesystem::path> corpus_candidates(const std::string& name,
 // The first candidate that is a folder; throws EnvironmentError naming all candidates otherwise.
 std::filesystem::path locate_corpus(const std::string& name, const std::optional<std::filesystem::path>& path,
                                     const std::vector<std::filesystem::path>& more_roots = {});
+
+// locate_corpus as lmkit.data.locate asks it: an explicit path, and roots searched after the defaults.
+struct LocateOptions {
+  std::optional<std::string> path;
+  std::vector<std::string> roots;
+};
+const config::BoundOptions<LocateOptions>& declared_options(config::Tag<LocateOptions>);
+std::filesystem::path locate_folder(const std::string& name, const LocateOptions& options);
 
 // True when new files can be created in `dir` (judged by its permission bits too, so a root user
 // does not write into a folder that was made read-only on purpose).

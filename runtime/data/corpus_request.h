@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "runtime/config/bound_options.h"
 #include "runtime/data/corpus.h"
 #include "runtime/data/synthetic_language.h"
 
@@ -34,6 +35,11 @@ std::string corpus_name(const std::optional<std::string>& name, const std::optio
 // The corpus the request describes; report (real corpora) tells how the token cache was used.
 // UsageError names an option given for the other kind of corpus.
 Corpus make_corpus(const CorpusRequest& request, LoadReport* report = nullptr);
+
+// The options of lmkit.data.corpus (`given` filled with the keys set), and the corpus with its
+// loading facts (from_cache, cache_status, cache_file) filled in.
+const config::BoundOptions<CorpusRequest>& declared_options(config::Tag<CorpusRequest>);
+Corpus open_corpus(const CorpusRequest& request);
 
 // Whether make_corpus reads files (and so fills a LoadReport).
 bool reads_files(const CorpusRequest& request);

@@ -240,4 +240,50 @@ std::string SyntheticLanguage::describe() const {
          ", seed " + integer_text(options_.seed) + ")";
 }
 
+const config::BoundOptions<SyntheticOptions>& declared_options(config::Tag<SyntheticOptions>) {
+  using O = SyntheticOptions;
+  using config::Range;
+  static const config::BoundOptions<O> options(
+      "synthetic",
+      {{"vocab", &O::vocab, Range{2.0, 1073741824.0}, "words"},
+       {"states", &O::states, Range{1.0, 100000.0}, "states (the softmax kind: contexts)"},
+       {"dim", &O::dim, Range::at_least(1), "the softmax kind's hidden size: Q* has rank dim + 1 (+1 with bias)"},
+       {"bias", &O::bias, "logits with a bias"},
+       {"kind", &O::kind, config::OneOf{{"softmax", "hmm"}}, "softmax: the state follows from the previous word (low rank); hmm: hidden states (high rank)"},
+       {"scale", &O::scale, Range::non_negative(), "standard deviation of the emission logits"},
+       {"transition_scale", &O::transition_scale, Range::non_negative(), "hmm: larger is more predictable state changes"},
+       {"seed", &O::seed, Range::non_negative(), "the construction's seed"}});
+  return options;
+}
+
+std::shared_ptr<SyntheticLanguage> make_synthetic_language(const SyntheticOptions& options) {
+  return std::make_shared<SyntheticLanguage>(options);
+}
+
+double sampled_entropy_rate(const SyntheticLanguage& language, std::optional<std::int64_t> n) {
+  return language.entropy_rate(n.value_or(200000));
+}
+
+double best_perplexity(const SyntheticLanguage& language, std::optional<std::int64_t> n) {
+  return std::exp(sampled_entropy_rate(language, n));
+}
+
+std::optional<std::int64_t> known_rank(const SyntheticLanguage& language) {
+  const auto rank = language.expected_rank();
+  return rank < 0 ? std::nullopt : std::optional<std::int64_t>(rank);
+}
+
+const config::BoundOptions<SplitSizes>& declared_options(config::Tag<SplitSizes>) {
+  using config::Range;
+  static const config::BoundOptions<SplitSizes> options(
+      "corpus", {{"train", &SplitSizes::train, Range::at_least(1), "training tokens"},
+                 {"valid", &SplitSizes::valid, Range::at_least(1), "validation tokens"},
+                 {"test", &SplitSizes::test, Range::at_least(1), "test tokens"}});
+  return options;
+}
+
+Corpus language_corpus(SyntheticLanguage& language, const SplitSizes& sizes) {
+  return language.corpus(sizes.train, sizes.valid, sizes.test);
+}
+
 }  // namespace lmkit::data

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/config/bound_options.h"
 #include "runtime/core/torch.h"
 #include "runtime/data/corpus.h"
 
@@ -43,6 +44,7 @@ struct SyntheticOptions {
   double transition_scale = 2.0; // "hmm": larger is more predictable state changes
   std::uint64_t seed = 1;
 };
+const config::BoundOptions<SyntheticOptions>& declared_options(config::Tag<SyntheticOptions>);
 
 class SyntheticLanguage {
  public:
@@ -94,5 +96,19 @@ class SyntheticLanguage {
   std::optional<std::uint64_t> stream_seed_;  // the last explicit seed; none: seeded from the parameters
   std::vector<std::int64_t> stream_calls_;    // generate() sizes since that seed (each restarts the chain)
 };
+
+std::shared_ptr<SyntheticLanguage> make_synthetic_language(const SyntheticOptions& options);
+// Nats per token on a fresh sample of n tokens (nil: 200,000), and its exp: no model does better.
+double sampled_entropy_rate(const SyntheticLanguage& language, std::optional<std::int64_t> n);
+double best_perplexity(const SyntheticLanguage& language, std::optional<std::int64_t> n);
+// expected_rank, nil for "hmm" (high rank).
+std::optional<std::int64_t> known_rank(const SyntheticLanguage& language);
+
+// Split sizes of a synthetic corpus.
+struct SplitSizes {
+  std::int64_t train = 200000, valid = 20000, test = 20000;
+};
+const config::BoundOptions<SplitSizes>& declared_options(config::Tag<SplitSizes>);
+Corpus language_corpus(SyntheticLanguage& language, const SplitSizes& sizes);
 
 }  // namespace lmkit::data

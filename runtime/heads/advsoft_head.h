@@ -32,6 +32,8 @@ struct AdvSoftHeadOptions {
   // "reference" (one δ per word in a batch) or "per_token".
   TORCH_ARG(std::string, perturbation) = "reference";
 };
+// The options a config and lmkit.heads.<kind>{...} set (bound_options.h).
+const config::BoundOptions<AdvSoftHeadOptions>& declared_options(config::Tag<AdvSoftHeadOptions>);
 
 class AdvSoftHeadImpl : public HeadImpl {
  public:

@@ -12,6 +12,8 @@ struct GssHeadOptions {
   TORCH_ARG(double, c) = 0.0;
   TORCH_ARG(double, k) = 2.0;
 };
+// The options a config and lmkit.heads.<kind>{...} set (bound_options.h).
+const config::BoundOptions<GssHeadOptions>& declared_options(config::Tag<GssHeadOptions>);
 
 class GssHeadImpl : public HeadImpl {
  public:

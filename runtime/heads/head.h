@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "runtime/config/bound_options.h"
 #include "runtime/core/torch.h"
 
 namespace lmkit {

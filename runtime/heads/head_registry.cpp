@@ -126,4 +126,11 @@ bool HeadImpl::projects() const {
   return k && k->capabilities.projects;
 }
 
+HeadInfo head_info(const std::string& name) {
+  const HeadKind& kind = require_head_kind(name);
+  HeadInfo info{kind.kind, kind.summary, kind.capabilities.projects, kind.capabilities.pointwise, kind.capabilities.monotone, {}};
+  for (const auto& option : kind.options) info.options.push_back({option.name, option.default_value, option.doc});
+  return info;
+}
+
 }  // namespace lmkit

@@ -13,8 +13,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "runtime/config/declared_result.h"
 #include "runtime/config/option_schema.h"
 #include "runtime/heads/head.h"
 
@@ -69,6 +72,38 @@ struct HeadKind {
   const config::OptionSchema& schema() const;
 };
 
+namespace registry_detail {
+template <typename T, typename = void>
+struct HasWidths : std::false_type {};
+template <typename T>
+struct HasWidths<T, std::void_t<decltype(std::declval<T&>().in_dim(int64_t{}).latent_dim(int64_t{}))>> : std::true_type {};
+}  // namespace registry_detail
+
+// A kind whose options are the members of `Options` declared once (declared_options, in the head's
+// header): the kind's schema, its factory and its heads' config() all come from that one
+// declaration. Options with in_dim()/latent_dim() get the model's widths.
+template <typename Impl, typename Options>
+HeadKind declared_head_kind(std::string kind, std::string summary, HeadCapabilities capabilities,
+                            std::vector<nlohmann::json> examples = {}) {
+  std::vector<config::OptionSpec> specs;
+  for (const auto& option : declared_options(config::Tag<Options>{}).options()) specs.push_back(option.spec);
+  return {std::move(kind), std::move(summary), std::move(specs), capabilities,
+          [](const HeadSettings& s) {
+            auto options = declared_options(config::Tag<Options>{}).from_checked(s.values());
+            if constexpr (registry_detail::HasWidths<Options>::value) options.in_dim(s.in_dim()).latent_dim(s.latent_dim());
+            return make_head_of<Impl>(options);
+          },
+          std::move(examples)};
+}
+
+// {"kind": kind, every declared option}: the config() of a head whose options are declared.
+template <typename Options>
+nlohmann::json declared_head_config(const std::string& kind, const Options& options) {
+  auto config = declared_options(config::Tag<Options>{}).to_json(options);
+  config["kind"] = kind;
+  return config;
+}
+
 // Adds a kind (at static initialization; a second kind of the same name is a logic_error).
 bool register_head_kind(HeadKind kind);
 // Every registered kind, sorted by name.
@@ -83,6 +118,34 @@ std::vector<nlohmann::json> head_examples();
 std::string head_kinds_with(bool HeadCapabilities::*capability);
 // {"kind": kind, options...} checked and completed with the defaults; ConfigError otherwise.
 nlohmann::json read_head_config(const nlohmann::json& config);
+
+// What the registry declares of a kind, as a table (lmkit.heads.info).
+struct HeadOptionInfo {
+  std::string name;
+  nlohmann::json default_value;
+  std::string doc;
+};
+inline auto declared_result(config::Tag<HeadOptionInfo>) {
+  return config::result_table(config::result_field("name", &HeadOptionInfo::name, "the option"),
+                              config::result_field("default", &HeadOptionInfo::default_value, "its default"),
+                              config::result_field("doc", &HeadOptionInfo::doc, "what it does"));
+}
+struct HeadInfo {
+  std::string kind, summary;
+  bool projects = false, pointwise = false, monotone = false;
+  std::vector<HeadOptionInfo> options;
+};
+inline auto declared_result(config::Tag<HeadInfo>) {
+  using config::result_field;
+  return config::result_table(
+      result_field("kind", &HeadInfo::kind, "the kind"), result_field("summary", &HeadInfo::summary, "what it computes"),
+      result_field("projects", &HeadInfo::projects, "it maps h to a latent space of its own (the MoS family, trained with the MoS configuration)"),
+      result_field("pointwise", &HeadInfo::pointwise, "log_softmax(f(l)) with f pointwise"),
+      result_field("monotone", &HeadInfo::monotone, "f increasing: it ranks words as Softmax does"),
+      result_field("options", &HeadInfo::options, "{name=, default=, doc=} per option"));
+}
+// ConfigError naming the closest kind for an unknown one.
+HeadInfo head_info(const std::string& kind);
 
 }  // namespace lmkit
 

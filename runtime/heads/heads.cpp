@@ -71,7 +71,7 @@ torch::Tensor SigSoftmaxHeadImpl::f_logits(const torch::Tensor& h, const Decoder
 
 GssHeadImpl::GssHeadImpl(GssHeadOptions o) : options(o) {}
 
-nlohmann::json GssHeadImpl::config() const { return {{"kind", kind()}, {"c", options.c()}, {"k", options.k()}}; }
+nlohmann::json GssHeadImpl::config() const { return declared_head_config(kind(), options); }
 
 torch::Tensor GssHeadImpl::log_probs(const torch::Tensor& h, const Decoder& decoder) {
   return ops::gss_log_softmax(decoder.logits(rows_of(h)), options.c(), options.k());
@@ -84,18 +84,18 @@ LMKIT_REGISTER_HEAD(sigsoftmax) {
           [](const HeadSettings&) { return make_head_of<SigSoftmaxHeadImpl>(); }};
 }
 
+const config::BoundOptions<GssHeadOptions>& declared_options(config::Tag<GssHeadOptions>) {
+  static const config::BoundOptions<GssHeadOptions> options(
+      "gss", {LMKIT_BOUND_ACCESSOR(GssHeadOptions, c, Number, double, any(), "the knee: logits above c pass unchanged"),
+              LMKIT_BOUND_ACCESSOR(GssHeadOptions, k, Number, double, positive(), "the slope below c")});
+  return options;
+}
+
 LMKIT_REGISTER_HEAD(gss) {
-  const GssHeadOptions d;
-  return {"gss",
-          "Generalized SigSoftmax: log_softmax(k(l−c) + c − (k−1)·softplus(l−c)); GSS(0,2) = SigSoftmax, "
-          "GSS(c,1) = Softmax.",
-          {{"c", config::OptionType::Number, d.c(), config::Range::any(), "the knee: logits above c pass unchanged"},
-           {"k", config::OptionType::Number, d.k(), config::Range::positive(), "the slope below c"}},
-          HeadCapabilities{/*projects=*/false, /*pointwise=*/true, /*monotone=*/true},
-          [](const HeadSettings& s) {
-            return make_head_of<GssHeadImpl>(GssHeadOptions().c(s.number("c")).k(s.number("k")));
-          },
-          {{{"c", -0.5}, {"k", 2.5}}}};
+  return declared_head_kind<GssHeadImpl, GssHeadOptions>(
+      "gss",
+      "Generalized SigSoftmax: log_softmax(k(l−c) + c − (k−1)·softplus(l−c)); GSS(0,2) = SigSoftmax, GSS(c,1) = Softmax.",
+      HeadCapabilities{/*projects=*/false, /*pointwise=*/true, /*monotone=*/true}, {{{"c", -0.5}, {"k", 2.5}}});
 }
 
 // --- LMS-PLIF ------------------------------------------------------------------------------------
@@ -106,11 +106,7 @@ PlifHeadImpl::PlifHeadImpl(PlifHeadOptions o) : options(o) {
   v = register_parameter("v", init, /*requires_grad=*/!o.freeze());
 }
 
-nlohmann::json PlifHeadImpl::config() const {
-  return {{"kind", kind()},           {"K", options.K()},       {"T", options.T()},
-          {"sigma", options.sigma()}, {"freeze", options.freeze()}, {"lr", options.lr()},
-          {"authors_offset", options.authors_offset()}};
-}
+nlohmann::json PlifHeadImpl::config() const { return declared_head_config(kind(), options); }
 
 torch::Tensor PlifHeadImpl::log_probs(const torch::Tensor& h, const Decoder& decoder) {
   auto l = decoder.logits(rows_of(h));
@@ -134,40 +130,32 @@ std::vector<torch::Tensor> PlifHeadImpl::own_lr_parameters() {
 }
 
 
+const config::BoundOptions<PlifHeadOptions>& declared_options(config::Tag<PlifHeadOptions>) {
+  using O = PlifHeadOptions;
+  static const config::BoundOptions<O> options(
+      "plif", {LMKIT_BOUND_ACCESSOR(O, K, Integer, int64_t, at_least(1), "the number of linear pieces"),
+               LMKIT_BOUND_ACCESSOR(O, T, Number, double, positive(), "f is piecewise linear on [−T, T], linear outside"),
+               LMKIT_BOUND_ACCESSOR(O, sigma, Number, double, non_negative(), "spread of the initial slopes' v"),
+               LMKIT_BOUND_ACCESSOR(O, freeze, Boolean, bool, any(), "keep the slopes at their initial values"),
+               LMKIT_BOUND_ACCESSOR(O, lr, Number, double, positive(), "the slopes' own learning rate"),
+               LMKIT_BOUND_ACCESSOR(O, authors_offset, Boolean, bool, any(), "f-logits shifted so that f(−T) = 0")});
+  return options;
+}
+
 LMKIT_REGISTER_HEAD(plif) {
-  const PlifHeadOptions d;
-  using config::OptionType;
-  using config::Range;
-  return {"plif",
+  return declared_head_kind<PlifHeadImpl, PlifHeadOptions>("plif",
           "LMS-PLIF: log_softmax(f(l)), f piecewise linear increasing on K equal intervals of [−T, T], slopes "
           "softplus(v), v ~ N(log(e−1), σ²) (σ = 1 as the authors' code). The slopes train at their own rate lr "
           "(thesis 0.02; lmkit.train's own_lr overrides). freeze=true keeps the slopes at their initial values "
           "(LMS-PLIF†). authors_offset=true gives f-logits with f(−T) = 0 as the authors' code (log-probabilities "
           "are the same).",
-          {{"K", OptionType::Integer, d.K(), Range::at_least(1), "the number of linear pieces"},
-           {"T", OptionType::Number, d.T(), Range::positive(), "f is piecewise linear on [−T, T], linear outside"},
-           {"sigma", OptionType::Number, d.sigma(), Range::non_negative(), "spread of the initial slopes' v"},
-           {"freeze", OptionType::Boolean, d.freeze(), Range::any(), "keep the slopes at their initial values"},
-           {"lr", OptionType::Number, d.lr(), Range::positive(), "the slopes' own learning rate"},
-           {"authors_offset", OptionType::Boolean, d.authors_offset(), Range::any(),
-            "f-logits shifted so that f(−T) = 0"}},
-          HeadCapabilities{/*projects=*/false, /*pointwise=*/true, /*monotone=*/true},
-          [](const HeadSettings& s) {
-            return make_head_of<PlifHeadImpl>(PlifHeadOptions()
-                                                  .K(s.integer("K"))
-                                                  .T(s.number("T"))
-                                                  .sigma(s.number("sigma"))
-                                                  .freeze(s.flag("freeze"))
-                                                  .lr(s.number("lr"))
-                                                  .authors_offset(s.flag("authors_offset")));
-          },
-          {{{"K", 50}, {"T", 5.0}, {"sigma", 0.3}}}};
+          HeadCapabilities{/*projects=*/false, /*pointwise=*/true, /*monotone=*/true}, {{{"K", 50}, {"T", 5.0}, {"sigma", 0.3}}});
 }
 
 // --- ReLU-based, Sigmoid-based -------------------------------------------------------------------
 ReluHeadImpl::ReluHeadImpl(ReluHeadOptions o) : options(o) {}
 
-nlohmann::json ReluHeadImpl::config() const { return {{"kind", kind()}, {"eps", options.eps()}}; }
+nlohmann::json ReluHeadImpl::config() const { return declared_head_config(kind(), options); }
 
 torch::Tensor ReluHeadImpl::log_probs(const torch::Tensor& h, const Decoder& decoder) {
   auto u = torch::log(torch::relu(decoder.logits(rows_of(h))) + options.eps());
@@ -188,13 +176,16 @@ torch::Tensor SigmoidHeadImpl::log_probs(const torch::Tensor& h, const Decoder& 
 }
 
 
+const config::BoundOptions<ReluHeadOptions>& declared_options(config::Tag<ReluHeadOptions>) {
+  static const config::BoundOptions<ReluHeadOptions> options(
+      "relu", {LMKIT_BOUND_ACCESSOR(ReluHeadOptions, eps, Number, double, positive(), "ε, which keeps log away from log(0)")});
+  return options;
+}
+
 LMKIT_REGISTER_HEAD(relu) {
-  return {"relu", "ReLU-based: log((relu(l)+ε) / Σ(relu(l)+ε)).",
-          {{"eps", config::OptionType::Number, ReluHeadOptions().eps(), config::Range::positive(),
-            "ε, which keeps log away from log(0)"}},
-          // relu(l) + ε is non-decreasing only: words with l ≤ 0 tie
-          HeadCapabilities{/*projects=*/false, /*pointwise=*/true, /*monotone=*/false},
-          [](const HeadSettings& s) { return make_head_of<ReluHeadImpl>(ReluHeadOptions().eps(s.number("eps"))); }};
+  // relu(l) + ε is non-decreasing only: words with l ≤ 0 tie
+  return declared_head_kind<ReluHeadImpl, ReluHeadOptions>("relu", "ReLU-based: log((relu(l)+ε) / Σ(relu(l)+ε)).",
+                                                           HeadCapabilities{/*projects=*/false, /*pointwise=*/true, /*monotone=*/false});
 }
 
 LMKIT_REGISTER_HEAD(sigmoid) {
@@ -206,10 +197,7 @@ LMKIT_REGISTER_HEAD(sigmoid) {
 // --- AdvSoft -------------------------------------------------------------------------------------
 AdvSoftHeadImpl::AdvSoftHeadImpl(AdvSoftHeadOptions o) : options(o) {}
 
-nlohmann::json AdvSoftHeadImpl::config() const {
-  return {{"kind", kind()}, {"eps", options.eps()}, {"relative", options.relative()},
-          {"aligned_only", options.aligned_only()}, {"perturbation", options.perturbation()}};
-}
+nlohmann::json AdvSoftHeadImpl::config() const { return declared_head_config(kind(), options); }
 
 torch::Tensor AdvSoftHeadImpl::log_probs(const torch::Tensor& h, const Decoder& decoder) {
   return torch::log_softmax(decoder.logits(rows_of(h)), 1);
@@ -253,32 +241,32 @@ torch::Tensor AdvSoftHeadImpl::nll(const torch::Tensor& h, const torch::Tensor& 
 }
 
 
+const config::BoundOptions<AdvSoftHeadOptions>& declared_options(config::Tag<AdvSoftHeadOptions>) {
+  using O = AdvSoftHeadOptions;
+  static const config::BoundOptions<O> options("advsoft", [] {
+    std::vector<config::BoundOption<O>> list = {
+        LMKIT_BOUND_ACCESSOR(O, eps, Number, double, non_negative(), "the perturbation's size"),
+        LMKIT_BOUND_ACCESSOR(O, relative, Boolean, bool, any(), "ε_t = eps·‖e_t‖"),
+        LMKIT_BOUND_ACCESSOR(O, aligned_only, Boolean, bool, any(), "perturb only where cos(h, e_t) > 0"),
+        LMKIT_BOUND_ACCESSOR(O, perturbation, String, std::string, any(),
+                             "reference: one perturbation per word in a batch (its last occurrence's), as the "
+                             "thesis's code; per_token: each token its own")};
+    list.back().spec.one_of({"reference", "per_token"});
+    return list;
+  }());
+  return options;
+}
+
 LMKIT_REGISTER_HEAD(advsoft) {
-  const AdvSoftHeadOptions d;
-  return {"advsoft",
+  return declared_head_kind<AdvSoftHeadImpl, AdvSoftHeadOptions>("advsoft",
           "Adversarial Softmax: while training, the target's output embedding e_t is moved by −ε_t·h/‖h‖; "
           "evaluation is Softmax. ε_t = eps (thesis eq. 3.23); relative=true makes it eps·‖e_t‖ and "
           "aligned_only=true perturbs only where cos(h, e_t) > 0, as the code behind thesis Tables A.1–A.3 "
           "(eps 0.005). The perturbation is a constant of the backward pass; perturbation=\"reference\" shares "
           "one per word in a batch (the thesis's code), \"per_token\" gives each token its own. Embedding noise "
           "is the model option emb_noise.",
-          {{"eps", config::OptionType::Number, d.eps(), config::Range::non_negative(), "the perturbation's size"},
-           {"relative", config::OptionType::Boolean, d.relative(), config::Range::any(), "ε_t = eps·‖e_t‖"},
-           {"aligned_only", config::OptionType::Boolean, d.aligned_only(), config::Range::any(),
-            "perturb only where cos(h, e_t) > 0"},
-           config::OptionSpec("perturbation", config::OptionType::String, d.perturbation(), config::Range::any(),
-                              "reference: one perturbation per word in a batch (its last occurrence's), as the "
-                              "thesis's code; per_token: each token its own")
-               .one_of({"reference", "per_token"})},
           HeadCapabilities{/*projects=*/false, /*pointwise=*/true, /*monotone=*/true},
-          [](const HeadSettings& s) {
-            return make_head_of<AdvSoftHeadImpl>(AdvSoftHeadOptions()
-                                                     .eps(s.number("eps"))
-                                                     .relative(s.flag("relative"))
-                                                     .aligned_only(s.flag("aligned_only"))
-                                                     .perturbation(s.text("perturbation")));
-          },
-          {{{"eps", 0.1}}, {{"eps", 0.05}, {"relative", true}, {"aligned_only", true}}}};
+          {{{"eps", 0.1}}, {{"eps", 0.05}, {"relative", true}, {"aligned_only", true}}});
 }
 
 }  // namespace lmkit

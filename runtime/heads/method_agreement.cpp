@@ -5,6 +5,7 @@
 #include "runtime/core/error.h"
 #include "runtime/core/host_read.h"
 #include "runtime/core/number_text.h"
+#include "runtime/tensor/tensor_format.h"
 
 namespace lmkit {
 
@@ -29,6 +30,51 @@ void check_nll_matches_log_probs(const torch::Tensor& nll, const torch::Tensor& 
       "model gathers the targets' log-probabilities from forward.",
       what, integer_text(static_cast<std::int64_t>(facts[5]) + 1), integer_text(static_cast<std::int64_t>(facts[4])),
       given, expected, largest, integer_text(nll.numel()), tolerance));
+}
+
+namespace {
+
+constexpr double kNormalizationTolerance = 1e-3;
+
+std::string shape_text(torch::IntArrayRef sizes) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + integer_text(sizes[i]);
+  return text + "]";
+}
+
+}  // namespace
+
+void check_head_output(const torch::Tensor& result, const std::vector<std::int64_t>& sizes, torch::ScalarType dtype,
+                       const std::string& what) {
+  if (result.sizes() != torch::IntArrayRef(sizes) || result.scalar_type() != dtype) {
+    throw UsageError(what + " must return a " + dtype_name(dtype) + " Tensor of size " + shape_text(sizes) + ", got " +
+                     dtype_name(result.scalar_type()) + " of size " + shape_text(result.sizes()));
+  }
+}
+
+void check_log_probabilities(const torch::Tensor& log_probs, const std::string& what) {
+  if (log_probs.numel() == 0) return;
+  torch::NoGradGuard no_grad;
+  const auto deviation = log_probs.detach().logsumexp(1).abs();
+  const auto [worst, row] = deviation.max(0);
+  const auto values = read_to_host(torch::stack({worst.to(torch::kFloat64), row.to(torch::kFloat64)}));
+  if (!(values[0] <= kNormalizationTolerance)) {  // NaN fails too
+    const auto r = static_cast<std::int64_t>(values[1]);
+    const auto lse = read_to_host(log_probs.detach()[r].logsumexp(0).to(torch::kFloat64).reshape({1}))[0];
+    throw UsageError(what + " must return log-probabilities (each row's logsumexp = 0, within " +
+                     fmt::format("{:g}", kNormalizationTolerance) + "), but row " + integer_text(r + 1) + " has logsumexp " +
+                     fmt::format("{:.6g}", lse) + "; normalize with :log_softmax() (docs/lua-heads.md)");
+  }
+}
+
+void check_nll_values(const torch::Tensor& nll, const std::string& what) {
+  if (nll.numel() == 0) return;
+  torch::NoGradGuard no_grad;
+  const double lowest = read_to_host(nll.detach().min().to(torch::kFloat64).reshape({1}))[0];
+  if (!(lowest >= -kNormalizationTolerance)) {
+    throw UsageError(what + " must return negative log-likelihoods (≥ 0), got " + fmt::format("{:.6g}", lowest) +
+                     "; are its log-probabilities normalized?");
+  }
 }
 
 }  // namespace lmkit

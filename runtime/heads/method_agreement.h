@@ -16,4 +16,16 @@ namespace lmkit {
 void check_nll_matches_log_probs(const torch::Tensor& nll, const torch::Tensor& log_probs, const torch::Tensor& targets,
                                  const std::string& what);
 
+// What a user's head returns is checked where it enters lmkit: a wrong width, rank or dtype would
+// otherwise surface as a Torch error far away, or not at all (N+5 columns gave loss 0 / ppl 1).
+// UsageError naming `what`, the size and dtype expected and those given.
+void check_head_output(const torch::Tensor& result, const std::vector<std::int64_t>& sizes, torch::ScalarType dtype,
+                       const std::string& what);
+// Rows of log-probabilities have logsumexp 0; the tolerance, 1e-3, admits float32 rounding over a
+// large vocabulary (~1e-5) and nothing a real mistake produces (unnormalized logits are off by
+// units). UsageError naming the first row out of it.
+void check_log_probabilities(const torch::Tensor& log_probs, const std::string& what);
+// −log p ≥ 0 (within the same tolerance): a negative value means unnormalized probabilities.
+void check_nll_values(const torch::Tensor& nll, const std::string& what);
+
 }  // namespace lmkit

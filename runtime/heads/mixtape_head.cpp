@@ -43,10 +43,7 @@ MixtapeHeadImpl::MixtapeHeadImpl(MixtapeHeadOptions o) : options(o) {
   }
 }
 
-nlohmann::json MixtapeHeadImpl::config() const {
-  return {{"kind", kind()}, {"K", options.K()}, {"S", options.S()}, {"gate_dim", options.gate_dim()},
-          {"dropoutl", options.dropoutl()}};
-}
+nlohmann::json MixtapeHeadImpl::config() const { return declared_head_config(kind(), options); }
 
 torch::Tensor MixtapeHeadImpl::latents(const torch::Tensor& h) {
   // Locked dropout needs the [T, B, ·] layout; the mask is shared across time.
@@ -104,29 +101,23 @@ torch::Tensor MixtapeHeadImpl::nll(const torch::Tensor& h, const torch::Tensor& 
   return torch::logsumexp(f, 1) - f.gather(1, targets.reshape({-1, 1})).squeeze(1);
 }
 
+const config::BoundOptions<MixtapeHeadOptions>& declared_options(config::Tag<MixtapeHeadOptions>) {
+  using O = MixtapeHeadOptions;
+  static const config::BoundOptions<O> options(
+      "mixtape", {LMKIT_BOUND_ACCESSOR(O, K, Integer, int64_t, at_least(1), "the number of components (tree leaves)"),
+                  LMKIT_BOUND_ACCESSOR(O, S, Integer, int64_t, non_negative(), "words (ids 0..S−1) with gates of their own; the rest share one"),
+                  LMKIT_BOUND_ACCESSOR(O, gate_dim, Integer, int64_t, at_least(1), "the width of tanh(U_j h) in the gates"),
+                  LMKIT_BOUND_ACCESSOR(O, dropoutl, Number, double, from_up_to(0, 1), "locked dropout on the latent contexts h_k")});
+  return options;
+}
+
 LMKIT_REGISTER_HEAD(mixtape) {
-  using config::OptionType;
-  using config::Range;
-  const MixtapeHeadOptions d(0, 0);
-  return {"mixtape",
-          "Mixtape: log_softmax(Σ_k π_{x,k}·h_kᵀe_x + b), h_k = tanh(W_k h + c_k), per-word priors π_x from a "
-          "sigmoid tree over a_{x,j} = v_xᵀtanh(U_j h) + u_jᵀh + b_{x,j}; the S smallest ids have their own gates, "
-          "the other words share one.",
-          {{"K", OptionType::Integer, d.K(), Range::at_least(1), "the number of components (tree leaves)"},
-           {"S", OptionType::Integer, d.S(), Range::non_negative(),
-            "words (ids 0..S−1) with gates of their own; the rest share one"},
-           {"gate_dim", OptionType::Integer, d.gate_dim(), Range::at_least(1), "the width of tanh(U_j h) in the gates"},
-           {"dropoutl", OptionType::Number, d.dropoutl(), Range::from_up_to(0, 1),
-            "locked dropout on the latent contexts h_k"}},
-          HeadCapabilities{/*projects=*/true, /*pointwise=*/false, /*monotone=*/false},
-          [](const HeadSettings& s) {
-            return make_head_of<MixtapeHeadImpl>(MixtapeHeadOptions(s.in_dim(), s.latent_dim())
-                                                     .K(s.integer("K"))
-                                                     .S(s.integer("S"))
-                                                     .gate_dim(s.integer("gate_dim"))
-                                                     .dropoutl(s.number("dropoutl")));
-          },
-          {{{"K", 4}, {"S", 7}, {"gate_dim", 5}}}};
+  return declared_head_kind<MixtapeHeadImpl, MixtapeHeadOptions>(
+      "mixtape",
+      "Mixtape: log_softmax(Σ_k π_{x,k}·h_kᵀe_x + b), h_k = tanh(W_k h + c_k), per-word priors π_x from a "
+      "sigmoid tree over a_{x,j} = v_xᵀtanh(U_j h) + u_jᵀh + b_{x,j}; the S smallest ids have their own gates, "
+      "the other words share one.",
+      HeadCapabilities{/*projects=*/true, /*pointwise=*/false, /*monotone=*/false}, {{{"K", 4}, {"S", 7}, {"gate_dim", 5}}});
 }
 
 }  // namespace lmkit

@@ -24,14 +24,18 @@
 namespace lmkit {
 
 struct MixtapeHeadOptions {
+  MixtapeHeadOptions() = default;
   MixtapeHeadOptions(int64_t in_dim, int64_t latent_dim) : in_dim_(in_dim), latent_dim_(latent_dim) {}
-  TORCH_ARG(int64_t, in_dim);
-  TORCH_ARG(int64_t, latent_dim);
+  // The model's widths (set from the model, not options).
+  TORCH_ARG(int64_t, in_dim) = 0;
+  TORCH_ARG(int64_t, latent_dim) = 0;
   TORCH_ARG(int64_t, K) = 4;
   TORCH_ARG(int64_t, S) = 1000;
   TORCH_ARG(int64_t, gate_dim) = 64;
   TORCH_ARG(double, dropoutl) = 0.29;
 };
+// The options a config and lmkit.heads.<kind>{...} set (bound_options.h).
+const config::BoundOptions<MixtapeHeadOptions>& declared_options(config::Tag<MixtapeHeadOptions>);
 
 class MixtapeHeadImpl : public HeadImpl {
  public:

@@ -22,8 +22,14 @@ MosHeadImpl::MosHeadImpl(MosHeadOptions o) : options(o) {
   prior = register_module("prior", torch::nn::Linear(torch::nn::LinearOptions(o.in_dim(), o.K()).bias(false)));
 }
 
-nlohmann::json MosHeadImpl::config() const {
-  return {{"kind", kind()}, {"K", options.K()}, {"dropoutl", options.dropoutl()}};
+nlohmann::json MosHeadImpl::config() const { return declared_head_config(kind(), options); }
+
+const config::BoundOptions<MosHeadOptions>& declared_options(config::Tag<MosHeadOptions>) {
+  static const config::BoundOptions<MosHeadOptions> options(
+      "mos", {LMKIT_BOUND_ACCESSOR(MosHeadOptions, K, Integer, int64_t, at_least(1), "the number of mixture components"),
+              LMKIT_BOUND_ACCESSOR(MosHeadOptions, dropoutl, Number, double, from_up_to(0, 1),
+                                   "locked dropout on the latent contexts h_k")});
+  return options;
 }
 
 std::tuple<torch::Tensor, torch::Tensor> MosHeadImpl::mixture(const torch::Tensor& h) {
@@ -68,17 +74,8 @@ namespace {
 
 template <typename Impl>
 HeadKind mixture_kind(const char* kind, const char* summary) {
-  const MosHeadOptions d(0, 0);
-  return {kind, summary,
-          {{"K", config::OptionType::Integer, d.K(), config::Range::at_least(1), "the number of mixture components"},
-           {"dropoutl", config::OptionType::Number, d.dropoutl(), config::Range::from_up_to(0, 1),
-            "locked dropout on the latent contexts h_k"}},
-          HeadCapabilities{/*projects=*/true, /*pointwise=*/false, /*monotone=*/false},
-          [](const HeadSettings& s) {
-            return make_head_of<Impl>(
-                MosHeadOptions(s.in_dim(), s.latent_dim()).K(s.integer("K")).dropoutl(s.number("dropoutl")));
-          },
-          {{{"K", 3}}}};
+  return declared_head_kind<Impl, MosHeadOptions>(kind, summary, HeadCapabilities{/*projects=*/true, /*pointwise=*/false, /*monotone=*/false},
+                                                  {{{"K", 3}}});
 }
 
 }  // namespace

@@ -13,12 +13,16 @@
 namespace lmkit {
 
 struct MosHeadOptions {
+  MosHeadOptions() = default;
   MosHeadOptions(int64_t in_dim, int64_t latent_dim) : in_dim_(in_dim), latent_dim_(latent_dim) {}
-  TORCH_ARG(int64_t, in_dim);
-  TORCH_ARG(int64_t, latent_dim);
+  // The model's widths (set from the model, not options).
+  TORCH_ARG(int64_t, in_dim) = 0;
+  TORCH_ARG(int64_t, latent_dim) = 0;
   TORCH_ARG(int64_t, K) = 15;
   TORCH_ARG(double, dropoutl) = 0.29;
 };
+// The options a config and lmkit.heads.<kind>{...} set (bound_options.h).
+const config::BoundOptions<MosHeadOptions>& declared_options(config::Tag<MosHeadOptions>);
 
 class MosHeadImpl : public HeadImpl {
  public:

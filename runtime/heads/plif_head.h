@@ -24,6 +24,8 @@ struct PlifHeadOptions {
   TORCH_ARG(double, lr) = 0.02;
   TORCH_ARG(bool, authors_offset) = false;
 };
+// The options a config and lmkit.heads.<kind>{...} set (bound_options.h).
+const config::BoundOptions<PlifHeadOptions>& declared_options(config::Tag<PlifHeadOptions>);
 
 class PlifHeadImpl : public HeadImpl {
  public:

@@ -12,6 +12,8 @@ namespace lmkit {
 struct ReluHeadOptions {
   TORCH_ARG(double, eps) = 1e-8;
 };
+// The options a config and lmkit.heads.<kind>{...} set (bound_options.h).
+const config::BoundOptions<ReluHeadOptions>& declared_options(config::Tag<ReluHeadOptions>);
 
 class ReluHeadImpl : public HeadImpl {
  public:

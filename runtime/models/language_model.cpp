@@ -131,3 +131,14 @@ std::map<std::string, int64_t> LanguageModelImpl::parameter_count() const {
 }
 
 }  // namespace lmkit
+
+namespace lmkit {
+
+torch::Tensor input_embedding(const LanguageModel& model) { return model->encoder->embedding.detach(); }
+
+std::pair<torch::Tensor, torch::Tensor> output_layer(const LanguageModel& model) {
+  const auto decoder = model->decoder();
+  return {decoder.weight.detach(), decoder.bias.defined() ? decoder.bias.detach() : torch::Tensor()};
+}
+
+}  // namespace lmkit

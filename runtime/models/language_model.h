@@ -57,6 +57,9 @@ class LanguageModelImpl : public torch::nn::Module {
   // {"embedding", "lstm", "decoder", "head", "total"} → number of parameters (frozen ones included).
   std::map<std::string, int64_t> parameter_count() const;
 
+  // The AR and TAR terms of the last loss_step (model_steps.h); undefined before one.
+  torch::Tensor last_ar, last_tar;
+
   LanguageModelOptions options;
   AwdLstm encoder{nullptr};
   torch::Tensor decoder_weight;  // undefined when tied
@@ -65,5 +68,11 @@ class LanguageModelImpl : public torch::nn::Module {
 };
 
 TORCH_MODULE(LanguageModel);
+
+// The input embedding [vocab, emb] (the decoder's too when tied), detached.
+torch::Tensor input_embedding(const LanguageModel& model);
+// The output layer the head projects onto, detached: weight [vocab, d] (the embedding itself when
+// tied) and bias [vocab] (undefined without one): logits l = h·weightᵀ + bias.
+std::pair<torch::Tensor, torch::Tensor> output_layer(const LanguageModel& model);
 
 }  // namespace lmkit

@@ -39,11 +39,12 @@ TestResult ranksums(const std::vector<double>& a, const std::vector<double>& b) 
   return {z, std::fmin(1.0, 2.0 * normal_sf(std::fabs(z)))};
 }
 
-MannWhitneyMethod parse_mann_whitney_method(const std::string& name) {
-  if (name == "auto") return MannWhitneyMethod::Auto;
-  if (name == "exact") return MannWhitneyMethod::Exact;
-  if (name == "asymptotic") return MannWhitneyMethod::Asymptotic;
-  throw UsageError("unknown Mann-Whitney method '" + name + "' (auto, exact, asymptotic)");
+const config::BoundOptions<MannWhitneyOptions>& declared_options(config::Tag<MannWhitneyOptions>) {
+  static const config::BoundOptions<MannWhitneyOptions> options(
+      "mannwhitneyu", {{"method", &MannWhitneyOptions::method, config::OneOf{{"auto", "exact", "asymptotic"}},
+                        "exact: the exact distribution (no ties); asymptotic: the normal approximation; auto: "
+                        "exact when there are no ties and a sample has at most 8 values"}});
+  return options;
 }
 
 double mann_whitney_exact_sf(long u, int n_a, int n_b) {
@@ -73,17 +74,16 @@ double mann_whitney_exact_sf(long u, int n_a, int n_b) {
   return tail / total;
 }
 
-TestResult mannwhitneyu(const std::vector<double>& a, const std::vector<double>& b, MannWhitneyMethod method) {
+TestResult mannwhitneyu(const std::vector<double>& a, const std::vector<double>& b, const MannWhitneyOptions& options) {
+  const auto checked = declared_options(config::Tag<MannWhitneyOptions>{}).schema().check("method", options.method);
+  std::string method = checked.get<std::string>();
   const auto pooled = pool(a, b, "mannwhitneyu");
   const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());
   const double u_a = pooled.rank_sum_a - na * (na + 1.0) / 2.0;
   const double u_b = na * nb - u_a;
   const double u = std::max(u_a, u_b);
-  if (method == MannWhitneyMethod::Auto) {
-    method = (!pooled.has_ties && (a.size() <= 8 || b.size() <= 8)) ? MannWhitneyMethod::Exact
-                                                                    : MannWhitneyMethod::Asymptotic;
-  }
-  if (method == MannWhitneyMethod::Exact) {
+  if (method == "auto") method = (!pooled.has_ties && (a.size() <= 8 || b.size() <= 8)) ? "exact" : "asymptotic";
+  if (method == "exact") {
     if (pooled.has_ties) {
       throw UsageError("mannwhitneyu: the exact distribution assumes no ties; the samples have ties "
                        "(use method \"asymptotic\")");

@@ -13,17 +13,20 @@
 #include <string>
 #include <vector>
 
+#include "runtime/config/bound_options.h"
 #include "runtime/stats/test_result.h"
 
 namespace lmkit::stats {
 
 TestResult ranksums(const std::vector<double>& a, const std::vector<double>& b);
 
-enum class MannWhitneyMethod { Auto, Exact, Asymptotic };
-MannWhitneyMethod parse_mann_whitney_method(const std::string& name);
+struct MannWhitneyOptions {
+  std::string method = "auto";  // "auto", "exact" or "asymptotic"
+};
+const config::BoundOptions<MannWhitneyOptions>& declared_options(config::Tag<MannWhitneyOptions>);
 
 TestResult mannwhitneyu(const std::vector<double>& a, const std::vector<double>& b,
-                        MannWhitneyMethod method = MannWhitneyMethod::Auto);
+                        const MannWhitneyOptions& options = {});
 
 // P(U ≥ u) for the Mann–Whitney U of samples of sizes n_a, n_b without ties (exact counting).
 double mann_whitney_exact_sf(long u, int n_a, int n_b);

@@ -8,7 +8,14 @@
 
 namespace lmkit::stats {
 
-TTestResult ttest_ind(const std::vector<double>& a, const std::vector<double>& b, bool equal_var) {
+const config::BoundOptions<TTestOptions>& declared_options(config::Tag<TTestOptions>) {
+  static const config::BoundOptions<TTestOptions> options(
+      "ttest_ind", {{"equal_var", &TTestOptions::equal_var, "Student's test (true) or Welch's (false)"}});
+  return options;
+}
+
+TTestResult ttest_ind(const std::vector<double>& a, const std::vector<double>& b, const TTestOptions& options) {
+  const bool equal_var = options.equal_var;
   require_sample(a, 2, "ttest_ind");
   require_sample(b, 2, "ttest_ind");
   const double na = static_cast<double>(a.size()), nb = static_cast<double>(b.size());

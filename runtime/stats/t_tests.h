@@ -7,6 +7,7 @@
 #pragma once
 #include <vector>
 
+#include "runtime/config/bound_options.h"
 #include "runtime/stats/test_result.h"
 
 namespace lmkit::stats {
@@ -16,7 +17,17 @@ struct TTestResult {
   double pvalue;
   double df;
 };
+inline auto declared_result(config::Tag<TTestResult>) {
+  return config::result_values(config::result_field("statistic", &TTestResult::statistic, "t"),
+                               config::result_field("pvalue", &TTestResult::pvalue, "its two-sided p-value"),
+                               config::result_field("df", &TTestResult::df, "the degrees of freedom"));
+}
 
-TTestResult ttest_ind(const std::vector<double>& a, const std::vector<double>& b, bool equal_var = true);
+struct TTestOptions {
+  bool equal_var = true;
+};
+const config::BoundOptions<TTestOptions>& declared_options(config::Tag<TTestOptions>);
+
+TTestResult ttest_ind(const std::vector<double>& a, const std::vector<double>& b, const TTestOptions& options = {});
 
 }  // namespace lmkit::stats

@@ -75,4 +75,13 @@ EvalResult cache_evaluate(LanguageModel& model, const torch::Tensor& tokens, con
   return eval_result(total, count);
 }
 
+const config::BoundOptions<CacheOptions>& declared_options(config::Tag<CacheOptions>) {
+  using config::Range;
+  static const config::BoundOptions<CacheOptions> options(
+      "cache", {{"window", &CacheOptions::window, Range::at_least(1), "contexts remembered per column"},
+                {"theta", &CacheOptions::theta, Range::non_negative(), "θ: the flatness of the cache's attention"},
+                {"lambda", &CacheOptions::lambda, Range{0.0, 1.0}, "λ: the cache's weight in the mixture"}});
+  return options;
+}
+
 }  // namespace lmkit::training

@@ -15,6 +15,7 @@
 #pragma once
 #include <cstdint>
 
+#include "runtime/config/bound_options.h"
 #include "runtime/training/evaluation.h"
 
 namespace lmkit::training {
@@ -26,6 +27,8 @@ struct CacheOptions {
   std::int64_t batch_size = 1;  // pointer.py's (lmkit.evaluate's default with a cache: evaluate_request.h)
   std::int64_t bptt = 70;
 };
+// window, θ and λ (batch_size and bptt are the evaluation request's).
+const config::BoundOptions<CacheOptions>& declared_options(config::Tag<CacheOptions>);
 
 // UsageError for window < 1, θ < 0 or not finite, λ outside [0, 1]. Leaves the model in eval mode.
 EvalResult cache_evaluate(LanguageModel& model, const torch::Tensor& tokens, const CacheOptions& options,

@@ -18,6 +18,7 @@ struct EvaluateRequest {
   std::int64_t bptt = 70;
   std::optional<CacheOptions> cache;        // its window, θ and λ; its batch_size and bptt are the request's
 };
+const config::BoundOptions<EvaluateRequest>& declared_options(config::Tag<EvaluateRequest>);
 
 EvalResult evaluate_stream(LanguageModel& model, const torch::Tensor& tokens, const EvaluateRequest& request,
                            const EvalProgress& progress = nullptr);

@@ -151,4 +151,19 @@ EvalResult dynamic_evaluate(LanguageModel& model, const torch::Tensor& train_tok
   return eval_result(read_to_host(total)[0], count);
 }
 
+const config::BoundOptions<DynamicEvalOptions>& declared_options(config::Tag<DynamicEvalOptions>) {
+  using O = DynamicEvalOptions;
+  using config::Range;
+  static const config::BoundOptions<O> options(
+      "dynamic_evaluate",
+      {{"lr", &O::lr, Range::non_negative(), "the step size η"},
+       {"lamb", &O::lamb, Range::non_negative(), "λ: the decay toward the trained weights"},
+       {"epsilon", &O::epsilon, Range::positive(), "ε of the RMS normalizer"},
+       {"bptt", &O::bptt, Range::at_least(1), "tokens per update"},
+       {"batch_size", &O::batch_size, Range::at_least(1), "columns of the evaluated stream"},
+       {"stats_batch_size", &O::stats_batch_size, Range::at_least(1), "columns of the gradient statistics' pass"},
+       {"max_stats_windows", &O::max_stats_windows, Range::at_least(-1), "windows of the statistics' pass (−1: the whole training stream)"}});
+  return options;
+}
+
 }  // namespace lmkit::training

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "runtime/config/bound_options.h"
 #include "runtime/models/language_model.h"
 
 namespace lmkit::training {
@@ -26,6 +27,11 @@ struct EvalResult {
   double perplexity = 0;    // exp(loss)
   std::int64_t tokens = 0;  // tokens scored
 };
+inline auto declared_result(config::Tag<EvalResult>) {
+  return config::result_table(config::result_field("loss", &EvalResult::loss, "mean NLL per token (nats)"),
+                              config::result_field("ppl", &EvalResult::perplexity, "exp(loss)"),
+                              config::result_field("tokens", &EvalResult::tokens, "tokens scored"));
+}
 
 // The result of `tokens` tokens whose NLLs sum to total_nll (every evaluation ends with it).
 EvalResult eval_result(double total_nll, std::int64_t tokens);
@@ -46,6 +52,7 @@ struct DynamicEvalOptions {
   std::int64_t stats_batch_size = 100;
   std::int64_t max_stats_windows = -1;  // −1: the whole training stream
 };
+const config::BoundOptions<DynamicEvalOptions>& declared_options(config::Tag<DynamicEvalOptions>);
 
 EvalResult dynamic_evaluate(LanguageModel& model, const torch::Tensor& train_tokens, const torch::Tensor& tokens,
                             const DynamicEvalOptions& options, const EvalProgress& progress = nullptr);

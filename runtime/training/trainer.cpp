@@ -257,5 +257,25 @@ bool Trainer::resumed() const { return s_->resumed; }
 const RunStore& Trainer::store() const { return s_->store; }
 LanguageModel& Trainer::model() { return s_->model; }
 
+void stop_training(Trainer& trainer, const std::optional<std::string>& reason) {
+  trainer.request_stop(reason.value_or("stopped by a callback"));
+}
+
+namespace {
+
+std::int64_t set_frozen_or_fail(Trainer& trainer, const std::string& prefix, bool frozen) {
+  const auto n = trainer.set_frozen(prefix, frozen);
+  if (n == 0) throw UsageError("no parameter name starts with '" + prefix + "' (see model:parameter_names())");
+  return n;
+}
+
+}  // namespace
+
+std::int64_t freeze_parameters(Trainer& trainer, const std::string& prefix) { return set_frozen_or_fail(trainer, prefix, true); }
+
+std::int64_t unfreeze_parameters(Trainer& trainer, const std::string& prefix) {
+  return set_frozen_or_fail(trainer, prefix, false);
+}
+
 }  // namespace lmkit::training
 

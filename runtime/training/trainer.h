@@ -73,6 +73,13 @@ class Trainer {
   std::unique_ptr<State> s_;
 };
 
+// What a training callback may do (lmkit.TrainControl): stop after the current step (reason nil:
+// "stopped by a callback"), freeze or unfreeze the parameters under a name prefix (UsageError when
+// no name starts with it); both return how many parameters matched.
+void stop_training(Trainer& trainer, const std::optional<std::string>& reason);
+std::int64_t freeze_parameters(Trainer& trainer, const std::string& prefix);
+std::int64_t unfreeze_parameters(Trainer& trainer, const std::string& prefix);
+
 // The resolved configuration a run stores in config.json (model, head, corpus, training).
 nlohmann::json run_config(const LanguageModel& model, const data::Corpus& corpus, const TrainOptions& options);
 

@@ -178,7 +178,7 @@ TEST_F(EntryPointTest, SeveralValuesPairsAndNil) {
   EXPECT_EQ(run("return fixture.two_values{1, 2, 6}"), "3.0|3.0");
   EXPECT_EQ(run("return fixture.two_values(lmkit.tensor{2, 4})"), "3.0|2.0");
   EXPECT_EQ(run("return fixture.two_values({1, 'x'})"),
-            "error: test:1: bad argument #1 to 'fixture.two_values' (array of numbers or 1-D Tensor: entry 2 is not a number)");
+            "error: test:1: bad argument #1 to 'fixture.two_values' (entry 2 is not a number)");
   EXPECT_EQ(run("return fixture.pair_of(nil, 'a')"), "a+nil|false");
   EXPECT_EQ(run("return fixture.pair_of(lmkit.ones(1), 'b')"), "b+tensor|true");
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "bindings/lua_data.h"
+#include "bindings/entry_point.h"
 #include "bindings/lua_module.h"
 #include "bindings/lua_tensor.h"
 #include "repl/lua_state_handle.h"
@@ -68,7 +69,7 @@ TEST_F(LuaBindingTest, TheRuntimesOwnFunctionNameIsNotRepeated) {
 
 TEST_F(LuaBindingTest, UnknownOptionsAreListed) {
   auto r = run("return lmkit.zeros(2, {dtyp = 'float64'})");
-  EXPECT_NE(r.text.find("unknown option 'dtyp' (did you mean 'dtype'?; accepted: dtype, device, requires_grad)"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("tensor option 'dtyp' is unknown (did you mean 'dtype'?; accepted: dtype, device, requires_grad)"), std::string::npos) << r.text;
   r = run("return lmkit.zeros(2, {dtype = 64})");
   EXPECT_NE(r.text.find("option 'dtype' must be a string, got 64"), std::string::npos) << r.text;
 }
@@ -130,11 +131,11 @@ TEST_F(LuaBindingTest, CorpusValuesOutliveTheirUserdata) {
   ASSERT_TRUE(run("corpus = lmkit.data.synthetic{vocab = 6, states = 3, dim = 2}:corpus{train = 30, valid = 10, test = 10}").ok);
   lua_settop(L, 0);
   lua_getglobal(L, "corpus");
-  const auto& corpus = check_corpus_value(L, 1);
+  const auto corpus = check_object<data::Corpus>(L, 1);
   ASSERT_TRUE(run("getmetatable(corpus).__close(corpus); corpus = nil; collectgarbage(); collectgarbage()").ok);
-  EXPECT_EQ(corpus.name, "synthetic");
-  EXPECT_EQ(corpus.vocab->size(), 6);
-  EXPECT_EQ(corpus.train.numel(), 30);
+  EXPECT_EQ(corpus->name, "synthetic");
+  EXPECT_EQ(corpus->vocab->size(), 6);
+  EXPECT_EQ(corpus->train.numel(), 30);
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 local recipe = require "lmkit.recipe"
 return recipe.define{
   name = "tiny",
-  settings = {scale = "tiny", base = 1},
+  settings = {scale = recipe.setting("tiny", "names the output folder"),
+               base = recipe.setting(1, "x of the first cell (the second: base + 1)")},
   grid = function(cfg) return {{x = cfg.base}, {x = cfg.base + 1}} end,
   run = function(cell)
     if os.getenv("TINY_FAIL") == tostring(cell.x) then error("cell x=" .. cell.x .. " fails on purpose (TINY_FAIL)") end

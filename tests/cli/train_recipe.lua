@@ -3,7 +3,8 @@
 local recipe = require "lmkit.recipe"
 return recipe.define{
   name = "train_cells",
-  settings = {epochs = 3, step_delay = 0.0},
+  settings = {epochs = recipe.setting(3, "epochs per cell"),
+               step_delay = recipe.setting(0.0, "seconds of sleep after every training step (> 0 slows the cells)")},
   grid = function() return {{seed = 1}, {seed = 2}} end,
   run = function(cell, ctx)
     local language = lmkit.data.synthetic{vocab = 30, states = 12, dim = 4, seed = 7}

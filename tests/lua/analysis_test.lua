@@ -74,7 +74,7 @@ T.test("argmaxable words: a word inside the hull, exact for monotone heads, obse
   T.eq(r.witness:size(), {5, 2})
   T.eq(r.by_scan + r.by_lp, 5)
   T.eq(#lmkit.analysis.argmaxable(w, lmkit.tensor{0, 0, 0, 0, 0.5}).unargmaxable, 0)
-  T.raises(function() lmkit.analysis.argmaxable(w, nil, {region = "ball"}) end, "unknown region 'ball'")
+  T.raises(function() lmkit.analysis.argmaxable(w, nil, {region = "ball"}) end, "option 'region' must be one of \"box\", \"free\", got \"ball\"")
   T.raises(function() lmkit.analysis.argmaxable(w, nil, {rivals = 0}) end, "rivals")
   T.raises(function() lmkit.analysis.argmaxable(w, nil, {regoin = "box"}) end, "regoin")
 

@@ -40,8 +40,8 @@ end)
 
 T.test("model options name themselves and show the value", function()
   T.raises(function() lmkit.model{vocab_size = 10, dropout = 1.5} end, "AWD-LSTM option 'dropout' must be in [0, 1), got 1.5")
-  T.raises(function() lmkit.model{vocab_size = 10, nhid = 1e20} end, "option 'nhid' must be an integer, got 1e+20")
-  T.raises(function() lmkit.heads.mos{K = "ten"} end, "option 'K' must be an integer, got string 'ten'")
+  T.raises(function() lmkit.model{vocab_size = 10, nhid = 1e20} end, "option 'nhid' must be an integer within the 64-bit range, got 1e+20")
+  T.raises(function() lmkit.heads.mos{K = "ten"} end, "option 'K' must be an integer, got \"ten\"")
 end)
 
 T.test("reading a missing setting is an error", function()

@@ -68,7 +68,7 @@ T.test("the sampler scales the learning rate and resumes from its state", functi
   for input, _, scale in again:batches() do replay[#replay + 1] = input[{1, 1}]:item() .. ":" .. scale end
   T.eq(replay, rest)
   T.raises(function() again:set_state("junk") end, "not a sampler state")
-  T.raises(function() data.bptt_sampler{data = source, bpt = 3} end, "unknown option 'bpt'")
+  T.raises(function() data.bptt_sampler{data = source, bpt = 3} end, "option 'bpt' is unknown")
 end)
 
 T.test("synthetic languages: normalized true log-probs and the rank asked for", function()
@@ -83,7 +83,7 @@ T.test("synthetic languages: normalized true log-probs and the rank asked for", 
   for i = 1, 800, 97 do T.near(nll[i]:item(), -q[{i, tokens[i]:item() + 1}]:item(), 1e-9) end
   T.truthy(lang:best_perplexity(20000) > 1)
   T.eq(data.synthetic{kind = "hmm", vocab = 30, states = 4}:expected_rank(), nil)
-  T.raises(function() data.synthetic{kind = "lstm"} end, "unknown synthetic kind 'lstm'")
+  T.raises(function() data.synthetic{kind = "lstm"} end, "option 'kind' must be one of \"softmax\", \"hmm\", got \"lstm\"")
 end)
 
 T.test("a missing corpus names the folders tried and the download command", function()

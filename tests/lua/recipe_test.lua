@@ -10,7 +10,7 @@ local function counting_recipe(name, cells)
   runs[name] = 0
   return recipe.define{
     name = name,
-    settings = {scale = "tiny", width = 2},
+    settings = {scale = recipe.setting("tiny", "the scale"), width = recipe.setting(2, "added to every score")},
     grid = function(cfg)
       local out = {}
       for _, c in ipairs(cells) do out[#out + 1] = {head = c.head, seed = c.seed, width = cfg.width} end
@@ -78,16 +78,23 @@ T.test("declared settings: the shared block once, a recipe's own default keeps t
   T.truthy(recipe.is_setting(s.scale) and s.scale.default == "tiny")
   T.eq(s.switch.default, "nt")
   T.eq(s.switch.doc, presets.SHARED_SETTINGS.switch.doc)  -- its own default, the shared doc
-  T.eq(s.K, 15)
+  T.eq(s.K, 15)  -- a plain default of the recipe's own passes through, and define refuses it (no doc)
   T.raises(function() presets.settings{"scal"} end, "no shared setting 'scal' (shared: dataset, epochs, scale, seeds, switch, switch_epoch)")
   T.raises(function() recipe.setting(nil, "x") end, "a setting needs a default")
-  local r = recipe.define{name = "declared", settings = s, grid = function() return {{a = 1}} end,
-                          run = function() return {} end, report = function() end}
+  local function define(settings)
+    return recipe.define{name = "declared", settings = settings, grid = function() return {{a = 1}} end,
+                         run = function() return {} end, report = function() end}
+  end
+  T.raises(function() define(s) end, "recipe declared: setting 'K' has no doc: declare it as recipe.setting(15, \"...\")")
+  s.K = recipe.setting(15, "mixture components")
+  local r = define(s)
+  T.truthy(recipe.is_setting(s.width), "define leaves the declaring table as it was")
   -- define keeps the defaults as settings and the docs beside them: configure and --set see plain values.
   T.eq(r.settings.scale, "tiny")
   T.eq(r.settings.width, 3)
   T.eq(r.setting_docs.width, "the width of something")
   T.eq(r.setting_docs.epochs, "> 0 overrides the scale's epoch count")
+  T.eq(r.setting_docs.K, "mixture components")
   local cfg = r:configure({width = 5})
   T.eq({cfg.scale, cfg.width, cfg.switch}, {"tiny", 5, "nt"})
   -- Every recipe of lmkit that trains AWD-LSTMs takes the shared block: none retypes its doc.
@@ -95,6 +102,39 @@ T.test("declared settings: the shared block once, a recipe's own default keeps t
     local text = assert(io.open(source .. "/recipes/" .. name .. ".lua")):read("a")
     T.truthy(text:find("presets.settings{", 1, true), name .. " declares its shared settings by name")
     T.eq(text:find("tiny | small | paper", 1, true), nil, name .. " retypes the scale's doc")
+  end
+end)
+
+T.test("a setting without a doc is named with its recipe and how to declare it", function()
+  local function define(settings)
+    return recipe.define{name = "undocumented", settings = settings, grid = function() return {{a = 1}} end,
+                         run = function() return {} end, report = function() end}
+  end
+  T.raises(function() define{limit = 0} end,
+           "recipe undocumented: setting 'limit' has no doc: declare it as recipe.setting(0, \"...\")")
+  T.raises(function() define{cells = "paper"} end, "setting 'cells' has no doc: declare it as recipe.setting(\"paper\", \"...\")")
+  -- several: the first by name, whatever the table's order
+  T.raises(function() define{zeta = 1, alpha = true, mid = recipe.setting(2, "documented")} end, "setting 'alpha' has no doc")
+  local ok = define{limit = recipe.setting(0, "> 0: only the first `limit` cells")}
+  T.eq(ok.settings.limit, 0)
+  T.eq(ok.setting_docs.limit, "> 0: only the first `limit` cells")
+  T.eq(define(nil).settings, {})
+end)
+
+T.test("every recipe of lmkit declares every setting with its doc", function()
+  local source = os.getenv("LMKIT_SOURCE_DIR") or ".."
+  package.path = source .. "/recipes/?.lua;" .. package.path
+  local files = {}
+  for _, name in ipairs{"advsoft_ablation", "argmaxable", "asgd_switch", "compare_heads", "dataset_stats",
+                        "embedding_spectrum", "evaluation_suite", "fair_mos_softmax", "flooding", "frozen_plif",
+                        "gss_grid", "hidden_size", "known_rank", "mixtape", "mos_dropout", "mos_mixtures",
+                        "pairwise_kl", "press_robustness", "qualitative", "word_similarity"} do
+    files[#files + 1] = source .. "/recipes/" .. name .. ".lua"
+  end
+  for _, file in ipairs(files) do
+    local rows, def = recipe.settings_of(file)  -- loading it runs define, which refuses an undocumented setting
+    T.truthy(rows and def, file .. " is a recipe")
+    for _, row in ipairs(rows) do T.truthy(row.doc ~= "", ("%s: setting '%s' has an empty doc"):format(file, row.key)) end
   end
 end)
 

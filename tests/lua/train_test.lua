@@ -170,10 +170,10 @@ T.test("evaluate with a neural cache: λ = 0 is the plain evaluation, repeated t
   local cached = lmkit.evaluate(m, twice, {batch_size = 1, bptt = 10, cache = {window = n, theta = 1, lambda = 0.5}})
   local without = lmkit.evaluate(m, twice, {batch_size = 1, bptt = 10})
   T.truthy(cached.loss < without.loss, ("cache %.4f vs %.4f"):format(cached.loss, without.loss))
-  T.raises(function() lmkit.evaluate(m, c.valid, {cache = {window = 0}}) end, "option 'cache.window' must be an integer ≥ 1")
-  T.raises(function() lmkit.evaluate(m, c.valid, {cache = {size = 5}}) end, "unknown option 'cache.size' (accepted: window, theta, lambda)")
+  T.raises(function() lmkit.evaluate(m, c.valid, {cache = {window = 0}}) end, "option 'cache.window' must be ≥ 1, got 0")
+  T.raises(function() lmkit.evaluate(m, c.valid, {cache = {size = 5}}) end, "option 'cache.size' is unknown (accepted: window, theta, lambda)")
   T.raises(function() lmkit.evaluate(m, c.valid, {cache = {theta = "x"}}) end, "option 'cache.theta' must be a number")
-  T.raises(function() lmkit.evaluate(m, c.valid, {cache = {lambda = 2}}) end, "lambda must be in [0, 1]")
+  T.raises(function() lmkit.evaluate(m, c.valid, {cache = {lambda = 2}}) end, "option 'cache.lambda' must be in [0, 1], got 2")
   T.raises(function() lmkit.evaluate(m, c.valid, {cache = 5}) end, "option 'cache' must be a table")
 end)
 

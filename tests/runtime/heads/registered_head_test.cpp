@@ -20,31 +20,38 @@
 namespace lmkit {
 namespace {
 
-// log_softmax(a·l): a temperature-scaled Softmax, the smallest head with an option.
+// log_softmax(a·l): a temperature-scaled Softmax, the smallest head with an option — declared once.
+struct ScaledSoftmaxOptions {
+  double a = 1.0;
+};
+const config::BoundOptions<ScaledSoftmaxOptions>& declared_options(config::Tag<ScaledSoftmaxOptions>) {
+  static const config::BoundOptions<ScaledSoftmaxOptions> options(
+      "test_scaled_softmax", {{"a", &ScaledSoftmaxOptions::a, config::Range::positive(), "the inverse temperature"}});
+  return options;
+}
+
 class ScaledSoftmaxHeadImpl : public HeadImpl {
  public:
-  explicit ScaledSoftmaxHeadImpl(double a) : a_(a) {}
+  explicit ScaledSoftmaxHeadImpl(ScaledSoftmaxOptions options) : options_(options) {}
   std::string kind() const override { return "test_scaled_softmax"; }
-  nlohmann::json config() const override { return {{"kind", kind()}, {"a", a_}}; }
+  nlohmann::json config() const override { return declared_head_config(kind(), options_); }
   torch::Tensor log_probs(const torch::Tensor& h, const Decoder& decoder) override {
     return torch::log_softmax(f_logits(h, decoder), 1);
   }
   torch::Tensor f_logits(const torch::Tensor& h, const Decoder& decoder) override {
-    return decoder.logits(rows_of(h)) * a_;
+    return decoder.logits(rows_of(h)) * options_.a;
   }
 
  private:
-  double a_;
+  ScaledSoftmaxOptions options_;
 };
 
 }  // namespace
 
 LMKIT_REGISTER_HEAD(test_scaled_softmax) {
-  return {"test_scaled_softmax", "log_softmax(a·l) (a test-only head).",
-          {{"a", config::OptionType::Number, 1.0, config::Range::positive(), "the inverse temperature"}},
-          HeadCapabilities{/*projects=*/false, /*pointwise=*/true, /*monotone=*/true},
-          [](const HeadSettings& s) { return make_head_of<ScaledSoftmaxHeadImpl>(s.number("a")); },
-          {{{"a", 1.7}}}};
+  return declared_head_kind<ScaledSoftmaxHeadImpl, ScaledSoftmaxOptions>(
+      "test_scaled_softmax", "log_softmax(a·l) (a test-only head).",
+      HeadCapabilities{/*projects=*/false, /*pointwise=*/true, /*monotone=*/true}, {{{"a", 1.7}}});
 }
 
 namespace {

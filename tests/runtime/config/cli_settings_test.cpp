@@ -1,10 +1,10 @@
-#include "bindings/settings.h"
+#include "runtime/config/cli_settings.h"
 
 #include <gtest/gtest.h>
 
 #include "runtime/core/error.h"
 
-namespace lmkit::lua {
+namespace lmkit::config {
 namespace {
 
 std::string error_of(const std::function<void()>& f) {
@@ -91,4 +91,4 @@ TEST(SettingsTest, WrongTypeNamesTheExpectation) {
 }
 
 }  // namespace
-}  // namespace lmkit::lua
+}  // namespace lmkit::config

@@ -1,4 +1,4 @@
-#include "bindings/process_pool.h"
+#include "runtime/training/process_pool.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -13,7 +13,7 @@
 
 #include "runtime/core/error.h"
 
-namespace lmkit::lua {
+namespace lmkit::training {
 namespace {
 
 namespace fs = std::filesystem;
@@ -162,4 +162,4 @@ TEST(ProcessFacts, PathsAndLiveness) {
 }
 
 }  // namespace
-}  // namespace lmkit::lua
+}  // namespace lmkit::training

@@ -11,7 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace lmkit::lua {
+#include "runtime/config/bound_options.h"
+
+namespace lmkit::config {
 
 using Json = nlohmann::json;
 
@@ -30,9 +32,15 @@ Json infer_value(const std::string& text);
 // All settings as a nested object of inferred values.
 Json settings_tree(const std::vector<Setting>& settings);
 
+// lmkit.configure's options: the settings to apply instead of the command line's.
+struct ConfigureOptions {
+  std::optional<std::vector<std::string>> settings;  // "key=value" each
+};
+const BoundOptions<ConfigureOptions>& declared_options(Tag<ConfigureOptions>);
+
 // `defaults` with `settings` applied. Every key must exist in defaults (an unknown one is an error
 // naming it, the known keys and the nearest match); every value must read as the default's type.
 // Keys whose default is null accept any inferred value.
 Json apply_settings(const Json& defaults, const std::vector<Setting>& settings);
 
-}  // namespace lmkit::lua
+}  // namespace lmkit::config

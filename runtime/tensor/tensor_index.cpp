@@ -1,4 +1,4 @@
-#include "bindings/tensor_index.h"
+#include "runtime/tensor/tensor_index.h"
 
 #include <string>
 

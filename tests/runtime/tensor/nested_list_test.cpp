@@ -1,4 +1,4 @@
-#include "bindings/nested_list.h"
+#include "runtime/tensor/nested_list.h"
 
 #include <gtest/gtest.h>
 

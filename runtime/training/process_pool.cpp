@@ -1,4 +1,4 @@
-#include "bindings/process_pool.h"
+#include "runtime/training/process_pool.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -14,11 +14,12 @@
 #include <thread>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/training/preemption.h"
 
 extern char** environ;
 
-namespace lmkit::lua {
+namespace lmkit::training {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -138,13 +139,13 @@ PoolResult run_process_pool(const std::vector<ProcessSpec>& specs, const PoolOpt
   std::map<int, Running> running;
   PoolResult result;
   std::size_t next = 0;
-  training::PreemptionGuard guard;  // SIGTERM/SIGUSR1 set a flag instead of killing the pool
-  training::clear_preemption();
+  PreemptionGuard guard;  // SIGTERM/SIGUSR1 set a flag instead of killing the pool
+  clear_preemption();
   const auto poll = std::chrono::duration<double>(options.poll_seconds);
 
   try {
     while (next < specs.size() || !running.empty()) {
-      if (const int signal = training::preemption_signal(); signal != 0 && result.forwarded_signal == 0) {
+      if (const int signal = preemption_signal(); signal != 0 && result.forwarded_signal == 0) {
         result.forwarded_signal = signal;
         signal_all(running, signal);
       }
@@ -174,7 +175,7 @@ PoolResult run_process_pool(const std::vector<ProcessSpec>& specs, const PoolOpt
     throw;
   }
   result.not_started = specs.size() - next;
-  training::clear_preemption();
+  clear_preemption();
   return result;
 }
 
@@ -209,4 +210,45 @@ std::string absolute_path(const std::string& path) {
   return base + "/" + rest;
 }
 
-}  // namespace lmkit::lua
+namespace {
+
+PoolEvent pool_event(const ProcessEvent& e) {
+  PoolEvent event{e.kind == ProcessEvent::Kind::started ? "started" : "exited", static_cast<std::int64_t>(e.index) + 1,
+                  static_cast<std::int64_t>(e.slot) + 1, e.pid, std::nullopt, std::nullopt, std::nullopt};
+  if (e.kind == ProcessEvent::Kind::exited) {
+    if (e.signal == 0) {
+      event.exit_code = e.exit_code;
+    } else {
+      event.signal = e.signal;
+    }
+    event.seconds = e.seconds;
+  }
+  return event;
+}
+
+Environment environment(const std::map<std::string, std::string>& variables) {
+  return Environment(variables.begin(), variables.end());
+}
+
+}  // namespace
+
+PoolSummary run_pool(const PoolRequest& request, const std::function<void(const PoolEvent&)>& on_event) {
+  if (request.jobs < 1) throw UsageError("run_pool: jobs must be at least 1, got " + integer_text(request.jobs));
+  std::vector<ProcessSpec> specs;
+  for (const auto& task : request.tasks) specs.push_back({task.argv, task.log, environment(task.env)});
+  PoolOptions options;
+  options.jobs = static_cast<std::size_t>(request.jobs);
+  options.poll_seconds = request.poll_seconds;
+  for (const auto& slot : request.slots) options.slot_environment.push_back(environment(slot));
+  const auto result = run_process_pool(specs, options, [&](const ProcessEvent& e) { if (on_event) on_event(pool_event(e)); });
+  PoolSummary summary{{}, result.forwarded_signal, static_cast<std::int64_t>(result.not_started)};
+  for (const auto& e : result.exits) summary.exits.push_back(pool_event(e));
+  return summary;
+}
+
+void sleep_seconds(double seconds) {
+  if (!(seconds >= 0)) throw UsageError("seconds must be >= 0");
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+}
+
+}  // namespace lmkit::training

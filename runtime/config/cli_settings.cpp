@@ -1,4 +1,4 @@
-#include "bindings/settings.h"
+#include "runtime/config/cli_settings.h"
 
 #include <algorithm>
 #include <cctype>
@@ -9,7 +9,7 @@
 #include "runtime/config/option_schema.h"
 #include "runtime/core/error.h"
 
-namespace lmkit::lua {
+namespace lmkit::config {
 namespace {
 
 std::string trim(const std::string& s) {
@@ -175,7 +175,7 @@ std::string unknown_key_message(const Setting& setting, const std::string& prefi
                                 const std::string& part, const Json& table) {
   std::vector<std::string> known;
   for (auto it = table.begin(); it != table.end(); ++it) known.push_back(it.key());
-  const std::string nearest = config::closest_name(part, known);
+  const std::string nearest = closest_name(part, known);
   std::string msg = setting.origin() + ": unknown setting '" + prefix + part + "'";
   if (!nearest.empty()) msg += " (did you mean '" + prefix + nearest + "'?)";
   msg += "; known here: ";
@@ -264,4 +264,10 @@ Json apply_settings(const Json& defaults, const std::vector<Setting>& settings) 
   return result;
 }
 
-}  // namespace lmkit::lua
+const BoundOptions<ConfigureOptions>& declared_options(Tag<ConfigureOptions>) {
+  static const BoundOptions<ConfigureOptions> options(
+      "configure", {{"settings", &ConfigureOptions::settings, "\"key=value\" strings applied instead of the command line's"}});
+  return options;
+}
+
+}  // namespace lmkit::config

@@ -1,4 +1,4 @@
-#include "bindings/nested_list.h"
+#include "runtime/tensor/nested_list.h"
 
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
@@ -72,6 +72,7 @@ torch::Tensor NestedListBuilder::build(std::optional<torch::ScalarType> dtype) c
   } else {
     sizes.assign(shape_.begin(), shape_.begin() + leaf_depth_);
   }
+  // host: the values came from Lua tables; lmkit.tensor moves the result to the device asked for
   auto values = torch::tensor(values_, torch::kFloat64).reshape(sizes);
   torch::ScalarType inferred = any_boolean_ ? torch::kBool
                                : any_float_ ? torch::kFloat32

@@ -1,0 +1,129 @@
+#include "runtime/models/model_steps.h"
+
+#include "runtime/core/device.h"
+#include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
+#include "runtime/models/checkpoint.h"
+#include "runtime/tensor/tensor_format.h"
+
+namespace lmkit {
+namespace {
+
+void check_ids(const torch::Tensor& ids) {
+  if (ids.dim() != 2 || ids.scalar_type() != torch::kInt64) {
+    throw UsageError("token ids must be an int64 Tensor [T, B], got " + dtype_name(ids.scalar_type()) + " of " +
+                     integer_text(ids.dim()) + " dimensions");
+  }
+}
+
+LstmState state_or_zeros(const LanguageModel& model, const torch::Tensor& ids, const std::optional<LstmState>& hidden) {
+  check_ids(ids);
+  return hidden ? *hidden : model->init_hidden(ids.size(1));
+}
+
+LstmState detached(const LstmState& state) {
+  LstmState out;
+  for (const auto& [h, c] : state) out.emplace_back(h.detach(), c.detach());
+  return out;
+}
+
+}  // namespace
+
+std::pair<torch::Tensor, LstmState> forward_step(LanguageModel& model, const torch::Tensor& ids,
+                                                 const std::optional<LstmState>& hidden) {
+  auto out = model->encode(ids, state_or_zeros(model, ids, hidden));
+  return {out.output, detached(out.hidden)};
+}
+
+std::pair<torch::Tensor, LstmState> log_probs_step(LanguageModel& model, const torch::Tensor& ids,
+                                                   const std::optional<LstmState>& hidden) {
+  auto [logp, next] = model->log_probs(ids, state_or_zeros(model, ids, hidden));
+  return {logp, detached(next)};
+}
+
+std::pair<torch::Tensor, LstmState> loss_step(LanguageModel& model, const torch::Tensor& ids, const torch::Tensor& targets,
+                                              const std::optional<LstmState>& hidden) {
+  auto out = model->loss(ids, targets, state_or_zeros(model, ids, hidden));
+  model->last_ar = out.ar;
+  model->last_tar = out.tar;
+  return {out.loss, detached(out.hidden)};
+}
+
+torch::Tensor last_ar(const LanguageModel& model) {
+  if (!model->last_ar.defined()) throw UsageError("no AR term yet: call model:loss first");
+  return model->last_ar;
+}
+
+torch::Tensor last_tar(const LanguageModel& model) {
+  if (!model->last_tar.defined()) throw UsageError("no TAR term yet: call model:loss first");
+  return model->last_tar;
+}
+
+std::tuple<torch::Tensor, torch::Tensor, LstmState> top_k_step(LanguageModel& model, const torch::Tensor& ids,
+                                                               std::int64_t k, const std::optional<LstmState>& hidden) {
+  const auto vocab = model->options.encoder().vocab_size();
+  if (k < 1 || k > vocab) throw UsageError("k must be in [1, " + integer_text(vocab) + "], got " + integer_text(k));
+  torch::NoGradGuard no_grad;
+  auto out = model->encode(ids, state_or_zeros(model, ids, hidden));
+  auto [values, indices] = model->head->top_k(out.output, model->decoder(), k);
+  return {values, indices, detached(out.hidden)};
+}
+
+LstmState zero_state(const LanguageModel& model, std::int64_t batch_size) {
+  if (batch_size < 1) throw UsageError("batch size must be positive, got " + integer_text(batch_size));
+  return model->init_hidden(batch_size);
+}
+
+std::vector<torch::Tensor> trainable_parameters(const LanguageModel& model) {
+  std::vector<torch::Tensor> trainable;
+  for (const auto& p : model->parameters()) {
+    if (p.requires_grad()) trainable.push_back(p);
+  }
+  return trainable;
+}
+
+std::vector<torch::Tensor> own_lr_parameters(LanguageModel& model) { return model->head->own_lr_parameters(); }
+
+LanguageModelImpl& training_mode(LanguageModelImpl& model) {
+  model.train(true);
+  return model;
+}
+
+LanguageModelImpl& evaluation_mode(LanguageModelImpl& model) {
+  model.train(false);
+  return model;
+}
+
+bool is_training(const LanguageModelImpl& model) { return model.is_training(); }
+
+LanguageModelImpl& move_to_device(LanguageModelImpl& model, const std::string& device) {
+  model.to(parse_device(device));
+  return model;
+}
+
+LanguageModelImpl& to_float64(LanguageModelImpl& model) {
+  model.to(torch::kFloat64);
+  return model;
+}
+
+std::string model_config_text(const LanguageModel& model) { return to_json(model->options).dump(); }
+
+std::string describe_model(const LanguageModelImpl& model) {
+  return "Model(" + model.head->kind() + ", " + integer_text(model.parameter_count().at("total")) +
+         " parameters): " + to_json(model.options).dump();
+}
+
+void save_model(const LanguageModel& model, const std::string& path) {
+  const auto kind = model->head->kind();
+  if (kind == "pointwise" || kind == "custom") {
+    throw UsageError("a model with a head written in Lua (" + kind + ") cannot be saved: its code is not data");
+  }
+  save_checkpoint(model, path);
+}
+
+std::pair<LanguageModel, std::string> load_model(const std::string& path) {
+  auto checkpoint = load_checkpoint(path);
+  return {checkpoint.model, checkpoint.header.value("lmkit", std::string("?"))};
+}
+
+}  // namespace lmkit

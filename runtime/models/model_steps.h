@@ -1,0 +1,50 @@
+// A language model step by step, as a script drives it (lmkit.Model's methods): token ids [T, B] in,
+// the hidden state carried between calls by the caller — nil starts from zeros, and the state
+// returned is detached, so that batches carry it without backpropagating into earlier ones. The
+// AR/TAR terms of the last loss are kept on the model for the script to add.
+#pragma once
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "runtime/models/language_model.h"
+
+namespace lmkit {
+
+// Encoder output [T, B, nhidlast] (after the output dropout) and the next state.
+std::pair<torch::Tensor, LstmState> forward_step(LanguageModel& model, const torch::Tensor& ids,
+                                                 const std::optional<LstmState>& hidden);
+// Next-token log-probabilities [T·B, N] (row t·B + b is position t of sequence b).
+std::pair<torch::Tensor, LstmState> log_probs_step(LanguageModel& model, const torch::Tensor& ids,
+                                                   const std::optional<LstmState>& hidden);
+// Mean NLL of targets ([T, B] or [T·B]) with autograd; the AR/TAR terms go to last_ar/last_tar.
+std::pair<torch::Tensor, LstmState> loss_step(LanguageModel& model, const torch::Tensor& ids, const torch::Tensor& targets,
+                                              const std::optional<LstmState>& hidden);
+torch::Tensor last_ar(const LanguageModel& model);
+torch::Tensor last_tar(const LanguageModel& model);
+// The k most likely next tokens per position: log-probabilities and ids [T·B, k], and the next state.
+std::tuple<torch::Tensor, torch::Tensor, LstmState> top_k_step(LanguageModel& model, const torch::Tensor& ids,
+                                                               std::int64_t k, const std::optional<LstmState>& hidden);
+LstmState zero_state(const LanguageModel& model, std::int64_t batch_size);
+
+std::vector<torch::Tensor> trainable_parameters(const LanguageModel& model);
+std::vector<torch::Tensor> own_lr_parameters(LanguageModel& model);
+
+LanguageModelImpl& training_mode(LanguageModelImpl& model);
+LanguageModelImpl& evaluation_mode(LanguageModelImpl& model);
+bool is_training(const LanguageModelImpl& model);
+LanguageModelImpl& move_to_device(LanguageModelImpl& model, const std::string& device);
+LanguageModelImpl& to_float64(LanguageModelImpl& model);
+
+// The full configuration as JSON text (what a checkpoint stores).
+std::string model_config_text(const LanguageModel& model);
+// "Model(mos, 24,143,210 parameters): {...}".
+std::string describe_model(const LanguageModelImpl& model);
+// save_checkpoint, refused for a head written in Lua (its code is not data).
+void save_model(const LanguageModel& model, const std::string& path);
+// The model in a checkpoint and the lmkit version that wrote it.
+std::pair<LanguageModel, std::string> load_model(const std::string& path);
+
+}  // namespace lmkit

@@ -1,0 +1,77 @@
+#include "runtime/training/run_view.h"
+
+#include <filesystem>
+
+#include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
+#include "runtime/models/checkpoint.h"
+#include "runtime/training/run_store.h"
+
+namespace lmkit::training {
+
+RunView::RunView(std::string dir, LanguageModel trained) : dir_(std::move(dir)), trained_(std::move(trained)) {}
+
+nlohmann::json RunView::summary() const {
+  RunStore store(dir_);
+  if (!store.exists("summary.json")) throw UsageError("run '" + dir_ + "' has no summary.json yet (it has not ended)");
+  return store.read_json("summary.json");
+}
+
+nlohmann::json RunView::metrics(const std::optional<std::string>& type) const {
+  if (type && *type != "step" && *type != "epoch") throw UsageError("record type must be \"step\" or \"epoch\", got \"" + *type + "\"");
+  auto records = nlohmann::json::array();
+  for (auto& record : RunStore(dir_).metrics()) {
+    if (!type || record.value("type", std::string()) == *type) records.push_back(std::move(record));
+  }
+  return records;
+}
+
+nlohmann::json RunView::config() const { return RunStore(dir_).read_json("config.json"); }
+
+LanguageModel RunView::best_model() const {
+  if (trained_) return trained_;
+  RunStore store(dir_);
+  if (!store.exists("best.ckpt")) throw UsageError("run '" + dir_ + "' has no best.ckpt (no epoch finished)");
+  auto model = load_checkpoint(store.path("best.ckpt")).model;
+  if (!store.exists("config.json")) return model;
+  const auto config = store.read_json("config.json");
+  const auto stored = config.find("model");
+  if (stored == config.end() || !stored->is_object()) return model;
+  auto loaded = to_json(model->options);
+  loaded["head"] = model->head->config();
+  for (auto it = stored->begin(); it != stored->end(); ++it) {
+    const auto other = loaded.find(it.key());
+    if (other == loaded.end() || *other != it.value()) {
+      throw UsageError("run '" + dir_ + "': best.ckpt holds another model than config.json describes (model." + it.key() +
+                       ": " + it.value().dump() + " in config.json, " +
+                       (other == loaded.end() ? std::string("absent") : other->dump()) +
+                       " in best.ckpt); was it copied from another run?");
+    }
+  }
+  return model;
+}
+
+std::string RunView::describe() const {
+  std::string text = "Run " + dir_;
+  try {
+    RunStore store(dir_);
+    if (!store.exists("summary.json")) return text;
+    const auto summary = store.read_json("summary.json");
+    const auto status = summary.find("status");
+    text += ": " + (status != summary.end() && status->is_string() ? status->get<std::string>() : std::string("?"));
+    const auto ppl = summary.find("test_ppl");
+    if (ppl != summary.end() && ppl->is_number()) text += ", test ppl " + describe_number(ppl->get<double>());
+  } catch (const std::exception&) {
+    text += ": summary.json unreadable";
+  }
+  return text;
+}
+
+std::shared_ptr<RunView> open_run(const std::string& dir) {
+  if (!std::filesystem::is_directory(dir) || !std::filesystem::exists(std::filesystem::path(dir) / "config.json")) {
+    throw UsageError("'" + dir + "' is not a run directory (no config.json)");
+  }
+  return std::make_shared<RunView>(dir);
+}
+
+}  // namespace lmkit::training
