@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -263,6 +264,12 @@ T read(lua_State* L, int index, const Where& where) {
       expected(L, index, where, "integer");
     }
     if (std::is_unsigned_v<T> && value < 0) fail(where, "must be non-negative, got " + integer_text(value));
+    if constexpr (sizeof(T) < sizeof(lua_Integer)) {
+      if (value < std::numeric_limits<T>::min() || value > std::numeric_limits<T>::max()) {
+        fail(where, "must be in " + integer_text(std::numeric_limits<T>::min()) + ".." +
+                        integer_text(std::numeric_limits<T>::max()) + ", got " + integer_text(value));
+      }
+    }
     return static_cast<T>(value);
   } else if constexpr (std::is_floating_point_v<T>) {
     if (lua_type(L, index) != LUA_TNUMBER) expected(L, index, where, "number");
@@ -283,7 +290,7 @@ T read(lua_State* L, int index, const Where& where) {
     }
   } else if constexpr (std::is_same_v<T, nlohmann::json>) {
     try {
-      return to_json(L, index, "");
+      return to_json(L, index, "value");
     } catch (const ConfigError& e) {
       fail(where, e.what());
     }
@@ -421,7 +428,9 @@ void push_one(lua_State* L, const T& value) {
 // Pushes a whole result; returns the number of values.
 template <typename T>
 int push(lua_State* L, const T& value) {
-  if constexpr (IsOptional<T>::value) {
+  if constexpr (IsVariant<T>::value) {
+    return std::visit([L](const auto& held) { return push(L, held); }, value);
+  } else if constexpr (IsOptional<T>::value) {
     if (!value) {
       lua_pushnil(L);
       return 1;
@@ -451,6 +460,13 @@ int push(lua_State* L, const T& value) {
 // ---- the generated doc ----
 
 template <typename... T>
+std::string shown_alternatives(std::variant<T...>*) {
+  std::string text;
+  ((text += (text.empty() ? "" : " | ") + shown<T>()), ...);
+  return text;
+}
+
+template <typename... T>
 std::string shown_list(std::tuple<T...>*) {
   std::string text;
   ((text += (text.empty() ? "" : ", ") + shown<T>()), ...);
@@ -464,6 +480,8 @@ std::string shown(const T*) {
     return shown<typename T::first_type>() + ", " + shown<typename T::second_type>();
   } else if constexpr (IsTuple<T>::value) {
     return shown_list(static_cast<T*>(nullptr));
+  } else if constexpr (IsVariant<T>::value) {
+    return shown_alternatives(static_cast<T*>(nullptr));
   } else if constexpr (IsSharedClass<T>::value) {
     return ClassTraits<SharedClass<T>>::name;
   } else if constexpr (std::is_same_v<T, LanguageModel>) {
@@ -478,7 +496,8 @@ std::string shown(const T*) {
                declared.fields);
     return table ? "{" + text + "}" : text;
   } else if constexpr (IsVector<T>::value) {
-    return "{" + shown<typename T::value_type>() + ", ...}";
+    using Item = typename T::value_type;
+    return "{" + (IsPair<Item>::value ? "{" + shown<Item>() + "}" : shown<Item>()) + ", ...}";
   } else if constexpr (IsOptional<T>::value) {
     return shown<typename T::value_type>() + "|nil";
   } else if constexpr (std::is_same_v<T, torch::Tensor>) {
@@ -526,15 +545,10 @@ template <typename R, typename... A>
 std::string generate_doc(const std::string& call_prefix, const char* arguments, const char* summary) {
   const auto names = split_names(arguments);
   std::size_t next_name = 0;
-  std::string call, options_text;
-  const auto add = [&](bool optional, const std::string& text) {
-    if (optional) {
-      call += "[" + std::string(call.empty() ? "" : ", ") + text + "]";
-    } else {
-      call += (call.empty() ? "" : ", ") + text;
-    }
-  };
-  const auto parameter = [&](auto* type) {
+  std::string options_text;
+  std::vector<std::pair<bool, std::string>> shown_parameters;  // (may be left out, text)
+  const auto add = [&](bool optional, const std::string& text) { shown_parameters.emplace_back(optional, text); };
+  [[maybe_unused]] const auto parameter = [&](auto* type) {
     using T = std::remove_pointer_t<decltype(type)>;
     if constexpr (kTakesNoArgument<T>) {
       return;
@@ -544,10 +558,24 @@ std::string generate_doc(const std::string& call_prefix, const char* arguments, 
       options_text += schema.describe();
     } else {
       const std::string name = next_name < names.size() ? names[next_name++] : "?";
-      add(false, IsOptional<T>::value ? name + "|nil" : name);
+      add(IsOptional<T>::value, name);
     }
   };
   (parameter(static_cast<std::decay_t<A>*>(nullptr)), ...);
+  // Trailing parameters that may be left out nest in brackets, as Lua's manual writes them
+  // (f(a[, b[, c]])); one that may be nil before a required one reads "b|nil".
+  std::size_t trailing = shown_parameters.size();
+  while (trailing > 0 && shown_parameters[trailing - 1].first) --trailing;
+  std::string call;
+  for (std::size_t i = 0; i < shown_parameters.size(); ++i) {
+    const auto& [optional, text] = shown_parameters[i];
+    if (i < trailing) {
+      call += (call.empty() ? "" : ", ") + text + (optional ? "|nil" : "");
+    } else {
+      call += "[" + std::string(call.empty() ? "" : ", ") + text;
+    }
+  }
+  call += std::string(shown_parameters.size() - trailing, ']');
   if (next_name != names.size()) throw std::logic_error(call_prefix + ": the argument names do not match the parameters");
   std::string doc = call_prefix + call + ")";
   if constexpr (!std::is_void_v<R>) doc += " -> " + shown<std::decay_t<R>>();
@@ -729,7 +757,14 @@ template <auto Fn>
 Function method(const char* name, const char* arguments, const char* summary) {
   using S = entry_detail::Signature<decltype(Fn)>;
   using Self = typename entry_detail::ClassOf<typename S::First>::type;
-  const std::string prefix = std::string(ClassTraits<Self>::self) + ":" + name + "(";
+  const std::string self = [] {
+    if constexpr (std::is_same_v<Self, torch::Tensor>) {
+      return "t";  // the Tensor userdata holds its tensor itself (lua_tensor.h), not a class box
+    } else {
+      return ClassTraits<Self>::self;
+    }
+  }();
+  const std::string prefix = self + ":" + name + "(";
   return {name, &entry_detail::call<Fn>, entry_detail::keep(S::doc(prefix, arguments, summary, true))};
 }
 

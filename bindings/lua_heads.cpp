@@ -1,11 +1,9 @@
 #include "bindings/lua_heads.h"
 
 
-#include <cmath>
-#include <deque>
-#include <initializer_list>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bindings/entry_point.h"
@@ -244,36 +242,21 @@ int heads_pointwise(lua_State* L) {
 
 int heads_custom(lua_State* L) {
   check_type(L, 1, LUA_TTABLE, "table");
-  lua_pushnil(L);
-  while (lua_next(L, 1) != 0) {
-    lua_pop(L, 1);
-    const char* key = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : nullptr;
-    const std::string k = key ? key : "";
-    if (k != "forward" && k != "nll" && k != "parameters" && k != "name" && k != "check") {
-      const std::string shown = key ? "'" + k + "'" : std::string("a ") + luaL_typename(L, -1) + " key";
-      lua_pop(L, 1);
-      throw ArgError(1, "unknown field " + shown + " (accepted: forward, nll, parameters, name, check)");
-    }
-  }
-  const auto field_type = [&](const char* key) {
-    const int type = get_field_raw(L, 1, key);
-    lua_pop(L, 1);
-    return type;
-  };
-  if (field_type("forward") != LUA_TFUNCTION) throw ArgError(1, "field 'forward' must be a function (h, weight, bias) -> log-probabilities");
-  const int nll_type = field_type("nll");
-  if (nll_type != LUA_TNIL && nll_type != LUA_TFUNCTION) throw ArgError(1, "field 'nll' must be a function");
-  const int params_type = field_type("parameters");
-  if (params_type != LUA_TNIL && params_type != LUA_TTABLE) throw ArgError(1, "field 'parameters' must be a list of Tensors");
-  const int name_type = field_type("name");
-  if (name_type != LUA_TNIL && name_type != LUA_TSTRING) throw ArgError(1, "field 'name' must be a string");
-  const int check_field = field_type("check");
-  if (check_field != LUA_TNIL && check_field != LUA_TBOOLEAN) {
-    throw ArgError(1, "field 'check' must be a boolean (false: do not compare nll with forward on the first batch)");
-  }
+  // Each field, the Lua type it must have and what it is; forward is the only one required.
+  const std::tuple<const char*, int, const char*> fields[] = {
+      {"forward", LUA_TFUNCTION, "a function (h, weight, bias) -> log-probabilities"},
+      {"nll", LUA_TFUNCTION, "a function"},
+      {"parameters", LUA_TTABLE, "a list of Tensors"},
+      {"name", LUA_TSTRING, "a string"},
+      {"check", LUA_TBOOLEAN, "a boolean (false: do not compare nll with forward on the first batch)"}};
+  entry_detail::check_keys(L, 1, entry_detail::Where{1, ""}, {"forward", "nll", "parameters", "name", "check"}, {});
   push_spec(L, "custom");
-  for (const char* key : {"forward", "nll", "parameters", "name", "check"}) {
-    get_field_raw(L, 1, key);
+  for (const auto& [key, type, what] : fields) {
+    const int given = get_field_raw(L, 1, key);
+    const bool required = std::string(key) == "forward";
+    if (given != type && (given != LUA_TNIL || required)) {
+      throw ArgError(1, "field '" + std::string(key) + "' must be " + what);
+    }
     lua_setfield(L, -2, key);
   }
   return 1;
@@ -314,23 +297,7 @@ Head head_from_spec(lua_State* L, int position, int64_t in_dim, int64_t latent_d
     config = head->config();
     return Head(std::shared_ptr<HeadImpl>(head));
   }
-  config = nlohmann::json::object();
-  lua_pushnil(L);
-  while (lua_next(L, position) != 0) {
-    if (lua_type(L, -2) == LUA_TSTRING) {
-      const std::string key = lua_tostring(L, -2);
-      if (lua_isinteger(L, -1)) {
-        config[key] = lua_tointeger(L, -1);
-      } else if (lua_type(L, -1) == LUA_TNUMBER) {
-        config[key] = lua_tonumber(L, -1);
-      } else if (lua_type(L, -1) == LUA_TBOOLEAN) {
-        config[key] = static_cast<bool>(lua_toboolean(L, -1));
-      } else if (lua_type(L, -1) == LUA_TSTRING) {
-        config[key] = std::string(lua_tostring(L, -1));
-      }
-    }
-    lua_pop(L, 1);
-  }
+  config = to_json(L, position, "head");  // a spec of lmkit.heads.<kind>: its checked options
   return make_head(config, in_dim, latent_dim);
 }
 

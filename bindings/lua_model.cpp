@@ -9,12 +9,6 @@ namespace lmkit::lua {
 
 std::string ClassTraits<LanguageModelImpl>::describe(const LanguageModelImpl& model) { return describe_model(model); }
 
-LanguageModel check_model(lua_State* L, int position) {
-  return entry_detail::read<LanguageModel>(L, position, entry_detail::Where{position, ""});
-}
-
-void push_model(lua_State* L, LanguageModel model) { entry_detail::push_one(L, model); }
-
 namespace {
 
 // lmkit.model{...}: the model's options through their declaration, the head from its spec.
@@ -38,7 +32,7 @@ int lmkit_model(lua_State* L) {
     options.head(head_config);
   }
   lua_pop(L, 1);
-  push_model(L, LanguageModel(options, head));
+  entry_detail::push_one(L, LanguageModel(options, head));
   return 1;
 }
 

@@ -150,14 +150,6 @@ int lmkit_arange(lua_State* L) {
   return 1;
 }
 
-int lmkit_linspace(lua_State* L) {
-  const double start = check_number(L, 1);
-  const double stop = check_number(L, 2);
-  const auto steps = check_integer(L, 3);
-  if (steps < 1) throw ArgError(3, "steps must be at least 1");
-  push_tensor(L, torch::linspace(start, stop, steps, tensor_options(L, 4)));
-  return 1;
-}
 
 int lmkit_eye(lua_State* L) {
   const auto n = check_integer(L, 1);
@@ -209,10 +201,6 @@ int lmkit_where(lua_State* L) {
   return 1;
 }
 
-int lmkit_matmul(lua_State* L) {
-  push_tensor(L, torch::matmul(check_tensor(L, 1), check_tensor(L, 2)));
-  return 1;
-}
 
 // Runs fn(...) with gradient recording off; returns fn's results. The guard is released before
 // any error is re-raised (no C++ object may live across lua_error).
@@ -228,26 +216,7 @@ int lmkit_no_grad(lua_State* L) {
   return lua_gettop(L);
 }
 
-// JSON for results files: Lua tables of numbers, strings, booleans ⇄ text.
-int lmkit_json_encode(lua_State* L) {
-  const auto value = to_json(L, 1, "value");
-  const bool pretty = opt_boolean(L, 2).value_or(false);
-  const auto text = pretty ? value.dump(2) : value.dump();
-  lua_pushlstring(L, text.data(), text.size());
-  return 1;
-}
 
-int lmkit_json_decode(lua_State* L) {
-  const auto text = check_string(L, 1);
-  nlohmann::json value;
-  try {
-    value = config::parse_json_text(text);
-  } catch (const config::JsonTextError& e) {
-    throw ArgError(1, std::string("not valid JSON: ") + e.what());
-  }
-  push_json(L, value);
-  return 1;
-}
 
 
 // Wall-clock seconds from a steady clock (os.clock is CPU time, summed over threads).
@@ -334,15 +303,15 @@ const Function kFunctions[] = {
     {"randn", sized_factory<make_randn>, "lmkit.randn(sizes...[, options]) -> Tensor\nN(0, 1) draws from Torch's generator (see lmkit.seed)."},
     {"full", lmkit_full, "lmkit.full(sizes..., value[, options]) -> Tensor\nEvery element set to value."},
     {"arange", lmkit_arange, "lmkit.arange([start,] stop[, step][, options]) -> Tensor\nValues start, start+step, ... below stop (half-open, as in Torch): arange(1, 4) = {1, 2, 3}."},
-    {"linspace", lmkit_linspace, "lmkit.linspace(start, stop, steps[, options]) -> Tensor\n`steps` evenly spaced values from start to stop inclusive."},
+    entry<&evenly_spaced>("lmkit", "linspace", "start, stop, steps", "`steps` evenly spaced values from start to stop inclusive."),
     {"eye", lmkit_eye, "lmkit.eye(n[, m][, options]) -> Tensor\nIdentity matrix n×m."},
     {"cat", join<false>, "lmkit.cat({tensors...}[, dim]) -> Tensor\nConcatenates along an existing dimension (default 1)."},
     {"stack", join<true>, "lmkit.stack({tensors...}[, dim]) -> Tensor\nStacks along a new dimension (default 1)."},
     {"where", lmkit_where, "lmkit.where(condition, a, b) -> Tensor\na where condition is true, else b (tensors or numbers, broadcasting)."},
-    {"matmul", lmkit_matmul, "lmkit.matmul(a, b) -> Tensor\nMatrix product with broadcasting."},
+    entry<static_cast<torch::Tensor (*)(const torch::Tensor&, const torch::Tensor&)>(&torch::matmul)>("lmkit", "matmul", "a, b", "Matrix product with broadcasting."),
     {"no_grad", lmkit_no_grad, "lmkit.no_grad(fn, ...) -> results of fn\nCalls fn(...) without recording operations for autograd (e.g. for parameter updates)."},
-    {"json_encode", lmkit_json_encode, "lmkit.json_encode(value[, pretty=false]) -> string\nJSON text of a Lua value (tables of numbers, strings, booleans; arrays become lists)."},
-    {"json_decode", lmkit_json_decode, "lmkit.json_decode(text) -> value\nThe Lua value of a JSON text (objects become tables, null becomes nil)."},
+    entry<&config::json_text>("lmkit", "json_encode", "value, pretty", "JSON text of a Lua value (tables of numbers, strings, booleans; arrays become lists); pretty: indented."),
+    entry<&config::json_value>("lmkit", "json_decode", "text", "The Lua value of a JSON text (objects become tables, null becomes nil)."),
     entry<&write_file_atomically>("lmkit", "write_file", "path, text", "Writes text to path atomically (temporary file, fsync, rename): readers see the old file or the new one, never a part."),
     {"clock", lmkit_clock, "lmkit.clock() -> number\nWall-clock seconds from a steady clock, for timing (differences only; os.clock counts CPU time of all threads)."},
     {"seed", lmkit_seed, "lmkit.seed(n)\nSeeds Torch's CPU and CUDA generators and Lua's math.random."},

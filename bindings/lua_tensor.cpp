@@ -238,14 +238,6 @@ torch::Tensor& check_tensor(lua_State* L, int position) {
   return *t;
 }
 
-torch::Tensor& check_token_stream(lua_State* L, int position) {
-  auto& t = check_tensor(L, position);
-  if (t.dim() != 1 || t.scalar_type() != torch::kInt64) {
-    throw ArgError(position, "tokens must be a 1-D int64 Tensor (e.g. corpus.test)");
-  }
-  return t;
-}
-
 torch::Tensor& push_new_tensor(lua_State* L) {
   void* memory = lua_newuserdatauv(L, sizeof(TensorBox), 0);
   auto* box = new (memory) TensorBox();

@@ -18,8 +18,6 @@ constexpr const char* kTensorMetatable = "lmkit.Tensor";
 
 // The tensor at `position`; throws ArgError ("Tensor expected, got ...") otherwise.
 torch::Tensor& check_tensor(lua_State* L, int position);
-// A token stream: a 1-D int64 Tensor such as corpus.test (ArgError otherwise).
-torch::Tensor& check_token_stream(lua_State* L, int position);
 // The tensor at `position`, or nullptr when the value is not a tensor.
 torch::Tensor* test_tensor(lua_State* L, int position);
 

@@ -1,5 +1,6 @@
-// The methods of lmkit.Tensor. Each is a thin call into Torch (or runtime/) with 1-based
-// dimensions and indices converted at this boundary.
+// The methods of lmkit.Tensor: the elementwise ones call Torch directly (tables of one line each);
+// those with dimensions, positions or optional arguments are runtime/tensor/tensor_methods.h's,
+// declared by one line each; the variadic ones (sizes..., dims...) are read here.
 #include <string>
 
 #include "bindings/entry_point.h"
@@ -11,6 +12,7 @@
 #include "runtime/tensor/tensor_format.h"
 #include "runtime/tensor/tensor_options.h"
 #include "runtime/tensor/tensor_index.h"
+#include "runtime/tensor/tensor_methods.h"
 
 namespace lmkit::lua {
 namespace {
@@ -20,71 +22,6 @@ torch::Tensor& self(lua_State* L) { return check_tensor(L, 1); }
 int push(lua_State* L, torch::Tensor t) {
   push_tensor(L, std::move(t));
   return 1;
-}
-
-// Lua returns values + 1-based indices where Torch returns 0-based ones.
-int push_values_indices(lua_State* L, std::tuple<torch::Tensor, torch::Tensor> result) {
-  push_tensor(L, std::get<0>(result));
-  push_tensor(L, to_lua_indices(std::get<1>(result)));
-  return 2;
-}
-
-// Dimensions given as an integer or a table of integers at `position` (absent → none).
-std::vector<std::int64_t> opt_dims(lua_State* L, int position, const torch::Tensor& t) {
-  std::vector<std::int64_t> dims;
-  if (lua_isnoneornil(L, position)) return dims;
-  if (lua_type(L, position) == LUA_TTABLE) {
-    for (const auto d : check_integer_list(L, position, "dimensions")) {
-      try {
-        dims.push_back(resolve_dim(d, t.dim()));
-      } catch (const UsageError& e) {
-        throw ArgError(position, e.what());
-      }
-    }
-    return dims;
-  }
-  dims.push_back(check_dim(L, position, t));
-  return dims;
-}
-
-// Reductions: t:sum() over everything, t:sum(dim[, keepdim]) or t:sum({d1, d2}[, keepdim]).
-template <torch::Tensor (*All)(const torch::Tensor&),
-          torch::Tensor (*Dims)(const torch::Tensor&, torch::IntArrayRef, bool)>
-int reduction(lua_State* L) {
-  auto& t = self(L);
-  if (lua_isnoneornil(L, 2)) return push(L, All(t));
-  const auto dims = opt_dims(L, 2, t);
-  return push(L, Dims(t, dims, opt_boolean(L, 3).value_or(false)));
-}
-
-torch::Tensor sum_all(const torch::Tensor& t) { return t.sum(); }
-torch::Tensor sum_dims(const torch::Tensor& t, torch::IntArrayRef d, bool k) { return t.sum(d, k); }
-torch::Tensor mean_all(const torch::Tensor& t) { return t.mean(); }
-torch::Tensor mean_dims(const torch::Tensor& t, torch::IntArrayRef d, bool k) { return t.mean(d, k); }
-torch::Tensor logsumexp_all(const torch::Tensor& t) { return t.flatten().logsumexp(0); }
-torch::Tensor logsumexp_dims(const torch::Tensor& t, torch::IntArrayRef d, bool k) { return t.logsumexp(d, k); }
-torch::Tensor std_all(const torch::Tensor& t) { return t.std(); }
-torch::Tensor std_dims(const torch::Tensor& t, torch::IntArrayRef d, bool k) { return t.std(d, /*unbiased=*/true, k); }
-torch::Tensor var_all(const torch::Tensor& t) { return t.var(); }
-torch::Tensor var_dims(const torch::Tensor& t, torch::IntArrayRef d, bool k) { return t.var(d, /*unbiased=*/true, k); }
-
-// max/min: the largest element, or (values, 1-based indices) along a dimension.
-template <bool Max>
-int extremum(lua_State* L) {
-  auto& t = self(L);
-  if (lua_isnoneornil(L, 2)) return push(L, Max ? t.max() : t.min());
-  const auto dim = check_dim(L, 2, t);
-  const bool keepdim = opt_boolean(L, 3).value_or(false);
-  return push_values_indices(L, Max ? t.max(dim, keepdim) : t.min(dim, keepdim));
-}
-
-template <bool Max>
-int arg_extremum(lua_State* L) {
-  auto& t = self(L);
-  c10::optional<int64_t> dim;  // c10::optional is std::optional only from Torch 2.x on
-  if (!lua_isnoneornil(L, 2)) dim = check_dim(L, 2, t);
-  const bool keepdim = opt_boolean(L, 3).value_or(false);
-  return push(L, to_lua_indices(Max ? t.argmax(dim, keepdim) : t.argmin(dim, keepdim)));
 }
 
 // Elementwise functions of one tensor.
@@ -179,145 +116,17 @@ int method_permute(lua_State* L) {
   auto& t = self(L);
   std::vector<int64_t> dims;
   if (lua_type(L, 2) == LUA_TTABLE) {
-    dims = opt_dims(L, 2, t);
+    for (const auto d : check_integer_list(L, 2, "dimensions")) {
+      try {
+        dims.push_back(resolve_dim(d, t.dim()));
+      } catch (const UsageError& e) {
+        throw ArgError(2, e.what());
+      }
+    }
   } else {
     for (int i = 2; !lua_isnone(L, i); ++i) dims.push_back(check_dim(L, i, t));
   }
   return push(L, t.permute(dims));
-}
-
-int method_unsqueeze(lua_State* L) {
-  auto& t = self(L);
-  // Inserting: positions run 1..dim+1 (and -1 appends).
-  const auto d = check_integer(L, 2);
-  try {
-    return push(L, t.unsqueeze(resolve_position(d, t.dim() + 1, "dimension")));
-  } catch (const UsageError& e) {
-    throw ArgError(2, e.what());
-  }
-}
-
-int method_squeeze(lua_State* L) {
-  auto& t = self(L);
-  if (lua_isnoneornil(L, 2)) return push(L, t.squeeze());
-  return push(L, t.squeeze(check_dim(L, 2, t)));
-}
-
-int method_narrow(lua_State* L) {
-  auto& t = self(L);
-  const auto dim = check_dim(L, 2, t);
-  const auto start = check_integer(L, 3);
-  const auto length = check_integer(L, 4);
-  try {
-    const auto from = start == t.size(dim) + 1 ? t.size(dim) : resolve_position(start, t.size(dim), "start");
-    // length > size - from, not from + length > size: a length near 2^63 overflows the sum.
-    if (length < 0 || length > t.size(dim) - from) {
-      throw UsageError("narrow: " + integer_text(length) + " elements from " + integer_text(start) +
-                       " run past the end of dimension " + integer_text(dim + 1) + " (size " +
-                       integer_text(t.size(dim)) + ")");
-    }
-    return push(L, t.narrow(dim, from, length));
-  } catch (const UsageError& e) {
-    throw ArgError(3, e.what());
-  }
-}
-
-int method_select(lua_State* L) {
-  auto& t = self(L);
-  const auto dim = check_dim(L, 2, t);
-  try {
-    return push(L, t.select(dim, resolve_position(check_integer(L, 3), t.size(dim), "index")));
-  } catch (const UsageError& e) {
-    throw ArgError(3, e.what());
-  }
-}
-
-int method_index_select(lua_State* L) {
-  auto& t = self(L);
-  const auto dim = check_dim(L, 2, t);
-  std::vector<IndexSpec> specs(static_cast<size_t>(dim), IndexSpec::all());
-  specs.push_back(IndexSpec::of(check_tensor(L, 3)));
-  return push(L, index_tensor(t, specs));
-}
-
-int method_transpose(lua_State* L) {
-  auto& t = self(L);
-  return push(L, t.transpose(check_dim(L, 2, t), check_dim(L, 3, t)));
-}
-
-int method_flatten(lua_State* L) {
-  auto& t = self(L);
-  if (t.dim() == 0) return push(L, t.reshape({1}));
-  const auto start = lua_isnoneornil(L, 2) ? 0 : check_dim(L, 2, t);
-  const auto end = lua_isnoneornil(L, 3) ? t.dim() - 1 : check_dim(L, 3, t);
-  return push(L, t.flatten(start, end));
-}
-
-int method_softmax_like(lua_State* L, bool log) {
-  auto& t = self(L);
-  const auto dim = lua_isnoneornil(L, 2) ? t.dim() - 1 : check_dim(L, 2, t);
-  return push(L, log ? torch::log_softmax(t, dim) : torch::softmax(t, dim));
-}
-
-int method_cumsum(lua_State* L) {
-  auto& t = self(L);
-  return push(L, t.cumsum(check_dim(L, 2, t)));
-}
-
-int method_clamp(lua_State* L) {
-  auto& t = self(L);
-  const auto lo = opt_number(L, 2);
-  const auto hi = opt_number(L, 3);
-  if (!lo && !hi) throw ArgError(2, "clamp needs a lower or an upper bound");
-  return push(L, t.clamp(lo ? c10::optional<torch::Scalar>(*lo) : c10::nullopt,
-                         hi ? c10::optional<torch::Scalar>(*hi) : c10::nullopt));
-}
-
-int method_norm(lua_State* L) {
-  auto& t = self(L);
-  const double p = opt_number(L, 2).value_or(2.0);
-  if (lua_isnoneornil(L, 3)) return push(L, t.norm(p));
-  return push(L, t.norm(p, opt_dims(L, 3, t), opt_boolean(L, 4).value_or(false)));
-}
-
-int method_topk(lua_State* L) {
-  auto& t = self(L);
-  const auto k = check_integer(L, 2);
-  const auto dim = lua_isnoneornil(L, 3) ? t.dim() - 1 : check_dim(L, 3, t);
-  const bool largest = opt_boolean(L, 4).value_or(true);
-  if (k < 0 || k > t.size(dim)) {
-    throw ArgError(2, "k = " + integer_text(k) + " is not in 0.." + integer_text(t.size(dim)));
-  }
-  return push_values_indices(L, t.topk(k, dim, largest, /*sorted=*/true));
-}
-
-int method_sort(lua_State* L) {
-  auto& t = self(L);
-  const auto dim = lua_isnoneornil(L, 2) ? t.dim() - 1 : check_dim(L, 2, t);
-  return push_values_indices(L, t.sort(dim, opt_boolean(L, 3).value_or(false)));
-}
-
-int method_backward(lua_State* L) {
-  auto& t = self(L);
-  if (lua_isnoneornil(L, 2)) {
-    if (t.numel() != 1) {
-      throw UsageError("backward() without a gradient needs a one-element tensor (a loss); this one "
-                       "has size " + format_shape(t.sizes()) + ": pass the gradient, t:backward(g)");
-    }
-    t.backward();
-  } else {
-    t.backward(check_tensor(L, 2));
-  }
-  return 0;
-}
-
-int method_allclose(lua_State* L) {
-  auto& t = self(L);
-  auto& other = check_tensor(L, 2);
-  const double rtol = opt_number(L, 3).value_or(1e-5);
-  const double atol = opt_number(L, 4).value_or(1e-8);
-  lua_pushboolean(L, t.sizes() == other.sizes() && torch::allclose(t, other.to(t.scalar_type()), rtol, atol));
-  return 1;
 }
 
 const Function kMethods[] = {
@@ -345,14 +154,14 @@ const Function kMethods[] = {
     {"reshape", method_reshape, "t:reshape(sizes...) -> Tensor\nLike view, copying when needed."},
     {"expand", method_expand, "t:expand(sizes...) -> Tensor\nBroadcast view to larger sizes (-1 keeps a size)."},
     LMKIT_UNARY(t, t.dim() < 2 ? t : t.t(), "t:t() -> Tensor\nTranspose of a matrix (a vector is returned as is)."),
-    {"transpose", method_transpose, "t:transpose(dim1, dim2) -> Tensor\nSwaps two dimensions."},
+    method<&transpose_of>("transpose", "dim1, dim2", "Swaps two dimensions."),
     {"permute", method_permute, "t:permute(dims...) -> Tensor\nReorders dimensions, e.g. t:permute(2, 1, 3)."},
-    {"unsqueeze", method_unsqueeze, "t:unsqueeze(dim) -> Tensor\nInserts a dimension of size 1 at position dim (1..t:dim()+1)."},
-    {"squeeze", method_squeeze, "t:squeeze([dim]) -> Tensor\nRemoves dimensions of size 1 (all, or the one given)."},
-    {"flatten", method_flatten, "t:flatten([start_dim[, end_dim]]) -> Tensor\nMerges dimensions start..end (default: all) into one."},
-    {"narrow", method_narrow, "t:narrow(dim, start, length) -> Tensor\nView of `length` entries from `start` (1-based) along dim."},
-    {"select", method_select, "t:select(dim, index) -> Tensor\nView at one (1-based) index of dim, removing that dimension."},
-    {"index_select", method_index_select, "t:index_select(dim, ids) -> Tensor\nEntries at the 1-based indices `ids` (int64 Tensor) along dim."},
+    method<&unsqueeze_at>("unsqueeze", "dim", "Inserts a dimension of size 1 at position dim (1..t:dim()+1)."),
+    method<&squeeze_at>("squeeze", "dim", "Removes dimensions of size 1 (all, or the one given)."),
+    method<&flatten_between>("flatten", "start_dim, end_dim", "Merges dimensions start..end (default: all) into one."),
+    method<&narrow_along>("narrow", "dim, start, length", "View of `length` entries from `start` (1-based) along dim."),
+    method<&select_along>("select", "dim, index", "View at one (1-based) index of dim, removing that dimension."),
+    method<&index_select_along>("index_select", "dim, ids", "Entries at the 1-based indices `ids` (int64 Tensor) along dim."),
     // Arithmetic and elementwise math.
     {"add", [](lua_State* L) -> int { return push(L, torch::add(self(L), check_operand(L, 2), opt_number(L, 3).value_or(1.0))); }, "t:add(other[, alpha]) -> Tensor\nt + alpha*other."},
     {"sub", [](lua_State* L) -> int { return push(L, torch::sub(self(L), check_operand(L, 2), opt_number(L, 3).value_or(1.0))); }, "t:sub(other[, alpha]) -> Tensor\nt - alpha*other."},
@@ -381,24 +190,24 @@ const Function kMethods[] = {
     LMKIT_UNARY(floor, torch::floor(t), "t:floor() -> Tensor\nRounds down."),
     LMKIT_UNARY(ceil, torch::ceil(t), "t:ceil() -> Tensor\nRounds up."),
     LMKIT_UNARY(round, torch::round(t), "t:round() -> Tensor\nRounds half to even."),
-    {"clamp", method_clamp, "t:clamp(min[, max]) -> Tensor\nLimits values to [min, max]; pass nil for an open end."},
-    {"softmax", [](lua_State* L) -> int { return method_softmax_like(L, false); }, "t:softmax([dim]) -> Tensor\nexp(t)/sum(exp(t)) along dim (default: last), stable."},
-    {"log_softmax", [](lua_State* L) -> int { return method_softmax_like(L, true); }, "t:log_softmax([dim]) -> Tensor\nt - logsumexp(t) along dim (default: last)."},
-    {"cumsum", method_cumsum, "t:cumsum(dim) -> Tensor\nCumulative sum along dim."},
+    method<&clamp_between>("clamp", "min, max", "Limits values to [min, max]; pass nil for an open end."),
+    method<&softmax_along>("softmax", "dim", "exp(t)/sum(exp(t)) along dim (default: last), stable."),
+    method<&log_softmax_along>("log_softmax", "dim", "t - logsumexp(t) along dim (default: last)."),
+    method<&cumsum_along>("cumsum", "dim", "Cumulative sum along dim."),
     // Reductions.
-    {"sum", reduction<sum_all, sum_dims>, "t:sum([dims[, keepdim]]) -> Tensor\nSum of all elements, or along a dimension or a table of them."},
-    {"mean", reduction<mean_all, mean_dims>, "t:mean([dims[, keepdim]]) -> Tensor\nMean of all elements, or along dimensions."},
-    {"std", reduction<std_all, std_dims>, "t:std([dims[, keepdim]]) -> Tensor\nSample standard deviation (n-1)."},
-    {"var", reduction<var_all, var_dims>, "t:var([dims[, keepdim]]) -> Tensor\nSample variance (n-1)."},
-    {"logsumexp", reduction<logsumexp_all, logsumexp_dims>, "t:logsumexp([dims[, keepdim]]) -> Tensor\nlog(sum(exp(t))), stable."},
+    method<&sum_over>("sum", "dims, keepdim", "Sum of all elements, or along a dimension or a table of them."),
+    method<&mean_over>("mean", "dims, keepdim", "Mean of all elements, or along dimensions."),
+    method<&std_over>("std", "dims, keepdim", "Sample standard deviation (n-1)."),
+    method<&var_over>("var", "dims, keepdim", "Sample variance (n-1)."),
+    method<&logsumexp_over>("logsumexp", "dims, keepdim", "log(sum(exp(t))), stable."),
     LMKIT_UNARY(prod, t.prod(), "t:prod() -> Tensor\nProduct of all elements."),
-    {"max", extremum<true>, "t:max([dim[, keepdim]]) -> Tensor | values, indices\nLargest element, or values and 1-based indices along dim."},
-    {"min", extremum<false>, "t:min([dim[, keepdim]]) -> Tensor | values, indices\nSmallest element, or values and 1-based indices along dim."},
-    {"argmax", arg_extremum<true>, "t:argmax([dim[, keepdim]]) -> Tensor\n1-based index of the largest element (flattened, or along dim)."},
-    {"argmin", arg_extremum<false>, "t:argmin([dim[, keepdim]]) -> Tensor\n1-based index of the smallest element (flattened, or along dim)."},
-    {"norm", method_norm, "t:norm([p[, dims[, keepdim]]]) -> Tensor\np-norm (default 2) of all elements or along dims."},
-    {"topk", method_topk, "t:topk(k[, dim[, largest]]) -> values, indices\nThe k largest (or smallest) entries along dim (default: last), sorted; 1-based indices."},
-    {"sort", method_sort, "t:sort([dim[, descending]]) -> values, indices\nSorted along dim (default: last); 1-based indices."},
+    method<&max_along>("max", "dim, keepdim", "Largest element, or values and 1-based indices along dim."),
+    method<&min_along>("min", "dim, keepdim", "Smallest element, or values and 1-based indices along dim."),
+    method<&argmax_along>("argmax", "dim, keepdim", "1-based index of the largest element (flattened, or along dim)."),
+    method<&argmin_along>("argmin", "dim, keepdim", "1-based index of the smallest element (flattened, or along dim)."),
+    method<&norm_over>("norm", "p, dims, keepdim", "p-norm (default 2) of all elements or along dims."),
+    method<&top_k_along>("topk", "k, dim, largest", "The k largest (or smallest) entries along dim (default: last), sorted; 1-based indices."),
+    method<&sort_along>("sort", "dim, descending", "Sorted along dim (default: last); 1-based indices."),
     LMKIT_UNARY(all, t.all(), "t:all() -> bool Tensor\nTrue when every element is non-zero."),
     LMKIT_UNARY(any, t.any(), "t:any() -> bool Tensor\nTrue when some element is non-zero."),
     LMKIT_UNARY(isfinite, torch::isfinite(t), "t:isfinite() -> bool Tensor\nElementwise: neither inf nor nan."),
@@ -410,8 +219,8 @@ const Function kMethods[] = {
     LMKIT_COMPARISON(le, torch::le),
     LMKIT_COMPARISON(gt, torch::gt),
     LMKIT_COMPARISON(ge, torch::ge),
-    {"equal", [](lua_State* L) -> int { auto& a = self(L); auto& b = check_tensor(L, 2); lua_pushboolean(L, a.sizes() == b.sizes() && torch::equal(a, b.to(a.scalar_type()))); return 1; }, "t:equal(other) -> boolean\nSame sizes and the same elements (also t == other)."},
-    {"allclose", method_allclose, "t:allclose(other[, rtol[, atol]]) -> boolean\n|t - other| <= atol + rtol*|other| everywhere (defaults 1e-5, 1e-8)."},
+    method<&equal_to>("equal", "other", "Same sizes and the same elements (also t == other)."),
+    method<&all_close>("allclose", "other, rtol, atol", "|t - other| <= atol + rtol*|other| everywhere (defaults 1e-5, 1e-8)."),
     // Linear algebra.
     LMKIT_UNARY(svdvals, torch::linalg_svdvals(t), "t:svdvals() -> Tensor\nSingular values of a matrix (or batch), descending, in the tensor's precision."),
     // In place.
@@ -429,7 +238,7 @@ const Function kMethods[] = {
     {"uniform_", [](lua_State* L) -> int { self(L).uniform_(opt_number(L, 2).value_or(0.0), opt_number(L, 3).value_or(1.0)); lua_settop(L, 1); return 1; }, "t:uniform_([a[, b]]) -> t\nFills with U(a, b) draws (default U(0, 1))."},
     {"normal_", [](lua_State* L) -> int { self(L).normal_(opt_number(L, 2).value_or(0.0), opt_number(L, 3).value_or(1.0)); lua_settop(L, 1); return 1; }, "t:normal_([mean[, std]]) -> t\nFills with N(mean, std^2) draws (default N(0, 1))."},
     // Autograd.
-    {"backward", method_backward, "t:backward([gradient])\nBack-propagates from t (a one-element loss, or with the gradient given); fills .grad of leaves."},
+    method<&backward_from>("backward", "gradient", "Back-propagates from t (a one-element loss, or with the gradient given); fills .grad of leaves."),
     {"requires_grad_", [](lua_State* L) -> int { self(L).requires_grad_(opt_boolean(L, 2).value_or(true)); lua_settop(L, 1); return 1; }, "t:requires_grad_([flag]) -> t\nStarts (or stops) recording operations on t for autograd."},
     {"retain_grad", [](lua_State* L) -> int { self(L).retain_grad(); lua_settop(L, 1); return 1; }, "t:retain_grad() -> t\nKeeps .grad of a non-leaf tensor after backward."},
 };

@@ -16,6 +16,7 @@ std::string capabilities_text(const HeadCapabilities& c) {
   add(c.projects, "projects");
   add(c.pointwise, "pointwise");
   add(c.monotone, "monotone");
+  add(c.mixture, "mixture");
   return text.empty() ? "-" : text;
 }
 
@@ -29,7 +30,7 @@ std::string head_catalog(const std::string& kind) {
                      "explains its options.\n"
                      "projects: maps h to latent contexts of the decoder's width (trains with the MoS "
                      "configuration); pointwise: log_softmax(f(l)); monotone: f increasing (ranks words as "
-                     "Softmax does).\n\n";
+                     "Softmax does); mixture: K components under priors, as MoS (the MoS configuration's K).\n\n";
   for (const auto* k : kinds) {
     text += "  " + k->kind + k->schema().signature() + "  [" + capabilities_text(k->capabilities) + "]\n";
     text += "      " + k->summary + "\n";

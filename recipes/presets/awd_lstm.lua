@@ -33,13 +33,9 @@ presets.paper = {
   },
 }
 
--- LMS-PLIF's own settings (thesis §5.6): K intervals on [−T, T], the head's defaults (K = 100,000,
--- T = 20, as declared with lmkit.heads.plif). Its slopes train with lr 0.02 (§4.3.2.1) wherever it
--- trains: that is the head's own default too.
-presets.plif = {}
-for _, option in ipairs(lmkit.heads.info("plif").options) do
-  if option.name == "K" or option.name == "T" then presets.plif[option.name] = option.default end
-end
+-- A head kind's own settings at a scale, by kind (data, applied by presets.head to whichever kind
+-- they name): at paper scale every kind keeps its declared defaults — LMS-PLIF's K = 100,000
+-- intervals on [−T, T], T = 20 (thesis §5.6), its slopes' lr 0.02 (§4.3.2.1).
 
 -- What a scale changes, applied over the paper configuration.
 presets.scales = {
@@ -51,7 +47,8 @@ presets.scales = {
     -- on the unigram plateau (valid ppl ≈ 75 after 12 epochs, rank 1–5), with one it leaves it
     -- in 3 epochs
     mos_model = {emb = 16, nhidlast = 32, nlayers = 1},
-    head = {K = 3, plif_K = 1000},
+    head = {K = 3},
+    heads = {plif = {K = 1000}},  -- LMS-PLIF's intervals, fewer at this vocabulary
     train = {epochs = 3, batch_size = 20, bptt = 35, test_batch_size = 10, log_interval = 100, nonmono = 2},
   },
   small = {
@@ -67,7 +64,7 @@ local function merge(into, from)
 end
 
 -- {family = "awd"|"mos", dataset = "ptb"|"wikitext-2", scale = "tiny"|"small"|"paper"} →
--- {model = {...}, head = {...}, train = {...}, corpus = {...}, scale = ..., dataset = ...}
+-- {model = {...}, head = {...}, heads = {[kind] = {...}}, train = {...}, corpus = {...}, scale = ..., dataset = ...}
 function presets.resolve(o)
   local family, dataset, scale = o.family or "awd", o.dataset or "ptb", o.scale or "tiny"
   local paper = presets.paper[family] and presets.paper[family][dataset]
@@ -87,10 +84,8 @@ function presets.resolve(o)
   merge(cfg.model, s.model)
   if family == "mos" then merge(cfg.model, s.mos_model) end
   merge(cfg.train, s.train)
-  if s.head then
-    if family == "mos" and s.head.K then cfg.head.K = s.head.K end
-    cfg.plif_K = s.head.plif_K
-  end
+  if family == "mos" and s.head and s.head.K then cfg.head.K = s.head.K end
+  cfg.heads = s.heads or {}
   return cfg
 end
 
@@ -172,27 +167,36 @@ function presets.load_corpus(cfg)
   return lmkit.data.corpus{name = c.name, protocol = c.protocol or "full"}
 end
 
--- True for the head kinds that map h to a latent space of their own (the MoS family), as the kind
--- declares it (lmkit.heads.info); false for names that are no built-in kind (plif_frozen, Lua heads).
-function presets.head_projects(name)
+-- What the registry declares of a built-in kind (lmkit.heads.info), nil for other names
+-- (plif_frozen, Lua heads).
+function presets.head_info(name)
   for _, kind in ipairs(lmkit.heads.kinds()) do
-    if kind == name then return lmkit.heads.info(name).projects end
+    if kind == name then return lmkit.heads.info(name) end
   end
-  return false
+  return nil
 end
 
--- A head spec by name, with the resolved configuration's settings (K and dropoutl for the mixtures,
--- LMS-PLIF's intervals at this scale) and the caller's on top:
+-- True for the head kinds that map h to a latent space of their own (the MoS family), as the kind
+-- declares it.
+function presets.head_projects(name)
+  local info = presets.head_info(name)
+  return info ~= nil and info.projects
+end
+
+-- A head spec by name, with the resolved configuration's settings and the caller's on top: the MoS
+-- configuration's dropoutl for a projecting kind that has one, its K for a mixture (the registry's
+-- capabilities; Mixtape keeps its own K), then the kind's own settings at this scale (cfg.heads):
 --   presets.head(p, "gss", {c = 1, k = 2}), presets.head(p, "mos"), presets.head(p, "plif", {freeze = true})
 function presets.head(cfg, name, options)
   local o = {}
-  if presets.head_projects(name) then
-    o.dropoutl = cfg.head.dropoutl
-    -- Mixtape keeps its own K (4, its paper's: a sigmoid tree, not MoS's 15 softmaxes)
-    if name ~= "mixtape" then o.K = cfg.head.K end
-  elseif name == "plif" then
-    o.K, o.T = cfg.plif_K or presets.plif.K, presets.plif.T
+  local info = presets.head_info(name)
+  if info then
+    local declared = {}
+    for _, option in ipairs(info.options) do declared[option.name] = true end
+    if info.projects and declared.dropoutl then o.dropoutl = cfg.head.dropoutl end
+    if info.mixture then o.K = cfg.head.K end
   end
+  merge(o, (cfg.heads or {})[name])
   merge(o, options)
   local make = lmkit.heads[name]
   if type(make) ~= "function" then error(("presets.head: no head named '%s'"):format(tostring(name)), 2) end

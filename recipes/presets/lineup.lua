@@ -11,8 +11,13 @@ local measure = require "presets.measure"
 local report_files = require "presets.report_files"
 local lineup = {}
 
--- GSS(c, k) chosen after the grid (thesis §4.4.1, end): PTB (−1.5, 2.5), WT2 (−1.5, 3.0).
-lineup.gss = {ptb = {c = -1.5, k = 2.5}, ["wikitext-2"] = {c = -1.5, k = 3.0}}
+-- A line-up name's head: its kind (the name itself unless given), its options, and options chosen
+-- per dataset. GSS(c, k) chosen after the grid (thesis §4.4.1, end): PTB (−1.5, 2.5), WT2 (−1.5, 3.0);
+-- "plif_frozen" is LMS-PLIF with its slopes kept at their initial values (LMS-PLIF†).
+lineup.heads = {
+  gss = {per_dataset = {ptb = {c = -1.5, k = 2.5}, ["wikitext-2"] = {c = -1.5, k = 3.0}}},
+  plif_frozen = {kind = "plif", options = {freeze = true}},
+}
 
 -- How the thesis's tables name the heads. "plif_frozen" is LMS-PLIF† (Table 5.16).
 lineup.labels = {softmax = "Softmax", sigsoftmax = "SS", gss = "GSS", plif = "LMS-PLIF",
@@ -39,13 +44,15 @@ end
 
 -- The head spec of a line-up name under a resolved preset.
 function lineup.head(p, name)
-  if name == "gss" then
-    local ck = lineup.gss[p.dataset] or error("lineup: no chosen GSS (c, k) for dataset '" .. tostring(p.dataset) .. "'")
-    return presets.head(p, "gss", {c = ck.c, k = ck.k})
-  elseif name == "plif_frozen" then
-    return presets.head(p, "plif", {freeze = true})
+  local entry = lineup.heads[name] or {}
+  local options = {}
+  for k, v in pairs(entry.options or {}) do options[k] = v end
+  if entry.per_dataset then
+    local chosen = entry.per_dataset[p.dataset]
+      or error(("lineup: no chosen options of '%s' for dataset '%s'"):format(name, tostring(p.dataset)))
+    for k, v in pairs(chosen) do options[k] = v end
   end
-  return presets.head(p, name)
+  return presets.head(p, entry.kind or name, options)
 end
 
 -- A list setting: "softmax,mos" (a string default stays a string under --set) or a Lua array.

@@ -11,15 +11,12 @@
 namespace lmkit::analysis {
 
 const config::BoundOptions<HiddenSizeOptions>& declared_options(config::Tag<HiddenSizeOptions>) {
-  using config::OptionSpec, config::OptionType, config::Range;
-  const HiddenSizeOptions d;
+  using config::Range;
   static const config::BoundOptions<HiddenSizeOptions> options(
       "hidden_size",
-      {config::member(OptionSpec("bias", OptionType::Boolean, d.bias, Range::any(), "the model's logits have a bias"),
-                      &HiddenSizeOptions::bias),
-       config::member(OptionSpec("min_gap", OptionType::Number, d.min_gap, Range{1.0, std::nullopt, true, false},
-                                 "the ratio σ_r/σ_{r+1} a gap must reach to count as the signature"),
-                      &HiddenSizeOptions::min_gap)});
+      {{"bias", &HiddenSizeOptions::bias, "the model's logits have a bias"},
+       {"min_gap", &HiddenSizeOptions::min_gap, Range{1.0, std::nullopt, true, false},
+        "the ratio σ_r/σ_{r+1} a gap must reach to count as the signature"}});
   return options;
 }
 

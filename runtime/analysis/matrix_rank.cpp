@@ -43,9 +43,7 @@ torch::Tensor check_singular_values(const torch::Tensor& sv) {
 
 const config::BoundOptions<SvdOptions>& declared_options(config::Tag<SvdOptions>) {
   static const config::BoundOptions<SvdOptions> options(
-      "svdvals", {config::member(config::OptionSpec("float64", config::OptionType::Boolean, false, config::Range::any(),
-                                                    "compute in float64 whatever the matrix's dtype"),
-                                 &SvdOptions::float64)});
+      "svdvals", {{"float64", &SvdOptions::float64, "compute in float64 whatever the matrix's dtype"}});
   return options;
 }
 

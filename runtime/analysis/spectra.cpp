@@ -80,38 +80,29 @@ torch::Tensor projection_2d(const torch::Tensor& matrix) {
 }
 
 const config::BoundOptions<PairwiseKlOptions>& declared_options(config::Tag<PairwiseKlOptions>) {
-  using config::member, config::OptionSpec, config::OptionType, config::Range;
-  const PairwiseKlOptions d;
+  using config::Range;
   static const config::BoundOptions<PairwiseKlOptions> options(
-      "pairwise_kl", {member(OptionSpec("pairs", OptionType::Integer, d.pairs, Range::at_least(1), "context pairs to draw"),
-                             &PairwiseKlOptions::pairs),
-                      member(OptionSpec("seed", OptionType::Integer, d.seed, Range::non_negative(), "the draws' seed"),
-                             &PairwiseKlOptions::seed)});
+      "pairwise_kl", {{"pairs", &PairwiseKlOptions::pairs, Range::at_least(1), "context pairs to draw"},
+                      {"seed", &PairwiseKlOptions::seed, Range::non_negative(), "the draws' seed"}});
   return options;
 }
 
 const config::BoundOptions<RefactorizationOptions>& declared_options(config::Tag<RefactorizationOptions>) {
-  using config::member, config::OptionSpec, config::OptionType, config::Range;
-  const RefactorizationOptions d;
+  using config::Range;
   static const config::BoundOptions<RefactorizationOptions> options(
       "refactorization_robustness",
-      {member(OptionSpec("keep", OptionType::Integer, d.keep, Range::at_least(1), "the singular values A₀ keeps"),
-              &RefactorizationOptions::keep),
-       member(OptionSpec("iterations", OptionType::Integer, d.iterations, Range::at_least(1), "reconstructions after A₀"),
-              &RefactorizationOptions::iterations),
+      {{"keep", &RefactorizationOptions::keep, Range::at_least(1), "the singular values A₀ keeps"},
+       {"iterations", &RefactorizationOptions::iterations, Range::at_least(1), "reconstructions after A₀"},
        float_dtype_option("eps_dtype", &RefactorizationOptions::eps_dtype, "the eps of the Press rank's tolerance")});
   return options;
 }
 
 const config::BoundOptions<NoiseOptions>& declared_options(config::Tag<NoiseOptions>) {
-  using config::member, config::OptionSpec, config::OptionType, config::Range;
-  const NoiseOptions d;
+  using config::Range;
   static const config::BoundOptions<NoiseOptions> options(
       "noise_robustness",
-      {member(OptionSpec("keep", OptionType::Integer, d.keep, Range::at_least(1), "the singular values A₀ keeps"),
-              &NoiseOptions::keep),
-       member(OptionSpec("seed", OptionType::Integer, d.seed, Range::non_negative(), "the noise's seed"),
-              &NoiseOptions::seed),
+      {{"keep", &NoiseOptions::keep, Range::at_least(1), "the singular values A₀ keeps"},
+       {"seed", &NoiseOptions::seed, Range::non_negative(), "the noise's seed"},
        float_dtype_option("eps_dtype", &NoiseOptions::eps_dtype, "the eps of the Press rank's tolerance")});
   return options;
 }

@@ -190,14 +190,6 @@ std::vector<BoundOption<Options>> lifted(Inner Options::*member) {
   return list;
 }
 
-// An option stored in a plain data member, with a spec written out in full (kept for declarations
-// that need what the typed constructor cannot say).
-template <typename Options, typename T>
-BoundOption<Options> member(OptionSpec spec, T Options::*field) {
-  return {std::move(spec), [field](const Options& o) { return bound_detail::to_json(o.*field); },
-          [field](Options& o, const nlohmann::json& value) { o.*field = bound_detail::from_json<T>(value); }};
-}
-
 // An option of a struct with TORCH_ARG accessors (o.name() reads, o.name(value) writes):
 //   LMKIT_BOUND_ACCESSOR(AwdLstmOptions, dropout, Number, double, from_up_to(0, 1), "doc")
 // The default is the struct's own.

@@ -1,5 +1,7 @@
 #include "runtime/config/json_text.h"
 
+#include "runtime/core/error.h"
+
 #include "runtime/core/number_text.h"
 
 #include <cstdint>
@@ -62,6 +64,18 @@ nlohmann::json parse_json_text(const std::string& text) {
       what = what.substr(what.find("] ") + 2);
     }
     throw JsonTextError(what);
+  }
+}
+
+std::string json_text(const nlohmann::json& value, std::optional<bool> pretty) {
+  return pretty.value_or(false) ? value.dump(2) : value.dump();
+}
+
+nlohmann::json json_value(const std::string& text) {
+  try {
+    return parse_json_text(text);
+  } catch (const JsonTextError& e) {
+    throw UsageError(std::string("not valid JSON: ") + e.what());
   }
 }
 

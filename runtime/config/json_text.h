@@ -4,6 +4,7 @@
 // within what the Lua walkers accept (lua_call.h applies the same bound).
 #pragma once
 #include <stdexcept>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -28,5 +29,10 @@ bool is_valid_utf8(const std::string& text);
 // Parses `text`; throws JsonTextError with nlohmann's description of a syntax error, or for
 // nesting deeper than kMaxNestingDepth. Callers add the file or argument it came from.
 nlohmann::json parse_json_text(const std::string& text);
+
+// As lmkit.json_encode/json_decode give them: one line, or indented by 2 when pretty; a value read
+// from text (UsageError "not valid JSON: ..." otherwise).
+std::string json_text(const nlohmann::json& value, std::optional<bool> pretty);
+nlohmann::json json_value(const std::string& text);
 
 }  // namespace lmkit::config

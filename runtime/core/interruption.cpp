@@ -43,6 +43,5 @@ bool take_interruption() {
 }
 
 bool was_interrupted() { return g_ever_requested != 0; }
-void reset_was_interrupted() { g_ever_requested = 0; }
 
 }  // namespace lmkit

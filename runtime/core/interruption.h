@@ -37,8 +37,7 @@ bool request_interruption() noexcept;
 // Whether a stop is pending; taking it clears it.
 bool interruption_requested();
 bool take_interruption();
-// Whether any request was accepted since the process started or the last reset (for exit statuses).
+// Whether any request was accepted since the process started (for exit statuses).
 bool was_interrupted();
-void reset_was_interrupted();
 
 }  // namespace lmkit

@@ -128,7 +128,8 @@ bool HeadImpl::projects() const {
 
 HeadInfo head_info(const std::string& name) {
   const HeadKind& kind = require_head_kind(name);
-  HeadInfo info{kind.kind, kind.summary, kind.capabilities.projects, kind.capabilities.pointwise, kind.capabilities.monotone, {}};
+  const auto& c = kind.capabilities;
+  HeadInfo info{kind.kind, kind.summary, c.projects, c.pointwise, c.monotone, c.mixture, {}};
   for (const auto& option : kind.options) info.options.push_back({option.name, option.default_value, option.doc});
   return info;
 }

@@ -25,14 +25,17 @@ namespace lmkit {
 
 // What the rest of lmkit may assume about a kind without building one.
 struct HeadCapabilities {
-  // Maps h (width nhidlast) to its own latent space of the decoder's width (MoS, MoSS, MoC): the
-  // decoder width is then the embedding size whatever nhidlast is, and recipes train such heads
-  // with the MoS configuration.
+  // Maps h (width nhidlast) to its own latent space of the decoder's width (MoS, MoSS, MoC,
+  // Mixtape): the decoder width is then the embedding size whatever nhidlast is, and recipes train
+  // such heads with the MoS configuration (its model sizes and dropoutl).
   bool projects = false;
   // log P = log_softmax(f(l)) for a pointwise f of the logits l: f_logits() is defined.
   bool pointwise = false;
   // ... and f is strictly increasing, so the head ranks words exactly as Softmax does (same argmax).
   bool monotone = false;
+  // K components mixed under priors from h, as MoS (MoS, MoSS, MoC): the MoS configuration's K
+  // applies (Mixtape's K, the leaves of its sigmoid tree, keeps its own paper's default).
+  bool mixture = false;
 };
 
 // A head's options, read and checked through its kind's schema (defaults filled in).
@@ -132,7 +135,7 @@ inline auto declared_result(config::Tag<HeadOptionInfo>) {
 }
 struct HeadInfo {
   std::string kind, summary;
-  bool projects = false, pointwise = false, monotone = false;
+  bool projects = false, pointwise = false, monotone = false, mixture = false;
   std::vector<HeadOptionInfo> options;
 };
 inline auto declared_result(config::Tag<HeadInfo>) {
@@ -142,6 +145,7 @@ inline auto declared_result(config::Tag<HeadInfo>) {
       result_field("projects", &HeadInfo::projects, "it maps h to a latent space of its own (the MoS family, trained with the MoS configuration)"),
       result_field("pointwise", &HeadInfo::pointwise, "log_softmax(f(l)) with f pointwise"),
       result_field("monotone", &HeadInfo::monotone, "f increasing: it ranks words as Softmax does"),
+      result_field("mixture", &HeadInfo::mixture, "K components mixed under priors from h, as MoS (the MoS configuration's K applies)"),
       result_field("options", &HeadInfo::options, "{name=, default=, doc=} per option"));
 }
 // ConfigError naming the closest kind for an unknown one.

@@ -74,7 +74,7 @@ namespace {
 
 template <typename Impl>
 HeadKind mixture_kind(const char* kind, const char* summary) {
-  return declared_head_kind<Impl, MosHeadOptions>(kind, summary, HeadCapabilities{/*projects=*/true, /*pointwise=*/false, /*monotone=*/false},
+  return declared_head_kind<Impl, MosHeadOptions>(kind, summary, HeadCapabilities{/*projects=*/true, /*pointwise=*/false, /*monotone=*/false, /*mixture=*/true},
                                                   {{{"K", 3}}});
 }
 

@@ -136,7 +136,7 @@ namespace lmkit {
 
 torch::Tensor input_embedding(const LanguageModel& model) { return model->encoder->embedding.detach(); }
 
-std::pair<torch::Tensor, torch::Tensor> output_layer(const LanguageModel& model) {
+OutputLayer output_layer(const LanguageModel& model) {
   const auto decoder = model->decoder();
   return {decoder.weight.detach(), decoder.bias.defined() ? decoder.bias.detach() : torch::Tensor()};
 }

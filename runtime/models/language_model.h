@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/config/declared_result.h"
 #include "runtime/heads/head.h"
 #include "runtime/models/awd_lstm.h"
 
@@ -73,6 +74,13 @@ TORCH_MODULE(LanguageModel);
 torch::Tensor input_embedding(const LanguageModel& model);
 // The output layer the head projects onto, detached: weight [vocab, d] (the embedding itself when
 // tied) and bias [vocab] (undefined without one): logits l = h·weightᵀ + bias.
-std::pair<torch::Tensor, torch::Tensor> output_layer(const LanguageModel& model);
+struct OutputLayer {
+  torch::Tensor weight, bias;
+};
+inline auto declared_result(config::Tag<OutputLayer>) {
+  return config::result_values(config::result_field("weight", &OutputLayer::weight, "[vocab, d]"),
+                               config::result_field("bias", &OutputLayer::bias, "[vocab], nil without one"));
+}
+OutputLayer output_layer(const LanguageModel& model);
 
 }  // namespace lmkit

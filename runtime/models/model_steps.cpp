@@ -29,19 +29,19 @@ LstmState detached(const LstmState& state) {
 
 }  // namespace
 
-std::pair<torch::Tensor, LstmState> forward_step(LanguageModel& model, const torch::Tensor& ids,
+Step forward_step(LanguageModel& model, const torch::Tensor& ids,
                                                  const std::optional<LstmState>& hidden) {
   auto out = model->encode(ids, state_or_zeros(model, ids, hidden));
   return {out.output, detached(out.hidden)};
 }
 
-std::pair<torch::Tensor, LstmState> log_probs_step(LanguageModel& model, const torch::Tensor& ids,
+Step log_probs_step(LanguageModel& model, const torch::Tensor& ids,
                                                    const std::optional<LstmState>& hidden) {
   auto [logp, next] = model->log_probs(ids, state_or_zeros(model, ids, hidden));
   return {logp, detached(next)};
 }
 
-std::pair<torch::Tensor, LstmState> loss_step(LanguageModel& model, const torch::Tensor& ids, const torch::Tensor& targets,
+Step loss_step(LanguageModel& model, const torch::Tensor& ids, const torch::Tensor& targets,
                                               const std::optional<LstmState>& hidden) {
   auto out = model->loss(ids, targets, state_or_zeros(model, ids, hidden));
   model->last_ar = out.ar;
@@ -59,7 +59,7 @@ torch::Tensor last_tar(const LanguageModel& model) {
   return model->last_tar;
 }
 
-std::tuple<torch::Tensor, torch::Tensor, LstmState> top_k_step(LanguageModel& model, const torch::Tensor& ids,
+TopKStep top_k_step(LanguageModel& model, const torch::Tensor& ids,
                                                                std::int64_t k, const std::optional<LstmState>& hidden) {
   const auto vocab = model->options.encoder().vocab_size();
   if (k < 1 || k > vocab) throw UsageError("k must be in [1, " + integer_text(vocab) + "], got " + integer_text(k));
@@ -121,7 +121,7 @@ void save_model(const LanguageModel& model, const std::string& path) {
   save_checkpoint(model, path);
 }
 
-std::pair<LanguageModel, std::string> load_model(const std::string& path) {
+LoadedModel load_model(const std::string& path) {
   auto checkpoint = load_checkpoint(path);
   return {checkpoint.model, checkpoint.header.value("lmkit", std::string("?"))};
 }

@@ -9,23 +9,51 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/config/declared_result.h"
 #include "runtime/models/language_model.h"
 
 namespace lmkit {
 
+// A step's tensor and the state after it (detached).
+struct Step {
+  torch::Tensor tensor;
+  LstmState hidden;
+};
+inline auto declared_result(config::Tag<Step>) {
+  return config::result_values(config::result_field("tensor", &Step::tensor, "the step's result"),
+                               config::result_field("hidden", &Step::hidden, "the state after it: {{h, c}, ...} per layer"));
+}
+struct TopKStep {
+  torch::Tensor log_probs, ids;
+  LstmState hidden;
+};
+inline auto declared_result(config::Tag<TopKStep>) {
+  return config::result_values(config::result_field("log_probs", &TopKStep::log_probs, "[T·B, k]"),
+                               config::result_field("ids", &TopKStep::ids, "[T·B, k], 0-based"),
+                               config::result_field("hidden", &TopKStep::hidden, "the state after it"));
+}
+struct LoadedModel {
+  LanguageModel model{nullptr};
+  std::string version;
+};
+inline auto declared_result(config::Tag<LoadedModel>) {
+  return config::result_values(config::result_field("model", &LoadedModel::model, "the model"),
+                               config::result_field("version", &LoadedModel::version, "the lmkit version that wrote it"));
+}
+
 // Encoder output [T, B, nhidlast] (after the output dropout) and the next state.
-std::pair<torch::Tensor, LstmState> forward_step(LanguageModel& model, const torch::Tensor& ids,
+Step forward_step(LanguageModel& model, const torch::Tensor& ids,
                                                  const std::optional<LstmState>& hidden);
 // Next-token log-probabilities [T·B, N] (row t·B + b is position t of sequence b).
-std::pair<torch::Tensor, LstmState> log_probs_step(LanguageModel& model, const torch::Tensor& ids,
+Step log_probs_step(LanguageModel& model, const torch::Tensor& ids,
                                                    const std::optional<LstmState>& hidden);
 // Mean NLL of targets ([T, B] or [T·B]) with autograd; the AR/TAR terms go to last_ar/last_tar.
-std::pair<torch::Tensor, LstmState> loss_step(LanguageModel& model, const torch::Tensor& ids, const torch::Tensor& targets,
+Step loss_step(LanguageModel& model, const torch::Tensor& ids, const torch::Tensor& targets,
                                               const std::optional<LstmState>& hidden);
 torch::Tensor last_ar(const LanguageModel& model);
 torch::Tensor last_tar(const LanguageModel& model);
 // The k most likely next tokens per position: log-probabilities and ids [T·B, k], and the next state.
-std::tuple<torch::Tensor, torch::Tensor, LstmState> top_k_step(LanguageModel& model, const torch::Tensor& ids,
+TopKStep top_k_step(LanguageModel& model, const torch::Tensor& ids,
                                                                std::int64_t k, const std::optional<LstmState>& hidden);
 LstmState zero_state(const LanguageModel& model, std::int64_t batch_size);
 
@@ -45,6 +73,6 @@ std::string describe_model(const LanguageModelImpl& model);
 // save_checkpoint, refused for a head written in Lua (its code is not data).
 void save_model(const LanguageModel& model, const std::string& path);
 // The model in a checkpoint and the lmkit version that wrote it.
-std::pair<LanguageModel, std::string> load_model(const std::string& path);
+LoadedModel load_model(const std::string& path);
 
 }  // namespace lmkit

@@ -1,6 +1,8 @@
 #include "runtime/tensor/tensor_options.h"
 
 #include "runtime/core/device.h"
+#include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/tensor/tensor_format.h"
 
 namespace lmkit {
@@ -27,6 +29,12 @@ torch::TensorOptions tensor_options(const TensorSpec& spec, torch::TensorOptions
   if (spec.convert.device) result = result.device(parse_device(*spec.convert.device));
   if (spec.requires_grad) result = result.requires_grad(*spec.requires_grad);
   return result;
+}
+
+torch::Tensor evenly_spaced(double start, double stop, std::int64_t steps, const TensorSpec& spec) {
+  if (steps < 1) throw UsageError("steps must be at least 1, got " + integer_text(steps));
+  // host: unless the script's spec names a device, as lmkit.linspace's options document
+  return torch::linspace(start, stop, steps, tensor_options(spec));
 }
 
 torch::Tensor convert(const torch::Tensor& tensor, const ConvertSpec& spec) {

@@ -22,6 +22,8 @@ struct TensorSpec {
 const config::BoundOptions<TensorSpec>& declared_options(config::Tag<TensorSpec>);
 
 torch::TensorOptions tensor_options(const TensorSpec& spec, torch::TensorOptions defaults = {});
+// `steps` evenly spaced values from start to stop inclusive (lmkit.linspace).
+torch::Tensor evenly_spaced(double start, double stop, std::int64_t steps, const TensorSpec& spec);
 // `tensor` converted (to the device first, then the dtype).
 torch::Tensor convert(const torch::Tensor& tensor, const ConvertSpec& spec);
 

@@ -12,68 +12,33 @@
 namespace lmkit::training {
 namespace {
 
-using config::member;
-using config::OptionSpec;
-using config::OptionType;
 using config::Range;
 using nlohmann::json;
 
 const config::BoundOptions<TrainOptions>& bound() {
   static const config::BoundOptions<TrainOptions> table = [] {
-    const TrainOptions d;
-    auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(); };
     return config::BoundOptions<TrainOptions>("training", {
-        member({"lr", OptionType::Number, d.lr, Range::positive(), "learning rate (SGD, and ASGD after the switch)"},
-             &TrainOptions::lr),
-        member(OptionSpec("optimizer", OptionType::String, d.optimizer, Range::any(),
-                        "\"sgd\" (switches to ASGD by the policy) or \"adam\"")
-                 .one_of({"sgd", "adam"}),
-             &TrainOptions::optimizer),
-        member({"wdecay", OptionType::Number, d.wdecay, Range::non_negative(), "weight decay"}, &TrainOptions::wdecay),
-        member({"clip", OptionType::Number, d.clip, Range::non_negative(), "gradient-norm clipping (0: off)"},
-             &TrainOptions::clip),
-        member(OptionSpec("own_lr", OptionType::Number, opt(d.own_lr), Range::positive(),
-                        "learning rate of a head's own-lr parameters (PLIF's slopes); nil: the head's own rate")
-                 .or_null(),
-             &TrainOptions::own_lr),
-        member({"batch_size", OptionType::Integer, d.batch_size, Range::at_least(1), "columns of the training stream"},
-             &TrainOptions::batch_size),
-        member({"small_batch_size", OptionType::Integer, d.small_batch_size, Range::non_negative(),
-              "columns per chunk of gradient accumulation (0: batch_size, no accumulation)"},
-             &TrainOptions::small_batch_size),
-        member({"bptt", OptionType::Integer, d.bptt, Range::at_least(1), "mean BPTT window length"}, &TrainOptions::bptt),
-        member({"max_delta", OptionType::Integer, d.max_delta, Range::any(), "windows are at most bptt + max_delta long"},
-             &TrainOptions::max_delta),
-        member({"epochs", OptionType::Integer, d.epochs, Range::non_negative(), "epochs of the main stage"},
-             &TrainOptions::epochs),
-        member(OptionSpec("switch", OptionType::String, d.switch_policy, Range::any(),
-                        "when SGD becomes ASGD: \"nt\" (non-monotone trigger), \"et\" (after switch_epoch), \"none\"")
-                 .one_of({"nt", "et", "none"}),
-             &TrainOptions::switch_policy),
-        member({"nonmono", OptionType::Integer, d.nonmono, Range::non_negative(), "NT's window of earlier epochs"},
-             &TrainOptions::nonmono),
-        member({"switch_epoch", OptionType::Integer, d.switch_epoch, Range::at_least(1), "ET averages after this epoch"},
-             &TrainOptions::switch_epoch),
-        member({"finetune_epochs", OptionType::Integer, d.finetune_epochs, Range::non_negative(),
-              "epochs of the finetune stage (0: none)"},
-             &TrainOptions::finetune_epochs),
-        member(OptionSpec("flood", OptionType::Number, opt(d.flood), Range::non_negative(),
-                        "flood level b of the training NLL (nil: no flooding)")
-                 .or_null(),
-             &TrainOptions::flood),
-        member({"eval_batch_size", OptionType::Integer, d.eval_batch_size, Range::at_least(1), "columns for validation"},
-             &TrainOptions::eval_batch_size),
-        member({"test_batch_size", OptionType::Integer, d.test_batch_size, Range::at_least(1), "columns for the test"},
-             &TrainOptions::test_batch_size),
-        member({"log_interval", OptionType::Integer, d.log_interval, Range::at_least(1), "steps between metrics lines"},
-             &TrainOptions::log_interval),
-        member({"seed", OptionType::Integer, d.seed, Range::non_negative(), "seed of every random draw of the run"},
-             &TrainOptions::seed),
-        member({"max_seconds", OptionType::Number, d.max_seconds, Range::non_negative(),
-              "wall-time budget of the run over all its sessions (0: none)"},
-             &TrainOptions::max_seconds),
-        member({"test", OptionType::Boolean, d.test, Range::any(), "evaluate the best model on the test split at the end"},
-             &TrainOptions::test),
+        {"lr", &TrainOptions::lr, Range::positive(), "learning rate (SGD, and ASGD after the switch)"},
+        {"optimizer", &TrainOptions::optimizer, config::OneOf{{"sgd", "adam"}}, "\"sgd\" (switches to ASGD by the policy) or \"adam\""},
+        {"wdecay", &TrainOptions::wdecay, Range::non_negative(), "weight decay"},
+        {"clip", &TrainOptions::clip, Range::non_negative(), "gradient-norm clipping (0: off)"},
+        {"own_lr", &TrainOptions::own_lr, Range::positive(), "learning rate of a head's own-lr parameters (PLIF's slopes); nil: the head's own rate"},
+        {"batch_size", &TrainOptions::batch_size, Range::at_least(1), "columns of the training stream"},
+        {"small_batch_size", &TrainOptions::small_batch_size, Range::non_negative(), "columns per chunk of gradient accumulation (0: batch_size, no accumulation)"},
+        {"bptt", &TrainOptions::bptt, Range::at_least(1), "mean BPTT window length"},
+        {"max_delta", &TrainOptions::max_delta, Range::any(), "windows are at most bptt + max_delta long"},
+        {"epochs", &TrainOptions::epochs, Range::non_negative(), "epochs of the main stage"},
+        {"switch", &TrainOptions::switch_policy, config::OneOf{{"nt", "et", "none"}}, "when SGD becomes ASGD: \"nt\" (non-monotone trigger), \"et\" (after switch_epoch), \"none\""},
+        {"nonmono", &TrainOptions::nonmono, Range::non_negative(), "NT's window of earlier epochs"},
+        {"switch_epoch", &TrainOptions::switch_epoch, Range::at_least(1), "ET averages after this epoch"},
+        {"finetune_epochs", &TrainOptions::finetune_epochs, Range::non_negative(), "epochs of the finetune stage (0: none)"},
+        {"flood", &TrainOptions::flood, Range::non_negative(), "flood level b of the training NLL (nil: no flooding)"},
+        {"eval_batch_size", &TrainOptions::eval_batch_size, Range::at_least(1), "columns for validation"},
+        {"test_batch_size", &TrainOptions::test_batch_size, Range::at_least(1), "columns for the test"},
+        {"log_interval", &TrainOptions::log_interval, Range::at_least(1), "steps between metrics lines"},
+        {"seed", &TrainOptions::seed, Range::non_negative(), "seed of every random draw of the run"},
+        {"max_seconds", &TrainOptions::max_seconds, Range::non_negative(), "wall-time budget of the run over all its sessions (0: none)"},
+        {"test", &TrainOptions::test, Range::any(), "evaluate the best model on the test split at the end"},
     });
   }();
   return table;
