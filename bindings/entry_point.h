@@ -130,6 +130,10 @@ OptionsTable read_options_table(lua_State* L, int index, const Where& where, con
 
 template <typename T>
 T read(lua_State* L, int index, const Where& where);
+template <typename T>
+bool is_a(lua_State* L, int index);
+template <typename T>
+std::string shown(const T* = nullptr);
 
 template <typename T>
 T read_options(lua_State* L, int index, const Where& where) {
@@ -154,23 +158,19 @@ void check_keys(lua_State* L, int index, const Where& where, const std::vector<s
                 const std::vector<std::string>& skipped);
 
 // A declared result's fields from a table: those present are read, the rest keep their defaults;
-// any other key (but `skipped`) is an error naming the closest field. A lone string stands for a
-// struct whose first field is a string ({text = s}).
+// any other key (but `skipped`) is an error naming the closest field. A lone value stands for the
+// first field of a result_table_or_first ({text = s}).
 template <typename T>
 T read_declared(lua_State* L, int index, const Where& where, const std::vector<std::string>& skipped = {}) {
   T value{};
   const auto declared = declared_result(config::Tag<T>{});
-  if (lua_type(L, index) == LUA_TSTRING) {
-    using First = std::decay_t<decltype(value.*(std::get<0>(declared.fields).member))>;
-    if constexpr (std::is_same_v<First, std::string>) {
-      value.*(std::get<0>(declared.fields).member) = lua_tostring(L, index);
-      return value;
-    }
+  using First = std::decay_t<decltype(value.*(std::get<0>(declared.fields).member))>;
+  const bool lone = declared.shape == config::ResultShape::TableOrFirst;
+  if (lone && lua_type(L, index) != LUA_TTABLE && is_a<First>(L, index)) {
+    value.*(std::get<0>(declared.fields).member) = read<First>(L, index, where);
+    return value;
   }
-  if (lua_type(L, index) != LUA_TTABLE) {
-    using First = std::decay_t<decltype(value.*(std::get<0>(declared.fields).member))>;
-    expected(L, index, where, std::is_same_v<First, std::string> ? "string or table" : "table");
-  }
+  if (lua_type(L, index) != LUA_TTABLE) expected(L, index, where, lone ? shown<First>() + " or table" : "table");
   index = lua_absindex(L, index);
   std::vector<std::string> names;
   std::apply([&](const auto&... field) { (names.emplace_back(field.name), ...); }, declared.fields);
@@ -206,9 +206,6 @@ bool is_a(lua_State* L, int index) {
     return lua_type(L, index) == LUA_TTABLE;
   }
 }
-
-template <typename T>
-std::string shown(const T* = nullptr);
 
 template <typename... A>
 std::variant<A...> read_variant(lua_State* L, int index, const Where& where, std::variant<A...>*) {
@@ -408,6 +405,13 @@ void push_one(lua_State* L, const T& value) {
     }
   } else if constexpr (std::is_same_v<T, bool>) {
     lua_pushboolean(L, value);
+  } else if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(lua_Integer)) {
+    // Lua integers are signed: larger values become the nearest float, not a negative integer.
+    if (value <= static_cast<T>(LUA_MAXINTEGER)) {
+      lua_pushinteger(L, static_cast<lua_Integer>(value));
+    } else {
+      lua_pushnumber(L, static_cast<lua_Number>(value));
+    }
   } else if constexpr (std::is_integral_v<T>) {
     lua_pushinteger(L, static_cast<lua_Integer>(value));
   } else if constexpr (std::is_floating_point_v<T>) {
@@ -445,7 +449,7 @@ int push(lua_State* L, const T& value) {
     return static_cast<int>(std::tuple_size_v<T>);
   } else if constexpr (HasResult<T>::value && !IsClass<T>::value) {
     const auto declared = declared_result(config::Tag<T>{});
-    if (declared.shape == config::ResultShape::Table) {
+    if (declared.shape != config::ResultShape::Values) {
       push_fields(L, value);
       return 1;
     }
@@ -490,7 +494,7 @@ std::string shown(const T*) {
     return ClassTraits<T>::name;
   } else if constexpr (HasResult<T>::value) {
     const auto declared = declared_result(config::Tag<T>{});
-    const bool table = declared.shape == config::ResultShape::Table;
+    const bool table = declared.shape != config::ResultShape::Values;
     std::string text;
     std::apply([&](const auto&... field) { ((text += (text.empty() ? "" : ", ") + std::string(field.name) + (table ? "=" : "")), ...); },
                declared.fields);
@@ -499,7 +503,8 @@ std::string shown(const T*) {
     using Item = typename T::value_type;
     return "{" + (IsPair<Item>::value ? "{" + shown<Item>() + "}" : shown<Item>()) + ", ...}";
   } else if constexpr (IsOptional<T>::value) {
-    return shown<typename T::value_type>() + "|nil";
+    const auto inner = shown<typename T::value_type>();
+    return inner.find(", ") != std::string::npos && inner.front() != '{' ? "(" + inner + ")|nil" : inner + "|nil";
   } else if constexpr (std::is_same_v<T, torch::Tensor>) {
     return "Tensor";
   } else if constexpr (std::is_same_v<T, bool>) {
@@ -554,7 +559,9 @@ std::string generate_doc(const std::string& call_prefix, const char* arguments, 
       return;
     } else if constexpr (HasOptions<T>::value) {
       const auto& schema = declared_options(config::Tag<T>{}).schema();
-      add(true, schema.signature());
+      bool required = false;
+      for (const auto& option : schema.options()) required = required || option.required;
+      add(!required, schema.signature());
       options_text += schema.describe();
     } else {
       const std::string name = next_name < names.size() ? names[next_name++] : "?";
@@ -662,6 +669,7 @@ struct Signature<R (*)(A...)> {
       Fn(Held<A>::pass(std::get<I>(args))...);
       return 0;
     } else if constexpr (std::is_lvalue_reference_v<R> && IsClass<std::decay_t<R>>::value) {
+      static_assert(std::is_same_v<std::decay_t<R>, First>, "entry<>: a class reference is returned only as self");
       Fn(Held<A>::pass(std::get<I>(args))...);  // returns its object: the same Lua value, for chaining
       lua_pushvalue(L, 1);
       return 1;

@@ -185,6 +185,13 @@ std::optional<bool> opt_boolean(lua_State* L, int position) {
 
 void push_string(lua_State* L, const std::string& s) { lua_pushlstring(L, s.data(), s.size()); }
 
+void push_global_raw(lua_State* L, const char* name) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+  lua_pushstring(L, name);
+  lua_rawget(L, -2);
+  lua_remove(L, -2);
+}
+
 int get_field_raw(lua_State* L, int table, const char* key) {
   table = lua_absindex(L, table);
   lua_pushstring(L, key);

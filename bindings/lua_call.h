@@ -51,6 +51,9 @@ bool push_method(lua_State* L, int object, int key);
 // over the binding's C++ frames) and returns its type.
 int get_field_raw(lua_State* L, int table, const char* key);
 
+// Pushes the global `name` without metamethods (a strict-globals __index may raise).
+void push_global_raw(lua_State* L, const char* name);
+
 // Pushes a std::string (embedded zeros kept).
 void push_string(lua_State* L, const std::string& s);
 

@@ -95,9 +95,9 @@ template <typename T>
 int tostring(lua_State* L) {
   auto* box = test_box<T>(L, 1);
   std::string text = std::string(ClassTraits<T>::name) + " (closed)";
-  if (box && box->value) {
+  if (const auto held = box ? box->value : nullptr) {
     if constexpr (HasDescribe<T>::value) {
-      text = ClassTraits<T>::describe(*box->value);  // must not raise: the REPL echoes with it
+      text = ClassTraits<T>::describe(*held);  // must not raise: the REPL echoes with it
     } else {
       text = ClassTraits<T>::name;
     }

@@ -28,14 +28,14 @@ int mark_settings_read_binding(lua_State* L) {
   return 0;
 }
 
-// Pushes function `name` of the embedded module lmkit.settings_tables (bindings/lua/settings_tables.lua).
-// Returns false when it cannot: the preload table is reachable from Lua.
+// Pushes function `name` of the embedded module lmkit.settings_tables (bindings/lua/settings_tables.lua),
+// read raw: the preload table and the module are reachable from Lua. False when it cannot.
 bool push_settings_tables_function(lua_State* L, const char* name) {
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-  if (lua_getfield(L, -1, "lmkit.settings_tables") != LUA_TFUNCTION || lua_pcall(L, 0, 1, 0) != LUA_OK ||
-      lua_type(L, -1) != LUA_TTABLE || lua_getfield(L, -1, name) != LUA_TFUNCTION) {
-    return false;
-  }
+  lua_pushliteral(L, "lmkit.settings_tables");
+  if (lua_rawget(L, -2) != LUA_TFUNCTION || lua_pcall(L, 0, 1, 0) != LUA_OK || lua_type(L, -1) != LUA_TTABLE) return false;
+  lua_pushstring(L, name);
+  if (lua_rawget(L, -2) != LUA_TFUNCTION) return false;
   lua_replace(L, -3);
   lua_pop(L, 1);
   return true;

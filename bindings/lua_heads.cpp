@@ -192,11 +192,12 @@ class LuaCustomHeadImpl : public HeadImpl {
 };
 
 // Pushes a spec table {kind = kind} with the HeadSpec metatable.
+// Pushes a spec table {kind = kind}; its fields are set raw and the HeadSpec metatable last (a script
+// can reach that metatable and give it a __newindex).
 void push_spec(lua_State* L, const char* kind) {
   lua_createtable(L, 0, 4);
   lua_pushstring(L, kind);
   lua_setfield(L, -2, "kind");
-  luaL_setmetatable(L, kHeadSpecMetatable);
 }
 
 // lmkit.heads.<kind>{...} for every registered kind (head_registry.h): each option given is checked
@@ -237,6 +238,7 @@ int heads_pointwise(lua_State* L) {
   push_spec(L, "pointwise");
   lua_pushvalue(L, 1);
   lua_setfield(L, -2, "fn");
+  luaL_setmetatable(L, kHeadSpecMetatable);
   return 1;
 }
 
@@ -259,6 +261,7 @@ int heads_custom(lua_State* L) {
     }
     lua_setfield(L, -2, key);
   }
+  luaL_setmetatable(L, kHeadSpecMetatable);
   return 1;
 }
 

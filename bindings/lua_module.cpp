@@ -229,7 +229,7 @@ int lmkit_seed(lua_State* L) {
   const auto seed = check_integer(L, 1);
   seed_torch(static_cast<std::uint64_t>(seed));
   // Lua's own generator too, so recipes that draw with math.random are reproducible.
-  lua_getglobal(L, "math");
+  push_global_raw(L, "math");
   if (lua_type(L, -1) == LUA_TTABLE) {
     lua_pushliteral(L, "randomseed");
     if (lua_rawget(L, -2) == LUA_TFUNCTION) {

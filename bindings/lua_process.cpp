@@ -12,6 +12,8 @@ namespace {
 // lmkit.process.run_pool{tasks=, jobs=, slots=, poll_seconds=, on_event=fn}
 int run_pool(lua_State* L) {
   if (lua_type(L, 1) != LUA_TTABLE) type_error(L, 1, "table");
+  if (get_field_raw(L, 1, "tasks") != LUA_TTABLE) throw ArgError(1, "option 'tasks' must be a list of {argv=, log=, env=}");
+  lua_pop(L, 1);
   const bool has_callback = get_field_raw(L, 1, "on_event") == LUA_TFUNCTION;
   const int callback = lua_gettop(L);
   const auto request = entry_detail::read_declared<training::PoolRequest>(L, 1, entry_detail::Where{1, ""}, {"on_event"});

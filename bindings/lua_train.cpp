@@ -43,7 +43,7 @@ void call_callback(lua_State* L, int callbacks, int control, const char* name, c
 
 // Calls math[name](args...) raw (no metamethods); false when it is missing or fails.
 bool call_math(lua_State* L, const char* name, int nargs, const lua_Integer* args, int nresults) {
-  lua_getglobal(L, "math");
+  push_global_raw(L, "math");
   if (lua_type(L, -1) != LUA_TTABLE) return lua_pop(L, 1), false;
   lua_pushstring(L, name);
   if (lua_rawget(L, -2) != LUA_TFUNCTION) return lua_pop(L, 2), false;
@@ -128,17 +128,18 @@ TrainArguments read_train_table(lua_State* L, int position, bool for_resume) {
   return args;
 }
 
-// Runs the trainer with the control box holding it (emptied when the run ends); pushes the Run.
-int run_trainer(lua_State* L, Trainer& trainer, int control) {
+// Runs the trainer with the control box sharing it (emptied when the run ends, so that a callback's
+// control used later says so); pushes the Run.
+int run_trainer(lua_State* L, std::shared_ptr<Trainer> trainer, int control) {
   auto* box = test_box<Trainer>(L, control);
-  box->value = std::shared_ptr<Trainer>(&trainer, [](Trainer*) {});  // not owned: the run's lifetime
+  box->value = trainer;
   struct Reset {
     Box<Trainer>* box;
     ~Reset() { box->value.reset(); }
   } reset{box};
   LuaCallScope scope(L);
-  trainer.run();
-  push_object<training::RunView>(L, std::make_shared<training::RunView>(trainer.store().dir().string(), trainer.model()));
+  trainer->run();
+  push_object<training::RunView>(L, std::make_shared<training::RunView>(trainer->store().dir().string(), trainer->model()));
   return 1;
 }
 
@@ -147,9 +148,9 @@ int lmkit_train(lua_State* L) {
   if (!args.model) throw ArgError(1, "option 'model' is required (an lmkit.model{...})");
   if (!args.corpus) throw ArgError(1, "option 'corpus' is required (lmkit.data.corpus(...) or a synthetic language's corpus)");
   if (args.run_dir.empty()) throw ArgError(1, "option 'run_dir' is required (the directory that keeps this run)");
-  Trainer trainer(*args.model, *args.corpus, training::train_options_from_json(args.options), args.run_dir,
-                  make_callbacks(L, args.callbacks, args.control));
-  return run_trainer(L, trainer, args.control);
+  auto trainer = std::make_shared<Trainer>(*args.model, *args.corpus, training::train_options_from_json(args.options),
+                                           args.run_dir, make_callbacks(L, args.callbacks, args.control));
+  return run_trainer(L, std::move(trainer), args.control);
 }
 
 int lmkit_resume(lua_State* L) {
@@ -166,8 +167,9 @@ int lmkit_resume(lua_State* L) {
   request.device = args.device;
   request.option_changes = args.options;
   auto run = training::prepare_resume(dir, std::move(request));
-  Trainer trainer(run.model, run.corpus, run.options, dir, make_callbacks(L, args.callbacks, args.control));
-  return run_trainer(L, trainer, args.control);
+  auto trainer = std::make_shared<Trainer>(run.model, run.corpus, run.options, dir,
+                                           make_callbacks(L, args.callbacks, args.control));
+  return run_trainer(L, std::move(trainer), args.control);
 }
 
 // lmkit.train's doc: its training options come from their declaration (train_options.cpp).

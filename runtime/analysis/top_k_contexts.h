@@ -32,7 +32,7 @@ struct Context {
   std::optional<std::string> next;
 };
 inline auto declared_result(config::Tag<Context>) {
-  return config::result_table(config::result_field("text", &Context::text, "the context's words"),
+  return config::result_table_or_first(config::result_field("text", &Context::text, "the context's words"),
                               config::result_field("next", &Context::next, "the true next word, if known"));
 }
 

@@ -33,7 +33,9 @@ constexpr ResultField<Struct, T> result_field(const char* name, T Struct::*membe
   return {name, member, doc};
 }
 
-enum class ResultShape { Table, Values };
+// TableOrFirst: a table that, read back from a script, may also be given as a lone value of its
+// first field (a context as "the cat" or {text = "the cat", next = "sat"}).
+enum class ResultShape { Table, Values, TableOrFirst };
 
 template <typename... Fields>
 struct DeclaredResult {
@@ -44,6 +46,11 @@ struct DeclaredResult {
 template <typename... Fields>
 constexpr DeclaredResult<Fields...> result_table(Fields... fields) {
   return {ResultShape::Table, std::tuple<Fields...>(fields...)};
+}
+
+template <typename... Fields>
+constexpr DeclaredResult<Fields...> result_table_or_first(Fields... fields) {
+  return {ResultShape::TableOrFirst, std::tuple<Fields...>(fields...)};
 }
 
 template <typename... Fields>

@@ -234,6 +234,13 @@ Environment environment(const std::map<std::string, std::string>& variables) {
 
 PoolSummary run_pool(const PoolRequest& request, const std::function<void(const PoolEvent&)>& on_event) {
   if (request.jobs < 1) throw UsageError("run_pool: jobs must be at least 1, got " + integer_text(request.jobs));
+  // Every task is checked before the first starts: a bad one found hours into a batch would stop it.
+  for (std::size_t i = 0; i < request.tasks.size(); ++i) {
+    const auto& task = request.tasks[i];
+    if (task.argv.empty() || task.argv.front().empty() || task.log.empty()) {
+      throw UsageError("run_pool: task " + integer_text(i + 1) + " needs argv (a command, argv[1] its path) and log (a file)");
+    }
+  }
   std::vector<ProcessSpec> specs;
   for (const auto& task : request.tasks) specs.push_back({task.argv, task.log, environment(task.env)});
   PoolOptions options;
