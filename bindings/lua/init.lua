@@ -5,9 +5,10 @@ return function(lmkit)
     return (s or ""):match("^[^\n]*")
   end
 
+  -- Raw (next, not pairs): help() of a table whose __pairs never ends must still return.
   local function sorted_keys(t)
     local keys = {}
-    for k in pairs(t) do
+    for k in next, t do
       if type(k) == "string" then keys[#keys + 1] = k end
     end
     table.sort(keys)
@@ -84,7 +85,7 @@ return function(lmkit)
   local function list_functions(title, t, separator)
     io.write(title, "\n")
     for _, key in ipairs(sorted_keys(t)) do
-      local value = t[key]
+      local value = rawget(t, key)
       local _, doc = lmkit.doc(value)
       if doc then
         io.write(("  %-14s %s\n"):format(key, first_line(doc)))

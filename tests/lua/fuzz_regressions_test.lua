@@ -259,4 +259,16 @@ T.test("projecting heads check K · latent_dim before building their latent laye
   T.truthy(tried > 0, "no projecting head kind is registered")
 end)
 
+T.test("help() of a table whose __pairs never ends returns (binding fuzzer seeds 1687414240, 1680682151)", function()
+  local endless = setmetatable({x = 1}, {__pairs = function() return function() return "k", 1 end end,
+                                         __index = function() error("no fields") end})
+  local write = io.write
+  io.write = function() end  -- help prints; the test only needs it to return
+  debug.sethook(function() error("help() looped") end, "", 100000000)
+  local ok, err = pcall(lmkit.help, endless)
+  debug.sethook()
+  io.write = write
+  T.truthy(ok, tostring(err))
+end)
+
 T.run()
