@@ -16,11 +16,16 @@ void check_split_fits(const char* split, const torch::Tensor& tokens, const char
   const auto n = tokens.defined() ? tokens.numel() : 0;
   if (n / batch_size >= rows) return;
   const auto largest = n / rows;
+  // A batch size near 2^63 (from a script or --set) must still get this message, not an overflow.
+  std::int64_t needed = 0;
+  const auto needed_text = __builtin_mul_overflow(batch_size, rows, &needed)
+                               ? fmt::format("{} × {}", integer_text(batch_size), integer_text(rows))
+                               : integer_text(needed);
   throw UsageError(fmt::format(
       "train: the {} split has {} token{}, too few for {} {}: each of its {} columns needs at least {} tokens, "
       "so it needs at least {}. {}",
       split, integer_text(n), n == 1 ? "" : "s", option, integer_text(batch_size), integer_text(batch_size),
-      integer_text(rows), integer_text(batch_size * rows),
+      integer_text(rows), needed_text,
       largest >= 1 ? fmt::format("Set the training option {} to at most {}, or use a larger {} split.", option,
                                  integer_text(largest), split)
                    : fmt::format("Use a {} split of at least {} tokens.", split, integer_text(rows))));

@@ -618,6 +618,17 @@ TEST_F(TrainerTest, EverySplitIsCheckedAgainstItsBatchSizeBeforeTheFirstStep) {
   corpus.test = corpus.test.narrow(0, 0, 1).clone();
   options.test = false;
   EXPECT_NO_THROW(Trainer(tiny_model(), corpus, options, dir("untested")));
+  // A batch size whose token count does not fit 64 bits still gets the message (found by the fuzzer
+  // under UBSan: batch_size 2^62 × 3 overflowed).
+  options = tiny_options();
+  options.batch_size = std::int64_t{1} << 62;
+  try {
+    Trainer trainer(tiny_model(), tiny_corpus(), options, dir("huge"));
+    ADD_FAILURE() << "a batch size of 2^62 was accepted";
+  } catch (const UsageError& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("so it needs at least 4611686018427387904 × 3."), std::string::npos) << text;
+  }
 }
 
 TEST_F(TrainerTest, BadOptionsAreNamed) {
