@@ -63,13 +63,7 @@ struct ClassTraits<data::EvalBatches> {
   static std::int64_t length(const data::EvalBatches& batches) { return batches.size(); }
 };
 
-template <>
-struct ClassTraits<data::BpttSampler> {
-  using Object = data::BpttSampler;
-  static constexpr const char* name = "BpttSampler";
-  static constexpr const char* self = "sampler";
-  static constexpr const char* closed = "already closed or collected";
-};
+LMKIT_LUA_CLASS(data::BpttSampler, data::BpttSampler, "BpttSampler", "sampler");
 
 template <>
 struct ClassTraits<training::RunView> {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <deque>
 #include <mutex>
+#include <type_traits>
 
 #include "runtime/core/number_text.h"
 
@@ -37,44 +38,45 @@ void expected(lua_State* L, int index, const Where& where, const std::string& wh
   }
 }
 
-std::vector<double> read_numbers(lua_State* L, int index, const Where& where) {
+namespace {
+
+// A list of T (double or std::int64_t) from a Lua array or a tensor: any integer tensor for
+// integers (read in order), a 1-D one for numbers.
+template <typename T>
+std::vector<T> read_values(lua_State* L, int index, const Where& where) {
+  constexpr bool integers = std::is_integral_v<T>;
   if (auto* t = test_tensor(L, index)) {
     if (!t->defined()) fail(where, "tensor was already closed or collected");
-    if (t->dim() != 1) fail(where, "a tensor of numbers must be 1-D, got " + integer_text(t->dim()) + "-D");
-    auto values = t->detach().to(torch::kCPU).to(torch::kFloat64).contiguous();
-    return std::vector<double>(values.data_ptr<double>(), values.data_ptr<double>() + values.numel());
+    if (integers && (torch::isFloatingType(t->scalar_type()) || t->scalar_type() == torch::kBool)) {
+      fail(where, "an integer tensor expected");
+    }
+    if (!integers && t->dim() != 1) fail(where, "a tensor of numbers must be 1-D, got " + integer_text(t->dim()) + "-D");
+    auto flat = t->detach().to(torch::kCPU).to(integers ? torch::kInt64 : torch::kFloat64).reshape({-1}).contiguous();
+    return std::vector<T>(flat.data_ptr<T>(), flat.data_ptr<T>() + flat.numel());
   }
-  if (lua_type(L, index) != LUA_TTABLE) expected(L, index, where, "array of numbers or 1-D Tensor");
-  std::vector<double> values;
+  if (lua_type(L, index) != LUA_TTABLE) {
+    expected(L, index, where, integers ? "array of integers or integer Tensor" : "array of numbers or 1-D Tensor");
+  }
+  std::vector<T> values;
   const auto n = lua_rawlen(L, index);
   for (lua_Unsigned k = 1; k <= n; ++k) {
     lua_rawgeti(L, index, static_cast<lua_Integer>(k));
-    const bool is_number = lua_type(L, -1) == LUA_TNUMBER;
-    values.push_back(lua_tonumber(L, -1));
+    int ok = lua_type(L, -1) == LUA_TNUMBER;
+    values.push_back(integers ? static_cast<T>(lua_tointegerx(L, -1, &ok)) : static_cast<T>(lua_tonumber(L, -1)));
     lua_pop(L, 1);
-    if (!is_number) fail(where, "entry " + integer_text(k) + " is not a number");
+    if (!ok) fail(where, "entry " + integer_text(k) + (integers ? " is not an integer" : " is not a number"));
   }
   return values;
 }
 
+}  // namespace
+
+std::vector<double> read_numbers(lua_State* L, int index, const Where& where) {
+  return read_values<double>(L, index, where);
+}
+
 std::vector<std::int64_t> read_integers(lua_State* L, int index, const Where& where) {
-  if (auto* t = test_tensor(L, index)) {
-    if (!t->defined()) fail(where, "tensor was already closed or collected");
-    if (torch::isFloatingType(t->scalar_type()) || t->scalar_type() == torch::kBool) fail(where, "an integer tensor expected");
-    auto flat = t->detach().to(torch::kCPU).to(torch::kInt64).reshape({-1}).contiguous();
-    return std::vector<std::int64_t>(flat.data_ptr<std::int64_t>(), flat.data_ptr<std::int64_t>() + flat.numel());
-  }
-  if (lua_type(L, index) != LUA_TTABLE) expected(L, index, where, "array of integers or integer Tensor");
-  std::vector<std::int64_t> values;
-  const auto n = lua_rawlen(L, index);
-  for (lua_Unsigned k = 1; k <= n; ++k) {
-    lua_rawgeti(L, index, static_cast<lua_Integer>(k));
-    int ok = 0;
-    values.push_back(lua_tointegerx(L, -1, &ok));
-    lua_pop(L, 1);
-    if (!ok) fail(where, "entry " + integer_text(k) + " is not an integer");
-  }
-  return values;
+  return read_values<std::int64_t>(L, index, where);
 }
 
 OptionsTable read_options_table(lua_State* L, int index, const Where& where, const config::OptionSchema& schema,

@@ -6,13 +6,16 @@
 // The parameter types say how each Lua argument is read and checked: Tensor, integer, number,
 // boolean, string, a dtype name, a list (std::vector), a {a, b} pair, a table of strings to values
 // (std::map), any Lua data (nlohmann::json), a model or another class of lua_class.h, one of two
-// kinds (std::variant), std::optional<T> for an argument that may be nil. A struct with a
+// kinds (std::variant), std::optional<T> for an argument that may be nil, a number that keeps
+// its kind (torch::Scalar: integer, float or boolean), Rest<T> for the values of type T from its
+// position on or one list of them (lmkit.zeros(2, 3) or lmkit.zeros({2, 3})). A struct with a
 // declared_options(config::Tag<T>) is read from a table of named options (unknown keys with the
 // closest name, types, ranges, defaults, nested tables — all from the declaration); a struct with a
 // declared_result is read from a table of its fields. A Progress parameter takes no argument: it
 // shows the work's progress on a terminal. The result type says what is returned: a struct with a
 // declared_result becomes a table or several values, vectors become lists, pairs and tuples
-// several values, classes their objects. The doc string that help() and docs/lua-api.md show is
+// several values, classes their objects, a reference to the first parameter its Lua value (the
+// in-place methods return self). The doc string that help() and docs/lua-api.md show is
 // generated from the same declarations: the signature with the defaults, the summary, the options
 // one per line and the result's fields one per line.
 //
@@ -47,6 +50,7 @@
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
 #include "runtime/models/language_model.h"
+#include "runtime/tensor/tensor_factories.h"
 #include "runtime/tensor/tensor_format.h"
 
 namespace lmkit::lua {
@@ -92,6 +96,10 @@ template <typename T>
 struct IsVariant : std::false_type {};
 template <typename... T>
 struct IsVariant<std::variant<T...>> : std::true_type {};
+template <typename T>
+struct IsRest : std::false_type {};
+template <typename T>
+struct IsRest<Rest<T>> : std::true_type {};
 template <typename T>
 struct IsSharedClass : std::false_type {};
 template <typename T>
@@ -200,6 +208,8 @@ bool is_a(lua_State* L, int index) {
     return is_object<SharedClass<T>>(L, index);
   } else if constexpr (std::is_same_v<T, std::string>) {
     return lua_type(L, index) == LUA_TSTRING;
+  } else if constexpr (std::is_same_v<T, torch::Scalar>) {
+    return lua_type(L, index) == LUA_TNUMBER || lua_type(L, index) == LUA_TBOOLEAN;
   } else if constexpr (std::is_arithmetic_v<T>) {
     return lua_type(L, index) == LUA_TNUMBER;
   } else {
@@ -253,6 +263,11 @@ T read(lua_State* L, int index, const Where& where) {
   } else if constexpr (std::is_same_v<T, bool>) {
     if (lua_type(L, index) != LUA_TBOOLEAN) expected(L, index, where, "boolean");
     return lua_toboolean(L, index);
+  } else if constexpr (std::is_same_v<T, torch::Scalar>) {
+    if (lua_type(L, index) == LUA_TBOOLEAN) return torch::Scalar(static_cast<bool>(lua_toboolean(L, index)));
+    if (lua_type(L, index) != LUA_TNUMBER) expected(L, index, where, "number or boolean");
+    if (lua_isinteger(L, index)) return torch::Scalar(static_cast<std::int64_t>(lua_tointeger(L, index)));
+    return torch::Scalar(static_cast<double>(lua_tonumber(L, index)));
   } else if constexpr (std::is_integral_v<T>) {
     int is_integer = 0;
     const lua_Integer value = lua_tointegerx(L, index, &is_integer);
@@ -509,6 +524,8 @@ std::string shown(const T*) {
     return "Tensor";
   } else if constexpr (std::is_same_v<T, bool>) {
     return "boolean";
+  } else if constexpr (std::is_same_v<T, torch::Scalar>) {
+    return "number";
   } else if constexpr (std::is_integral_v<T>) {
     return "integer";
   } else if constexpr (std::is_floating_point_v<T>) {
@@ -565,7 +582,7 @@ std::string generate_doc(const std::string& call_prefix, const char* arguments, 
       options_text += schema.describe();
     } else {
       const std::string name = next_name < names.size() ? names[next_name++] : "?";
-      add(IsOptional<T>::value, name);
+      add(IsOptional<T>::value, IsRest<T>::value ? name + "..." : name);
     }
   };
   (parameter(static_cast<std::decay_t<A>*>(nullptr)), ...);
@@ -614,27 +631,38 @@ struct Held<P, std::enable_if_t<std::is_same_v<std::decay_t<P>, std::string_view
   static std::string_view pass(type& held) { return held; }
 };
 
-// The Lua position of each parameter (0 for those that take no argument).
-template <typename... A>
-constexpr std::array<int, sizeof...(A)> positions() {
-  std::array<int, sizeof...(A)> result{};
-  constexpr bool none[] = {kTakesNoArgument<A>..., false};
-  int next = 1;
-  for (std::size_t i = 0; i < sizeof...(A); ++i) result[i] = none[i] ? 0 : next++;
-  return result;
+// Rest<T>: the values of type T from `next` on, or one list of them there (not a table of named
+// options, which may follow).
+template <typename T>
+Rest<T> read_rest(lua_State* L, int& next) {
+  Rest<T> rest;
+  if (lua_type(L, next) == LUA_TTABLE && !is_options_table(L, next)) {
+    rest.values = read<std::vector<T>>(L, next, Where{next, ""});
+    ++next;
+    return rest;
+  }
+  for (; is_a<T>(L, next); ++next) rest.values.push_back(read<T>(L, next, Where{next, ""}));
+  return rest;
 }
 
+// Reads the parameter at Lua position `next` and moves `next` past what it took: none for a
+// Progress, one value for most, as many as there are for a Rest.
 template <typename P>
-typename Held<P>::type read_parameter(lua_State* L, int position) {
+typename Held<P>::type read_parameter(lua_State* L, int& next) {
   using T = std::decay_t<P>;
   if constexpr (kTakesNoArgument<T>) {
     return terminal_progress(current_function_name(L), "items");
+  } else if constexpr (IsRest<T>::value) {
+    return read_rest<typename decltype(T::values)::value_type>(L, next);
   } else if constexpr (IsClass<T>::value) {
+    const int position = next++;
     if (!is_object<T>(L, position)) type_error(L, position, ClassTraits<T>::name);
     return check_object<T>(L, position);
   } else if constexpr (std::is_same_v<T, std::string_view>) {
+    const int position = next++;
     return read<std::string>(L, position, Where{position, ""});
   } else {
+    const int position = next++;
     return read<T>(L, position, Where{position, ""});
   }
 }
@@ -646,8 +674,8 @@ template <typename... A>
 struct FirstOf {
   using type = void;
 };
-template <typename F, typename... Rest>
-struct FirstOf<F, Rest...> {
+template <typename F, typename... Others>
+struct FirstOf<F, Others...> {
   using type = std::decay_t<F>;
 };
 
@@ -657,19 +685,20 @@ struct Signature<R (*)(A...)> {
   using First = typename FirstOf<A...>::type;
   template <auto Fn>
   static int call(lua_State* L) {
-    constexpr auto where = positions<std::decay_t<A>...>();
-    return invoke<Fn>(L, where, std::index_sequence_for<A...>{});
+    return invoke<Fn>(L, std::index_sequence_for<A...>{});
   }
   template <auto Fn, std::size_t... I>
-  static int invoke(lua_State* L, const std::array<int, sizeof...(A)>& where, std::index_sequence<I...>) {
+  static int invoke(lua_State* L, std::index_sequence<I...>) {
     // Braced initialization reads the arguments left to right, as Lua's messages number them.
-    std::tuple<typename Held<A>::type...> args{read_parameter<A>(L, where[I])...};
+    [[maybe_unused]] int next = 1;
+    std::tuple<typename Held<A>::type...> args{read_parameter<A>(L, next)...};
     LuaCallScope scope(L);  // a Lua head called from inside the entry point runs on this thread
     if constexpr (std::is_void_v<R>) {
       Fn(Held<A>::pass(std::get<I>(args))...);
       return 0;
-    } else if constexpr (std::is_lvalue_reference_v<R> && IsClass<std::decay_t<R>>::value) {
-      static_assert(std::is_same_v<std::decay_t<R>, First>, "entry<>: a class reference is returned only as self");
+    } else if constexpr (std::is_lvalue_reference_v<R> &&
+                         (IsClass<std::decay_t<R>>::value || std::is_same_v<std::decay_t<R>, torch::Tensor>)) {
+      static_assert(std::is_same_v<std::decay_t<R>, First>, "entry<>: a reference is returned only as self");
       Fn(Held<A>::pass(std::get<I>(args))...);  // returns its object: the same Lua value, for chaining
       lua_pushvalue(L, 1);
       return 1;
@@ -683,10 +712,10 @@ struct Signature<R (*)(A...)> {
     }
     return generate_doc<R, A...>(prefix, arguments, summary);
   }
-  template <typename Self, typename... Rest>
+  template <typename Self, typename... Others>
   static std::string method_doc(const std::string& prefix, const char* arguments, const char* summary,
-                                std::tuple<Self, Rest...>*) {
-    return generate_doc<R, Rest...>(prefix, arguments, summary);
+                                std::tuple<Self, Others...>*) {
+    return generate_doc<R, Others...>(prefix, arguments, summary);
   }
 };
 
@@ -735,17 +764,19 @@ struct ClassOf<LanguageModel> {
 
 }  // namespace entry_detail
 
+// Pushes the field `key` of a value with a declared_result; false when it has none of that name.
+template <typename T>
+bool push_field_of(lua_State* L, const T& value, const std::string& key) {
+  bool found = false;
+  std::apply([&](const auto&... field) { ((!found && key == field.name ? (entry_detail::push_one(L, value.*(field.member)), found = true) : false), ...); },
+             declared_result(config::Tag<T>{}).fields);
+  return found;
+}
+
 template <typename T>
 bool push_declared_field(lua_State* L, const std::string& key) {
   if constexpr (entry_detail::HasResult<std::remove_const_t<ClassObject<T>>>::value) {
-    const auto object = check_object<T>(L, 1);
-    bool found = false;
-    std::apply(
-        [&](const auto&... field) {
-          ((!found && key == field.name ? (entry_detail::push_one(L, (*object).*(field.member)), found = true) : false), ...);
-        },
-        declared_result(config::Tag<std::remove_const_t<ClassObject<T>>>{}).fields);
-    return found;
+    return push_field_of(L, *check_object<T>(L, 1), key);
   } else {
     return false;
   }

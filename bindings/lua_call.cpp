@@ -1,7 +1,4 @@
 #include "bindings/lua_call.h"
-#include "bindings/torch_error_text.h"
-
-#include <c10/util/Exception.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +9,7 @@
 #include "runtime/config/json_text.h"
 #include "runtime/config/option_schema.h"
 #include "runtime/core/error.h"
+#include "runtime/core/exception_text.h"
 #include "runtime/core/number_text.h"
 
 namespace lmkit::lua {
@@ -65,14 +63,8 @@ int invoke(lua_State* L) noexcept {
     // the error value is already on top of the stack
   } catch (const ArgError& e) {
     push_argument_error(L, name, method, e);
-  } catch (const c10::Error& e) {
-    push_failure(L, name, torch_error_in_lmkit_words(e.what_without_backtrace()).c_str());
-  } catch (const std::bad_alloc&) {
-    push_failure(L, name, allocation_failure_text().c_str());
-  } catch (const std::exception& e) {
-    push_failure(L, name, e.what());
   } catch (...) {
-    push_failure(L, name, "unknown C++ exception");
+    push_failure(L, name, describe_exception(std::current_exception()).c_str());
   }
   return -1;
 }
@@ -155,32 +147,6 @@ bool check_boolean(lua_State* L, int position) {
 
 void check_type(lua_State* L, int position, int lua_type_code, const char* expected) {
   if (lua_type(L, position) != lua_type_code) type_error(L, position, expected);
-}
-
-std::vector<lua_Integer> check_integer_list(lua_State* L, int position, const char* what) {
-  if (lua_type(L, position) != LUA_TTABLE) type_error(L, position, what);
-  std::vector<lua_Integer> values;
-  const auto n = lua_rawlen(L, position);
-  values.reserve(n);
-  for (lua_Unsigned k = 1; k <= n; ++k) {
-    lua_rawgeti(L, position, static_cast<lua_Integer>(k));
-    int ok = 0;
-    const lua_Integer v = lua_tointegerx(L, -1, &ok);
-    lua_pop(L, 1);
-    if (!ok) throw ArgError(position, std::string(what) + ": entry " + integer_text(k) + " is not an integer");
-    values.push_back(v);
-  }
-  return values;
-}
-
-std::optional<double> opt_number(lua_State* L, int position) {
-  if (lua_isnoneornil(L, position)) return std::nullopt;
-  return check_number(L, position);
-}
-
-std::optional<bool> opt_boolean(lua_State* L, int position) {
-  if (lua_isnoneornil(L, position)) return std::nullopt;
-  return check_boolean(L, position);
 }
 
 void push_string(lua_State* L, const std::string& s) { lua_pushlstring(L, s.data(), s.size()); }
@@ -341,20 +307,6 @@ int call_with_traceback(lua_State* L, int nargs, int nresults) {
   const int status = lua_pcall(L, nargs, nresults, base);
   lua_remove(L, base);
   return status;
-}
-
-std::string describe_exception(std::exception_ptr error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const c10::Error& e) {
-    return torch_error_in_lmkit_words(e.what_without_backtrace());
-  } catch (const std::bad_alloc&) {
-    return allocation_failure_text();
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown C++ exception";
-  }
 }
 
 }  // namespace lmkit::lua

@@ -36,13 +36,6 @@ std::string check_string(lua_State* L, int position);
 bool check_boolean(lua_State* L, int position);
 void check_type(lua_State* L, int position, int lua_type, const char* expected);
 
-// The entries of a Lua array at `position`, each checked: "entry 3 is not an integer" names the
-// offending one (`what` describes the whole, e.g. "sizes").
-std::vector<lua_Integer> check_integer_list(lua_State* L, int position, const char* what);
-
-std::optional<double> opt_number(lua_State* L, int position);
-std::optional<bool> opt_boolean(lua_State* L, int position);
-
 // For __index of userdata: pushes the method named by the string at `key` from the metatable's
 // `methods` table of the value at `object` and returns true; otherwise leaves the stack unchanged.
 bool push_method(lua_State* L, int object, int key);
@@ -121,8 +114,5 @@ int call_with_traceback(lua_State* L, int nargs, int nresults);
 // failed: ...)" instead of an error — or, outside a protected call, a PANIC that aborts the process.
 // For error objects, echoes and messages that may hold any value a script made.
 std::string describe_value(lua_State* L, int index);
-
-// The message of a caught exception (c10::Error without its C++ backtrace).
-std::string describe_exception(std::exception_ptr error);
 
 }  // namespace lmkit::lua

@@ -1,6 +1,5 @@
 #include "bindings/lua_heads.h"
 
-
 #include <memory>
 #include <string>
 #include <tuple>
@@ -116,23 +115,9 @@ class LuaCustomHeadImpl : public HeadImpl {
         auto* t = test_tensor(L, -1);
         lua_pop(L, 1);
         const std::string item = "custom head '" + name_ + "': parameters[" + integer_text(i) + "]";
-        if (!t) {
-          lua_pop(L, 1);
-          throw UsageError(item + " is not a Tensor");
-        }
-        // A tensor without grad would be counted as a parameter and never train; one computed from
-        // others (not a leaf) would make every step backpropagate into its graph a second time.
-        if (!t->requires_grad()) {
-          lua_pop(L, 1);
-          throw UsageError(item + " does not require grad, so it would be counted but never trained: make it with "
-                           "{requires_grad = true} (or call :requires_grad_()), or keep it out of parameters as a "
-                           "constant of your functions");
-        }
-        if (!t->is_leaf()) {
-          lua_pop(L, 1);
-          throw UsageError(item + " is computed from other tensors (not a leaf), so the optimizer cannot update it: "
-                           "list the tensors it is made from, or make it a leaf with :detach():requires_grad_()");
-        }
+        // (The stack is left as it is: the error ends the binding's call, and Lua's unwinding resets it.)
+        if (!t) throw UsageError(item + " is not a Tensor");
+        check_user_head_parameter(*t, item);
         register_parameter("p" + integer_text(i), *t, true);
       }
     }
@@ -191,7 +176,6 @@ class LuaCustomHeadImpl : public HeadImpl {
   bool check_nll_ = true;
 };
 
-// Pushes a spec table {kind = kind} with the HeadSpec metatable.
 // Pushes a spec table {kind = kind}; its fields are set raw and the HeadSpec metatable last (a script
 // can reach that metatable and give it a __newindex).
 void push_spec(lua_State* L, const char* kind) {

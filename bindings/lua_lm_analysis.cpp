@@ -27,13 +27,7 @@ void open_lm_analysis(lua_State* L, int module_index) {
           "Contexts from a file: one per line as \"context<TAB>next word\" (the next word optional); blank lines and "
           "lines starting with '#' are skipped."),
   };
-  module_index = lua_absindex(L, module_index);
-  if (lua_getfield(L, module_index, "analysis") != LUA_TTABLE) {
-    lua_pop(L, 1);
-    lua_newtable(L);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, module_index, "analysis");
-  }
+  luaL_getsubtable(L, module_index, "analysis");  // the module's own table: no metamethods
   set_functions(L, -1, "lmkit.analysis", functions);
   lua_pop(L, 1);
 }

@@ -16,6 +16,7 @@
 #include "runtime/core/version.h"
 #include "runtime/tensor/nested_list.h"
 #include "runtime/tensor/tensor_index.h"
+#include "runtime/tensor/tensor_factories.h"
 #include "runtime/tensor/tensor_format.h"
 #include "runtime/tensor/tensor_options.h"
 
@@ -24,11 +25,6 @@ namespace {
 
 TensorSpec read_spec(lua_State* L, int position) {
   return entry_detail::read<TensorSpec>(L, position, entry_detail::Where{position, ""});
-}
-
-// {dtype=, device=, requires_grad=} at `position` (absent is fine) on top of `defaults`.
-torch::TensorOptions tensor_options(lua_State* L, int position, torch::TensorOptions defaults = torch::TensorOptions()) {
-  return lmkit::tensor_options(read_spec(L, position), defaults);
 }
 
 void walk_nested(lua_State* L, int position, NestedListBuilder& builder, int depth) {
@@ -63,7 +59,7 @@ void walk_nested(lua_State* L, int position, NestedListBuilder& builder, int dep
 
 int lmkit_tensor(lua_State* L) {
   if (auto* t = test_tensor(L, 1)) {  // lmkit.tensor(t) copies, like torch.tensor
-    auto options = tensor_options(L, 2, t->options().requires_grad(false));
+    auto options = tensor_options(read_spec(L, 2), t->options().requires_grad(false));
     return push_tensor(L, t->detach().to(options).clone().requires_grad_(options.requires_grad())), 1;
   }
   const int type = lua_type(L, 1);
@@ -80,127 +76,28 @@ int lmkit_tensor(lua_State* L) {
   return 1;
 }
 
-// zeros/ones/rand/randn: (sizes...[, options]) or ({sizes}[, options]).
-template <torch::Tensor (*Make)(torch::IntArrayRef, const torch::TensorOptions&)>
-int sized_factory(lua_State* L) {
-  int next = 1;
-  const auto sizes = check_sizes(L, 1, next);
-  if (!lua_isnoneornil(L, next) && lua_type(L, next) != LUA_TTABLE) {
-    type_error(L, next, "size (integer) or options table");
-  }
-  push_tensor(L, Make(sizes, tensor_options(L, next)));
-  return 1;
-}
-
-torch::Tensor make_zeros(torch::IntArrayRef s, const torch::TensorOptions& o) { return torch::zeros(s, o); }
-torch::Tensor make_ones(torch::IntArrayRef s, const torch::TensorOptions& o) { return torch::ones(s, o); }
-torch::Tensor make_rand(torch::IntArrayRef s, const torch::TensorOptions& o) { return torch::rand(s, o); }
-torch::Tensor make_randn(torch::IntArrayRef s, const torch::TensorOptions& o) { return torch::randn(s, o); }
-
 // full(sizes..., value[, options]) or full({sizes}, value[, options]): the last number is the value.
 int lmkit_full(lua_State* L) {
-  int value_at;
-  std::vector<std::int64_t> sizes;
+  int value_at = 1;
+  Sizes sizes;
   if (lua_type(L, 1) == LUA_TTABLE) {
-    int next = 1;
-    sizes = check_sizes(L, 1, next);
-    value_at = next;
+    sizes = entry_detail::read_rest<std::int64_t>(L, value_at);
   } else {
-    value_at = 1;
     while (lua_type(L, value_at + 1) == LUA_TNUMBER || lua_type(L, value_at + 1) == LUA_TBOOLEAN) ++value_at;
     // full(2, 2, nil): a nil where the fill value would be (its variable unset) must not make the
     // last size the value.
     if (lua_gettop(L) > value_at && lua_isnil(L, value_at + 1)) {
       throw ArgError(value_at + 1, "fill value (number or boolean) expected after the sizes, got nil");
     }
-    for (int i = 1; i < value_at; ++i) {
-      const auto size = check_integer(L, i);
-      if (size < 0) throw ArgError(i, "size must be non-negative, got " + integer_text(size));
-      sizes.push_back(size);
-    }
+    for (int i = 1; i < value_at; ++i) sizes.values.push_back(entry_detail::read<std::int64_t>(L, i, {i, ""}));
   }
-  const int type = lua_type(L, value_at);
-  if (type != LUA_TNUMBER && type != LUA_TBOOLEAN) type_error(L, value_at, "fill value (number or boolean)");
-  const bool is_bool = type == LUA_TBOOLEAN;
-  const bool is_int = !is_bool && lua_isinteger(L, value_at);
-  const torch::Scalar value = is_bool  ? torch::Scalar(static_cast<bool>(lua_toboolean(L, value_at)))
-                              : is_int ? torch::Scalar(static_cast<int64_t>(lua_tointeger(L, value_at)))
-                                       : torch::Scalar(lua_tonumber(L, value_at));
-  // As torch.full: the value's kind decides the default dtype.
-  const auto defaults = torch::TensorOptions().dtype(is_bool ? torch::kBool : is_int ? torch::kInt64 : torch::kFloat32);
-  push_tensor(L, torch::full(sizes, value, tensor_options(L, value_at + 1, defaults)));
-  return 1;
-}
-
-// arange(stop) | arange(start, stop[, step]) — values, half-open as in Torch: arange(1, 4) = {1, 2, 3}.
-int lmkit_arange(lua_State* L) {
-  int options_at = 1;
-  while (lua_type(L, options_at) == LUA_TNUMBER) ++options_at;
-  const int count = options_at - 1;
-  if (count < 1 || count > 3) throw ArgError(1, "arange(stop) or arange(start, stop[, step])");
-  bool all_integers = true;
-  for (int i = 1; i <= count; ++i) all_integers = all_integers && lua_isinteger(L, i);
-  auto defaults = torch::TensorOptions().dtype(all_integers ? torch::kInt64 : torch::kFloat32);
-  auto options = tensor_options(L, options_at, defaults);
-  const double start = count == 1 ? 0.0 : check_number(L, 1);
-  const double stop = count == 1 ? check_number(L, 1) : check_number(L, 2);
-  const double step = count == 3 ? check_number(L, 3) : 1.0;
-  if (step == 0) throw ArgError(3, "step must not be 0");
-  push_tensor(L, torch::arange(start, stop, step, options));
-  return 1;
-}
-
-
-int lmkit_eye(lua_State* L) {
-  const auto n = check_integer(L, 1);
-  const int options_at = lua_type(L, 2) == LUA_TNUMBER ? 3 : 2;
-  const auto m = options_at == 3 ? check_integer(L, 2) : n;
-  if (n < 0 || m < 0) throw ArgError(1, "sizes must be non-negative");
-  push_tensor(L, torch::eye(n, m, tensor_options(L, options_at)));
-  return 1;
-}
-
-std::vector<torch::Tensor> check_tensor_list(lua_State* L, int position) {
-  check_type(L, position, LUA_TTABLE, "table of tensors");
-  std::vector<torch::Tensor> tensors;
-  const auto n = lua_rawlen(L, position);
-  for (lua_Unsigned k = 1; k <= n; ++k) {
-    lua_rawgeti(L, position, static_cast<lua_Integer>(k));
-    auto* t = test_tensor(L, -1);
-    lua_pop(L, 1);
-    if (!t) throw ArgError(position, "entry " + integer_text(k) + " is not a Tensor");
-    tensors.push_back(*t);
+  if (lua_type(L, value_at) != LUA_TNUMBER && lua_type(L, value_at) != LUA_TBOOLEAN) {
+    type_error(L, value_at, "fill value (number or boolean)");
   }
-  if (tensors.empty()) throw ArgError(position, "needs at least one tensor");
-  return tensors;
-}
-
-template <bool Stack>
-int join(lua_State* L) {
-  const auto tensors = check_tensor_list(L, 1);
-  const auto ndim = tensors.front().dim() + (Stack ? 1 : 0);
-  const auto dim = lua_isnoneornil(L, 2) ? 1 : check_integer(L, 2);
-  std::int64_t d;
-  try {
-    d = resolve_dim(dim, ndim);
-  } catch (const UsageError& e) {
-    throw ArgError(2, e.what());
-  }
-  push_tensor(L, Stack ? torch::stack(tensors, d) : torch::cat(tensors, d));
+  const auto value = entry_detail::read<torch::Scalar>(L, value_at, {value_at, ""});
+  push_tensor(L, filled(sizes, value, read_spec(L, value_at + 1)));
   return 1;
 }
-
-int lmkit_where(lua_State* L) {
-  const auto condition = check_tensor(L, 1);
-  auto a = check_operand(L, 2);
-  auto b = check_operand(L, 3);
-  // Torch 1.13's where takes two tensors of one dtype: given two numbers (wrapped 0-d tensors) it
-  // fails an internal assertion. Both go to the type promotion of the pair, as torch.where does.
-  const auto type = at::result_type(a, b);
-  push_tensor(L, torch::where(condition, a.to(type), b.to(type)));
-  return 1;
-}
-
 
 // Runs fn(...) with gradient recording off; returns fn's results. The guard is released before
 // any error is re-raised (no C++ object may live across lua_error).
@@ -215,9 +112,6 @@ int lmkit_no_grad(lua_State* L) {
   if (status != LUA_OK) throw PendingLuaError();
   return lua_gettop(L);
 }
-
-
-
 
 // Wall-clock seconds from a steady clock (os.clock is CPU time, summed over threads).
 int lmkit_clock(lua_State* L) {
@@ -243,24 +137,10 @@ int lmkit_seed(lua_State* L) {
   return 0;
 }
 
-
-
-
 int lmkit_version(lua_State* L) {
   const auto info = build_info();
-  lua_createtable(L, 0, 6);
-  lua_pushstring(L, info.lmkit_version.c_str());
-  lua_setfield(L, -2, "lmkit");
-  lua_pushstring(L, info.git_revision.c_str());
-  lua_setfield(L, -2, "git");
-  lua_pushstring(L, info.torch_version.c_str());
-  lua_setfield(L, -2, "torch");
-  lua_pushstring(L, LUA_RELEASE);
-  lua_setfield(L, -2, "lua");
-  lua_pushboolean(L, info.cuda_compiled);
-  lua_setfield(L, -2, "cuda_compiled");
-  lua_pushboolean(L, info.cuda_usable);
-  lua_setfield(L, -2, "cuda_usable");
+  push_json(L, {{"lmkit", info.lmkit_version}, {"git", info.git_revision}, {"torch", info.torch_version},
+                {"lua", LUA_RELEASE}, {"cuda_compiled", info.cuda_compiled}, {"cuda_usable", info.cuda_usable}});
   return 1;
 }
 
@@ -297,17 +177,17 @@ int lmkit_document(lua_State* L) {
 
 const Function kFunctions[] = {
     {"tensor", lmkit_tensor, "lmkit.tensor(data[, {dtype=, device=, requires_grad=}]) -> Tensor\nFrom nested tables of numbers or booleans (or a copy of a Tensor). dtype is inferred: booleans → bool, integers → int64, else float32."},
-    {"zeros", sized_factory<make_zeros>, "lmkit.zeros(sizes...[, options]) -> Tensor\nZeros, e.g. lmkit.zeros(2, 3) or lmkit.zeros({2, 3}, {dtype=\"float64\"})."},
-    {"ones", sized_factory<make_ones>, "lmkit.ones(sizes...[, options]) -> Tensor\nOnes."},
-    {"rand", sized_factory<make_rand>, "lmkit.rand(sizes...[, options]) -> Tensor\nU(0, 1) draws from Torch's generator (see lmkit.seed)."},
-    {"randn", sized_factory<make_randn>, "lmkit.randn(sizes...[, options]) -> Tensor\nN(0, 1) draws from Torch's generator (see lmkit.seed)."},
+    entry<&zeros_of>("lmkit", "zeros", "sizes", "Zeros, e.g. lmkit.zeros(2, 3) or lmkit.zeros({2, 3}, {dtype=\"float64\"})."),
+    entry<&ones_of>("lmkit", "ones", "sizes", "Ones."),
+    entry<&uniform_draws>("lmkit", "rand", "sizes", "U(0, 1) draws from Torch's generator (see lmkit.seed)."),
+    entry<&normal_draws>("lmkit", "randn", "sizes", "N(0, 1) draws from Torch's generator (see lmkit.seed)."),
     {"full", lmkit_full, "lmkit.full(sizes..., value[, options]) -> Tensor\nEvery element set to value."},
-    {"arange", lmkit_arange, "lmkit.arange([start,] stop[, step][, options]) -> Tensor\nValues start, start+step, ... below stop (half-open, as in Torch): arange(1, 4) = {1, 2, 3}."},
+    entry<&arange_of>("lmkit", "arange", "bounds", "Values start, start+step, ... below stop for bounds (stop) or (start, stop[, step]), half-open as in Torch: arange(1, 4) = {1, 2, 3}; int64 when every bound is an integer."),
     entry<&evenly_spaced>("lmkit", "linspace", "start, stop, steps", "`steps` evenly spaced values from start to stop inclusive."),
-    {"eye", lmkit_eye, "lmkit.eye(n[, m][, options]) -> Tensor\nIdentity matrix n×m."},
-    {"cat", join<false>, "lmkit.cat({tensors...}[, dim]) -> Tensor\nConcatenates along an existing dimension (default 1)."},
-    {"stack", join<true>, "lmkit.stack({tensors...}[, dim]) -> Tensor\nStacks along a new dimension (default 1)."},
-    {"where", lmkit_where, "lmkit.where(condition, a, b) -> Tensor\na where condition is true, else b (tensors or numbers, broadcasting)."},
+    entry<&identity_matrix>("lmkit", "eye", "sizes", "Identity matrix n×m for sizes (n) or (n, m)."),
+    entry<&concatenated>("lmkit", "cat", "tensors, dim", "Concatenates along an existing dimension (default 1)."),
+    entry<&stacked>("lmkit", "stack", "tensors, dim", "Stacks along a new dimension (default 1)."),
+    entry<&selected_where>("lmkit", "where", "condition, a, b", "a where condition is true, else b (tensors or numbers, broadcasting)."),
     entry<static_cast<torch::Tensor (*)(const torch::Tensor&, const torch::Tensor&)>(&torch::matmul)>("lmkit", "matmul", "a, b", "Matrix product with broadcasting."),
     {"no_grad", lmkit_no_grad, "lmkit.no_grad(fn, ...) -> results of fn\nCalls fn(...) without recording operations for autograd (e.g. for parameter updates)."},
     entry<&config::json_text>("lmkit", "json_encode", "value, pretty", "JSON text of a Lua value (tables of numbers, strings, booleans; arrays become lists); pretty: indented."),

@@ -1,17 +1,19 @@
 #include "bindings/lua_tensor.h"
 
 #include <algorithm>
-#include <limits>
 #include <new>
 #include <string>
 #include <type_traits>
 
+#include "bindings/entry_point.h"
 #include "bindings/lua_call.h"
 #include "runtime/core/error.h"
 #include "runtime/tensor/nested_list.h"
 #include "runtime/core/number_text.h"
+#include "runtime/tensor/tensor_factories.h"
 #include "runtime/tensor/tensor_format.h"
 #include "runtime/tensor/tensor_index.h"
+#include "runtime/tensor/tensor_methods.h"
 
 namespace lmkit::lua {
 namespace {
@@ -19,12 +21,6 @@ namespace {
 struct TensorBox {
   torch::Tensor tensor;
 };
-
-torch::Tensor wrapped_number(const torch::Scalar& value) {
-  auto t = torch::scalar_tensor(value, torch::TensorOptions().dtype(value.type()));
-  t.unsafeGetTensorImpl()->set_wrapped_number(true);
-  return t;
-}
 
 // One Lua index value (a number, a {start, stop[, step]} table, {} or a tensor) → IndexSpec.
 IndexSpec to_index_spec(lua_State* L, int position, int argument) {
@@ -90,23 +86,7 @@ int tensor_index(lua_State* L) {
   if (lua_type(L, 2) == LUA_TSTRING) {
     if (push_method(L, 1, 2)) return 1;
     const std::string key = lua_tostring(L, 2);
-    if (key == "grad") {
-      if (t.grad().defined()) {
-        push_tensor(L, t.grad());
-      } else {
-        lua_pushnil(L);
-      }
-    } else if (key == "requires_grad") {
-      lua_pushboolean(L, t.requires_grad());
-    } else if (key == "is_leaf") {
-      lua_pushboolean(L, t.is_leaf());
-    } else if (key == "grad_fn") {
-      if (t.grad_fn()) {
-        lua_pushstring(L, t.grad_fn()->name().c_str());
-      } else {
-        lua_pushnil(L);
-      }
-    } else {
+    if (!push_field_of(L, autograd_fields(t), key)) {
       throw UsageError("Tensor has no method or field '" + key + "' (see help(lmkit.Tensor))");
     }
     return 1;
@@ -169,21 +149,13 @@ int tensor_unm(lua_State* L) {
 int tensor_eq(lua_State* L) {
   auto* a = test_tensor(L, 1);
   auto* b = test_tensor(L, 2);
-  bool equal = a && b && a->sizes() == b->sizes() &&
-               torch::equal(a->to(torch::kFloat64).to(torch::kCPU), b->to(torch::kFloat64).to(torch::kCPU));
-  lua_pushboolean(L, equal);
+  lua_pushboolean(L, a && b && same_sizes_and_values(*a, *b));
   return 1;
 }
 
 // a < b and a <= b compare one-element tensors (or a tensor and a number) as numbers.
 double one_element_value(lua_State* L, int position) {
-  if (lua_type(L, position) == LUA_TNUMBER) return lua_tonumber(L, position);
-  auto& t = check_tensor(L, position);
-  if (t.numel() != 1) {
-    throw ArgError(position, "'<' and '<=' compare one-element tensors; use :lt()/:le() elementwise "
-                             "(this one has size " + format_shape(t.sizes()) + ")");
-  }
-  return t.item<double>();
+  return lua_type(L, position) == LUA_TNUMBER ? lua_tonumber(L, position) : one_element_number(check_tensor(L, position));
 }
 
 int tensor_lt(lua_State* L) {
@@ -250,49 +222,13 @@ void push_tensor(lua_State* L, torch::Tensor tensor) { push_new_tensor(L) = std:
 torch::Tensor check_operand(lua_State* L, int position) {
   switch (lua_type(L, position)) {
     case LUA_TNUMBER:
-      if (lua_isinteger(L, position)) return wrapped_number(static_cast<int64_t>(lua_tointeger(L, position)));
-      return wrapped_number(lua_tonumber(L, position));
+      if (lua_isinteger(L, position)) return operand_tensor(torch::Scalar(static_cast<int64_t>(lua_tointeger(L, position))));
+      return operand_tensor(torch::Scalar(lua_tonumber(L, position)));
     case LUA_TBOOLEAN:
-      return wrapped_number(static_cast<bool>(lua_toboolean(L, position)));
+      return operand_tensor(torch::Scalar(static_cast<bool>(lua_toboolean(L, position))));
     default:
       if (auto* t = test_tensor(L, position)) return *t;
       type_error(L, position, "Tensor or number");
-  }
-}
-
-std::vector<std::int64_t> check_sizes(lua_State* L, int position, int& next) {
-  std::vector<std::int64_t> sizes;
-  if (lua_type(L, position) == LUA_TTABLE && !is_options_table(L, position)) {
-    const auto n = lua_rawlen(L, position);
-    for (lua_Unsigned k = 1; k <= n; ++k) {
-      lua_rawgeti(L, position, static_cast<lua_Integer>(k));
-      int ok = 0;
-      const auto size = lua_tointegerx(L, -1, &ok);
-      lua_pop(L, 1);
-      if (!ok || size < 0) {
-        throw ArgError(position, "sizes must be non-negative integers (entry " + integer_text(k) + ")");
-      }
-      sizes.push_back(size);
-    }
-    next = position + 1;
-    return sizes;
-  }
-  next = position;
-  while (lua_type(L, next) == LUA_TNUMBER) {
-    const auto size = check_integer(L, next);
-    if (size < 0) throw ArgError(next, "size must be non-negative, got " + integer_text(size));
-    sizes.push_back(size);
-    ++next;
-  }
-  return sizes;
-}
-
-std::int64_t check_dim(lua_State* L, int position, const torch::Tensor& t) {
-  const auto dim = check_integer(L, position);
-  try {
-    return resolve_dim(dim, t.dim());
-  } catch (const UsageError& e) {
-    throw ArgError(position, e.what());
   }
 }
 
@@ -342,56 +278,21 @@ int build_nested_table(lua_State* L) {
   return 1;
 }
 
-// The most empty tables totable builds for a tensor without elements. A size-0 dimension makes
-// every table above it empty, but there are still as many of them as the sizes before it multiply
-// to ([2^40, 0] would be 2^40 tables), with no data to bound them.
-constexpr std::int64_t kMaxEmptyTables = std::int64_t{1} << 24;
-
-// 1 + s0 + s0·s1 + ... up to the last dimension: the tables a nested conversion builds (saturating).
-std::int64_t nested_table_count(torch::IntArrayRef sizes) {
-  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
-  std::int64_t tables = 1, prefix = 1;
-  for (std::size_t d = 0; d + 1 < sizes.size(); ++d) {
-    if (__builtin_mul_overflow(prefix, sizes[d], &prefix) || __builtin_add_overflow(tables, prefix, &tables)) return kMax;
-    if (prefix == 0) break;
-  }
-  return tables;
-}
-
 }  // namespace
 
 void push_tensor_as_table(lua_State* L, const torch::Tensor& tensor) {
-  auto t = tensor.detach().to(torch::kCPU);
-  if (t.dim() == 0) {
-    if (t.scalar_type() == torch::kBool) {
-      lua_pushboolean(L, t.item<bool>());
-    } else if (torch::isIntegralType(t.scalar_type(), false)) {
-      lua_pushinteger(L, t.item<int64_t>());
+  const auto values = values_for_nested_lists(tensor);
+  if (values.dim() == 0) {
+    if (values.scalar_type() == torch::kBool) {
+      lua_pushboolean(L, values.item<bool>());
+    } else if (values.scalar_type() == torch::kInt64) {
+      lua_pushinteger(L, values.item<int64_t>());
     } else {
-      lua_pushnumber(L, t.item<double>());
+      lua_pushnumber(L, values.item<double>());
     }
     return;
   }
-  if (t.dim() > kMaxNestedListDepth) {
-    throw UsageError("a tensor of " + integer_text(t.dim()) + " dimensions does not become nested tables (at most " +
-                     integer_text(kMaxNestedListDepth) + " levels, as lmkit.tensor reads them)");
-  }
-  if (t.numel() == 0) {
-    const auto tables = nested_table_count(t.sizes());
-    if (tables > kMaxEmptyTables) {
-      throw UsageError("a tensor of size " + format_shape(t.sizes()) + " has no elements but would become " +
-                       integer_text(tables) + " nested empty tables (at most " + integer_text(kMaxEmptyTables) + ")");
-    }
-  }
-  const auto sizes = t.sizes().vec();
-  torch::Tensor values;
-  if (t.scalar_type() == torch::kBool) {
-    values = t.contiguous();
-  } else if (torch::isIntegralType(t.scalar_type(), false)) {
-    values = t.to(torch::kInt64).contiguous();
-  } else {
-    values = t.to(torch::kFloat64).contiguous();
-  }
+  const auto sizes = values.sizes().vec();
   NestedTableJob job{values.data_ptr(), sizes.data(), sizes.size(), values.scalar_type()};
   lua_pushcfunction(L, build_nested_table);
   lua_pushlightuserdata(L, &job);

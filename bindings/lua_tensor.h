@@ -29,13 +29,6 @@ void push_tensor(lua_State* L, torch::Tensor tensor);
 // so that, as in PyTorch, `t * 2` keeps t's dtype.
 torch::Tensor check_operand(lua_State* L, int position);
 
-// Sizes given either as a table {2, 3} at `position` or as integers from `position` on.
-// Returns the sizes; `next` is set to the first stack position after them.
-std::vector<std::int64_t> check_sizes(lua_State* L, int position, int& next);
-
-// A 1-based dimension argument (negative counts from the end) converted to 0-based for `t`.
-std::int64_t check_dim(lua_State* L, int position, const torch::Tensor& t);
-
 // Registers the metatable, the method table and the class documentation.
 void open_tensor(lua_State* L);
 

@@ -9,7 +9,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bindings/lua_call.h"
 #include "repl/batch_command.h"
 #include "repl/doctor_command.h"
 #include "repl/head_catalog.h"
@@ -18,6 +17,7 @@
 #include "repl/script_runner.h"
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
+#include "runtime/core/exception_text.h"
 #include "runtime/core/number_text.h"
 #include "runtime/core/version.h"
 
@@ -208,7 +208,7 @@ int run_command(const CLI::App& app, const Commands& c, const ScriptArguments& a
 }
 
 int report_failure() {
-  std::cerr << "lmkit: " << lmkit::lua::describe_exception(std::current_exception()) << "\n";
+  std::cerr << "lmkit: " << lmkit::describe_exception(std::current_exception()) << "\n";
   return 2;
 }
 

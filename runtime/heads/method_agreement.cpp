@@ -77,4 +77,16 @@ void check_nll_values(const torch::Tensor& nll, const std::string& what) {
   }
 }
 
+void check_user_head_parameter(const torch::Tensor& parameter, const std::string& what) {
+  if (!parameter.requires_grad()) {
+    throw UsageError(what + " does not require grad, so it would be counted but never trained: make it with "
+                     "{requires_grad = true} (or call :requires_grad_()), or keep it out of parameters as a constant "
+                     "of your functions");
+  }
+  if (!parameter.is_leaf()) {
+    throw UsageError(what + " is computed from other tensors (not a leaf), so the optimizer cannot update it: list "
+                     "the tensors it is made from, or make it a leaf with :detach():requires_grad_()");
+  }
+}
+
 }  // namespace lmkit

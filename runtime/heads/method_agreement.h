@@ -28,4 +28,9 @@ void check_log_probabilities(const torch::Tensor& log_probs, const std::string& 
 // −log p ≥ 0 (within the same tolerance): a negative value means unnormalized probabilities.
 void check_nll_values(const torch::Tensor& nll, const std::string& what);
 
+// A parameter a user's head declares must be a leaf that requires grad: one without grad would be
+// counted as a parameter and never train; one computed from others (not a leaf) would make every
+// step backpropagate into its graph a second time. UsageError naming `what` and the way out.
+void check_user_head_parameter(const torch::Tensor& parameter, const std::string& what);
+
 }  // namespace lmkit

@@ -1,5 +1,7 @@
 #include "runtime/tensor/nested_list.h"
 
+#include <limits>
+
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
 
@@ -79,6 +81,40 @@ torch::Tensor NestedListBuilder::build(std::optional<torch::ScalarType> dtype) c
                                : any_integer_ ? torch::kInt64
                                               : torch::kFloat32;
   return values.to(dtype.value_or(inferred));
+}
+
+namespace {
+
+constexpr std::int64_t kMaxEmptyLists = std::int64_t{1} << 24;
+
+// 1 + s0 + s0·s1 + ... up to the last dimension: the lists a nested conversion builds (saturating).
+std::int64_t nested_list_count(torch::IntArrayRef sizes) {
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  std::int64_t lists = 1, prefix = 1;
+  for (std::size_t d = 0; d + 1 < sizes.size(); ++d) {
+    if (__builtin_mul_overflow(prefix, sizes[d], &prefix) || __builtin_add_overflow(lists, prefix, &lists)) return kMax;
+    if (prefix == 0) break;
+  }
+  return lists;
+}
+
+}  // namespace
+
+torch::Tensor values_for_nested_lists(const torch::Tensor& tensor) {
+  if (tensor.dim() > kMaxNestedListDepth) {
+    throw UsageError("a tensor of " + integer_text(tensor.dim()) + " dimensions does not become nested tables (at most " +
+                     integer_text(kMaxNestedListDepth) + " levels, as lmkit.tensor reads them)");
+  }
+  if (tensor.numel() == 0) {
+    const auto lists = nested_list_count(tensor.sizes());
+    if (lists > kMaxEmptyLists) {
+      throw UsageError("a tensor of size " + format_shape(tensor.sizes()) + " has no elements but would become " +
+                       integer_text(lists) + " nested empty tables (at most " + integer_text(kMaxEmptyLists) + ")");
+    }
+  }
+  auto t = tensor.detach().to(torch::kCPU);
+  if (t.scalar_type() == torch::kBool) return t.contiguous();
+  return t.to(torch::isIntegralType(t.scalar_type(), false) ? torch::kInt64 : torch::kFloat64).contiguous();
 }
 
 }  // namespace lmkit

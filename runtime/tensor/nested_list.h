@@ -1,6 +1,6 @@
-// Builds a tensor from nested lists as they arrive from Lua ({{1, 2}, {3, 4}}): checks that the
+// Tensors from and to nested lists as scripts write them ({{1, 2}, {3, 4}}). From: checks that the
 // nesting is regular and infers the dtype (all booleans → bool, all integers → int64, else float32),
-// the way torch.tensor does for Python lists.
+// the way torch.tensor does for Python lists. To: the values laid out for the lists (t:totable()).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -35,5 +35,12 @@ class NestedListBuilder {
   bool any_float_ = false, any_integer_ = false, any_boolean_ = false;
   bool closed_root_ = false;
 };
+
+// A tensor's values as nested lists hold them: contiguous on the host, as bool, int64 (any integer
+// dtype) or float64 (any other). UsageError when it has more dimensions than nested lists may
+// (kMaxNestedListDepth), or has no elements but would still make more than 2^24 empty lists: a
+// size-0 dimension empties every list above it, yet [2^40, 0] is 2^40 of them, with no data to
+// bound them.
+torch::Tensor values_for_nested_lists(const torch::Tensor& tensor);
 
 }  // namespace lmkit

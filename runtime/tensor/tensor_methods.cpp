@@ -1,5 +1,6 @@
 #include "runtime/tensor/tensor_methods.h"
 
+#include "runtime/core/device.h"
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
 #include "runtime/tensor/tensor_format.h"
@@ -156,6 +157,27 @@ bool equal_to(const torch::Tensor& t, const torch::Tensor& other) {
   return t.sizes() == other.sizes() && torch::equal(t, other.to(t.scalar_type()));
 }
 
+AutogradFields autograd_fields(const torch::Tensor& t) {
+  AutogradFields fields{torch::Tensor(), t.requires_grad(), t.is_leaf(), std::nullopt};
+  // A non-leaf keeps no gradient unless retain_grad() asked (reading it anyway makes Torch warn).
+  if (t.is_leaf() || t.retains_grad()) fields.grad = t.grad();
+  if (t.grad_fn()) fields.grad_fn = t.grad_fn()->name();
+  return fields;
+}
+
+bool same_sizes_and_values(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.sizes() == b.sizes() &&
+         torch::equal(a.to(torch::kFloat64).to(torch::kCPU), b.to(torch::kFloat64).to(torch::kCPU));
+}
+
+double one_element_number(const torch::Tensor& t) {
+  if (t.numel() != 1) {
+    throw UsageError("'<' and '<=' compare one-element tensors; use :lt()/:le() elementwise (this one has size " +
+                     format_shape(t.sizes()) + ")");
+  }
+  return t.item<double>();
+}
+
 bool all_close(const torch::Tensor& t, const torch::Tensor& other, std::optional<double> rtol, std::optional<double> atol) {
   return t.sizes() == other.sizes() && torch::allclose(t, other.to(t.scalar_type()), rtol.value_or(1e-5), atol.value_or(1e-8));
 }
@@ -167,6 +189,106 @@ void backward_from(const torch::Tensor& t, const std::optional<torch::Tensor>& g
                      format_shape(t.sizes()) + ": pass the gradient, t:backward(g)");
   }
   t.backward();
+}
+
+std::variant<std::vector<std::int64_t>, std::int64_t> sizes_of(const torch::Tensor& t, std::optional<std::int64_t> dim) {
+  if (dim) return t.size(resolve_dim(*dim, t.dim()));
+  return t.sizes().vec();
+}
+
+std::variant<bool, std::int64_t, double> item_of(const torch::Tensor& t) {
+  if (t.numel() != 1) throw UsageError("item() needs a one-element tensor, this one has size " + format_shape(t.sizes()));
+  if (t.scalar_type() == torch::kBool) return t.item<bool>();
+  if (torch::isIntegralType(t.scalar_type(), false)) return t.item<std::int64_t>();
+  return t.item<double>();
+}
+
+torch::Tensor converted(const torch::Tensor& t, const std::variant<std::string, ConvertSpec>& target) {
+  if (const auto* spec = std::get_if<ConvertSpec>(&target)) return convert(t, *spec);
+  const auto& name = std::get<std::string>(target);
+  if (name == "cpu" || name.rfind("cuda", 0) == 0) return t.to(parse_device(name));
+  try {
+    return t.to(parse_dtype(name));
+  } catch (const UsageError& e) {
+    throw UsageError(std::string(e.what()) + "; or a device: \"cpu\", \"cuda\", \"cuda:N\"");
+  }
+}
+
+torch::Tensor viewed(const torch::Tensor& t, const Sizes& sizes) { return t.view(sizes.values); }
+torch::Tensor reshaped(const torch::Tensor& t, const Sizes& sizes) { return t.reshape(sizes.values); }
+torch::Tensor expanded(const torch::Tensor& t, const Sizes& sizes) { return t.expand(sizes.values); }
+
+torch::Tensor permuted(const torch::Tensor& t, const Rest<std::int64_t>& dims) {
+  std::vector<std::int64_t> zero_based;
+  for (const auto d : dims.values) zero_based.push_back(resolve_dim(d, t.dim()));
+  return t.permute(zero_based);
+}
+
+torch::Tensor added(const torch::Tensor& t, const Operand& other, std::optional<double> alpha) {
+  return torch::add(t, operand_tensor(other), alpha.value_or(1.0));
+}
+
+torch::Tensor subtracted(const torch::Tensor& t, const Operand& other, std::optional<double> alpha) {
+  return torch::sub(t, operand_tensor(other), alpha.value_or(1.0));
+}
+
+torch::Tensor& add_in_place(torch::Tensor& t, const Operand& other, std::optional<double> alpha) {
+  t.add_(operand_tensor(other), alpha.value_or(1.0));
+  return t;
+}
+
+torch::Tensor& sub_in_place(torch::Tensor& t, const Operand& other, std::optional<double> alpha) {
+  t.sub_(operand_tensor(other), alpha.value_or(1.0));
+  return t;
+}
+
+torch::Tensor& mul_in_place(torch::Tensor& t, const Operand& other) {
+  t.mul_(operand_tensor(other));
+  return t;
+}
+
+torch::Tensor& div_in_place(torch::Tensor& t, const Operand& other) {
+  t.div_(operand_tensor(other));
+  return t;
+}
+
+torch::Tensor& copy_in_place(torch::Tensor& t, const Operand& source) {
+  t.copy_(operand_tensor(source));
+  return t;
+}
+
+torch::Tensor& fill_in_place(torch::Tensor& t, const Operand& value) {
+  // Torch 1.13 records autograd history for fill_ even into an integer or bool tensor (from a value
+  // that requires grad), leaving it requiring grad: every later op on it then fails an internal
+  // assertion. Only floating-point tensors get the differentiable fill.
+  const auto v = operand_tensor(value);
+  t.fill_(torch::isFloatingType(t.scalar_type()) ? v : v.detach());
+  return t;
+}
+
+torch::Tensor& zero_in_place(torch::Tensor& t) {
+  t.zero_();
+  return t;
+}
+
+torch::Tensor& uniform_in_place(torch::Tensor& t, std::optional<double> a, std::optional<double> b) {
+  t.uniform_(a.value_or(0.0), b.value_or(1.0));
+  return t;
+}
+
+torch::Tensor& normal_in_place(torch::Tensor& t, std::optional<double> mean, std::optional<double> std) {
+  t.normal_(mean.value_or(0.0), std.value_or(1.0));
+  return t;
+}
+
+torch::Tensor& record_grad(torch::Tensor& t, std::optional<bool> flag) {
+  t.requires_grad_(flag.value_or(true));
+  return t;
+}
+
+torch::Tensor& retain_grad_of(torch::Tensor& t) {
+  t.retain_grad();
+  return t;
 }
 
 }  // namespace lmkit

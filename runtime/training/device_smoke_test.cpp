@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "runtime/core/device.h"
+#include "runtime/core/exception_text.h"
 #include "runtime/core/host_read.h"
 #include "runtime/data/batching.h"
 #include "runtime/data/synthetic_language.h"
@@ -99,8 +100,8 @@ std::vector<SmokeTestResult> device_smoke_test(const torch::Device& device, cons
       }
       r.passed = finite && r.max_difference <= options.tolerance;
       if (!finite) r.failure = "a loss is not finite";
-    } catch (const std::exception& e) {
-      r.failure = e.what();
+    } catch (...) {
+      r.failure = describe_exception(std::current_exception());  // Torch's text without its C++ backtrace
     }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     results.push_back(std::move(r));

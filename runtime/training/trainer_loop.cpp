@@ -1,4 +1,5 @@
 // The protocol's loop: a step on a window, an epoch, validation, the best checkpoint, finetuning.
+#include "runtime/core/exception_text.h"
 #include "runtime/core/host_read.h"
 #include "runtime/core/number_text.h"
 #include "runtime/models/checked_tokens.h"
@@ -238,8 +239,8 @@ bool Trainer::State::load_best(const std::string& needed_for) {
     try {
       load_weights(model, path);
       return true;
-    } catch (const std::exception& e) {
-      problem = std::string("cannot be read: ") + e.what();
+    } catch (const std::exception&) {
+      problem = "cannot be read: " + describe_exception(std::current_exception());
     }
   }
   const std::string text = fmt::format(

@@ -38,7 +38,7 @@ class LuaBindingTest : public ::testing::Test {
 TEST_F(LuaBindingTest, ArgumentErrorsNameFunctionPositionExpectedAndGiven) {
   auto r = run("return lmkit.zeros(2, 'x')");
   EXPECT_FALSE(r.ok);
-  EXPECT_EQ(r.text, "test:1: bad argument #2 to 'lmkit.zeros' (size (integer) or options table expected, got string)");
+  EXPECT_EQ(r.text, "test:1: bad argument #2 to 'lmkit.zeros' (table of options expected, got string)");
 }
 
 TEST_F(LuaBindingTest, MethodArgumentsAreCountedWithoutSelf) {

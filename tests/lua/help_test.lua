@@ -14,7 +14,7 @@ end
 T.test("functions have signatures", function()
   local name, doc = lmkit.doc(lmkit.zeros)
   T.eq(name, "lmkit.zeros")
-  T.truthy(doc:find("^lmkit%.zeros%(sizes%.%.%.%[, options%]%) %-> Tensor"))
+  T.truthy(doc:find("^lmkit%.zeros%(sizes%.%.%.%[, {dtype=nil, device=nil, requires_grad=nil}%]%) %-> Tensor"))
   T.truthy(captured(function() help(lmkit.zeros) end):find("lmkit.zeros\n  lmkit.zeros(sizes", 1, true))
 end)
 

@@ -1,4 +1,6 @@
-#include "bindings/torch_error_text.h"
+#include "runtime/core/exception_text.h"
+
+#include <c10/util/Exception.h>
 
 #include <fmt/format.h>
 
@@ -11,7 +13,7 @@
 #include "runtime/core/host_memory.h"
 #include "runtime/core/number_text.h"
 
-namespace lmkit::lua {
+namespace lmkit {
 namespace {
 
 std::string way_out_of_memory() {
@@ -104,4 +106,18 @@ std::string torch_error_in_lmkit_words(const std::string& message) {
   return shapes_one_based(message);
 }
 
-}  // namespace lmkit::lua
+std::string describe_exception(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const c10::Error& e) {
+    return torch_error_in_lmkit_words(e.what_without_backtrace());
+  } catch (const std::bad_alloc&) {
+    return allocation_failure_text();
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown C++ exception";
+  }
+}
+
+}  // namespace lmkit

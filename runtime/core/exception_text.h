@@ -1,7 +1,9 @@
-// Torch's error texts in lmkit's words, at the one place where C++ errors become Lua errors
-// (lua_call.cpp). Whole classes are translated, each once:
-//   - shapes: Torch numbers dimensions, tensors in a list and list entries from 0; the Lua API
-//     from 1. "at non-singleton dimension 1", "except in dimension 0", "tensor number 1 in the
+// An exception's message in lmkit's words, wherever a failure reaches a person: the Lua binding's
+// one exception boundary (bindings/lua_call.cpp), the command line (repl/main.cpp), the failure
+// column of `lmkit doctor`, a checkpoint that cannot be read. Torch's texts are translated by whole
+// classes, each once:
+//   - shapes: Torch numbers dimensions, tensors in a list and list entries from 0; lmkit's tensor
+//     API (runtime/tensor/tensor_methods.h, the scripts) from 1. "at non-singleton dimension 1", "except in dimension 0", "tensor number 1 in the
 //     list", "at entry 0" become 1-based, and matmul's "mat1 and mat2 shapes cannot be multiplied
 //     (2x3 and 2x3)" says which sizes must agree;
 //   - allocation failures ("[enforce fail at alloc_cpu.cpp:75] ... you tried to allocate N bytes",
@@ -13,11 +15,17 @@
 #pragma once
 #include <string>
 
-namespace lmkit::lua {
+#include <exception>
+
+namespace lmkit {
 
 std::string torch_error_in_lmkit_words(const std::string& message);
 
 // For std::bad_alloc, which says nothing of its size.
 std::string allocation_failure_text();
 
-}  // namespace lmkit::lua
+// The message of a caught exception: a c10::Error without its C++ backtrace and translated as
+// above, std::bad_alloc with the machine's memory, any other its what().
+std::string describe_exception(std::exception_ptr error);
+
+}  // namespace lmkit

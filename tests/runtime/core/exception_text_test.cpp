@@ -1,12 +1,18 @@
 // Torch's error texts, as Torch 1.13 and 2.x write them, in lmkit's words: 1-based dimensions and
 // entries, allocation failures with their size, autograd misuse with its way out.
-#include "bindings/torch_error_text.h"
+#include "runtime/core/exception_text.h"
 
 #include <gtest/gtest.h>
 
+#include <exception>
+#include <functional>
+#include <new>
+#include <stdexcept>
 #include <string>
 
-namespace lmkit::lua {
+#include "runtime/core/torch.h"
+
+namespace lmkit {
 namespace {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -87,5 +93,24 @@ TEST(TorchErrorTextTest, AMissingKernelForADtypeSaysWhichToConvertTo) {
   EXPECT_TRUE(contains(torch_error_in_lmkit_words("\"addmm_impl_cpu_\" not implemented for 'BFloat16'"), "bfloat16"));
 }
 
+std::string described(const std::function<void()>& fail) {
+  try {
+    fail();
+  } catch (...) {
+    return describe_exception(std::current_exception());
+  }
+  return "";
+}
+
+TEST(TorchErrorTextTest, ACaughtExceptionIsDescribedWithoutTorchsBacktrace) {
+  // A real c10::Error: its what() carries Torch's C++ backtrace, the description does not.
+  const auto mismatch = described([] { (void)torch::matmul(torch::ones({2, 3}), torch::ones({4, 5})); });
+  EXPECT_TRUE(contains(mismatch, "sizes [2, 3] and [4, 5] cannot be multiplied")) << mismatch;
+  EXPECT_FALSE(contains(mismatch, "Exception raised from")) << mismatch;
+  EXPECT_TRUE(contains(described([] { throw std::bad_alloc(); }), "out of memory: an allocation failed"));
+  EXPECT_EQ(described([] { throw std::runtime_error("plain words"); }), "plain words");
+  EXPECT_EQ(described([] { throw 42; }), "unknown C++ exception");
+}
+
 }  // namespace
-}  // namespace lmkit::lua
+}  // namespace lmkit
