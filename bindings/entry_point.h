@@ -692,16 +692,25 @@ struct Signature<R (*)(A...)> {
     // Braced initialization reads the arguments left to right, as Lua's messages number them.
     [[maybe_unused]] int next = 1;
     std::tuple<typename Held<A>::type...> args{read_parameter<A>(L, next)...};
+    // A Rest ends at the first value of another type: one left over (t:view(6, m) with m nil) is an
+    // error here, not an argument silently dropped.
+    if constexpr ((IsRest<std::decay_t<A>>::value || ...)) {
+      if (!lua_isnone(L, next)) fail(Where{next, ""}, std::string("unexpected ") + luaL_typename(L, next) + " after the last argument");
+    }
     LuaCallScope scope(L);  // a Lua head called from inside the entry point runs on this thread
     if constexpr (std::is_void_v<R>) {
       Fn(Held<A>::pass(std::get<I>(args))...);
       return 0;
-    } else if constexpr (std::is_lvalue_reference_v<R> &&
-                         (IsClass<std::decay_t<R>>::value || std::is_same_v<std::decay_t<R>, torch::Tensor>)) {
-      static_assert(std::is_same_v<std::decay_t<R>, First>, "entry<>: a reference is returned only as self");
+    } else if constexpr (std::is_lvalue_reference_v<R> && IsClass<std::decay_t<R>>::value) {
+      static_assert(std::is_same_v<std::decay_t<R>, First>, "entry<>: a class reference is returned only as self");
       Fn(Held<A>::pass(std::get<I>(args))...);  // returns its object: the same Lua value, for chaining
       lua_pushvalue(L, 1);
       return 1;
+    } else if constexpr (std::is_same_v<R, torch::Tensor&> && std::is_same_v<First, torch::Tensor>) {
+      // An in-place method returns its tensor: the same Lua value, for chaining (another tensor is pushed).
+      auto& result = Fn(Held<A>::pass(std::get<I>(args))...);
+      if (&result == &std::get<0>(args)) return lua_pushvalue(L, 1), 1;
+      return push(L, result);
     } else {
       return push(L, Fn(Held<A>::pass(std::get<I>(args))...));
     }

@@ -224,21 +224,21 @@ torch::Tensor permuted(const torch::Tensor& t, const Rest<std::int64_t>& dims) {
   return t.permute(zero_based);
 }
 
-torch::Tensor added(const torch::Tensor& t, const Operand& other, std::optional<double> alpha) {
-  return torch::add(t, operand_tensor(other), alpha.value_or(1.0));
+torch::Tensor added(const torch::Tensor& t, const Operand& other, const std::optional<torch::Scalar>& alpha) {
+  return torch::add(t, operand_tensor(other), alpha.value_or(torch::Scalar(std::int64_t{1})));
 }
 
-torch::Tensor subtracted(const torch::Tensor& t, const Operand& other, std::optional<double> alpha) {
-  return torch::sub(t, operand_tensor(other), alpha.value_or(1.0));
+torch::Tensor subtracted(const torch::Tensor& t, const Operand& other, const std::optional<torch::Scalar>& alpha) {
+  return torch::sub(t, operand_tensor(other), alpha.value_or(torch::Scalar(std::int64_t{1})));
 }
 
-torch::Tensor& add_in_place(torch::Tensor& t, const Operand& other, std::optional<double> alpha) {
-  t.add_(operand_tensor(other), alpha.value_or(1.0));
+torch::Tensor& add_in_place(torch::Tensor& t, const Operand& other, const std::optional<torch::Scalar>& alpha) {
+  t.add_(operand_tensor(other), alpha.value_or(torch::Scalar(std::int64_t{1})));
   return t;
 }
 
-torch::Tensor& sub_in_place(torch::Tensor& t, const Operand& other, std::optional<double> alpha) {
-  t.sub_(operand_tensor(other), alpha.value_or(1.0));
+torch::Tensor& sub_in_place(torch::Tensor& t, const Operand& other, const std::optional<torch::Scalar>& alpha) {
+  t.sub_(operand_tensor(other), alpha.value_or(torch::Scalar(std::int64_t{1})));
   return t;
 }
 

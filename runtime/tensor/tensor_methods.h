@@ -104,15 +104,15 @@ torch::Tensor expanded(const torch::Tensor& t, const Sizes& sizes);
 torch::Tensor permuted(const torch::Tensor& t, const Rest<std::int64_t>& dims);
 
 // t + alpha·other and t − alpha·other (alpha default 1).
-torch::Tensor added(const torch::Tensor& t, const Operand& other, std::optional<double> alpha);
-torch::Tensor subtracted(const torch::Tensor& t, const Operand& other, std::optional<double> alpha);
+torch::Tensor added(const torch::Tensor& t, const Operand& other, const std::optional<torch::Scalar>& alpha);
+torch::Tensor subtracted(const torch::Tensor& t, const Operand& other, const std::optional<torch::Scalar>& alpha);
 
 // In place, each returning t itself: t += alpha·other, t −= alpha·other, t *= other, t /= other,
 // other's values copied in (broadcasting, converting), every element set to a value or to 0, U(a, b)
 // draws (default U(0, 1)), N(mean, std²) draws (default N(0, 1)); recording for autograd started
 // (or stopped: flag false), .grad kept for a non-leaf.
-torch::Tensor& add_in_place(torch::Tensor& t, const Operand& other, std::optional<double> alpha);
-torch::Tensor& sub_in_place(torch::Tensor& t, const Operand& other, std::optional<double> alpha);
+torch::Tensor& add_in_place(torch::Tensor& t, const Operand& other, const std::optional<torch::Scalar>& alpha);
+torch::Tensor& sub_in_place(torch::Tensor& t, const Operand& other, const std::optional<torch::Scalar>& alpha);
 torch::Tensor& mul_in_place(torch::Tensor& t, const Operand& other);
 torch::Tensor& div_in_place(torch::Tensor& t, const Operand& other);
 torch::Tensor& copy_in_place(torch::Tensor& t, const Operand& source);

@@ -104,6 +104,23 @@ T.test("shape operations", function()
   T.eq(t:narrow(1, 2, 3):totable(), {1, 2, 3})
   T.eq(lmkit.cat({lmkit.ones(2), lmkit.zeros(1)}):totable(), {1, 1, 0})
   T.eq(lmkit.stack({lmkit.ones(2), lmkit.zeros(2)}):size(), {2, 2})
+  -- Sizes end at the first non-integer: a value left over is an error, not an argument dropped.
+  local unset
+  T.raises(function() t:view(6, unset) end, "bad argument #2 to 'Tensor:view' (unexpected nil after the last argument)")
+  T.raises(function() t:permute(1, "2") end, "unexpected string after the last argument")
+  T.raises(function() t:reshape({n = 2}) end, "unexpected table after the last argument")
+end)
+
+T.test("arithmetic keeps integer tensors integer; in-place methods return their tensor", function()
+  local ids = lmkit.tensor({1, 2})
+  T.eq(ids:add(1):totable(), {2, 3})
+  T.eq(ids:sub(ids, 2):totable(), {-1, -2})
+  T.eq(ids:add(1):dtype(), "int64")
+  local x = lmkit.zeros(2)
+  T.truthy(rawequal(x:add_(1, 0.5), x))
+  T.eq(x:totable(), {0.5, 0.5})
+  T.truthy(rawequal(x:fill_(3):mul_(2), x))
+  T.eq(x:totable(), {6, 6})
 end)
 
 T.test("conversions and items", function()
