@@ -283,13 +283,7 @@ int build_nested_table(lua_State* L) {
 void push_tensor_as_table(lua_State* L, const torch::Tensor& tensor) {
   const auto values = values_for_nested_lists(tensor);
   if (values.dim() == 0) {
-    if (values.scalar_type() == torch::kBool) {
-      lua_pushboolean(L, values.item<bool>());
-    } else if (values.scalar_type() == torch::kInt64) {
-      lua_pushinteger(L, values.item<int64_t>());
-    } else {
-      lua_pushnumber(L, values.item<double>());
-    }
+    entry_detail::push(L, item_of(values));  // a boolean, an integer or a number
     return;
   }
   const auto sizes = values.sizes().vec();
