@@ -17,6 +17,7 @@
 #include "runtime/tensor/nested_list.h"
 #include "runtime/tensor/tensor_index.h"
 #include "runtime/tensor/tensor_factories.h"
+#include "runtime/tensor/tensor_file.h"
 #include "runtime/tensor/tensor_format.h"
 #include "runtime/tensor/tensor_options.h"
 
@@ -192,6 +193,12 @@ const Function kFunctions[] = {
     {"no_grad", lmkit_no_grad, "lmkit.no_grad(fn, ...) -> results of fn\nCalls fn(...) without recording operations for autograd (e.g. for parameter updates)."},
     entry<&config::json_text>("lmkit", "json_encode", "value, pretty", "JSON text of a Lua value (tables of numbers, strings, booleans; arrays become lists); pretty: indented."),
     entry<&config::json_value>("lmkit", "json_decode", "text", "The Lua value of a JSON text (objects become tables, null becomes nil)."),
+    entry<&read_tensor_file>("lmkit", "read_tensors", "path",
+        "The tensors of a safetensors, NumPy .npy/.npz or torch.save (zip) file, name → Tensor on the CPU; large files are "
+        "memory-mapped and only the entries read are touched. See docs/analysis.md (Your own model)."),
+    entry<&tensor_file_contents>("lmkit", "list_tensors", "path", "The entries of a tensor file as its header describes them (no data is read)."),
+    entry<&write_tensor_file>("lmkit", "write_tensors", "path, tensors",
+        "Writes a table name → Tensor as safetensors, .npz, .npy (one tensor) or a torch.save file (torch.load reads it), atomically."),
     entry<&write_file_atomically>("lmkit", "write_file", "path, text", "Writes text to path atomically (temporary file, fsync, rename): readers see the old file or the new one, never a part."),
     {"clock", lmkit_clock, "lmkit.clock() -> number\nWall-clock seconds from a steady clock, for timing (differences only; os.clock counts CPU time of all threads)."},
     {"seed", lmkit_seed, "lmkit.seed(n)\nSeeds Torch's CPU and CUDA generators and Lua's math.random."},

@@ -167,6 +167,7 @@ packages=(
   libboost-math-dev                 # distributions for lmkit.stats
   libxxhash-dev                     # XXH3 content hashes of corpora and token caches
   libglpk-dev                       # GLPK's simplex: the exact argmaxable-word analysis
+  zlib1g-dev                        # deflated .npz members (np.savez_compressed) in lmkit.read_tensors
   libgtest-dev libgmock-dev         # the C++ tests
   gnuplot-nox                       # lmkit.plot
 )

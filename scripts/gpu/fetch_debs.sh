@@ -42,6 +42,7 @@ deps_packages=(
   libcli11-dev
   libxxhash-dev libxxhash0
   libglpk-dev libglpk40 libamd2 libcolamd2 libsuitesparseconfig5 libltdl7 libgmp10 zlib1g
+  zlib1g-dev   # deflated .npz members; without it lmkit builds and refuses them by name
   libboost1.74-dev   # the Boost of libboost-math-dev, which scripts/setup.sh installs
   liblapacke-dev liblapacke libtmglib-dev libtmglib3
   libopenblas-pthread-dev libopenblas0-pthread libgfortran5 libquadmath0

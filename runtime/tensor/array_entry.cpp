@@ -1,0 +1,55 @@
+#include "runtime/tensor/array_entry.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
+
+namespace lmkit::tensor_files {
+
+std::uint64_t checked_byte_count(const std::vector<std::int64_t>& shape, torch::ScalarType dtype, const std::string& where) {
+  std::int64_t count = static_cast<std::int64_t>(c10::elementSize(dtype));
+  for (const auto size : shape) {
+    if (size < 0) throw EnvironmentError(where + " has a negative size (" + integer_text(size) + ")");
+    if (__builtin_mul_overflow(count, size, &count)) {
+      throw EnvironmentError(where + " claims an array too large for any file (its sizes multiply past 2^63 bytes)");
+    }
+  }
+  return static_cast<std::uint64_t>(count);
+}
+
+torch::Tensor tensor_of(const ArrayEntry& entry) {
+  auto shape = entry.shape;
+  if (entry.fortran_order) std::reverse(shape.begin(), shape.end());
+  // host: a file's bytes are read on the host; the caller moves the tensor where it is needed
+  auto tensor = torch::empty(shape, torch::TensorOptions().dtype(entry.dtype));
+  if (entry.byte_count > 0) std::memcpy(tensor.data_ptr(), entry.data.data(), entry.byte_count);
+  if (!entry.fortran_order || tensor.dim() < 2) return tensor;
+  std::vector<std::int64_t> reversed(static_cast<std::size_t>(tensor.dim()));
+  for (std::int64_t d = 0; d < tensor.dim(); ++d) reversed[static_cast<std::size_t>(d)] = tensor.dim() - 1 - d;
+  return tensor.permute(reversed).contiguous();
+}
+
+std::uint32_t crc32_of(std::string_view bytes) {
+  static const auto table = [] {
+    std::array<std::uint32_t, 256> t{};
+    for (std::uint32_t n = 0; n < 256; ++n) {
+      std::uint32_t c = n;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[n] = c;
+    }
+    return t;
+  }();
+  std::uint32_t crc = 0xFFFFFFFFu;
+  for (const unsigned char byte : bytes) crc = table[(crc ^ byte) & 0xFFu] ^ (crc >> 8);
+  return crc ^ 0xFFFFFFFFu;
+}
+
+std::string_view bytes_of(const torch::Tensor& contiguous_cpu) {
+  return std::string_view(static_cast<const char*>(contiguous_cpu.data_ptr()),
+                          static_cast<std::size_t>(contiguous_cpu.numel()) * contiguous_cpu.element_size());
+}
+
+}  // namespace lmkit::tensor_files

@@ -1,0 +1,256 @@
+#include "runtime/tensor/tensor_file.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <memory>
+
+#include <torch/serialize.h>
+
+#include "runtime/config/option_schema.h"
+#include "runtime/core/atomic_file.h"
+#include "runtime/core/error.h"
+#include "runtime/core/mapped_file.h"
+#include "runtime/core/number_text.h"
+#include "runtime/tensor/array_entry.h"
+#include "runtime/tensor/numpy_format.h"
+#include "runtime/tensor/safetensors_format.h"
+#include "runtime/tensor/tensor_format.h"
+#include "runtime/tensor/torch_pickle.h"
+#include "runtime/tensor/zip_archive.h"
+
+namespace lmkit {
+namespace {
+
+using namespace tensor_files;
+
+// An entry as listed, and how to read it.
+struct Listed {
+  StoredTensor description;
+  std::function<torch::Tensor()> read;
+};
+
+StoredTensor describe(const ArrayEntry& entry) {
+  return {entry.name, dtype_name(entry.dtype), entry.shape, static_cast<std::int64_t>(entry.byte_count)};
+}
+
+Listed mapped(ArrayEntry entry) {
+  auto description = describe(entry);
+  return {std::move(description), [entry = std::move(entry)] { return tensor_of(entry); }};
+}
+
+std::string stem(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  auto name = path.substr(slash == std::string::npos ? 0 : slash + 1);
+  const auto dot = name.find_last_of('.');
+  return dot == std::string::npos || dot == 0 ? name : name.substr(0, dot);
+}
+
+// An .npz member: "name.npy" holds the array `name`.
+Listed npz_member(const ZipMember& member, const std::string& where) {
+  if (member.name.size() < 4 || member.name.compare(member.name.size() - 4, 4, ".npy") != 0) {
+    throw EnvironmentError(where + " is not an .npy array: an .npz holds only arrays (np.savez)");
+  }
+  const auto name = member.name.substr(0, member.name.size() - 4);
+  std::string head_buffer;
+  std::uint64_t data_offset = 0;
+  // A deflated member's header is read by inflating its first bytes only.
+  const auto head = member_bytes(member, head_buffer, where, std::uint64_t{1} << 20);
+  auto entry = npy_header(head, member.size, name, where, data_offset);
+  auto description = describe(entry);
+  if (member.method == 0) {
+    entry.data = member.data.substr(data_offset);
+    return {std::move(description), [entry = std::move(entry)] { return tensor_of(entry); }};
+  }
+  return {std::move(description), [member, entry = std::move(entry), data_offset, where]() mutable {
+            std::string buffer;
+            entry.data = member_bytes(member, buffer, where).substr(data_offset);
+            return tensor_of(entry);
+          }};
+}
+
+// The tensors of a torch.save archive: described by its pickle, each read from the span of its
+// storage member that it covers (a view of a large storage does not copy the rest).
+std::vector<Listed> torch_save_entries(const std::string& path, const std::vector<ZipMember>& members, const ZipMember& pickle) {
+  const std::string where = "torch.save file '" + path + "'";
+  const auto prefix = pickle.name.substr(0, pickle.name.size() - std::string("data.pkl").size());
+  std::string pickle_buffer;
+  std::vector<Listed> listed;
+  for (auto& t : pickled_tensors(member_bytes(pickle, pickle_buffer, where), where)) {
+    const std::string tensor_where = where + ", tensor '" + t.name + "'";
+    const auto storage = std::find_if(members.begin(), members.end(),
+                                      [&](const ZipMember& m) { return m.name == prefix + "data/" + t.storage_key; });
+    if (storage == members.end()) {
+      throw EnvironmentError(tensor_where + ": its storage " + prefix + "data/" + t.storage_key + " is missing from the archive");
+    }
+    const auto element = static_cast<std::int64_t>(c10::elementSize(t.dtype));
+    const auto byte_count = checked_byte_count(t.shape, t.dtype, tensor_where);
+    // The elements it covers: [offset, last] of its storage, checked against the storage's size.
+    std::int64_t last = t.storage_offset;
+    bool in_range = t.storage_offset >= 0;
+    for (std::size_t d = 0; d < t.shape.size() && byte_count > 0; ++d) {
+      std::int64_t step = 0;
+      in_range = in_range && t.stride[d] >= 0 && !__builtin_mul_overflow(t.shape[d] - 1, t.stride[d], &step) &&
+                 !__builtin_add_overflow(last, step, &last);
+    }
+    const auto storage_numel = static_cast<std::int64_t>(storage->size) / element;
+    if (!in_range || (byte_count > 0 && last >= storage_numel)) {
+      throw EnvironmentError(tensor_where + ": its sizes, strides and offset reach past its storage of " +
+                             integer_text(storage_numel) + " elements: the file is damaged");
+    }
+    StoredTensor description{t.name, dtype_name(t.dtype), t.shape, static_cast<std::int64_t>(byte_count)};
+    listed.push_back({std::move(description), [member = *storage, t, last, byte_count, element, tensor_where] {
+                        // host: a file's bytes are read on the host; the caller moves the tensor where it is needed
+                        if (byte_count == 0) return torch::empty(t.shape, torch::TensorOptions().dtype(t.dtype));
+                        std::string buffer;
+                        const auto bytes = member_bytes(member, buffer, tensor_where);
+                        const auto span = last - t.storage_offset + 1;
+                        // host: as above
+                        auto covered = torch::empty({span}, torch::TensorOptions().dtype(t.dtype));
+                        std::memcpy(covered.data_ptr(), bytes.data() + t.storage_offset * element, static_cast<std::size_t>(span * element));
+                        return covered.as_strided(t.shape, t.stride, 0).contiguous();
+                      }});
+  }
+  return listed;
+}
+
+std::vector<Listed> open_entries(const MappedFile& file) {
+  const std::string where = "tensor file '" + file.path() + "'";
+  const auto first = file.bytes(0, std::min<std::uint64_t>(file.size(), 8), "its first bytes");
+  if (looks_like_npy(first)) {
+    std::uint64_t data_offset = 0;
+    auto entry = npy_header(file.bytes(0, file.size(), "the array"), file.size(), stem(file.path()), where, data_offset);
+    entry.data = file.bytes(data_offset, entry.byte_count, "the array");
+    return {mapped(std::move(entry))};
+  }
+  if (looks_like_zip(file)) {
+    const auto members = zip_members(file);
+    const auto pickle = std::find_if(members.begin(), members.end(), [](const ZipMember& m) {
+      return m.name.size() >= 8 && m.name.compare(m.name.size() - 8, 8, "data.pkl") == 0;
+    });
+    if (pickle != members.end()) return torch_save_entries(file.path(), members, *pickle);
+    std::vector<Listed> listed;
+    for (const auto& member : members) listed.push_back(npz_member(member, where + ", member '" + member.name + "'"));
+    return listed;
+  }
+  if (looks_like_safetensors(file)) {
+    std::vector<Listed> listed;
+    for (auto& entry : safetensors_entries(file)) listed.push_back(mapped(std::move(entry)));
+    return listed;
+  }
+  if (!first.empty() && static_cast<unsigned char>(first[0]) == 0x80) {
+    throw EnvironmentError(where + " is a torch.save file in the legacy (pickle) format: save it again with PyTorch ≥ 1.6's "
+                           "default, torch.save(obj, path) (a zip archive), or as safetensors");
+  }
+  throw EnvironmentError(where + " is not a format lmkit reads: safetensors, NumPy .npy/.npz or a torch.save zip archive "
+                         "(its first bytes are not any of theirs)");
+}
+
+enum class Format { Safetensors, Npz, Npy, Torch };
+
+Format format_for(const std::string& path, const std::optional<std::string>& named) {
+  static const std::vector<std::pair<std::string, Format>> names = {
+      {"safetensors", Format::Safetensors}, {"npz", Format::Npz}, {"npy", Format::Npy}, {"pt", Format::Torch}};
+  if (named) {
+    for (const auto& [name, format] : names) {
+      if (*named == name) return format;
+    }
+    throw UsageError("write_tensors: format '" + *named + "' is not one of safetensors, npz, npy, pt");
+  }
+  const auto dot = path.find_last_of('.');
+  const auto extension = dot == std::string::npos ? "" : path.substr(dot + 1);
+  for (const auto& [name, format] : names) {
+    if (extension == name) return format;
+  }
+  if (extension == "pth" || extension == "bin") return Format::Torch;
+  throw UsageError("write_tensors: '" + path + "' has no extension that names a format (.safetensors, .npz, .npy, .pt): "
+                   "give one, or the option format");
+}
+
+}  // namespace
+
+const config::BoundOptions<ReadTensorsOptions>& declared_options(config::Tag<ReadTensorsOptions>) {
+  static const config::BoundOptions<ReadTensorsOptions> options(
+      "read_tensors", {{"names", &ReadTensorsOptions::names, "the entries to read (default: all)"},
+                       {"dtype", &ReadTensorsOptions::dtype, "convert each to this dtype, e.g. \"float32\" (default: as stored)"}});
+  return options;
+}
+
+const config::BoundOptions<WriteTensorsOptions>& declared_options(config::Tag<WriteTensorsOptions>) {
+  static const config::BoundOptions<WriteTensorsOptions> options(
+      "write_tensors", {{"format", &WriteTensorsOptions::format, config::OneOf{{"safetensors", "npz", "npy", "pt"}},
+                         "the file format (default: from the extension)"}});
+  return options;
+}
+
+std::vector<StoredTensor> tensor_file_contents(const std::string& path) {
+  MappedFile file(path, "tensor file");
+  std::vector<StoredTensor> contents;
+  for (auto& listed : open_entries(file)) contents.push_back(std::move(listed.description));
+  return contents;
+}
+
+std::map<std::string, torch::Tensor> read_tensor_file(const std::string& path, const ReadTensorsOptions& options) {
+  // Parsed first: a misspelt dtype is refused before the file is opened.
+  const bool convert = options.dtype.has_value();
+  const torch::ScalarType dtype = convert ? parse_dtype(*options.dtype) : torch::kFloat32;
+  MappedFile file(path, "tensor file");
+  const auto entries = open_entries(file);
+  std::vector<std::string> names;
+  for (const auto& listed : entries) names.push_back(listed.description.name);
+  for (const auto& wanted : options.names) {
+    if (std::find(names.begin(), names.end(), wanted) == names.end()) {
+      throw UsageError("read_tensors: '" + path + "': " + config::unknown_key_text("entry", wanted, names));
+    }
+  }
+  std::map<std::string, torch::Tensor> tensors;
+  for (const auto& listed : entries) {
+    const auto& name = listed.description.name;
+    if (!options.names.empty() && std::find(options.names.begin(), options.names.end(), name) == options.names.end()) continue;
+    auto tensor = listed.read();
+    tensors[name] = convert ? tensor.to(dtype) : tensor;
+  }
+  return tensors;
+}
+
+void write_tensor_file(const std::string& path, const std::map<std::string, torch::Tensor>& given,
+                       const WriteTensorsOptions& options) {
+  const auto format = format_for(path, options.format);
+  std::map<std::string, torch::Tensor> tensors;
+  for (const auto& [name, tensor] : given) {
+    if (!tensor.defined()) throw UsageError("write_tensors: '" + name + "' is not a tensor");
+    tensors[name] = tensor.detach().to(torch::kCPU).contiguous();
+  }
+  std::string image;
+  switch (format) {
+    case Format::Safetensors:
+      try {
+        image = safetensors_image(tensors);
+      } catch (const nlohmann::json::exception& e) {
+        throw UsageError(std::string("write_tensors: the names must be UTF-8 text (") + e.what() + ")");
+      }
+      break;
+    case Format::Npy:
+      if (tensors.size() != 1) {
+        throw UsageError("write_tensors: a .npy file holds one array, got " + integer_text(tensors.size()) + " (write .npz for several)");
+      }
+      image = npy_image(tensors.begin()->second, tensors.begin()->first);
+      break;
+    case Format::Npz: {
+      std::vector<std::pair<std::string, std::string>> files;
+      for (const auto& [name, tensor] : tensors) files.emplace_back(name + ".npy", npy_image(tensor, name));
+      image = stored_zip(files);
+      break;
+    }
+    case Format::Torch: {
+      c10::Dict<std::string, torch::Tensor> dict;
+      for (const auto& [name, tensor] : tensors) dict.insert(name, tensor);
+      const auto bytes = torch::pickle_save(c10::IValue(dict));
+      image.assign(bytes.begin(), bytes.end());
+      break;
+    }
+  }
+  write_file_atomically(path, image);
+}
+
+}  // namespace lmkit

@@ -1,0 +1,331 @@
+#include "runtime/tensor/torch_pickle.h"
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <utility>
+
+#include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
+
+namespace lmkit::tensor_files {
+namespace {
+
+struct Value;
+using Ref = std::shared_ptr<Value>;
+
+// A pickled value: the kinds torch.save's pickles hold. Containers are shared, as the memo shares
+// them: SETITEMS on a memoized dict reaches every place that holds it.
+struct Value {
+  enum class Kind { None, Boolean, Integer, Float, String, Bytes, Tuple, List, Dict, Global, Storage, Tensor, Opaque };
+  Kind kind = Kind::None;
+  std::int64_t integer = 0;
+  double number = 0;
+  std::string text;  // a string, bytes, or a global's "module.name"
+  std::vector<Ref> items;                    // tuple and list
+  std::vector<std::pair<Ref, Ref>> entries;  // dict, in insertion order
+  PickledTensor tensor;                      // storage (dtype, key, numel) and tensor
+};
+
+const std::map<std::string, torch::ScalarType>& storage_types() {
+  static const std::map<std::string, torch::ScalarType> types = {
+      {"torch.DoubleStorage", torch::kFloat64}, {"torch.FloatStorage", torch::kFloat32}, {"torch.HalfStorage", torch::kFloat16},
+      {"torch.BFloat16Storage", torch::kBFloat16}, {"torch.LongStorage", torch::kInt64}, {"torch.IntStorage", torch::kInt32},
+      {"torch.ShortStorage", torch::kInt16}, {"torch.CharStorage", torch::kInt8}, {"torch.ByteStorage", torch::kUInt8},
+      {"torch.BoolStorage", torch::kBool}};
+  return types;
+}
+
+class PickleReader {
+ public:
+  PickleReader(std::string_view bytes, std::string where) : bytes_(bytes), where_(std::move(where)) {}
+  // A damaged pickle can put a list inside itself: the containers are emptied here, so that no
+  // cycle of shared pointers outlives the reader.
+  ~PickleReader() {
+    for (auto& value : made_) {
+      value->items.clear();
+      value->entries.clear();
+    }
+  }
+  PickleReader(const PickleReader&) = delete;
+  PickleReader& operator=(const PickleReader&) = delete;
+
+  Ref run() {
+    while (true) {
+      const auto op = static_cast<unsigned char>(take(1)[0]);
+      switch (op) {
+        case 0x80: take(1); break;                                    // PROTO
+        case 0x95: take(8); break;                                    // FRAME
+        case '.': return pop();                                       // STOP
+        case '(': marks_.push_back(stack_.size()); break;             // MARK
+        case 'N': push(make(Value::Kind::None)); break;               // NONE
+        case 0x88: push(boolean(true)); break;                        // NEWTRUE
+        case 0x89: push(boolean(false)); break;                       // NEWFALSE
+        case 'K': push(integer(unsigned_value(1))); break;            // BININT1
+        case 'M': push(integer(unsigned_value(2))); break;            // BININT2
+        case 'J': push(integer(static_cast<std::int32_t>(unsigned_value(4)))); break;  // BININT
+        case 0x8a: push(integer(long_value(unsigned_value(1)))); break;                // LONG1
+        case 'G': push(floating()); break;                            // BINFLOAT
+        case 'X': push(string(unsigned_value(4), Value::Kind::String)); break;          // BINUNICODE
+        case 0x8c: push(string(unsigned_value(1), Value::Kind::String)); break;         // SHORT_BINUNICODE
+        case 0x8d: push(string(unsigned_value(8), Value::Kind::String)); break;         // BINUNICODE8
+        case 'T': push(string(unsigned_value(4), Value::Kind::String)); break;          // BINSTRING
+        case 'U': push(string(unsigned_value(1), Value::Kind::String)); break;          // SHORT_BINSTRING
+        case 'B': push(string(unsigned_value(4), Value::Kind::Bytes)); break;           // BINBYTES
+        case 'C': push(string(unsigned_value(1), Value::Kind::Bytes)); break;           // SHORT_BINBYTES
+        case ')': push(make(Value::Kind::Tuple)); break;              // EMPTY_TUPLE
+        case ']': push(make(Value::Kind::List)); break;               // EMPTY_LIST
+        case '}': push(make(Value::Kind::Dict)); break;               // EMPTY_DICT
+        case 't': push(tuple(pop_mark())); break;                     // TUPLE
+        case 0x85: push(tuple(pop_n(1))); break;                      // TUPLE1
+        case 0x86: push(tuple(pop_n(2))); break;                      // TUPLE2
+        case 0x87: push(tuple(pop_n(3))); break;                      // TUPLE3
+        case 'l': push(list(pop_mark())); break;                      // LIST
+        case 'a': append(pop_n(1)); break;                            // APPEND
+        case 'e': append(pop_mark()); break;                          // APPENDS
+        case 's': set_items(pop_n(2)); break;                         // SETITEM
+        case 'u': set_items(pop_mark()); break;                       // SETITEMS
+        case 'c': push(global()); break;                              // GLOBAL
+        case 0x93: {                                                  // STACK_GLOBAL
+          const auto name = pop(), module = pop();
+          auto g = make(Value::Kind::Global);
+          g->text = module->text + "." + name->text;
+          push(g);
+          break;
+        }
+        case 'Q': push(persistent(pop())); break;                     // BINPERSID
+        case 'R': {                                                   // REDUCE
+          const auto arguments = pop();
+          push(reduce(pop(), arguments));
+          break;
+        }
+        case 0x81: {                                                  // NEWOBJ
+          pop();
+          pop();
+          push(make(Value::Kind::Opaque));
+          break;
+        }
+        case 'b': pop(); break;                                       // BUILD: the state is not needed
+        case 'q': memo_[unsigned_value(1)] = top(); break;            // BINPUT
+        case 'r': memo_[unsigned_value(4)] = top(); break;            // LONG_BINPUT
+        case 0x94: memo_[memo_.size()] = top(); break;                // MEMOIZE
+        case 'h': push(memo(unsigned_value(1))); break;               // BINGET
+        case 'j': push(memo(unsigned_value(4))); break;               // LONG_BINGET
+        case '0': pop(); break;                                       // POP
+        case '2': push(top()); break;                                 // DUP
+        default:
+          fail("opcode 0x" + fmt_hex(op) + ", which torch.save does not write");
+      }
+    }
+  }
+
+ private:
+  Ref make(Value::Kind kind) {
+    auto value = std::make_shared<Value>();
+    value->kind = kind;
+    made_.push_back(value);
+    return value;
+  }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw EnvironmentError(where_ + ": its pickle (data.pkl) is damaged or not torch.save's: " + what + " at byte " + integer_text(at_));
+  }
+  static std::string fmt_hex(unsigned char op) {
+    const char* digits = "0123456789abcdef";
+    return {digits[op >> 4], digits[op & 15]};
+  }
+  std::string_view take(std::uint64_t n) {
+    if (n > bytes_.size() - at_) fail("it ends early");
+    const auto piece = bytes_.substr(at_, n);
+    at_ += n;
+    return piece;
+  }
+  std::uint64_t unsigned_value(int width) {
+    const auto piece = take(static_cast<std::uint64_t>(width));
+    std::uint64_t value = 0;
+    for (int i = width - 1; i >= 0; --i) value = (value << 8) | static_cast<unsigned char>(piece[static_cast<std::size_t>(i)]);
+    return value;
+  }
+  std::int64_t long_value(std::uint64_t width) {
+    if (width > 8) fail("an integer of " + integer_text(width) + " bytes");
+    if (width == 0) return 0;
+    const auto value = unsigned_value(static_cast<int>(width));
+    const auto shift = 64 - 8 * width;
+    return static_cast<std::int64_t>(value << shift) >> shift;  // sign-extended
+  }
+  Ref boolean(bool value) {
+    auto v = make(Value::Kind::Boolean);
+    v->integer = value;
+    return v;
+  }
+  Ref integer(std::int64_t value) {
+    auto v = make(Value::Kind::Integer);
+    v->integer = value;
+    return v;
+  }
+  Ref floating() {
+    const auto raw = take(8);  // big-endian
+    std::uint64_t bits = 0;
+    for (const unsigned char c : raw) bits = (bits << 8) | c;
+    auto v = make(Value::Kind::Float);
+    std::memcpy(&v->number, &bits, sizeof bits);
+    return v;
+  }
+  Ref string(std::uint64_t length, Value::Kind kind) {
+    auto v = make(kind);
+    v->text = std::string(take(length));
+    return v;
+  }
+  Ref global() {
+    const auto line = [&] {
+      const auto end = bytes_.find('\n', at_);
+      if (end == std::string_view::npos) fail("a GLOBAL without its end of line");
+      const auto length = end - at_;
+      return std::string(take(length + 1).substr(0, length));
+    };
+    auto g = make(Value::Kind::Global);
+    const auto module = line();
+    g->text = module + "." + line();
+    return g;
+  }
+  void push(Ref value) {
+    if (stack_.size() > bytes_.size()) fail("a stack larger than the pickle");
+    stack_.push_back(std::move(value));
+  }
+  Ref top() {
+    if (stack_.empty()) fail("an empty stack");
+    return stack_.back();
+  }
+  Ref pop() {
+    if (stack_.empty() || (!marks_.empty() && stack_.size() == marks_.back())) fail("an empty stack");
+    auto value = std::move(stack_.back());
+    stack_.pop_back();
+    return value;
+  }
+  std::vector<Ref> pop_n(std::size_t n) {
+    std::vector<Ref> values(n);
+    for (std::size_t i = n; i > 0; --i) values[i - 1] = pop();
+    return values;
+  }
+  std::vector<Ref> pop_mark() {
+    if (marks_.empty()) fail("no MARK to pop to");
+    const auto mark = marks_.back();
+    marks_.pop_back();
+    std::vector<Ref> values(stack_.begin() + static_cast<std::ptrdiff_t>(mark), stack_.end());
+    stack_.resize(mark);
+    return values;
+  }
+  Ref memo(std::uint64_t key) {
+    const auto found = memo_.find(key);
+    if (found == memo_.end()) fail("a memo entry never stored (" + integer_text(key) + ")");
+    return found->second;
+  }
+  Ref tuple(std::vector<Ref> items) {
+    auto t = make(Value::Kind::Tuple);
+    t->items = std::move(items);
+    return t;
+  }
+  Ref list(std::vector<Ref> items) {
+    auto l = make(Value::Kind::List);
+    l->items = std::move(items);
+    return l;
+  }
+  void append(std::vector<Ref> items) {
+    auto target = top();
+    if (target->kind != Value::Kind::List) return;  // appending to an opaque object: not ours to know
+    for (auto& item : items) target->items.push_back(std::move(item));
+  }
+  void set_items(std::vector<Ref> items) {
+    if (items.size() % 2 != 0) fail("SETITEMS with an odd count");
+    auto target = top();
+    if (target->kind != Value::Kind::Dict) return;
+    for (std::size_t i = 0; i < items.size(); i += 2) target->entries.emplace_back(items[i], items[i + 1]);
+  }
+  // ('storage', torch.<Type>Storage, key, location, numel)
+  Ref persistent(const Ref& id) {
+    if (id->kind != Value::Kind::Tuple || id->items.size() < 5 || id->items[0]->text != "storage") {
+      fail("a persistent id that is not a storage");
+    }
+    const auto type = storage_types().find(id->items[1]->text);
+    if (type == storage_types().end()) fail("a storage of type " + id->items[1]->text + ", which lmkit does not read");
+    auto storage = make(Value::Kind::Storage);
+    storage->tensor.dtype = type->second;
+    storage->tensor.storage_key = id->items[2]->text;
+    storage->tensor.storage_numel = id->items[4]->integer;
+    return storage;
+  }
+  std::vector<std::int64_t> integers(const Ref& tuple) {
+    if (tuple->kind != Value::Kind::Tuple) fail("sizes that are not a tuple");
+    std::vector<std::int64_t> values;
+    for (const auto& item : tuple->items) {
+      if (item->kind != Value::Kind::Integer) fail("a size that is not an integer");
+      values.push_back(item->integer);
+    }
+    return values;
+  }
+  Ref reduce(const Ref& callable, const Ref& arguments) {
+    const auto& name = callable->text;
+    const auto& args = arguments->items;
+    if (name == "torch._utils._rebuild_tensor_v2" || name == "torch._utils._rebuild_tensor") {
+      if (args.size() < 4 || args[0]->kind != Value::Kind::Storage || args[1]->kind != Value::Kind::Integer) {
+        fail("a tensor without its storage, offset, sizes and strides");
+      }
+      auto t = make(Value::Kind::Tensor);
+      t->tensor = args[0]->tensor;
+      t->tensor.storage_offset = args[1]->integer;
+      t->tensor.shape = integers(args[2]);
+      t->tensor.stride = integers(args[3]);
+      if (t->tensor.shape.size() != t->tensor.stride.size()) fail("sizes and strides of different lengths");
+      return t;
+    }
+    if (name == "torch._utils._rebuild_parameter" || name == "torch._utils._rebuild_parameter_with_state") {
+      if (args.empty()) fail("a parameter without its tensor");
+      return args[0];
+    }
+    if (name == "collections.OrderedDict") return make(Value::Kind::Dict);
+    // LibTorch's pickler (torch::pickle_save) tags values with their TorchScript type, or wraps lists.
+    if (name.rfind("torch.jit._pickle.", 0) == 0 && !args.empty()) return args[0];
+    return make(Value::Kind::Opaque);
+  }
+
+  std::string_view bytes_;
+  std::string where_;
+  std::size_t at_ = 0;
+  std::vector<Ref> stack_;
+  std::vector<std::size_t> marks_;
+  std::map<std::uint64_t, Ref> memo_;
+  std::vector<Ref> made_;
+};
+
+// Tensors are listed under every path that reaches them (tied weights have two names); a container
+// reached again is not walked again (the memo can make a small pickle an exponentially large tree).
+void collect(const Ref& value, const std::string& path, std::vector<PickledTensor>& out, std::set<const Value*>& walked, int depth) {
+  const auto joined = [&](const std::string& step) { return path.empty() ? step : path + "." + step; };
+  if (value->kind == Value::Kind::Tensor) {
+    out.push_back(value->tensor);
+    out.back().name = path;
+    return;
+  }
+  // A state_dict is a few levels deep; a damaged pickle may nest a million lists.
+  if (depth > 100 || !walked.insert(value.get()).second) return;
+  if (value->kind == Value::Kind::Dict) {
+    for (const auto& [key, item] : value->entries) {
+      if (key->kind == Value::Kind::String) collect(item, joined(key->text), out, walked, depth + 1);
+      if (key->kind == Value::Kind::Integer) collect(item, joined(integer_text(key->integer)), out, walked, depth + 1);
+    }
+  } else if (value->kind == Value::Kind::List || value->kind == Value::Kind::Tuple) {
+    for (std::size_t i = 0; i < value->items.size(); ++i) collect(value->items[i], joined(integer_text(i)), out, walked, depth + 1);
+  }
+}
+
+}  // namespace
+
+std::vector<PickledTensor> pickled_tensors(std::string_view pickle, const std::string& where) {
+  PickleReader reader(pickle, where);
+  std::vector<PickledTensor> tensors;
+  std::set<const Value*> walked;
+  collect(reader.run(), "", tensors, walked, 0);
+  return tensors;
+}
+
+}  // namespace lmkit::tensor_files

@@ -1,0 +1,34 @@
+// The tensors of a torch.save file (the zip format of PyTorch ≥ 1.6): its data.pkl is read by a
+// pickle reader of lmkit's own, because LibTorch's (torch::pickle_load) stops at what Python's
+// pickler writes for a real state_dict (the OrderedDict's _metadata, a dict of one item).
+//
+// Only what torch.save writes for dicts, lists and tuples of tensors is understood: protocol 2–5
+// opcodes for None, booleans, integers, floats, strings, bytes, tuples, lists, dicts, memo, GLOBAL
+// and REDUCE of torch._utils._rebuild_tensor_v2 / _rebuild_parameter and collections.OrderedDict,
+// BUILD (its state ignored) and persistent ids ('storage', torch.<Type>Storage, key, location, numel).
+// Any other callable gives an opaque value, so a pickle holding other objects still yields its
+// tensors. Nothing is executed: a pickle names functions, and this reader calls none of them.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/core/torch.h"
+
+namespace lmkit::tensor_files {
+
+struct PickledTensor {
+  std::string name;  // its path in the pickled structure: dict keys and list indices joined by dots
+  torch::ScalarType dtype = torch::kFloat32;
+  std::vector<std::int64_t> shape, stride;
+  std::int64_t storage_offset = 0;  // in elements
+  std::string storage_key;          // the storage's bytes are the member <archive>/data/<key>
+  std::int64_t storage_numel = 0;
+};
+
+// Every tensor reachable from the pickle's value through dicts, lists and tuples, in order.
+// EnvironmentError naming `where` for a damaged or unsupported pickle.
+std::vector<PickledTensor> pickled_tensors(std::string_view pickle, const std::string& where);
+
+}  // namespace lmkit::tensor_files

@@ -1,0 +1,38 @@
+// The zip container of NumPy's .npz and of PyTorch's torch.save files (PKWARE APPNOTE 6.3): the
+// central directory is read (ZIP64 included), each member's bytes located through its local header,
+// and stored members read in place; deflated ones are inflated alone (zlib, when this build has it).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "runtime/core/mapped_file.h"
+
+namespace lmkit::tensor_files {
+
+struct ZipMember {
+  std::string name;
+  std::uint16_t method = 0;  // 0 stored, 8 deflated
+  std::uint64_t size = 0;    // uncompressed
+  std::string_view data;     // the member's bytes as stored (compressed when deflated)
+};
+
+bool looks_like_zip(const MappedFile& file);
+
+// Every member, checked: signatures, sizes and offsets inside the file, no encryption, a method
+// lmkit reads. EnvironmentError naming the file and the member otherwise.
+std::vector<ZipMember> zip_members(const MappedFile& file);
+
+// The member's bytes uncompressed: its data itself when stored; when deflated, the first `limit`
+// bytes (all by default) inflated into `buffer`. A deflated member that claims more than deflate can
+// expand to (1032 × its compressed size) or inflates to another size is refused.
+std::string_view member_bytes(const ZipMember& member, std::string& buffer, const std::string& where,
+                              std::uint64_t limit = UINT64_MAX);
+
+// A zip archive of the files given, stored (no compression), as np.savez writes them; ZIP64 records
+// are not written, so the whole archive must stay below 4 GiB.
+std::string stored_zip(const std::vector<std::pair<std::string, std::string>>& files);
+
+}  // namespace lmkit::tensor_files

@@ -1,0 +1,45 @@
+-- lmkit.read_tensors / list_tensors / write_tensors from a script: other programs' files in, tables
+-- name → Tensor out, and back.
+local T = require "lmkit.testing"
+
+local files = (os.getenv("LMKIT_SOURCE_DIR") or "..") .. "/tests/runtime/tensor/files/"
+local out = os.tmpname()
+os.remove(out)
+lmkit.fs.mkdir(out)
+
+T.test("a state_dict saved by torch.save reads as a table of tensors", function()
+  local state = lmkit.read_tensors(files .. "state.pt")
+  T.eq(state.weight:size(), {2, 3})
+  T.eq(state.weight:totable(), {{0, 1, 2}, {3, 4, 5}})
+  T.eq(state.bias:dtype(), "bfloat16")
+  T.eq(state["block.scale"]:dtype(), "float16")
+  local as_float = lmkit.read_tensors(files .. "state.pt", {names = {"bias"}, dtype = "float32"})
+  T.eq(as_float.bias:dtype(), "float32")
+  T.eq(as_float.weight, nil)
+end)
+
+T.test("list_tensors reads headers only", function()
+  local entries = lmkit.list_tensors(files .. "all.safetensors")
+  T.eq(#entries, 12)
+  T.eq(entries[1].name, "f64")
+  T.eq(entries[1].shape, {2, 3})
+  T.eq(entries[1].bytes, 48)
+end)
+
+T.test("written files read back; bad names and files are errors naming them", function()
+  local t = {w = lmkit.randn(4, 3), ids = lmkit.arange(5)}
+  for _, name in ipairs({"x.safetensors", "x.npz", "x.pt"}) do
+    lmkit.write_tensors(out .. "/" .. name, t)
+    local back = lmkit.read_tensors(out .. "/" .. name)
+    T.truthy(back.w == t.w, name)
+    T.truthy(back.ids == t.ids, name)
+  end
+  T.raises(function() lmkit.read_tensors(files .. "all.safetensors", {names = {"bf1"}}) end, "did you mean 'bf16'")
+  T.raises(function() lmkit.read_tensors(out .. "/missing.npz") end, "missing.npz")
+  T.raises(function() lmkit.write_tensors(out .. "/x.npy", t) end, "a .npy file holds one array")
+  T.raises(function() lmkit.write_tensors(out .. "/y.safetensors", {w = 3}) end, "bad argument #2 to 'lmkit.write_tensors'")
+  for _, name in ipairs({"x.safetensors", "x.npz", "x.pt"}) do os.remove(out .. "/" .. name) end
+  os.remove(out)
+end)
+
+T.run()

@@ -1,0 +1,223 @@
+// Tensor files written by NumPy, PyTorch and safetensors' layout (fixtures made by
+// files/make_tensor_files.py), lmkit's own writing read back, and damaged files of every kind
+// refused with the file and the entry named.
+#include "runtime/tensor/tensor_file.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "runtime/core/atomic_file.h"
+#include "runtime/core/error.h"
+#include "runtime/tensor/tensor_format.h"
+#include "tests/support/temporary_folder.h"
+
+namespace lmkit {
+namespace {
+
+std::string fixture(const std::string& name) {
+  return (std::filesystem::path(__FILE__).parent_path() / "files" / name).string();
+}
+
+// arange(n) in the stored dtype, as the fixture script writes every array (bool: i % 2 == 1).
+torch::Tensor expected(torch::IntArrayRef shape, torch::ScalarType dtype) {
+  std::int64_t n = 1;
+  for (const auto s : shape) n *= s;
+  auto values = torch::arange(n, torch::kFloat64).reshape(shape);
+  if (dtype == torch::kBool) return torch::remainder(values, 2).eq(1);
+  return values.to(dtype);
+}
+
+std::string failure(const std::function<void()>& act) {
+  try {
+    act();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+class TensorFileTest : public testing::TemporaryFolderTest {
+ protected:
+  TensorFileTest() : TemporaryFolderTest("lmkit_tensor_file_") {}
+  void SetUp() override {
+    TemporaryFolderTest::SetUp();
+    std::filesystem::create_directories(root_);
+  }
+  // A copy of `bytes` as a file of this test.
+  std::string file(const std::string& name, const std::string& bytes) {
+    const auto path = dir(name);
+    write_file_atomically(path, bytes);
+    return path;
+  }
+};
+
+const std::vector<std::tuple<std::string, std::vector<std::int64_t>, torch::ScalarType>> kNumpyArrays = {
+    {"f64", {2, 3}, torch::kFloat64}, {"f32", {2, 3, 4}, torch::kFloat32}, {"f16", {5}, torch::kFloat16},
+    {"i64", {3, 2}, torch::kInt64},   {"i32", {4}, torch::kInt32},         {"i16", {4}, torch::kInt16},
+    {"i8", {4}, torch::kInt8},        {"u8", {4}, torch::kUInt8},          {"b", {4}, torch::kBool},
+    {"empty", {0, 3}, torch::kFloat32}};
+
+void expect_numpy_arrays(const std::map<std::string, torch::Tensor>& tensors, const std::string& file) {
+  for (const auto& [name, shape, dtype] : kNumpyArrays) {
+    ASSERT_TRUE(tensors.count(name)) << file << ": " << name;
+    const auto& t = tensors.at(name);
+    EXPECT_EQ(t.scalar_type(), dtype) << file << ": " << name;
+    EXPECT_TRUE(torch::equal(t, expected(shape, dtype))) << file << ": " << name << "\n" << t;
+  }
+  ASSERT_TRUE(tensors.count("scalar")) << file;
+  EXPECT_EQ(tensors.at("scalar").dim(), 0);
+  EXPECT_EQ(tensors.at("scalar").item<float>(), 7.0f);
+}
+
+TEST_F(TensorFileTest, NumpysFilesReadAsNumpyWroteThem) {
+  for (const auto* name : {"all.npz", "all_compressed.npz"}) {
+    expect_numpy_arrays(read_tensor_file(fixture(name), {}), name);
+  }
+  const auto c_order = read_tensor_file(fixture("f32_c.npy"), {});
+  ASSERT_EQ(c_order.size(), 1u);
+  EXPECT_TRUE(torch::equal(c_order.at("f32_c"), expected({2, 3, 4}, torch::kFloat32)));
+  // Fortran order: the same values at the same indices, laid out column-major in the file.
+  const auto fortran = read_tensor_file(fixture("f64_fortran.npy"), {}).at("f64_fortran");
+  EXPECT_TRUE(fortran.is_contiguous());
+  EXPECT_TRUE(torch::equal(fortran, expected({2, 3, 4}, torch::kFloat64)));
+  EXPECT_TRUE(contains(failure([] { read_tensor_file(fixture("f32_bigendian.npy"), {}); }), "big-endian"));
+}
+
+TEST_F(TensorFileTest, SafetensorsAndTorchSaveReadWithEveryDtype) {
+  const auto all = read_tensor_file(fixture("all.safetensors"), {});
+  expect_numpy_arrays(all, "all.safetensors");
+  EXPECT_EQ(all.at("bf16").scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(all.at("bf16").to(torch::kFloat32), torch::arange(3, torch::kFloat32)));
+  const auto state = read_tensor_file(fixture("state.pt"), {});
+  EXPECT_TRUE(torch::equal(state.at("weight"), expected({2, 3}, torch::kFloat32)));
+  EXPECT_EQ(state.at("bias").scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(state.at("ids"), expected({3}, torch::kInt64)));
+  EXPECT_TRUE(torch::equal(state.at("block.scale"), expected({4}, torch::kFloat16)));  // nested dicts joined by dots
+  EXPECT_TRUE(contains(failure([] { read_tensor_file(fixture("state_legacy.pt"), {}); }), "legacy (pickle) format"));
+}
+
+TEST_F(TensorFileTest, ListingReadsHeadersAndConversionIsOnRequest) {
+  const auto contents = tensor_file_contents(fixture("all.safetensors"));
+  ASSERT_EQ(contents.size(), 12u);
+  EXPECT_EQ(contents.front().name, "f64");  // in the order of the data
+  EXPECT_EQ(contents.front().dtype, "float64");
+  EXPECT_EQ(contents.front().shape, (std::vector<std::int64_t>{2, 3}));
+  EXPECT_EQ(contents.front().bytes, 48);
+  EXPECT_EQ(tensor_file_contents(fixture("all_compressed.npz")).size(), 11u);
+  ReadTensorsOptions some;
+  some.names = {"bf16", "i8"};
+  some.dtype = "float32";
+  const auto converted = read_tensor_file(fixture("all.safetensors"), some);
+  ASSERT_EQ(converted.size(), 2u);
+  EXPECT_EQ(converted.at("bf16").scalar_type(), torch::kFloat32);
+  EXPECT_EQ(converted.at("i8").scalar_type(), torch::kFloat32);
+  some.names = {"bf1"};
+  EXPECT_TRUE(contains(failure([&] { read_tensor_file(fixture("all.safetensors"), some); }), "did you mean 'bf16'"));
+}
+
+TEST_F(TensorFileTest, WrittenFilesReadBackInEveryFormat) {
+  std::map<std::string, torch::Tensor> tensors;
+  for (const auto dtype : {torch::kFloat64, torch::kFloat32, torch::kFloat16, torch::kInt64, torch::kInt32, torch::kInt16,
+                           torch::kInt8, torch::kUInt8, torch::kBool}) {
+    tensors[dtype_name(dtype)] = expected({3, 2}, dtype);
+  }
+  tensors["scalar"] = torch::tensor(2.5);
+  tensors["empty"] = torch::zeros({0, 4});
+  tensors["transposed"] = expected({3, 4}, torch::kFloat32).t();  // not contiguous: written in its logical order
+  for (const auto* name : {"w.safetensors", "w.npz", "w.pt"}) {
+    const auto path = dir(name);
+    write_tensor_file(path, tensors, {});
+    const auto back = read_tensor_file(path, {});
+    ASSERT_EQ(back.size(), tensors.size()) << name;
+    for (const auto& [key, tensor] : tensors) {
+      EXPECT_TRUE(torch::equal(back.at(key), tensor)) << name << ": " << key;
+      EXPECT_EQ(back.at(key).scalar_type(), tensor.scalar_type()) << name << ": " << key;
+    }
+  }
+  std::map<std::string, torch::Tensor> bf16 = {{"x", torch::arange(4, torch::kFloat32).to(torch::kBFloat16)}};
+  write_tensor_file(dir("b.safetensors"), bf16, {});
+  EXPECT_TRUE(torch::equal(read_tensor_file(dir("b.safetensors"), {}).at("x"), bf16.at("x")));
+  EXPECT_TRUE(contains(failure([&] { write_tensor_file(dir("b.npz"), bf16, {}); }), "NumPy has no type for"));
+  write_tensor_file(dir("one.npy"), {{"ignored", expected({2, 2}, torch::kInt64)}}, {});
+  EXPECT_TRUE(torch::equal(read_tensor_file(dir("one.npy"), {}).at("one"), expected({2, 2}, torch::kInt64)));
+  EXPECT_TRUE(contains(failure([&] { write_tensor_file(dir("two.npy"), tensors, {}); }), "holds one array"));
+  EXPECT_TRUE(contains(failure([&] { write_tensor_file(dir("x.txt"), tensors, {}); }), "no extension that names a format"));
+  WriteTensorsOptions as_npz;
+  as_npz.format = "npz";
+  write_tensor_file(dir("x.data"), tensors, as_npz);
+  EXPECT_EQ(read_tensor_file(dir("x.data"), {}).size(), tensors.size());
+}
+
+// A safetensors image from a header text and data bytes.
+std::string safetensors(const std::string& header, const std::string& data) {
+  std::string image(8, '\0');
+  for (int i = 0; i < 8; ++i) image[static_cast<std::size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xFF);
+  return image + header + data;
+}
+
+TEST_F(TensorFileTest, DamagedSafetensorsHeadersAreRefusedWithTheEntryNamed) {
+  const std::string eight(8, '\0');
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", eight.substr(0, 4)), "past the end of the file"},
+      {safetensors(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", eight), "needs 12"},
+      {safetensors(R"({"a":{"dtype":"F8_E4M3","shape":[8],"data_offsets":[0,8]}})", eight), "is not one lmkit reads"},
+      {safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", eight),
+       "share bytes"},
+      {safetensors(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", eight), "non-negative integer"},
+      {safetensors(R"({"a":{"dtype":"F32","shape":[2500000000,2000000000,4],"data_offsets":[0,8]}})", eight), "past 2^63"},
+      {safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,10000000000]}})", eight), "hold 10000000000 bytes"},
+      {safetensors(R"({"a":{"dtype":"F32","shape":[2]}})", eight), "dtype, shape and data_offsets"},
+      {safetensors("{\"\xff\xfe\":{}}", eight), "not valid JSON"},
+      {safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", eight).substr(0, 30), "truncated"},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto path = file("case" + std::to_string(i) + ".safetensors", cases[i].first);
+    const auto text = failure([&] { read_tensor_file(path, {}); });
+    EXPECT_TRUE(contains(text, cases[i].second)) << "case " << i << ": " << text;
+    EXPECT_TRUE(contains(text, path)) << "case " << i << ": " << text;
+  }
+  // A header length of 10 GB in a small file: refused before anything is allocated.
+  auto huge = safetensors("{}", "");
+  huge[4] = 2;
+  const auto path = file("huge.safetensors", huge);
+  EXPECT_FALSE(contains(failure([&] { read_tensor_file(path, {}); }), "(no error)"));
+}
+
+TEST_F(TensorFileTest, DamagedNumpyAndZipFilesAreRefused) {
+  const auto npy = [](const std::string& header, std::size_t data_bytes) {
+    std::string image("\x93NUMPY\x01\x00", 8);
+    image += static_cast<char>(header.size() & 0xFF);
+    image += static_cast<char>(header.size() >> 8);
+    return image + header + std::string(data_bytes, '\0');
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {npy("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", 8), "truncated"},
+      {npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", 8), "bytes after the array"},
+      {npy("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", 8), "'<c8' is not one lmkit reads"},
+      {npy("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }", 8), "does not fit 63 bits"},
+      {npy("{'descr': '<f4', 'shape': (2,), }", 8), "descr, fortran_order and shape are all needed"},
+      {npy("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }", 8), "not one NumPy writes"},
+      {npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", 8).substr(0, 20), "truncated inside its .npy header"},
+      {std::string("PK\x03\x04", 4) + std::string(40, '\0'), "no zip directory"},
+      {std::string("garbage that is no format at all"), "not a format lmkit reads"},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto path = file("case" + std::to_string(i) + ".npy", cases[i].first);
+    const auto text = failure([&] { read_tensor_file(path, {}); });
+    EXPECT_TRUE(contains(text, cases[i].second)) << "case " << i << ": " << text;
+  }
+  // A real .npz cut short, and one whose deflated member claims 10 GB.
+  const auto whole = read_file(fixture("all_compressed.npz"));
+  const auto cut = file("cut.npz", whole.substr(0, whole.size() / 2));
+  EXPECT_TRUE(contains(failure([&] { read_tensor_file(cut, {}); }), "no zip directory"));
+  EXPECT_TRUE(contains(failure([&] { read_tensor_file(dir("missing.npz"), {}); }), "missing.npz"));
+}
+
+}  // namespace
+}  // namespace lmkit
