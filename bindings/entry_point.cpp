@@ -1,9 +1,6 @@
 #include "bindings/entry_point.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <type_traits>
@@ -11,18 +8,6 @@
 #include "runtime/core/number_text.h"
 
 namespace lmkit::lua {
-
-Progress terminal_progress(const std::string& what, const std::string& unit) {
-  if (!::isatty(STDERR_FILENO)) return nullptr;
-  return [what, unit, shown = -1](std::int64_t done, std::int64_t total) mutable {
-    const int percent = total > 0 ? static_cast<int>(100 * done / total) : 100;
-    if (percent == shown) return;
-    shown = percent;
-    std::fprintf(stderr, "\r%s: %3d%% (%lld/%lld %s)%s", what.c_str(), percent, static_cast<long long>(done),
-                 static_cast<long long>(total), unit.c_str(), done >= total ? "\n" : "");
-    std::fflush(stderr);
-  };
-}
 
 namespace entry_detail {
 

@@ -49,6 +49,7 @@
 #include "runtime/config/declared_result.h"
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
+#include "runtime/core/work_progress.h"
 #include "runtime/models/language_model.h"
 #include "runtime/tensor/tensor_factories.h"
 #include "runtime/tensor/tensor_format.h"
@@ -56,9 +57,8 @@
 namespace lmkit::lua {
 
 // Progress of long work, (done, total): a parameter of this type is filled in by the binding with
-// a percentage on stderr when a terminal is attached, and nothing otherwise.
+// runtime/core/work_progress's line on a terminal (percentage, rate, ETA), and nothing otherwise.
 using Progress = std::function<void(std::int64_t, std::int64_t)>;
-Progress terminal_progress(const std::string& what, const std::string& unit);
 
 namespace entry_detail {
 
@@ -651,7 +651,7 @@ template <typename P>
 typename Held<P>::type read_parameter(lua_State* L, int& next) {
   using T = std::decay_t<P>;
   if constexpr (kTakesNoArgument<T>) {
-    return terminal_progress(current_function_name(L), "items");
+    return work_progress(current_function_name(L), "items");
   } else if constexpr (IsRest<T>::value) {
     return read_rest<typename decltype(T::values)::value_type>(L, next);
   } else if constexpr (IsClass<T>::value) {

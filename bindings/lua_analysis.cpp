@@ -7,6 +7,7 @@
 #include "runtime/analysis/hidden_size.h"
 #include "runtime/analysis/logp_matrix.h"
 #include "runtime/analysis/matrix_rank.h"
+#include "runtime/analysis/output_layer_file.h"
 #include "runtime/analysis/spectra.h"
 
 namespace lmkit::lua {
@@ -27,6 +28,7 @@ void open_analysis(lua_State* L, int module_index) {
       on<&analysis::effective_rank>("effective_rank", "sv, eps", "Smallest k with Σ_{i≤k} σ_i² ≥ (1 − eps)·Σ σ_i²."),
       on<&analysis::logp_matrix>("logp_matrix", "model, tokens", "log P(·|c) for every context of the stream, in evaluation order: [contexts, vocab] (PTB test: 82,430 × 10,000)."),
       on<&analysis::logp_svdvals>("logp_svdvals", "model, tokens", "Singular values of the logP matrix (descending) and its size; the 4th result describes the method that ran, for reports."),
+      on<&analysis::output_layer_entries>("output_layer", "path", "Which entries of a weight file (lmkit.read_tensors' formats) are the output layer: the decoder [N, d] and its bias, by name or guessed from common layouts (lm_head, decoder, embed_out, output, tied wte/embed_tokens/word_embeddings/encoder); several candidates are an error listing them."),
       on<&analysis::argmaxable_words>("argmaxable", "weight, bias", "Which words of a softmax layer l = W h + b (bias may be nil) can be the strict top-1 for some h (Demeter et al. 2020; Grivas et al. 2022): exact, by linear programs (GLPK) for the words that a fast scan of candidate h does not certify."),
       on<&analysis::model_argmaxable_table>("model_argmaxable", "model", "The argmaxable words of a model's output layer. Heads whose f is strictly increasing (Softmax, SigSoftmax, GSS, LMS-PLIF, ...) rank words as their decoder does: exact, as lmkit.analysis.argmaxable on the decoder (method = \"lp\"). Other heads (MoS, MoC, Lua heads) need tokens: the words that are the top-1 of log P on those contexts (method = \"sampled\", a lower bound; 'unargmaxable' lists the words never observed). note says which."),
       on<&input_embedding>("embedding", "model", "The input embedding matrix [vocab, emb] (the decoder's too when tied), detached."),

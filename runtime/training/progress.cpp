@@ -23,14 +23,6 @@ Progress::Mode Progress::detect_mode() {
 
 Progress::Progress(Mode mode, std::function<void(const std::string&)> sink) : mode_(mode), sink_(std::move(sink)) {}
 
-std::string format_duration(double seconds) {
-  if (!(seconds >= 0) || seconds > 1e7) return "?";
-  const auto s = static_cast<std::int64_t>(seconds + 0.5);
-  if (s < 60) return fmt::format("{}s", s);
-  if (s < 3600) return fmt::format("{}:{:02d}", s / 60, s % 60);
-  return fmt::format("{}:{:02d}:{:02d}", s / 3600, (s / 60) % 60, s % 60);
-}
-
 void Progress::start_epoch(std::int64_t epoch, std::int64_t total_units, const std::string& label) {
   epoch_ = epoch;
   total_ = total_units;

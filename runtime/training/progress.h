@@ -8,6 +8,8 @@
 #include <functional>
 #include <string>
 
+#include "runtime/core/work_progress.h"  // format_duration
+
 namespace lmkit::training {
 
 class Progress {
@@ -39,8 +41,5 @@ class Progress {
   std::chrono::steady_clock::time_point started_, last_draw_;
   bool bar_visible_ = false;
 };
-
-// "1:02:03", "4:05" or "12s".
-std::string format_duration(double seconds);
 
 }  // namespace lmkit::training

@@ -76,4 +76,13 @@ text = json.dumps(header).encode()
 text += b" " * ((8 - len(text) % 8) % 8)
 with open(path("all.safetensors"), "wb") as f:
     f.write(struct.pack("<Q", len(text)) + text + data)
+# An output layer whose last word no h can make the top-1 (it lies inside the others' hull), with
+# its vocabulary, for recipes/output_layer.lua.
+decoder = np.array([[1, 0], [-1, 0], [0, 1], [0, -1], [0.1, 0.1]], dtype=np.float32).tobytes()
+text = json.dumps({"lm_head.weight": {"dtype": "F32", "shape": [5, 2], "data_offsets": [0, len(decoder)]}}).encode()
+text += b" " * ((8 - len(text) % 8) % 8)
+with open(path("tiny_decoder.safetensors"), "wb") as f:
+    f.write(struct.pack("<Q", len(text)) + text + decoder)
+with open(path("tiny_vocab.txt"), "w") as f:
+    f.write("right\nleft\nup\ndown\ninside\n")
 print("wrote", sorted(n for n in os.listdir(HERE) if not n.endswith(".py")))
