@@ -17,10 +17,92 @@
 -- Not in the papers, our choices: Q in float64 (the outputs at full precision; a weakly trained
 -- model's context signal is below float32's rounding noise), the estimator's min_gap (1e3: the
 -- report gives every gap), and a mixture's "d" being its latent dimension (= emb).
+--
+-- Any model's outputs: with logits=PATH (a file lmkit.read_tensors reads — e.g. logits or
+-- log-probabilities [contexts, words] that a user dumped from a model or an API) nothing is trained:
+-- the matrix's Press rank (eps of the file's dtype), ε-effective ranks and hidden size are reported.
+--   lmkit run hidden_size --set logits=outputs.npy [--set entry=NAME] [--set kind=logits] [--set bias=false]
+-- The estimate is d = r − 2 for log-probabilities of a model with a bias (log P = W h + b − log Z),
+-- one less per term the matrix lacks: r − 1 for its logits, or for log-probabilities without a bias.
 local recipe = require "lmkit.recipe"
 local presets = require "presets.awd_lstm"
 local lineup = require "presets.lineup"
 local measure = require "presets.measure"
+local report_files = require "presets.report_files"
+
+-- The matrix of a file: the entry named, else the file's only 2-D entry.
+local function file_matrix(cfg)
+  local name = cfg.entry ~= "" and cfg.entry or nil
+  if not name then
+    local matrices = {}
+    for _, e in ipairs(lmkit.list_tensors(cfg.logits)) do
+      if #e.shape == 2 then matrices[#matrices + 1] = e.name end
+    end
+    if #matrices ~= 1 then
+      error(("hidden_size: '%s' holds %d matrices (%s): name one with --set entry=NAME"):format(cfg.logits, #matrices,
+            table.concat(matrices, ", ")), 0)
+    end
+    name = matrices[1]
+  end
+  local stored = lmkit.read_tensors(cfg.logits, {names = {name}})[name]
+  if stored:dim() ~= 2 then error(("hidden_size: '%s' in '%s' is not a matrix"):format(name, cfg.logits), 0) end
+  return stored, name
+end
+
+-- logits=PATH: one matrix's ranks and hidden size, nothing trained.
+local function analyse_file(cfg)
+  local stored, name = file_matrix(cfg)
+  local started = lmkit.clock()
+  local sv = lmkit.analysis.svdvals(stored:double())
+  local seconds = lmkit.clock() - started
+  local rows, cols = stored:size(1), stored:size(2)
+  local e = lmkit.analysis.hidden_size(sv, {bias = true, min_gap = cfg.min_gap})
+  -- The estimator counts log P with a bias (d = r − 2); a matrix lacking a term has one dimension less.
+  local missing = (cfg.kind == "logits" and 1 or 0) + (cfg.bias and 0 or 1)
+  local eps_dtype = stored:dtype() == "float64" and "float64" or "float32"
+  return {entry = name, rows = rows, cols = cols, dtype = stored:dtype(), eps_dtype = eps_dtype, seconds = seconds,
+          rank = lmkit.analysis.press_rank(sv, rows, cols, eps_dtype), signal = e.signal, gap = e.gap, found = e.found,
+          estimated = e.hidden_size + missing,
+          eps_ranks = {lmkit.analysis.effective_rank(sv, 1e-3), lmkit.analysis.effective_rank(sv, 1e-4),
+                       lmkit.analysis.effective_rank(sv, 1e-5)},
+          spectrum = lmkit.analysis.normalized_spectrum(sv):totable()}
+end
+
+local function file_report(results, ctx)
+  local cfg = ctx.cfg
+  local x = results[1] and results[1].result
+  if not x then
+    print("hidden_size: no result yet")
+    return
+  end
+  local t = lmkit.report.table{
+    title = ("Ranks and hidden size of %s"):format(cfg.logits),
+    data = {label = ("%s of %s (%s [%d, %d])"):format(cfg.kind == "logits" and "logits" or "log-probabilities", cfg.logits,
+                     x.entry, x.rows, x.cols), paper_data = false},
+    columns = {
+      {key = "rank", label = ("Press rank (eps of %s)"):format(x.eps_dtype)},
+      {key = "e3", label = "ε-rank 1e-3"}, {key = "e4", label = "ε-rank 1e-4"}, {key = "e5", label = "ε-rank 1e-5"},
+      {key = "signal", label = "r (largest gap after σ_r)"}, {key = "gap", label = "σ_r / σ_r+1", format = "%.3g"},
+      {key = "estimated", label = "d estimated"}, {key = "seconds", label = "SVD (s)", digits = 2},
+    },
+  }
+  t:add{rank = x.rank, e3 = x.eps_ranks[1], e4 = x.eps_ranks[2], e5 = x.eps_ranks[3], signal = x.signal, gap = x.gap,
+        estimated = x.found and x.estimated or nil, seconds = x.seconds}
+  t:note(x.found and ("The spectrum falls by %.3g after σ_%d: the signature of a softmax bottleneck, d = %d (%s%s)."):format(
+                       x.gap, x.signal, x.estimated, cfg.kind == "logits" and "logits: d = r − 1" or "log-probabilities: d = r − 2",
+                       cfg.bias and "" or ", no bias: one less")
+                 or ("No gap of %g or more (the largest is %.3g after σ_%d): no bottleneck's signature; the outputs span " ..
+                     "more dimensions than a softmax layer's d would give, or the contexts are fewer than d."):format(
+                       cfg.min_gap, x.gap, x.signal))
+  t:note(("Press rank: singular values above 0.5·√(m+n+1)·σ_max·eps, eps of the file's %s; ε-rank: the smallest k " ..
+          "holding 1 − ε of Σσ². Computed in float64."):format(x.dtype))
+  report_files.print_and_save(t, ctx.out, "report")
+  local plot_file = ctx.out .. "/spectrum.png"
+  lmkit.plot.spectrum{out = plot_file, values = lmkit.tensor(x.spectrum), normalize = false, ylabel = "σ_i / σ_1",
+                      title = ("Singular values of %s"):format(x.entry)}
+  print("plot: " .. plot_file)
+  print("report files: " .. ctx.out .. "/report.{md,csv,tex}")
+end
 
 return recipe.define{
   name = "hidden_size",
@@ -31,9 +113,19 @@ return recipe.define{
     min_gap = recipe.setting(1000, "the ratio σ_r/σ_{r+1} that counts as a bottleneck's signature"),
     switch = recipe.setting("et", "the ASGD switch (SPEC §2): \"et\" or \"nt\""),
     max_contexts = recipe.setting(-1, "Q's test contexts: -1 as the thesis (PTB all, WT2 the first 33,320), 0 all, n"),
+    logits = recipe.setting("", "a file of logits or log-probabilities [contexts, words]: analysed instead of training"),
+    entry = recipe.setting("", "with logits: the matrix's entry (empty: the file's only matrix)"),
+    kind = recipe.setting("logp", "with logits: \"logp\" (log-probabilities) or \"logits\""),
+    bias = recipe.setting(true, "with logits: the model's output layer has a bias"),
   },
 
   grid = function(cfg)
+    if cfg.logits ~= "" then
+      if cfg.kind ~= "logp" and cfg.kind ~= "logits" then
+        error(("hidden_size: kind must be \"logp\" or \"logits\", got %q"):format(cfg.kind), 0)
+      end
+      return {{file = "matrix"}}
+    end
     local dims = lineup.integers(cfg.dims, "hidden_size: dims")
     local cells = {}
     for _, d in ipairs(dims) do cells[#cells + 1] = {head = "softmax", d = d} end
@@ -46,6 +138,7 @@ return recipe.define{
 
   run = function(cell, ctx)
     local cfg = ctx.cfg
+    if cell.file then return analyse_file(cfg) end
     local p = lineup.preset(cell.head, cfg)
     -- d is the width the decoder's logits come from (lineup.sizes_at).
     local model, summary, corpus = presets.train_cell{preset = p, head = lineup.head(p, cell.head),
@@ -65,6 +158,7 @@ return recipe.define{
 
   report = function(results, ctx)
     local cfg = ctx.cfg
+    if cfg.logits ~= "" then return file_report(results, ctx) end
     local data = presets.data(cfg)
     local t = lmkit.report.table{
       title = ("Hidden size from the log-probabilities alone, %s"):format(data.short),

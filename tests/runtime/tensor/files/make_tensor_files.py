@@ -85,4 +85,10 @@ with open(path("tiny_decoder.safetensors"), "wb") as f:
     f.write(struct.pack("<Q", len(text)) + text + decoder)
 with open(path("tiny_vocab.txt"), "w") as f:
     f.write("right\nleft\nup\ndown\ninside\n")
+# Log-probabilities of a softmax layer with d = 4 and a bias over 100 contexts and 30 words: rank
+# d + 2 = 6, for recipes/hidden_size.lua --set logits=.
+rng = np.random.default_rng(4)
+logits = rng.standard_normal((100, 4)) @ rng.standard_normal((4, 30)) + rng.standard_normal(30)
+logp = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+np.save(path("softmax_logp.npy"), logp.astype(np.float32))
 print("wrote", sorted(n for n in os.listdir(HERE) if not n.endswith(".py")))
