@@ -146,8 +146,10 @@ return recipe.define{
     if not first.has_bias then
       t:note("Without a bias, scaling h does not change which word is the top-1: the box and ℝ^d give the same words.")
     end
-    t:note(("Rank bound of its logits over all contexts: d + 1 = %d with a bias term, d = %d without (the softmax " ..
-            "bottleneck; log P = W h + b − log Z adds one more)."):format(first.width + 1, first.width))
+    local bound = first.has_bias and first.width + 1 or first.width
+    t:note(("Rank bound (the softmax bottleneck): its logits over any number of contexts have rank ≤ %s = %d, " ..
+            "its log-probabilities ≤ %d (− log Z adds one), whatever N is."):format(first.has_bias and "d + 1" or "d (no bias)",
+            bound, bound + 1))
     t:note(("Decoder spectrum: σ_max = %.4g, σ_min = %.4g (σ_max/σ_min = %.3g), 99%%-energy rank %d of %d; SVD %.2f s, " ..
             "reading the file %.2f s."):format(first.sv_max, first.sv_min, first.sv_max / first.sv_min,
             first.effective_rank, math.min(first.words, first.width), first.svd_seconds, first.read_seconds))
