@@ -16,13 +16,18 @@ namespace lmkit {
 
 MappedFile::MappedFile(const std::string& path, const std::string& what) : path_(path) {
   require_readable_file(path, what);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a named pipe must not block the open (it is refused below, as not a regular file).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw EnvironmentError("cannot open " + what + " '" + path + "': " + std::strerror(errno));
   struct stat info {};
   if (::fstat(fd, &info) != 0) {
     const int error = errno;
     ::close(fd);
     throw EnvironmentError("cannot open " + what + " '" + path + "': " + std::strerror(error));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    ::close(fd);
+    throw EnvironmentError("cannot open " + what + " '" + path + "': it is not a regular file");
   }
   size_ = static_cast<std::uint64_t>(info.st_size);
   if (size_ > 0) {

@@ -11,9 +11,12 @@ namespace lmkit::tensor_files {
 
 std::uint64_t checked_byte_count(const std::vector<std::int64_t>& shape, torch::ScalarType dtype, const std::string& where) {
   std::int64_t count = static_cast<std::int64_t>(c10::elementSize(dtype));
+  // Torch's strides multiply the sizes other than 0 too: [0, 2^62, 2^62] holds no byte but has no
+  // strides either.
+  std::int64_t strided = count;
   for (const auto size : shape) {
     if (size < 0) throw EnvironmentError(where + " has a negative size (" + integer_text(size) + ")");
-    if (__builtin_mul_overflow(count, size, &count)) {
+    if (__builtin_mul_overflow(count, size, &count) || __builtin_mul_overflow(strided, std::max<std::int64_t>(size, 1), &strided)) {
       throw EnvironmentError(where + " claims an array too large for any file (its sizes multiply past 2^63 bytes)");
     }
   }
@@ -23,13 +26,21 @@ std::uint64_t checked_byte_count(const std::vector<std::int64_t>& shape, torch::
 torch::Tensor tensor_of(const ArrayEntry& entry) {
   auto shape = entry.shape;
   if (entry.fortran_order) std::reverse(shape.begin(), shape.end());
-  // host: a file's bytes are read on the host; the caller moves the tensor where it is needed
-  auto tensor = torch::empty(shape, torch::TensorOptions().dtype(entry.dtype));
-  if (entry.byte_count > 0) std::memcpy(tensor.data_ptr(), entry.data.data(), entry.byte_count);
+  auto tensor = tensor_from_bytes(entry.data.substr(0, entry.byte_count), shape, entry.dtype);
   if (!entry.fortran_order || tensor.dim() < 2) return tensor;
   std::vector<std::int64_t> reversed(static_cast<std::size_t>(tensor.dim()));
   for (std::int64_t d = 0; d < tensor.dim(); ++d) reversed[static_cast<std::size_t>(d)] = tensor.dim() - 1 - d;
   return tensor.permute(reversed).contiguous();
+}
+
+torch::Tensor tensor_from_bytes(std::string_view bytes, const std::vector<std::int64_t>& shape, torch::ScalarType dtype) {
+  // A bool is one byte that must be 0 or 1; a file may hold any byte there, so bools are read as
+  // bytes and compared with 0.
+  const auto stored = dtype == torch::kBool ? torch::kUInt8 : dtype;
+  // host: a file's bytes are read on the host; the caller moves the tensor where it is needed
+  auto tensor = torch::empty(shape, torch::TensorOptions().dtype(stored));
+  if (!bytes.empty()) std::memcpy(tensor.data_ptr(), bytes.data(), bytes.size());
+  return dtype == torch::kBool ? tensor.ne(0) : tensor;
 }
 
 std::uint32_t crc32_of(std::string_view bytes) {

@@ -28,6 +28,9 @@ std::uint64_t checked_byte_count(const std::vector<std::int64_t>& shape, torch::
 // stores them), in C order.
 torch::Tensor tensor_of(const ArrayEntry& entry);
 
+// A CPU tensor of `shape` and `dtype` holding exactly `bytes` (their count is the caller's check).
+torch::Tensor tensor_from_bytes(std::string_view bytes, const std::vector<std::int64_t>& shape, torch::ScalarType dtype);
+
 // CRC-32 (the zip and PNG polynomial, 0xEDB88320 reflected) of `bytes`.
 std::uint32_t crc32_of(std::string_view bytes);
 

@@ -32,12 +32,16 @@ std::uint64_t header_length(const MappedFile& file) {
   return n;
 }
 
+// A header value for a message: a scalar as written, anything else by its kind (dumping a deeply
+// nested value would recurse as deep as a hostile header nests).
+std::string shown(const json& value) { return value.is_primitive() ? value.dump() : std::string("a JSON ") + value.type_name(); }
+
 std::int64_t non_negative_integer(const json& value, const std::string& where) {
   if (value.is_number_unsigned() && value.get<std::uint64_t>() <= static_cast<std::uint64_t>(INT64_MAX)) {
     return value.get<std::int64_t>();
   }
   if (value.is_number_integer() && !value.is_number_unsigned() && value.get<std::int64_t>() >= 0) return value.get<std::int64_t>();
-  throw EnvironmentError(where + " must be a non-negative integer below 2^63, got " + value.dump());
+  throw EnvironmentError(where + " must be a non-negative integer below 2^63, got " + shown(value));
 }
 
 }  // namespace
@@ -77,7 +81,7 @@ std::vector<ArrayEntry> safetensors_entries(const MappedFile& file) {
     const auto known = std::find_if(dtype_names().begin(), dtype_names().end(),
                                     [&](const auto& p) { return dtype.is_string() && dtype.get<std::string>() == p.first; });
     if (known == dtype_names().end()) {
-      throw EnvironmentError(where + ": dtype " + dtype.dump() +
+      throw EnvironmentError(where + ": dtype " + shown(dtype) +
                              " is not one lmkit reads (F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL)");
     }
     entry.dtype = known->second;

@@ -74,13 +74,19 @@ Listed npz_member(const ZipMember& member, const std::string& where) {
 std::vector<Listed> torch_save_entries(const std::string& path, const std::vector<ZipMember>& members, const ZipMember& pickle) {
   const std::string where = "torch.save file '" + path + "'";
   const auto prefix = pickle.name.substr(0, pickle.name.size() - std::string("data.pkl").size());
+  // torch.save stores its pickle uncompressed, kilobytes to megabytes: a larger one is not a model's.
+  if (pickle.size > (std::uint64_t{1} << 30)) throw EnvironmentError(where + ": its data.pkl claims more than 1 GiB: it is damaged");
+  std::map<std::string, const ZipMember*> by_name;
+  for (const auto& member : members) by_name[member.name] = &member;
+  // A tensor named several times (tied weights) is read once and shared.
+  auto read_once = std::make_shared<std::map<std::int64_t, torch::Tensor>>();
   std::string pickle_buffer;
   std::vector<Listed> listed;
   for (auto& t : pickled_tensors(member_bytes(pickle, pickle_buffer, where), where)) {
     const std::string tensor_where = where + ", tensor '" + t.name + "'";
-    const auto storage = std::find_if(members.begin(), members.end(),
-                                      [&](const ZipMember& m) { return m.name == prefix + "data/" + t.storage_key; });
-    if (storage == members.end()) {
+    const auto found = by_name.find(prefix + "data/" + t.storage_key);
+    const auto* storage = found == by_name.end() ? nullptr : found->second;
+    if (!storage) {
       throw EnvironmentError(tensor_where + ": its storage " + prefix + "data/" + t.storage_key + " is missing from the archive");
     }
     const auto element = static_cast<std::int64_t>(c10::elementSize(t.dtype));
@@ -98,17 +104,24 @@ std::vector<Listed> torch_save_entries(const std::string& path, const std::vecto
       throw EnvironmentError(tensor_where + ": its sizes, strides and offset reach past its storage of " +
                              integer_text(storage_numel) + " elements: the file is damaged");
     }
+    // An expanded view (a stride 0) holds more elements than its storage: refused, so that a small
+    // file cannot ask for any amount of memory (save it .contiguous() first).
+    if (byte_count > storage->size) {
+      throw EnvironmentError(tensor_where + ": a view of " + integer_text(byte_count) + " bytes over a storage of " +
+                             integer_text(storage->size) + " (an expanded tensor): save it with .contiguous()");
+    }
     StoredTensor description{t.name, dtype_name(t.dtype), t.shape, static_cast<std::int64_t>(byte_count)};
-    listed.push_back({std::move(description), [member = *storage, t, last, byte_count, element, tensor_where] {
-                        // host: a file's bytes are read on the host; the caller moves the tensor where it is needed
-                        if (byte_count == 0) return torch::empty(t.shape, torch::TensorOptions().dtype(t.dtype));
+    listed.push_back({std::move(description), [member = *storage, t, last, byte_count, element, tensor_where, read_once] {
+                        auto& known = (*read_once)[t.identity];
+                        if (known.defined()) return known;
+                        if (byte_count == 0) return known = tensor_from_bytes({}, t.shape, t.dtype);
                         std::string buffer;
                         const auto bytes = member_bytes(member, buffer, tensor_where);
                         const auto span = last - t.storage_offset + 1;
-                        // host: as above
-                        auto covered = torch::empty({span}, torch::TensorOptions().dtype(t.dtype));
-                        std::memcpy(covered.data_ptr(), bytes.data() + t.storage_offset * element, static_cast<std::size_t>(span * element));
-                        return covered.as_strided(t.shape, t.stride, 0).contiguous();
+                        const auto covered = tensor_from_bytes(
+                            bytes.substr(static_cast<std::size_t>(t.storage_offset * element), static_cast<std::size_t>(span * element)),
+                            {span}, t.dtype);
+                        return known = covered.as_strided(t.shape, t.stride, 0).contiguous();
                       }});
   }
   return listed;

@@ -106,7 +106,7 @@ class PickleReader {
           push(make(Value::Kind::Opaque));
           break;
         }
-        case 'b': pop(); break;                                       // BUILD: the state is not needed
+        case 'b': build(pop()); break;                                // BUILD
         case 'q': memo_[unsigned_value(1)] = top(); break;            // BINPUT
         case 'r': memo_[unsigned_value(4)] = top(); break;            // LONG_BINPUT
         case 0x94: memo_[memo_.size()] = top(); break;                // MEMOIZE
@@ -121,10 +121,15 @@ class PickleReader {
   }
 
  private:
+  // Values are counted (a state_dict's pickle makes ~10 per tensor) so that a small hostile pickle
+  // cannot make billions; containers are kept for the destructor's cycle breaking.
   Ref make(Value::Kind kind) {
+    if (++values_ > kMaxValues) fail("more than " + integer_text(kMaxValues) + " values (not a state_dict)");
     auto value = std::make_shared<Value>();
     value->kind = kind;
-    made_.push_back(value);
+    if (kind == Value::Kind::Tuple || kind == Value::Kind::List || kind == Value::Kind::Dict || kind == Value::Kind::Opaque) {
+      made_.push_back(value);
+    }
     return value;
   }
   [[noreturn]] void fail(const std::string& what) const {
@@ -241,6 +246,12 @@ class PickleReader {
     if (target->kind != Value::Kind::Dict) return;
     for (std::size_t i = 0; i < items.size(); i += 2) target->entries.emplace_back(items[i], items[i + 1]);
   }
+  // An object's state: kept for an opaque object (an nn.Module's __dict__, whose _parameters,
+  // _buffers and _modules hold its tensors); an OrderedDict's (its _metadata) is not needed.
+  void build(const Ref& state) {
+    auto object = top();
+    if (object->kind == Value::Kind::Opaque && state->kind == Value::Kind::Dict) object->entries = state->entries;
+  }
   // ('storage', torch.<Type>Storage, key, location, numel)
   Ref persistent(const Ref& id) {
     if (id->kind != Value::Kind::Tuple || id->items.size() < 5 || id->items[0]->text != "storage") {
@@ -272,6 +283,7 @@ class PickleReader {
       }
       auto t = make(Value::Kind::Tensor);
       t->tensor = args[0]->tensor;
+      t->tensor.identity = static_cast<std::int64_t>(values_);
       t->tensor.storage_offset = args[1]->integer;
       t->tensor.shape = integers(args[2]);
       t->tensor.stride = integers(args[3]);
@@ -295,13 +307,20 @@ class PickleReader {
   std::vector<std::size_t> marks_;
   std::map<std::uint64_t, Ref> memo_;
   std::vector<Ref> made_;
+  static constexpr std::uint64_t kMaxValues = 50'000'000;
+  std::uint64_t values_ = 0;
 };
+
+constexpr std::size_t kMaxNames = 1'000'000;
 
 // Tensors are listed under every path that reaches them (tied weights have two names); a container
 // reached again is not walked again (the memo can make a small pickle an exponentially large tree).
 void collect(const Ref& value, const std::string& path, std::vector<PickledTensor>& out, std::set<const Value*>& walked, int depth) {
   const auto joined = [&](const std::string& step) { return path.empty() ? step : path + "." + step; };
   if (value->kind == Value::Kind::Tensor) {
+    if (out.size() >= kMaxNames) {
+      throw EnvironmentError("a torch.save pickle naming more than 1,000,000 tensors is damaged or hostile, not a model");
+    }
     out.push_back(value->tensor);
     out.back().name = path;
     return;
@@ -312,6 +331,14 @@ void collect(const Ref& value, const std::string& path, std::vector<PickledTenso
     for (const auto& [key, item] : value->entries) {
       if (key->kind == Value::Kind::String) collect(item, joined(key->text), out, walked, depth + 1);
       if (key->kind == Value::Kind::Integer) collect(item, joined(integer_text(key->integer)), out, walked, depth + 1);
+    }
+  } else if (value->kind == Value::Kind::Opaque) {
+    // A whole nn.Module (torch.save(model)): its parameters, buffers and submodules, named as its
+    // state_dict names them ("rnns.0.module.weight_hh_l0_raw"); its other attributes are left out
+    // (AWD-LSTM's WeightDrop keeps the last dropped-out weight there, which is no parameter).
+    for (const auto& [key, item] : value->entries) {
+      if (key->kind != Value::Kind::String) continue;
+      if (key->text == "_parameters" || key->text == "_buffers" || key->text == "_modules") collect(item, path, out, walked, depth + 1);
     }
   } else if (value->kind == Value::Kind::List || value->kind == Value::Kind::Tuple) {
     for (std::size_t i = 0; i < value->items.size(); ++i) collect(value->items[i], joined(integer_text(i)), out, walked, depth + 1);

@@ -5,7 +5,9 @@
 // Only what torch.save writes for dicts, lists and tuples of tensors is understood: protocol 2–5
 // opcodes for None, booleans, integers, floats, strings, bytes, tuples, lists, dicts, memo, GLOBAL
 // and REDUCE of torch._utils._rebuild_tensor_v2 / _rebuild_parameter and collections.OrderedDict,
-// BUILD (its state ignored) and persistent ids ('storage', torch.<Type>Storage, key, location, numel).
+// BUILD (an object's __dict__ kept: a whole nn.Module saved by torch.save(model) yields its
+// parameters and buffers under their state_dict names) and persistent ids ('storage',
+// torch.<Type>Storage, key, location, numel).
 // Any other callable gives an opaque value, so a pickle holding other objects still yields its
 // tensors. Nothing is executed: a pickle names functions, and this reader calls none of them.
 #pragma once
@@ -25,9 +27,11 @@ struct PickledTensor {
   std::int64_t storage_offset = 0;  // in elements
   std::string storage_key;          // the storage's bytes are the member <archive>/data/<key>
   std::int64_t storage_numel = 0;
+  std::int64_t identity = 0;  // one number per tensor object: names of one tensor (tied weights) share it
 };
 
-// Every tensor reachable from the pickle's value through dicts, lists and tuples, in order.
+// Every tensor reachable from the pickle's value through dicts, lists and tuples, in order (at most
+// 1,000,000 names: more is a damaged or hostile pickle, not a model).
 // EnvironmentError naming `where` for a damaged or unsupported pickle.
 std::vector<PickledTensor> pickled_tensors(std::string_view pickle, const std::string& where);
 

@@ -63,6 +63,11 @@ std::vector<ZipMember> zip_members(const MappedFile& file) {
   const auto directory = file.bytes(directory_at, directory_size, "the zip directory");
   if (count > directory_size / 46) throw EnvironmentError(where + ": its zip directory claims " + integer_text(count) + " members in " + integer_text(directory_size) + " bytes");
   std::vector<ZipMember> members;
+  struct Span {
+    std::uint64_t begin, end;
+    std::string name;
+  };
+  std::vector<Span> spans;
   std::size_t at = 0;
   for (std::uint64_t i = 0; i < count; ++i) {
     if (at + 46 > directory.size() || little_endian(directory, at, 4) != kCentralHeader) {
@@ -111,8 +116,17 @@ std::vector<ZipMember> zip_members(const MappedFile& file) {
     if (little_endian(local, 0, 4) != kLocalHeader) throw EnvironmentError(member_where + ": its local header is damaged");
     const auto data_at = local_at + 30 + little_endian(local, 26, 2) + little_endian(local, 28, 2);
     member.data = file.bytes(data_at, compressed, member_where);
+    spans.push_back({local_at, data_at + compressed, member.name});
     members.push_back(std::move(member));
     at += 46 + name_length + extra_length + comment_length;
+  }
+  // Two members sharing bytes would let a small file read as many copies of one large member.
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  for (std::size_t i = 1; i < spans.size(); ++i) {
+    if (spans[i].begin < spans[i - 1].end) {
+      throw EnvironmentError(where + ": members '" + spans[i - 1].name + "' and '" + spans[i].name +
+                             "' share bytes: the archive is damaged");
+    }
   }
   return members;
 }
@@ -133,8 +147,8 @@ std::string_view member_bytes(const ZipMember& member, std::string& buffer, cons
   // zlib's counters of one call are 32 bits: input and output are handed over in pieces of 1 GiB.
   while (status == Z_OK && stream.total_out < wanted) {
     if (stream.avail_in == 0) {
+      // With no input left, inflate still empties its window; it says Z_BUF_ERROR when it cannot go on.
       const auto left = member.data.size() - stream.total_in;
-      if (left == 0) break;
       stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(member.data.data() + stream.total_in));
       stream.avail_in = static_cast<uInt>(std::min<std::uint64_t>(left, 1u << 30));
     }
@@ -166,7 +180,12 @@ std::string_view member_bytes(const ZipMember& member, std::string& buffer, cons
 
 std::string stored_zip(const std::vector<std::pair<std::string, std::string>>& files) {
   std::string out, directory;
+  if (files.size() >= 0xFFFF) {
+    throw UsageError("write_tensors: an .npz holds fewer than 65,535 arrays here (no ZIP64), got " + integer_text(files.size()) +
+                     ": write safetensors instead");
+  }
   for (const auto& [name, bytes] : files) {
+    if (name.size() >= 0xFFFF) throw UsageError("write_tensors: a name of " + integer_text(name.size()) + " bytes is too long for a zip");
     const auto crc = crc32_of(bytes);
     const auto local_at = out.size();
     if (local_at + 30 + name.size() + bytes.size() >= 0xFFFFFFFFu) {

@@ -4,6 +4,7 @@
 #include "runtime/tensor/tensor_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include "runtime/core/atomic_file.h"
 #include "runtime/core/error.h"
 #include "runtime/tensor/tensor_format.h"
+#include "runtime/tensor/zip_archive.h"
 #include "tests/support/temporary_folder.h"
 
 namespace lmkit {
@@ -101,6 +103,15 @@ TEST_F(TensorFileTest, SafetensorsAndTorchSaveReadWithEveryDtype) {
   EXPECT_TRUE(torch::equal(state.at("ids"), expected({3}, torch::kInt64)));
   EXPECT_TRUE(torch::equal(state.at("block.scale"), expected({4}, torch::kFloat16)));  // nested dicts joined by dots
   EXPECT_TRUE(contains(failure([] { read_tensor_file(fixture("state_legacy.pt"), {}); }), "legacy (pickle) format"));
+  // A whole nn.Module saved with torch.save(model): its parameters and buffers under their state_dict
+  // names, and not its other attributes.
+  const auto module = read_tensor_file(fixture("whole_module.pt"), {});
+  std::vector<std::string> names;
+  for (const auto& [name, tensor] : module) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"0.bias", "0.weight", "1.bias", "1.num_batches_tracked", "1.running_mean",
+                                              "1.running_var", "1.weight"}));
+  EXPECT_TRUE(torch::equal(module.at("0.weight"), expected({2, 3}, torch::kFloat32)));
+  EXPECT_TRUE(torch::equal(module.at("0.bias"), expected({2}, torch::kFloat32)));
 }
 
 TEST_F(TensorFileTest, ListingReadsHeadersAndConversionIsOnRequest) {
@@ -183,6 +194,20 @@ TEST_F(TensorFileTest, DamagedSafetensorsHeadersAreRefusedWithTheEntryNamed) {
     EXPECT_TRUE(contains(text, cases[i].second)) << "case " << i << ": " << text;
     EXPECT_TRUE(contains(text, path)) << "case " << i << ": " << text;
   }
+  // A shape with a 0 whose other sizes overflow Torch's strides; a dtype nested 100,000 deep (its
+  // message must not recurse through it); a bool byte that is neither 0 nor 1 (read as true).
+  const auto zero_but_huge = file("zero.safetensors",
+      safetensors(R"({"a":{"dtype":"U8","shape":[0,4611686018427387904,4611686018427387904],"data_offsets":[0,0]}})", ""));
+  EXPECT_TRUE(contains(failure([&] { read_tensor_file(zero_but_huge, {}); }), "past 2^63"));
+  const auto nested = file("nested.safetensors", safetensors(R"({"a":{"dtype":)" + std::string(100000, '[') +
+                                                                 std::string(100000, ']') + R"(,"shape":[],"data_offsets":[0,0]}})", ""));
+  EXPECT_TRUE(contains(failure([&] { read_tensor_file(nested, {}); }), "dtype a JSON array is not one lmkit reads"));
+  const auto two = file("two.safetensors", safetensors(R"({"b":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})", std::string("\x02\x00", 2)));
+  EXPECT_TRUE(torch::equal(read_tensor_file(two, {}).at("b"), torch::tensor({true, false})));
+  // A named pipe is refused, not waited on.
+  const auto pipe = dir("pipe.npz");
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  EXPECT_TRUE(contains(failure([&] { read_tensor_file(pipe, {}); }), "not a regular file"));
   // A header length of 10 GB in a small file: refused before anything is allocated.
   auto huge = safetensors("{}", "");
   huge[4] = 2;
@@ -213,6 +238,18 @@ TEST_F(TensorFileTest, DamagedNumpyAndZipFilesAreRefused) {
     const auto text = failure([&] { read_tensor_file(path, {}); });
     EXPECT_TRUE(contains(text, cases[i].second)) << "case " << i << ": " << text;
   }
+  // Two directory entries pointing at one member's bytes: refused (a small file would otherwise read
+  // as any number of copies of one large member).
+  auto archive = tensor_files::stored_zip({{"a.npy", std::string(64, 'x')}});
+  const auto directory_at = static_cast<std::size_t>(static_cast<unsigned char>(archive[archive.size() - 6]) |
+                                                     (static_cast<unsigned char>(archive[archive.size() - 5]) << 8));
+  auto entry = archive.substr(directory_at, 46 + 5);
+  entry[46] = 'b';
+  auto end = archive.substr(archive.size() - 22);
+  end[8] = end[10] = 2;             // members on this disk and in all
+  end[12] = static_cast<char>(2 * entry.size());  // the directory's size (< 256 here)
+  archive = archive.substr(0, archive.size() - 22) + entry + end;
+  EXPECT_TRUE(contains(failure([&] { read_tensor_file(file("twice.npz", archive), {}); }), "share bytes"));
   // A real .npz cut short, and one whose deflated member claims 10 GB.
   const auto whole = read_file(fixture("all_compressed.npz"));
   const auto cut = file("cut.npz", whole.substr(0, whole.size() / 2));

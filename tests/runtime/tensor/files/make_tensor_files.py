@@ -58,6 +58,16 @@ state = {
 }
 torch.save(state, path("state.pt"))
 torch.save(state, path("state_legacy.pt"), _use_new_zipfile_serialization=False)
+# A whole module, as the reference AWD-LSTM/MoS code saves its model: its parameters and buffers are
+# read under their state_dict names ("0.weight", "1.running_mean"), nothing else of it.
+torch.manual_seed(0)
+module = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2))
+with torch.no_grad():
+    module[0].weight.copy_(torch.arange(6, dtype=torch.float32).reshape(2, 3))
+    module[0].bias.copy_(torch.arange(2, dtype=torch.float32))
+module.eval()
+module.extra = torch.ones(1)  # an attribute, not a parameter: left out
+torch.save(module, path("whole_module.pt"))
 
 # safetensors, by its specification: entries' data in header order, header padded to 8 bytes.
 codes = {np.float64: "F64", np.float32: "F32", np.float16: "F16", np.int64: "I64", np.int32: "I32",
