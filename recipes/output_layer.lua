@@ -29,7 +29,11 @@ local function read_vocabulary(path)
   f:close()
   local tokens = {}
   if path:match("%.json$") then
-    for token, id in pairs(lmkit.json_decode(text)) do
+    local decoded = lmkit.json_decode(text)
+    if type(decoded) ~= "table" then
+      error(("output_layer: the vocabulary '%s' must be a JSON object token → id, got a %s"):format(path, type(decoded)), 0)
+    end
+    for token, id in pairs(decoded) do
       if math.type(id) ~= "integer" then error(("output_layer: '%s': the id of %q is not an integer"):format(path, token), 0) end
       tokens[id] = token
     end
