@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The yardstick: a plain PyTorch AWD-LSTM, for timing lmkit's training against. Not part of lmkit.
+"""The yardstick: a plain PyTorch AWD-LSTM, for timing lmkit's training against and for checking
+lmkit.import_checkpoint / Model:export against a model of the reference structure. Not part of lmkit.
 
 Written for this benchmark in the structure of the reference code (Merity et al.'s awd-lstm-lm and
 Yang et al.'s MoS code): a weight-dropped nn.LSTM per layer (DropConnect on weight_hh through a
@@ -99,6 +100,10 @@ class WeightDrop(nn.Module):
 
 
 class AwdLstm(nn.Module):
+    # The MoS code's floor under each mixture probability before the log: log(p + 1e-8). The
+    # checkpoint tests set it to 0 to compare with lmkit's exact log p.
+    mos_floor = 1e-8
+
     def __init__(self, head, vocab, emb, nhid, nhidlast, dropouts, nlayers=3, K=15):
         super().__init__()
         self.head, self.vocab, self.emb_dim, self.K = head, vocab, emb, K
@@ -143,7 +148,7 @@ class AwdLstm(nn.Module):
             prior = F.softmax(self.prior(out).view(-1, self.K), dim=-1)  # [T*B, K]
             prob = F.softmax(logit, dim=-1).view(-1, self.K, self.vocab)  # [T*B, K, N]
             prob = (prob * prior.unsqueeze(2)).sum(1)
-            log_prob = torch.log(prob.add_(1e-8))
+            log_prob = torch.log(prob.add_(self.mos_floor))
         return log_prob, raw, out, new_hidden
 
 

@@ -1,0 +1,361 @@
+#include "runtime/models/reference_checkpoint.h"
+
+#include <algorithm>
+#include <map>
+#include <regex>
+#include <set>
+#include <vector>
+
+#include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
+#include "runtime/heads/mos_head.h"
+#include "runtime/tensor/tensor_file.h"
+
+namespace lmkit {
+
+const config::BoundOptions<ImportCheckpointOptions>& declared_options(config::Tag<ImportCheckpointOptions>) {
+  using O = ImportCheckpointOptions;
+  using config::Range;
+  static const config::BoundOptions<O> options("import_checkpoint", [] {
+    std::vector<config::BoundOption<O>> list;
+    list.push_back(config::BoundOption<O>("format", &O::format, config::OneOf{{"awd-lstm", "mos"}},
+                                          "whose code saved it: awd-lstm (Merity et al.) or mos (Yang et al.)")
+                       .required());
+    const auto rate = Range::from_up_to(0, 1);
+    list.emplace_back("dropout", &O::dropout, rate, "dropout on the last layer's output (default 0.4)");
+    list.emplace_back("dropouth", &O::dropouth, rate, "dropout between LSTM layers (default 0.3; mos 0.225)");
+    list.emplace_back("dropouti", &O::dropouti, rate, "dropout on the embedded input (default 0.4)");
+    list.emplace_back("dropoute", &O::dropoute, rate, "dropout of whole words (default 0.1)");
+    list.emplace_back("wdrop", &O::wdrop, rate, "DropConnect on the hidden-to-hidden weights (default 0.5)");
+    list.emplace_back("dropoutl", &O::dropoutl, rate, "mos: dropout on the latent contexts (default 0.29)");
+    return list;
+  }());
+  return options;
+}
+
+const config::BoundOptions<ExportCheckpointOptions>& declared_options(config::Tag<ExportCheckpointOptions>) {
+  using O = ExportCheckpointOptions;
+  static const config::BoundOptions<O> options("export", [] {
+    std::vector<config::BoundOption<O>> list;
+    list.push_back(config::BoundOption<O>("format", &O::format, config::OneOf{{"awd-lstm", "mos"}},
+                                          "the reference structure: awd-lstm (softmax head) or mos (MoS head)")
+                       .required());
+    list.emplace_back("weight_drop", &O::weight_drop,
+                      "names of WeightDrop LSTMs (rnns.L.module.weight_hh_l0_raw); false: a plain nn.LSTM's (rnns.L.weight_hh_l0)");
+    list.emplace_back("file_format", &O::file_format, config::OneOf{{"pt", "safetensors", "npz"}},
+                      "pt (torch.save), safetensors or npz (default: from the extension)");
+    return list;
+  }());
+  return options;
+}
+
+namespace {
+
+// The entries of one LSTM layer, by the lmkit field they fill.
+struct LayerEntries {
+  std::string w_ih, w_hh, w_hh_dropped, b_ih, b_hh;  // names in the file ("" when absent)
+};
+
+// The entries of a reference state_dict, sorted by role; names are the file's own.
+struct ReferenceEntries {
+  std::map<std::string, torch::Tensor> tensors;  // by the name without a DataParallel prefix
+  std::map<std::string, std::string> file_names;  // that name → the file's
+  std::map<std::int64_t, LayerEntries> layers;
+  std::vector<std::string> unexpected;
+};
+
+const std::regex& layer_entry_pattern() {
+  static const std::regex pattern(R"(rnns\.([0-9]+)\.(module\.)?(weight_ih_l0|weight_hh_l0_raw|weight_hh_l0|bias_ih_l0|bias_hh_l0))");
+  return pattern;
+}
+
+const std::set<std::string>& head_entries(const std::string& format) {
+  static const std::set<std::string> none, mos{"prior.weight", "latent.0.weight", "latent.0.bias"};
+  return format == "mos" ? mos : none;
+}
+
+ReferenceEntries sort_entries(std::map<std::string, torch::Tensor> read, const std::string& format) {
+  ReferenceEntries entries;
+  const bool data_parallel = !read.empty() && std::all_of(read.begin(), read.end(), [](const auto& item) {
+    return item.first.rfind("module.", 0) == 0;
+  });
+  for (auto& [file_name, tensor] : read) {
+    const auto name = data_parallel ? file_name.substr(7) : file_name;
+    entries.file_names[name] = file_name;
+    entries.tensors[name] = std::move(tensor);
+    std::smatch match;
+    if (std::regex_match(name, match, layer_entry_pattern())) {
+      if (match[1].length() > 6) {
+        entries.unexpected.push_back(file_name);
+        continue;
+      }
+      auto& layer = entries.layers[std::stoll(match[1].str())];
+      const auto field = match[3].str();
+      if (field == "weight_ih_l0") layer.w_ih = name;
+      if (field == "weight_hh_l0_raw") layer.w_hh = name;
+      if (field == "weight_hh_l0") layer.w_hh_dropped = name;
+      if (field == "bias_ih_l0") layer.b_ih = name;
+      if (field == "bias_hh_l0") layer.b_hh = name;
+    } else if (name != "encoder.weight" && name != "decoder.weight" && name != "decoder.bias" &&
+               !head_entries(format).count(name)) {
+      entries.unexpected.push_back(file_name);
+    }
+  }
+  return entries;
+}
+
+std::string listed(const std::vector<std::string>& names) {
+  std::string text;
+  const std::size_t shown = std::min<std::size_t>(names.size(), 8);
+  for (std::size_t i = 0; i < shown; ++i) text += (i ? ", " : "") + names[i];
+  if (names.size() > shown) text += ", … (" + integer_text(names.size()) + " in all)";
+  return text;
+}
+
+// [40, 9], as the expected shapes are written.
+std::string bracketed(torch::IntArrayRef sizes) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + integer_text(sizes[i]);
+  return text + "]";
+}
+
+class ReferenceReader {
+ public:
+  ReferenceReader(std::string path, std::string format, ReferenceEntries entries)
+      : path_(std::move(path)), format_(std::move(format)), entries_(std::move(entries)) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw EnvironmentError("import_checkpoint: " + path_ + " (format \"" + format_ + "\"): " + what);
+  }
+
+  bool has(const std::string& name) const { return entries_.tensors.count(name) > 0; }
+
+  // The entry, which must exist with `rows` × `cols` (cols < 0: a vector of `rows`; a size < 0 is
+  // read from the file and returned through the reference).
+  const torch::Tensor& matrix(const std::string& name, std::int64_t& rows, std::int64_t& cols, const std::string& shape_doc) const {
+    const auto it = entries_.tensors.find(name);
+    if (it == entries_.tensors.end()) fail("no entry '" + name + "' " + shape_doc + missing_hint(name));
+    const auto& t = it->second;
+    const bool fits = t.dim() == 2 && (rows < 0 || t.size(0) == rows) && (cols < 0 || t.size(1) == cols);
+    if (!fits) fail("entry '" + file_name(name) + "' is " + bracketed(t.sizes()) + ", expected " + shape_doc);
+    rows = t.size(0);
+    cols = t.size(1);
+    return t;
+  }
+  const torch::Tensor& vector(const std::string& name, std::int64_t size, const std::string& shape_doc) const {
+    const auto it = entries_.tensors.find(name);
+    if (it == entries_.tensors.end()) fail("no entry '" + name + "' " + shape_doc + missing_hint(name));
+    const auto& t = it->second;
+    if (t.dim() != 1 || t.size(0) != size) {
+      fail("entry '" + file_name(name) + "' is " + bracketed(t.sizes()) + ", expected " + shape_doc);
+    }
+    return t;
+  }
+
+  std::string file_name(const std::string& name) const {
+    const auto it = entries_.file_names.find(name);
+    return it == entries_.file_names.end() ? name : it->second;
+  }
+
+  const ReferenceEntries& entries() const { return entries_; }
+
+ private:
+  std::string missing_hint(const std::string& name) const {
+    if (format_ == "mos" && head_entries("mos").count(name) && !has("prior.weight") && !has("latent.0.weight")) {
+      return " (no MoS layers at all: a softmax AWD-LSTM? use format = \"awd-lstm\")";
+    }
+    if (entries_.tensors.empty()) return " (the file holds no tensors)";
+    return " (the file has: " + listed([this] {
+             std::vector<std::string> names;
+             for (const auto& item : entries_.file_names) names.push_back(item.second);
+             return names;
+           }()) + ")";
+  }
+
+  std::string path_, format_;
+  ReferenceEntries entries_;
+};
+
+double chosen(const std::optional<double>& value, double fallback) { return value ? *value : fallback; }
+
+}  // namespace
+
+LanguageModel import_reference_checkpoint(const std::string& path, const ImportCheckpointOptions& options) {
+  const auto& format = options.format;
+  if (format != "awd-lstm" && format != "mos") {
+    throw UsageError("import_checkpoint: format must be \"awd-lstm\" or \"mos\", got \"" + format + "\"");
+  }
+  ReferenceReader file(path, format, sort_entries(read_tensor_file(path, {}), format));
+  const auto& entries = file.entries();
+  if (!entries.unexpected.empty()) {
+    const bool looks_mos = format == "awd-lstm" && std::any_of(entries.unexpected.begin(), entries.unexpected.end(), [](const std::string& n) {
+      return n.find("prior.weight") != std::string::npos || n.find("latent.0.") != std::string::npos;
+    });
+    file.fail("entries that are not part of " + std::string(format == "mos" ? "a MoS" : "an AWD-LSTM") + " state_dict: " +
+              listed(entries.unexpected) +
+              (looks_mos ? " (prior and latent layers: a MoS checkpoint, use format = \"mos\")"
+                         : " (expected encoder.weight, rnns.L[.module].weight_ih_l0/weight_hh_l0[_raw]/bias_ih_l0/bias_hh_l0, "
+                           "decoder.weight, decoder.bias" + std::string(format == "mos" ? ", prior.weight, latent.0.weight/bias" : "") +
+                           "; a QRNN model is not supported)"));
+  }
+
+  std::int64_t vocab = -1, emb = -1;
+  const auto& embedding = file.matrix("encoder.weight", vocab, emb, "[vocabulary, emb]");
+  if (entries.layers.empty()) file.fail("no LSTM layers (entries rnns.0.module.weight_ih_l0, ...)");
+  const auto nlayers = static_cast<std::int64_t>(entries.layers.size());
+  if (entries.layers.rbegin()->first != nlayers - 1) {
+    std::string indices;
+    for (const auto& item : entries.layers) indices += (indices.empty() ? "" : ", ") + integer_text(item.first);
+    file.fail("the LSTM layers must be rnns.0 … rnns." + integer_text(nlayers - 1) + ", the file has rnns." + indices);
+  }
+
+  // Each layer's sizes from its shapes: w_ih [4h, in] with in = emb or the layer below's h.
+  struct Layer {
+    torch::Tensor w_ih, w_hh, b_ih, b_hh;
+    std::int64_t size = 0;
+  };
+  std::vector<Layer> layers;
+  std::int64_t in = emb;
+  for (const auto& [index, names] : entries.layers) {
+    const auto where = "rnns." + integer_text(index);
+    const auto name_or = [&](const std::string& found, const std::string& field) {
+      return found.empty() ? where + ".module." + field : found;
+    };
+    std::int64_t gates = -1, cols = in;
+    Layer layer;
+    layer.w_ih = file.matrix(name_or(names.w_ih, "weight_ih_l0"), gates, cols, "[4·h, " + integer_text(in) + "] (input " +
+                                 (index == 0 ? std::string("emb") : "the size of rnns." + integer_text(index - 1)) + ")");
+    if (gates % 4 != 0) file.fail("entry '" + file.file_name(names.w_ih) + "' has " + integer_text(gates) + " rows, not 4·h");
+    const std::int64_t h = gates / 4;
+    const auto hh = names.w_hh.empty() ? (names.w_hh_dropped.empty() ? where + ".module.weight_hh_l0_raw" : names.w_hh_dropped)
+                                       : names.w_hh;
+    std::int64_t rows = gates, square = h;
+    layer.w_hh = file.matrix(hh, rows, square, "[" + integer_text(gates) + ", " + integer_text(h) + "]");
+    const auto bias_doc = "[" + integer_text(gates) + "]";
+    layer.b_ih = file.vector(name_or(names.b_ih, "bias_ih_l0"), gates, bias_doc);
+    layer.b_hh = file.vector(name_or(names.b_hh, "bias_hh_l0"), gates, bias_doc);
+    layer.size = h;
+    layers.push_back(layer);
+    in = h;
+  }
+  const std::int64_t nhidlast = layers.back().size;
+  const std::int64_t nhid = layers.size() > 1 ? layers.front().size : nhidlast;
+  for (std::size_t l = 0; l + 1 < layers.size(); ++l) {
+    if (layers[l].size != nhid) {
+      file.fail("the inner LSTM layers differ in size (rnns.0 has " + integer_text(nhid) + ", rnns." + integer_text(l) + " " +
+                integer_text(layers[l].size) + "); lmkit's AWD-LSTM has one nhid for all but the last");
+    }
+  }
+
+  // The MoS layers, then the decoder, whose width is emb (MoS) or nhidlast.
+  std::int64_t K = -1;
+  torch::Tensor prior, latent_weight, latent_bias;
+  if (format == "mos") {
+    std::int64_t prior_cols = nhidlast;
+    prior = file.matrix("prior.weight", K, prior_cols, "[K, " + integer_text(nhidlast) + "] (K × nhidlast)");
+    std::int64_t latent_rows = K * emb, latent_cols = nhidlast;
+    latent_weight = file.matrix("latent.0.weight", latent_rows, latent_cols,
+                                "[" + integer_text(K * emb) + ", " + integer_text(nhidlast) + "] (K·emb × nhidlast)");
+    latent_bias = file.vector("latent.0.bias", K * emb, "[" + integer_text(K * emb) + "] (K·emb)");
+  }
+  const std::int64_t width = format == "mos" ? emb : nhidlast;
+  std::int64_t decoder_rows = vocab, decoder_cols = width;
+  const auto& decoder_weight = file.matrix(
+      "decoder.weight", decoder_rows, decoder_cols,
+      "[" + integer_text(vocab) + ", " + integer_text(width) + "] (vocabulary × " + (format == "mos" ? "emb" : "nhidlast") + ")");
+  const bool tied = width == emb && torch::equal(decoder_weight, embedding);
+  const bool has_bias = file.has("decoder.bias");
+  torch::Tensor decoder_bias;
+  if (has_bias) decoder_bias = file.vector("decoder.bias", vocab, "[" + integer_text(vocab) + "] (vocabulary)");
+
+  LanguageModelOptions model_options;
+  const bool mos = format == "mos";
+  model_options.encoder(AwdLstmOptions()
+                            .vocab_size(vocab)
+                            .emb(emb)
+                            .nhid(nhid)
+                            .nhidlast(nhidlast)
+                            .nlayers(nlayers)
+                            .dropout(chosen(options.dropout, 0.4))
+                            .dropouth(chosen(options.dropouth, mos ? 0.225 : 0.3))
+                            .dropouti(chosen(options.dropouti, 0.4))
+                            .dropoute(chosen(options.dropoute, 0.1))
+                            .wdrop(chosen(options.wdrop, 0.5)));
+  model_options.tie_weights(tied).decoder_bias(has_bias);
+  model_options.head(mos ? nlohmann::json{{"kind", "mos"}, {"K", K}, {"dropoutl", chosen(options.dropoutl, 0.29)}}
+                         : nlohmann::json{{"kind", "softmax"}});
+  LanguageModel model(model_options);
+
+  bool all_double = true;
+  for (const auto& item : entries.tensors) all_double = all_double && item.second.scalar_type() == torch::kFloat64;
+  const auto dtype = all_double ? torch::kFloat64 : torch::kFloat32;
+  model->to(dtype);
+
+  std::map<std::string, torch::Tensor> values{{"encoder.embedding", embedding}};
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const auto p = "encoder.lstm" + integer_text(l) + "_";
+    values[p + "w_ih"] = layers[l].w_ih;
+    values[p + "w_hh"] = layers[l].w_hh;
+    values[p + "b_ih"] = layers[l].b_ih;
+    values[p + "b_hh"] = layers[l].b_hh;
+  }
+  if (!tied) values["decoder_weight"] = decoder_weight;
+  if (has_bias) values["decoder_bias"] = decoder_bias;
+  if (mos) {
+    values["head.prior.weight"] = prior;
+    values["head.latent.weight"] = latent_weight;
+    values["head.latent.bias"] = latent_bias;
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& item : model->named_parameters(/*recurse=*/true)) {
+    const auto it = values.find(item.key());
+    // Every parameter of the built model has its entry: the options above are made from them.
+    if (it == values.end()) throw std::logic_error("import_checkpoint: no value for lmkit parameter " + item.key());
+    if (!it->second.is_floating_point()) {
+      file.fail("entry for " + item.key() + " holds " + std::string(c10::toString(it->second.scalar_type())) + ", not floating point");
+    }
+    item.value().copy_(it->second.to(dtype));
+    values.erase(it);
+  }
+  model->eval();
+  return model;
+}
+
+void export_reference_checkpoint(const LanguageModel& model, const std::string& path, const ExportCheckpointOptions& options) {
+  const auto& format = options.format;
+  const std::string wanted = format == "mos" ? "mos" : "softmax";
+  if (format != "awd-lstm" && format != "mos") {
+    throw UsageError("export: format must be \"awd-lstm\" or \"mos\", got \"" + format + "\"");
+  }
+  if (model->head->kind() != wanted) {
+    throw UsageError("export: format \"" + format + "\" is the reference structure of a " + wanted + " head, this model's head is " +
+                     model->head->kind() + " (the reference code computes something else with these weights)");
+  }
+  const auto& e = model->options.encoder();
+  std::map<std::string, torch::Tensor> tensors;
+  const auto add = [&](const std::string& name, const torch::Tensor& value) { tensors[name] = value.detach().to(torch::kCPU).contiguous(); };
+  add("encoder.weight", model->encoder->embedding);
+  for (std::size_t l = 0; l < model->encoder->layers.size(); ++l) {
+    const auto& layer = model->encoder->layers[l];
+    const auto p = "rnns." + integer_text(l) + (options.weight_drop ? ".module." : ".");
+    add(p + "weight_ih_l0", layer.w_ih);
+    add(p + (options.weight_drop ? "weight_hh_l0_raw" : "weight_hh_l0"), layer.w_hh);
+    add(p + "bias_ih_l0", layer.b_ih);
+    add(p + "bias_hh_l0", layer.b_hh);
+  }
+  const auto decoder = model->decoder();
+  add("decoder.weight", decoder.weight);
+  add("decoder.bias", decoder.bias.defined() ? decoder.bias : torch::zeros({e.vocab_size()}, decoder.weight.options()));
+  if (format == "mos") {
+    const auto* head = dynamic_cast<const MosHeadImpl*>(model->head.get());
+    if (head == nullptr) throw UsageError("export: format \"mos\" needs lmkit's MoS head");
+    add("prior.weight", head->prior->weight);
+    add("latent.0.weight", head->latent->weight);
+    add("latent.0.bias", head->latent->bias);
+  }
+  WriteTensorsOptions write;
+  write.format = options.file_format;
+  write_tensor_file(path, tensors, write);
+}
+
+}  // namespace lmkit

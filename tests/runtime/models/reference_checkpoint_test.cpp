@@ -1,0 +1,254 @@
+// Checkpoints of the reference code in and out. The fixtures (files/make_reference_checkpoints.py)
+// are state_dicts that PyTorch saved from models of the reference structure, with the
+// log-probabilities PyTorch computed on fixed ids: the independent truth an import must reproduce.
+#include "runtime/models/reference_checkpoint.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <set>
+#include <string>
+
+#include "runtime/core/error.h"
+#include "runtime/heads/mos_head.h"
+#include "runtime/tensor/tensor_file.h"
+#include "tests/support/temporary_folder.h"
+
+namespace lmkit {
+namespace {
+
+std::string fixture(const std::string& name) {
+  return (std::filesystem::path(__FILE__).parent_path() / "files" / name).string();
+}
+
+std::string failure(const std::function<void()>& act) {
+  try {
+    act();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+ImportCheckpointOptions import_as(const std::string& format) {
+  ImportCheckpointOptions o;
+  o.format = format;
+  return o;
+}
+
+ExportCheckpointOptions export_as(const std::string& format) {
+  ExportCheckpointOptions o;
+  o.format = format;
+  return o;
+}
+
+std::map<std::string, torch::Tensor> reference_outputs() { return read_tensor_file(fixture("reference_outputs.pt"), {}); }
+
+torch::Tensor log_probs_of(LanguageModel& model, const torch::Tensor& ids) {
+  torch::NoGradGuard no_grad;
+  return model->log_probs(ids, model->init_hidden(ids.size(1))).first;
+}
+
+// The largest difference of the parameters of two models of the same structure.
+double largest_parameter_difference(const LanguageModel& a, const LanguageModel& b) {
+  const auto pa = a->named_parameters(true), pb = b->named_parameters(true);
+  EXPECT_EQ(pa.size(), pb.size());
+  double largest = 0;
+  for (const auto& item : pa) {
+    const auto* other = pb.find(item.key());
+    EXPECT_NE(other, nullptr) << item.key();
+    if (other) largest = std::max(largest, (item.value() - *other).abs().max().item<double>());
+  }
+  return largest;
+}
+
+class ReferenceCheckpointTest : public testing::TemporaryFolderTest {
+ protected:
+  ReferenceCheckpointTest() : TemporaryFolderTest("lmkit_reference_checkpoint_") {}
+  void SetUp() override {
+    TemporaryFolderTest::SetUp();
+    std::filesystem::create_directories(root_);
+  }
+  // The fixture `name` with `change` applied to its entries, written as a file of this test.
+  std::string altered(const std::string& name, const std::function<void(std::map<std::string, torch::Tensor>&)>& change) {
+    auto entries = read_tensor_file(fixture(name), {});
+    change(entries);
+    const auto path = dir("altered_" + name);
+    write_tensor_file(path, entries, {});
+    return path;
+  }
+};
+
+TEST_F(ReferenceCheckpointTest, AnAwdLstmStateDictGivesTheReferenceLogProbabilities) {
+  auto model = import_reference_checkpoint(fixture("awd_lstm_reference.pt"), import_as("awd-lstm"));
+  const auto& e = model->options.encoder();
+  EXPECT_EQ(e.vocab_size(), 23);
+  EXPECT_EQ(e.emb(), 6);
+  EXPECT_EQ(e.nhid(), 10);
+  EXPECT_EQ(e.nhidlast(), 6);
+  EXPECT_EQ(e.nlayers(), 3);
+  EXPECT_TRUE(model->options.tie_weights());
+  EXPECT_TRUE(model->options.decoder_bias());
+  EXPECT_EQ(model->head->kind(), "softmax");
+  EXPECT_FALSE(model->is_training());
+  EXPECT_EQ(model->parameters().front().scalar_type(), torch::kFloat32);
+  // Parameters by closed form: embedding N·emb, layers 4h(in + h) + 8h, decoder bias N.
+  const std::int64_t expected = 23 * 6 + (40 * (6 + 10) + 80) + (40 * (10 + 10) + 80) + (24 * (10 + 6) + 48) + 23;
+  EXPECT_EQ(model->parameter_count().at("total"), expected);
+
+  const auto outputs = reference_outputs();
+  const auto got = log_probs_of(model, outputs.at("ids"));
+  const auto want = outputs.at("awd_lstm_log_probs");
+  ASSERT_EQ(got.sizes(), want.sizes());
+  EXPECT_LE((got - want).abs().max().item<double>(), 1e-5);
+  // Not a trivially flat output: the words' log-probabilities spread over several nats.
+  EXPECT_GT((want.max() - want.min()).item<double>(), 2.0);
+}
+
+TEST_F(ReferenceCheckpointTest, AMosStateDictAndAWholeSavedModelGiveTheReferenceLogProbabilities) {
+  const auto outputs = reference_outputs();
+  for (const auto* name : {"mos_reference.pt", "mos_whole_model.pt"}) {
+    SCOPED_TRACE(name);
+    auto model = import_reference_checkpoint(fixture(name), import_as("mos"));
+    const auto& e = model->options.encoder();
+    EXPECT_EQ(e.nhidlast(), 8);
+    EXPECT_EQ(e.emb(), 6);
+    EXPECT_EQ(model->head->kind(), "mos");
+    EXPECT_EQ(model->options.head().at("K"), 3);
+    EXPECT_TRUE(model->options.tie_weights());
+    const auto got = log_probs_of(model, outputs.at("ids"));
+    EXPECT_LE((got - outputs.at("mos_log_probs")).abs().max().item<double>(), 1e-5);
+  }
+}
+
+TEST_F(ReferenceCheckpointTest, AnExportHasTheReferenceNamesAndShapesAndImportsBackExactly) {
+  for (const std::string format : {"awd-lstm", "mos"}) {
+    SCOPED_TRACE(format);
+    const auto reference = fixture(format == "mos" ? "mos_reference.pt" : "awd_lstm_reference.pt");
+    auto original = import_reference_checkpoint(reference, import_as(format));
+    const auto path = dir(format + ".pt");
+    export_reference_checkpoint(original, path, export_as(format));
+    // The names and shapes of a fresh reference model's state_dict: the fixture's, less the copies
+    // WeightDrop left after its forward.
+    std::map<std::string, std::vector<std::int64_t>> want, got;
+    for (const auto& entry : tensor_file_contents(reference)) {
+      const auto& n = entry.name;
+      if (n.size() < 4 || n.compare(n.size() - 4, 4, "_raw") != 0) {
+        if (n.find("weight_hh_l0") != std::string::npos) continue;
+      }
+      want[n] = entry.shape;
+    }
+    for (const auto& entry : tensor_file_contents(path)) got[entry.name] = entry.shape;
+    EXPECT_EQ(got, want);
+
+    auto back = import_reference_checkpoint(path, import_as(format));
+    EXPECT_EQ(largest_parameter_difference(original, back), 0.0);
+    EXPECT_EQ(back->options.tie_weights(), true);
+    const auto ids = reference_outputs().at("ids");
+    EXPECT_TRUE(torch::equal(log_probs_of(original, ids), log_probs_of(back, ids)));
+  }
+}
+
+TEST_F(ReferenceCheckpointTest, AnUntiedModelWithoutWeightDropRoundTripsThroughSafetensors) {
+  LanguageModelOptions o;
+  o.encoder(AwdLstmOptions().vocab_size(17).emb(5).nhid(7).nhidlast(4).nlayers(2)).tie_weights(false);
+  LanguageModel model(o);
+  model->eval();
+  auto options = export_as("awd-lstm");
+  options.weight_drop = false;
+  const auto path = dir("plain.safetensors");
+  export_reference_checkpoint(model, path, options);
+  std::set<std::string> names;
+  for (const auto& entry : tensor_file_contents(path)) names.insert(entry.name);
+  EXPECT_TRUE(names.count("rnns.1.weight_hh_l0"));
+  EXPECT_FALSE(names.count("rnns.1.module.weight_hh_l0_raw"));
+  auto back = import_reference_checkpoint(path, import_as("awd-lstm"));
+  EXPECT_FALSE(back->options.tie_weights());
+  EXPECT_EQ(back->options.encoder().nhidlast(), 4);
+  EXPECT_EQ(largest_parameter_difference(model, back), 0.0);
+}
+
+TEST_F(ReferenceCheckpointTest, ADataParallelPrefixAndFloat64WeightsAreRead) {
+  const auto path = altered("awd_lstm_reference.pt", [](auto& entries) {
+    std::map<std::string, torch::Tensor> renamed;
+    for (auto& [name, t] : entries) renamed["module." + name] = t.to(torch::kFloat64);
+    entries = renamed;
+  });
+  auto model = import_reference_checkpoint(path, import_as("awd-lstm"));
+  EXPECT_EQ(model->parameters().front().scalar_type(), torch::kFloat64);
+  const auto outputs = reference_outputs();
+  EXPECT_LE((log_probs_of(model, outputs.at("ids")) - outputs.at("awd_lstm_log_probs")).abs().max().item<double>(), 1e-5);
+}
+
+TEST_F(ReferenceCheckpointTest, TheWrongFormatIsNamedWithTheRightOne) {
+  EXPECT_TRUE(contains(failure([] { import_reference_checkpoint(fixture("mos_reference.pt"), import_as("awd-lstm")); }),
+                       "use format = \"mos\""));
+  EXPECT_TRUE(contains(failure([] { import_reference_checkpoint(fixture("awd_lstm_reference.pt"), import_as("mos")); }),
+                       "use format = \"awd-lstm\""));
+  EXPECT_TRUE(contains(failure([] { import_reference_checkpoint(fixture("mos_reference.pt"), import_as("gpt")); }),
+                       "format must be \"awd-lstm\" or \"mos\""));
+}
+
+TEST_F(ReferenceCheckpointTest, MissingMisshapenAndUnexpectedEntriesAreNamed) {
+  const auto missing = altered("awd_lstm_reference.pt", [](auto& e) { e.erase("rnns.1.module.bias_hh_l0"); });
+  auto text = failure([&] { import_reference_checkpoint(missing, import_as("awd-lstm")); });
+  EXPECT_TRUE(contains(text, missing)) << text;
+  EXPECT_TRUE(contains(text, "no entry 'rnns.1.module.bias_hh_l0' [40]")) << text;
+
+  const auto short_bias = altered("awd_lstm_reference.pt", [](auto& e) { e["decoder.bias"] = torch::zeros({22}); });
+  text = failure([&] { import_reference_checkpoint(short_bias, import_as("awd-lstm")); });
+  EXPECT_TRUE(contains(text, "entry 'decoder.bias' is [22], expected [23]")) << text;
+
+  const auto wrong_input = altered("awd_lstm_reference.pt", [](auto& e) { e["rnns.1.module.weight_ih_l0"] = torch::zeros({40, 9}); });
+  text = failure([&] { import_reference_checkpoint(wrong_input, import_as("awd-lstm")); });
+  EXPECT_TRUE(contains(text, "'rnns.1.module.weight_ih_l0' is [40, 9], expected [4·h, 10]")) << text;
+
+  const auto gap = altered("awd_lstm_reference.pt", [](auto& e) {
+    for (const auto* field : {"weight_ih_l0", "weight_hh_l0_raw", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"}) {
+      e.erase(std::string("rnns.1.module.") + field);
+    }
+  });
+  text = failure([&] { import_reference_checkpoint(gap, import_as("awd-lstm")); });
+  EXPECT_TRUE(contains(text, "rnns.0 … rnns.1, the file has rnns.0, 2")) << text;
+
+  const auto extra = altered("awd_lstm_reference.pt", [](auto& e) { e["rnns.0.layers.0.weight"] = torch::zeros({2}); });
+  text = failure([&] { import_reference_checkpoint(extra, import_as("awd-lstm")); });
+  EXPECT_TRUE(contains(text, "not part of an AWD-LSTM state_dict: rnns.0.layers.0.weight")) << text;
+  EXPECT_TRUE(contains(text, "QRNN")) << text;
+
+  const auto integers = altered("awd_lstm_reference.pt", [](auto& e) { e["decoder.bias"] = torch::zeros({23}, torch::kInt64); });
+  text = failure([&] { import_reference_checkpoint(integers, import_as("awd-lstm")); });
+  EXPECT_TRUE(contains(text, "not floating point")) << text;
+
+  const auto uneven = altered("awd_lstm_reference.pt", [](auto& e) {
+    e["rnns.1.module.weight_ih_l0"] = torch::zeros({48, 10});
+    e["rnns.1.module.weight_hh_l0_raw"] = torch::zeros({48, 12});
+    e.erase("rnns.1.module.weight_hh_l0");
+    e["rnns.1.module.bias_ih_l0"] = torch::zeros({48});
+    e["rnns.1.module.bias_hh_l0"] = torch::zeros({48});
+    e["rnns.2.module.weight_ih_l0"] = torch::zeros({24, 12});
+  });
+  text = failure([&] { import_reference_checkpoint(uneven, import_as("awd-lstm")); });
+  EXPECT_TRUE(contains(text, "inner LSTM layers differ in size")) << text;
+
+  EXPECT_TRUE(contains(failure([&] { import_reference_checkpoint(dir("absent.pt"), import_as("awd-lstm")); }), "absent.pt"));
+}
+
+TEST_F(ReferenceCheckpointTest, OnlyTheHeadsOfTheReferenceStructuresAreExported) {
+  LanguageModelOptions o;
+  o.encoder(AwdLstmOptions().vocab_size(11).emb(4).nhid(6).nhidlast(4).nlayers(1));
+  o.head(nlohmann::json{{"kind", "sigsoftmax"}});
+  LanguageModel model(o);
+  const auto text = failure([&] { export_reference_checkpoint(model, dir("x.pt"), export_as("awd-lstm")); });
+  EXPECT_TRUE(contains(text, "this model's head is sigsoftmax")) << text;
+  EXPECT_FALSE(std::filesystem::exists(dir("x.pt")));
+  o.head(nlohmann::json{{"kind", "softmax"}});
+  LanguageModel softmax(o);
+  EXPECT_TRUE(contains(failure([&] { export_reference_checkpoint(softmax, dir("x.pt"), export_as("mos")); }), "head is softmax"));
+}
+
+}  // namespace
+}  // namespace lmkit
