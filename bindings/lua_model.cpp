@@ -67,7 +67,7 @@ void open_model(lua_State* L, int module_index) {
       method<&own_lr_parameters>("own_lr_parameters", "", "Parameters that train with their own learning rate (LMS-PLIF's slope parameters v; empty for other heads). They are also in m:parameters()."),
       method<&zero_state>("init_hidden", "batch_size", "Zero state {{h, c}, ...}, one pair [1, B, size] per layer."),
       method<&save_model>("save", "path", "Writes weights, config and lmkit's version to one checkpoint file (atomically: temporary file + rename, with a checksum)."),
-      method<&export_reference_checkpoint>("export", "path, options", "Writes the weights as a state_dict of the reference code (format \"awd-lstm\": a softmax head; \"mos\": a MoS head) that torch.load + load_state_dict read into its structure; .pt by default (see docs/analysis.md, Your own model)."),
+      method<&export_reference_checkpoint>("export", "path", "Writes the weights as a state_dict of the reference code (format \"awd-lstm\": a softmax head; \"mos\": a MoS head) that torch.load + load_state_dict read into its structure; .pt by default (see docs/analysis.md, Your own model)."),
       method<&model_config_text>("config", "", "The full configuration as JSON (what a checkpoint stores)."),
       method<&move_to_device>("to", "device", "Moves the parameters to \"cpu\", \"cuda\" or \"cuda:N\"."),
       method<&to_float64>("double", "", "Converts the parameters to float64 (for gradient checks and exact rank analysis)."),
@@ -80,7 +80,7 @@ void open_model(lua_State* L, int module_index) {
   static const Function functions[] = {
       {"model", lmkit_model, model_doc().c_str()},
       entry<&load_model>("lmkit", "load", "path", "A model saved with m:save(path), and the lmkit version that wrote it. Truncated, corrupted or foreign files fail with an error naming the file."),
-      entry<&import_reference_checkpoint>("lmkit", "import_checkpoint", "path, options", "The model of a state_dict saved by the reference code (format \"awd-lstm\": Merity et al.'s awd-lstm-lm; \"mos\": Yang et al.'s MoS code), sizes read from its shapes, in evaluation mode: its log-probabilities are the reference model's (see docs/analysis.md, Your own model)."),
+      entry<&import_reference_checkpoint>("lmkit", "import_checkpoint", "path", "The model of a state_dict saved by the reference code (format \"awd-lstm\": Merity et al.'s awd-lstm-lm; \"mos\": Yang et al.'s MoS code), sizes read from its shapes, in evaluation mode: its log-probabilities are the reference model's (see docs/analysis.md, Your own model)."),
   };
   set_functions(L, module_index, "lmkit", functions);
 }

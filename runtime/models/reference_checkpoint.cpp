@@ -22,12 +22,12 @@ const config::BoundOptions<ImportCheckpointOptions>& declared_options(config::Ta
                                           "whose code saved it: awd-lstm (Merity et al.) or mos (Yang et al.)")
                        .required());
     const auto rate = Range::from_up_to(0, 1);
-    list.emplace_back("dropout", &O::dropout, rate, "dropout on the last layer's output (default 0.4)");
-    list.emplace_back("dropouth", &O::dropouth, rate, "dropout between LSTM layers (default 0.3; mos 0.225)");
-    list.emplace_back("dropouti", &O::dropouti, rate, "dropout on the embedded input (default 0.4)");
-    list.emplace_back("dropoute", &O::dropoute, rate, "dropout of whole words (default 0.1)");
-    list.emplace_back("wdrop", &O::wdrop, rate, "DropConnect on the hidden-to-hidden weights (default 0.5)");
-    list.emplace_back("dropoutl", &O::dropoutl, rate, "mos: dropout on the latent contexts (default 0.29)");
+    list.emplace_back("dropout", &O::dropout, rate, "dropout on the last layer's output (nil: 0.4)");
+    list.emplace_back("dropouth", &O::dropouth, rate, "dropout between LSTM layers (nil: 0.3; mos 0.225)");
+    list.emplace_back("dropouti", &O::dropouti, rate, "dropout on the embedded input (nil: 0.4)");
+    list.emplace_back("dropoute", &O::dropoute, rate, "dropout of whole words (nil: 0.1)");
+    list.emplace_back("wdrop", &O::wdrop, rate, "DropConnect on the hidden-to-hidden weights (nil: 0.5)");
+    list.emplace_back("dropoutl", &O::dropoutl, rate, "mos: dropout on the latent contexts (nil: 0.29)");
     return list;
   }());
   return options;

@@ -39,6 +39,27 @@ T.test("written files read back; bad names and files are errors naming them", fu
   T.raises(function() lmkit.write_tensors(out .. "/x.npy", t) end, "a .npy file holds one array")
   T.raises(function() lmkit.write_tensors(out .. "/y.safetensors", {w = 3}) end, "bad argument #2 to 'lmkit.write_tensors'")
   for _, name in ipairs({"x.safetensors", "x.npz", "x.pt"}) do os.remove(out .. "/" .. name) end
+end)
+
+T.test("a reference AWD-LSTM or MoS state_dict imports as a model, and a model exports as one", function()
+  local models = (os.getenv("LMKIT_SOURCE_DIR") or "..") .. "/tests/runtime/models/files/"
+  local expected = lmkit.read_tensors(models .. "reference_outputs.pt")
+  local m = lmkit.import_checkpoint(models .. "mos_reference.pt", {format = "mos"})
+  T.eq(m:is_training(), false)
+  T.truthy((m:log_probs(expected.ids) - expected.mos_log_probs):abs():max():item() <= 1e-5)
+  local path = out .. "/exported.pt"
+  m:export(path, {format = "mos"})
+  local back = lmkit.import_checkpoint(path, {format = "mos", dropoutl = 0.1})
+  T.truthy(back:log_probs(expected.ids) == m:log_probs(expected.ids))
+  T.eq(lmkit.json_decode(back:config()).head.dropoutl, 0.1)
+  os.remove(path)
+  T.raises(function() lmkit.import_checkpoint(models .. "mos_reference.pt") end, "option 'format' is required")
+  T.raises(function() lmkit.import_checkpoint(models .. "mos_reference.pt", {format = "moss"}) end, "format")
+  T.raises(function() lmkit.import_checkpoint(models .. "mos_reference.pt", {format = "mos", dropot = 0.1}) end,
+           "did you mean 'dropout'")
+  T.raises(function() lmkit.import_checkpoint(models .. "mos_reference.pt", {format = "awd-lstm"}) end,
+           "use format = \"mos\"")
+  T.raises(function() m:export(out .. "/x.pt", {format = "awd-lstm"}) end, "this model's head is mos")
   os.remove(out)
 end)
 
