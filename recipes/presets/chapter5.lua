@@ -62,6 +62,8 @@ function chapter5.settings(own)
     data = recipe.setting("", "the data folder (holding ptb/, wikitext-2/, word-similarity/); \"\" looks in " ..
                               "$LMKIT_DATA, ./data, $LMKIT_TEST_DATA, ../shared/data"),
     models = recipe.setting("", "a folder to share trained models between recipes (\"\": each cell's own)"),
+    import = recipe.setting("", "models read from the reference code's checkpoints instead of trained: key=PATH[,key=PATH] " ..
+                                "(softmax: an awd-lstm-lm state_dict; mos, mos_nt: a MoS code state_dict; docs/analysis.md)"),
   }
   for k, v in pairs(own or {}) do s[k] = v end
   return s
@@ -118,7 +120,45 @@ local function train_options(entry, p, cfg)
   return t
 end
 
--- Trains (or, with --set models=, reuses) one model; returns model, run summary, corpus, preset.
+-- The format of lmkit.import_checkpoint for each model that a reference checkpoint can hold.
+local IMPORT_FORMATS = {softmax = "awd-lstm", mos = "mos", mos_nt = "mos"}
+
+-- --set import=mos=PATH,softmax=PATH → {mos = PATH, softmax = PATH}; keys are checked.
+function chapter5.imports(cfg)
+  local paths = {}
+  for item in tostring(cfg.import or ""):gmatch("[^,]+") do
+    local key, path = item:match("^%s*([%w_]+)%s*=%s*(.-)%s*$")
+    if not key or path == "" then
+      error(("chapter5: import entry '%s' is not key=PATH (e.g. --set import=mos=mos_ptb.pt)"):format(item), 2)
+    end
+    chapter5.model(key)
+    if not IMPORT_FORMATS[key] then
+      error(("chapter5: model '%s' has no reference checkpoint to import (softmax: awd-lstm-lm's, mos and mos_nt: " ..
+             "the MoS code's)"):format(key), 2)
+    end
+    paths[key] = path
+  end
+  return paths
+end
+
+-- A reference checkpoint as the model of `entry`, with the valid/test perplexities of a run summary
+-- measured here on the corpus (the preset's evaluation batch sizes), since no run trained it.
+local function imported_model(entry, path, corpus, p)
+  local model = lmkit.import_checkpoint(path, {format = IMPORT_FORMATS[entry.key]})
+  local n = corpus.vocab:size()
+  local config = lmkit.json_decode(model:config())
+  if config.vocab_size ~= n then
+    error(("chapter5: the imported %s model (%s) has a vocabulary of %d words, the corpus %d: import a model of this " ..
+           "corpus (the reference code's PTB/WikiText-2 ids are those of lmkit's full protocol: --set scale=small or paper)")
+          :format(entry.label, path, config.vocab_size, n), 0)
+  end
+  local bptt = p.train.bptt or 70
+  local valid = lmkit.evaluate(model, corpus.valid, {batch_size = p.train.eval_batch_size or 10, bptt = bptt})
+  local test = lmkit.evaluate(model, corpus.test, {batch_size = p.train.test_batch_size or 1, bptt = bptt})
+  return model, {status = "imported", imported = path, valid_ppl = valid.ppl, test_ppl = test.ppl}
+end
+
+-- Trains (or, with --set models=, reuses; with --set import=, imports) one model; returns model, run summary, corpus, preset.
 --   o.entry (chapter5.model(...)), o.cfg (the recipe's settings), o.dir (the cell's folder),
 --   o.out (the recipe's folder, for the cut-down corpus), o.words (real words at tiny scale),
 --   o.corpus (one already loaded)
@@ -132,6 +172,11 @@ function chapter5.train(o)
     else
       corpus = chapter5.real_corpus(cfg, o.out or error("chapter5.train: 'out' is required for real words", 2))
     end
+  end
+  local import_path = chapter5.imports(cfg)[entry.key]
+  if import_path then
+    local model, summary = imported_model(entry, import_path, corpus, p)
+    return model, summary, corpus, p
   end
   local train = train_options(entry, p, cfg)
   local seed = cfg.seed > 0 and cfg.seed or nil
@@ -170,10 +215,13 @@ end
 -- models are those of Tables 4.8/5.1: ET-ASGD at epoch 200, MoS†/MoC† NT-ASGD), at this scale.
 function chapter5.switch_note(results, cfg)
   local groups, order = {}, {}
+  local imports = chapter5.imports(cfg)
   for _, r in ipairs(results) do
     local entry = chapter5.model(r.cell.model)
     local text = "NT-ASGD"
-    if entry.switch == "et" then
+    if imports[entry.key] then
+      text = "imported from the reference code's checkpoint " .. imports[entry.key] .. ", not trained here"
+    elseif entry.switch == "et" then
       local p = presets.resolve{family = entry.family, dataset = cfg.dataset, scale = cfg.scale}
       text = ("ET-ASGD averaging after epoch %d"):format(presets.et_epoch(cfg, cfg.epochs > 0 and cfg.epochs or p.train.epochs))
     end

@@ -189,4 +189,33 @@ T.test("fair_mos_softmax's matched Softmax: the thesis's d = 340 at paper scale,
   end
 end)
 
+T.test("chapter 5's recipes analyse a model imported from a reference checkpoint instead of training it", function()
+  local chapter5 = require "presets.chapter5"
+  local p = presets.resolve{family = "awd", dataset = "ptb", scale = "tiny"}
+  local corpus = presets.load_corpus{corpus = {kind = "synthetic", vocab = 40, states = 8, dim = 4, train = 300, valid = 120, test = 90}}
+  local dir = os.tmpname()
+  os.remove(dir)
+  lmkit.fs.mkdir(dir)
+  lmkit.seed(3)
+  local own = lmkit.model{vocab_size = 40, emb = 6, nhid = 9, nhidlast = 6, nlayers = 2}
+  own:export(dir .. "/softmax.pt", {format = "awd-lstm"})
+  local cfg = {import = "softmax=" .. dir .. "/softmax.pt", seed = 0, models = "", lines = 0, data = "", dataset = "ptb",
+               scale = "tiny", epochs = 0}
+  local model, summary = chapter5.train{entry = chapter5.model("softmax"), cfg = cfg, dir = dir, corpus = corpus}
+  T.eq(summary.status, "imported")
+  local test = lmkit.evaluate(own, corpus.test, {batch_size = p.train.test_batch_size, bptt = p.train.bptt})
+  T.near(summary.test_ppl, test.ppl, 1e-9)
+  T.truthy(model:log_probs(corpus.test:view(-1, 1):narrow(1, 1, 5)) == own:log_probs(corpus.test:view(-1, 1):narrow(1, 1, 5)))
+  local note = chapter5.switch_note({{cell = {model = "softmax"}}, {cell = {model = "gss"}}}, cfg)
+  T.truthy(note:find("imported from the reference code's checkpoint " .. dir .. "/softmax.pt, not trained here", 1, true), note)
+  T.raises(function() chapter5.imports{import = "gss=x.pt"} end, "model 'gss' has no reference checkpoint")
+  T.raises(function() chapter5.imports{import = "mos"} end, "is not key=PATH")
+  T.raises(function() chapter5.imports{import = "mosx=a.pt"} end, "no model 'mosx'")
+  local small = presets.load_corpus{corpus = {kind = "synthetic", vocab = 30, states = 8, dim = 4, train = 300, valid = 120, test = 90}}
+  T.raises(function() chapter5.train{entry = chapter5.model("softmax"), cfg = cfg, dir = dir, corpus = small} end,
+           "has a vocabulary of 40 words, the corpus 30")
+  os.remove(dir .. "/softmax.pt")
+  os.remove(dir)
+end)
+
 T.run()
