@@ -284,7 +284,13 @@ LanguageModel import_reference_checkpoint(const std::string& path, const ImportC
   model_options.tie_weights(tied).decoder_bias(has_bias);
   model_options.head(mos ? nlohmann::json{{"kind", "mos"}, {"K", K}, {"dropoutl", chosen(options.dropoutl, 0.29)}}
                          : nlohmann::json{{"kind", "softmax"}});
-  LanguageModel model(model_options);
+  LanguageModel model = [&] {
+    try {
+      return LanguageModel(model_options);
+    } catch (const ConfigError& e) {
+      file.fail(std::string("its shapes make no model: ") + e.what());
+    }
+  }();
 
   bool all_double = true;
   for (const auto& item : entries.tensors) all_double = all_double && item.second.scalar_type() == torch::kFloat64;

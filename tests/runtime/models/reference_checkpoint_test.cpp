@@ -234,6 +234,15 @@ TEST_F(ReferenceCheckpointTest, MissingMisshapenAndUnexpectedEntriesAreNamed) {
   text = failure([&] { import_reference_checkpoint(uneven, import_as("awd-lstm")); });
   EXPECT_TRUE(contains(text, "inner LSTM layers differ in size")) << text;
 
+  const auto no_components = altered("mos_reference.pt", [](auto& e) {
+    e["prior.weight"] = torch::zeros({0, 8});
+    e["latent.0.weight"] = torch::zeros({0, 8});
+    e["latent.0.bias"] = torch::zeros({0});
+  });
+  text = failure([&] { import_reference_checkpoint(no_components, import_as("mos")); });
+  EXPECT_TRUE(contains(text, "its shapes make no model")) << text;
+  EXPECT_TRUE(contains(text, "K")) << text;
+
   EXPECT_TRUE(contains(failure([&] { import_reference_checkpoint(dir("absent.pt"), import_as("awd-lstm")); }), "absent.pt"));
 }
 
