@@ -1,0 +1,81 @@
+// A decoder-only (causal) Transformer encoder, GPT-2's layout (Radford et al. 2019), beside the
+// AWD-LSTM: ids [T, B] → h [T, B, emb], the d-dimensional input of any output head.
+//   x_0 = dropout(E[ids] + P[positions])          E [N, emb] (the decoder when tied), P learned
+//                                                 [context, emb] or sinusoidal (Vaswani et al. 2017)
+//   for each of nlayers pre-LayerNorm blocks:
+//     x = x + dropout(W_o · attention(LN_1(x)))   H heads of width emb / H, causal
+//     x = x + dropout(W_2 · gelu(W_1 · LN_2(x) + b_1) + b_2)   MLP of width ff
+//   h = LN_f(x)
+//   attention(x) = concat_heads softmax(q kᵀ / √(emb/H) + causal mask) v, [q k v] = W_qkv x + b_qkv,
+//   with dropout `attention_dropout` on the attention weights. Torch ≥ 2.0's fused
+//   scaled_dot_product_attention computes it where it exists; Torch 1.13 a plain masked softmax.
+//
+// Parameters: N·emb + context·emb (learned positions) + nlayers·(4·emb² + 2·emb·ff + 9·emb + ff) + 2·emb.
+// Init (GPT-2): E, W_qkv, W_1 ~ N(0, 0.02²), P ~ N(0, 0.01²), the residual projections W_o and W_2
+// ~ N(0, (0.02/√(2·nlayers))²), biases 0, LayerNorm gains 1.
+//
+// The state carried between calls is the stream's previous tokens [P, B] (P < context): a call of T
+// tokens attends over its own and the last min(P, context − T) before them (positions 0 … counted
+// from the oldest kept), so a stream read in windows sees a sliding context of up to `context`
+// tokens; the next state keeps the last context − 1 tokens. Fixed-length training contexts start
+// from an empty state.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/config/bound_options.h"
+#include "runtime/core/torch.h"
+
+namespace lmkit {
+
+struct TransformerOptions {
+  std::int64_t vocab_size = 10000;
+  std::int64_t emb = 256;       // d: the width of the embeddings, the blocks and the output
+  std::int64_t nlayers = 4;
+  std::int64_t heads = 4;       // must divide emb
+  std::int64_t ff = 1024;       // the MLP's hidden width
+  std::int64_t context = 128;   // the most tokens one position attends over (itself included)
+  std::string positions = "learned";  // or "sinusoidal"
+  double dropout = 0.1;               // on the embedded input and on each block's two branches
+  double attention_dropout = 0.1;     // on the attention weights
+};
+const config::BoundOptions<TransformerOptions>& declared_options(config::Tag<TransformerOptions>);
+
+struct TransformerOutput {
+  torch::Tensor output;  // [T, B, emb]
+  torch::Tensor state;   // int64 [P', B]: the tokens the next call continues from
+};
+
+// Causal multi-head attention of q, k, v [B, H, S, dh] → [B, H, S, dh]: position i attends to
+// positions ≤ i. Dropout p on the attention weights while training.
+torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double p,
+                               bool training);
+
+// The sinusoidal positions [length, width]: sin(pos / 10000^(2i/width)) at 2i, cos at 2i + 1.
+torch::Tensor sinusoidal_positions(std::int64_t length, std::int64_t width);
+
+class TransformerEncoderImpl : public torch::nn::Module {
+ public:
+  explicit TransformerEncoderImpl(TransformerOptions options);
+  // ids: int64 [T, B] (T ≤ context); previous: int64 [P, B] from an earlier call or initial_state.
+  TransformerOutput forward(const torch::Tensor& ids, const torch::Tensor& previous);
+  torch::Tensor initial_state(std::int64_t batch_size) const;  // [0, B]
+  void reset_parameters();
+  // The closed form above.
+  static std::int64_t parameter_count(const TransformerOptions& options);
+
+  TransformerOptions options;
+  torch::Tensor embedding;           // [N, emb]
+  torch::Tensor position_embedding;  // [context, emb]: a parameter (learned) or a constant buffer (sinusoidal)
+  struct Block {
+    torch::nn::LayerNorm attention_norm{nullptr}, mlp_norm{nullptr};
+    torch::nn::Linear qkv{nullptr}, attention_out{nullptr}, mlp_in{nullptr}, mlp_out{nullptr};
+  };
+  std::vector<Block> blocks;
+  torch::nn::LayerNorm final_norm{nullptr};
+};
+
+TORCH_MODULE(TransformerEncoder);
+
+}  // namespace lmkit
