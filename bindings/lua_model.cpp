@@ -29,7 +29,7 @@ int lmkit_model(lua_State* L) {
   Head head{nullptr};
   nlohmann::json head_config;
   if (get_field_raw(L, 1, "head") != LUA_TNIL) {
-    head = head_from_spec(L, -1, options.encoder().nhidlast(), options.encoder().emb(), head_config);
+    head = head_from_spec(L, -1, encoder_output_width(options), embedding_width(options), head_config);
     options.head(head_config);
   }
   lua_pop(L, 1);

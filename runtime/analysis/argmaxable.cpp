@@ -282,7 +282,7 @@ ModelArgmaxableTable model_argmaxable_table(LanguageModel& model, const ModelArg
 torch::Tensor observed_top1(LanguageModel& model, const torch::Tensor& tokens, const LogpMatrixOptions& options,
                             const MatrixProgress& progress) {
   // host: counted on the CPU, each block's argmax copied there (a vocab-sized result, not a matrix)
-  auto counts = torch::zeros({model->options.encoder().vocab_size()}, torch::kInt64);
+  auto counts = torch::zeros({model->vocab_size()}, torch::kInt64);
   for_each_logp_block(model, tokens, options, progress, [&](const torch::Tensor& block, std::int64_t) {
     counts.index_add_(0, block.argmax(1).to(torch::kCPU), torch::ones({block.size(0)}, torch::kInt64));  // host: as counts
   });

@@ -25,7 +25,7 @@ template <typename Consume>
 std::int64_t for_each_window(LanguageModel& model, const torch::Tensor& tokens, const LogpMatrixOptions& o,
                              const MatrixProgress& progress, Consume&& consume) {
   const std::int64_t wanted = logp_matrix_rows(tokens, o);
-  check_token_ids(tokens, model->options.encoder().vocab_size(), "the tokens");
+  check_token_ids(tokens, model->vocab_size(), "the tokens");
   if (o.f_logits) {
     auto probe = model->head->f_logits(torch::zeros({1, model->decoder().weight.size(1)}, model->decoder().weight.options()),
                                        model->decoder());
@@ -36,7 +36,7 @@ std::int64_t for_each_window(LanguageModel& model, const torch::Tensor& tokens, 
   }
   model->eval();
   torch::NoGradGuard no_grad;
-  const auto device = model->encoder->embedding.device();
+  const auto device = model->embedding().device();
   const auto source = data::batchify(tokens, o.batch_size).to(device);
   data::EvalBatches batches(source, o.bptt);
   auto hidden = model->init_hidden(o.batch_size);
@@ -65,7 +65,7 @@ std::int64_t for_each_window(LanguageModel& model, const torch::Tensor& tokens, 
 torch::Tensor filled_matrix(LanguageModel& model, const torch::Tensor& tokens, const LogpMatrixOptions& o,
                             torch::Device device, const MatrixProgress& progress) {
   const auto rows = logp_matrix_rows(tokens, o);
-  auto q = torch::empty({rows, model->options.encoder().vocab_size()}, torch::TensorOptions().dtype(o.dtype).device(device));
+  auto q = torch::empty({rows, model->vocab_size()}, torch::TensorOptions().dtype(o.dtype).device(device));
   for_each_window(model, tokens, o, progress,
                   [&](const torch::Tensor& block, std::int64_t offset) { q.narrow(0, offset, block.size(0)).copy_(block); });
   return q;
@@ -95,7 +95,7 @@ std::int64_t for_each_logp_block(LanguageModel& model, const torch::Tensor& toke
 
 torch::Tensor logp_matrix(LanguageModel& model, const torch::Tensor& tokens, const LogpMatrixOptions& options,
                           const MatrixProgress& progress) {
-  return filled_matrix(model, tokens, options, model->encoder->embedding.device(), progress);
+  return filled_matrix(model, tokens, options, model->embedding().device(), progress);
 }
 
 std::string spectrum_method_name(SpectrumMethod method) {
@@ -138,7 +138,7 @@ torch::Tensor StreamingSvd::singular_values() const {
 
 LogpSpectrum logp_singular_values(LanguageModel& model, const torch::Tensor& tokens, const LogpMatrixOptions& options,
                                   const LogpSpectrumOptions& spectrum, const MatrixProgress& progress) {
-  const auto vocab = model->options.encoder().vocab_size();
+  const auto vocab = model->vocab_size();
   const auto rows = logp_matrix_rows(tokens, options);
   if (spectrum.memory_limit_bytes < 0 || spectrum.block_rows < 0) {
     throw UsageError("logp spectrum: memory_limit_bytes and block_rows must be ≥ 0 (0: the default)");
@@ -161,7 +161,7 @@ LogpSpectrum logp_singular_values(LanguageModel& model, const torch::Tensor& tok
     return result;
   }
   const auto block_rows = spectrum.block_rows > 0 ? spectrum.block_rows : 2 * vocab;
-  StreamingSvd svd(vocab, options.dtype, model->encoder->embedding.device());
+  StreamingSvd svd(vocab, options.dtype, model->embedding().device());
   std::vector<torch::Tensor> pending;
   std::int64_t pending_rows = 0;
   auto flush = [&] {

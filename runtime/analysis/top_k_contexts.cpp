@@ -78,7 +78,7 @@ struct EncodedContexts {
 // Every context (and next word) encoded first, so a bad word fails before any model work.
 EncodedContexts encode_contexts(LanguageModel& model, const data::Vocabulary& vocab, const std::vector<Context>& contexts,
                                 std::int64_t k, const std::optional<std::string>& unk) {
-  const auto n = model->options.encoder().vocab_size();
+  const auto n = model->vocab_size();
   if (vocab.size() != n) {
     throw UsageError("the vocabulary has " + integer_text(vocab.size()) + " words but the model " +
                      integer_text(n));
@@ -131,7 +131,7 @@ ContextPrediction predict(const torch::Tensor& log_probs_row, const data::Vocabu
 ContextPrediction predict_from_zero_state(LanguageModel& model, const data::Vocabulary& vocab, const Context& context,
                                           const std::vector<std::int64_t>& words,
                                           const std::optional<std::int64_t>& target, std::int64_t k) {
-  const auto device = model->encoder->embedding.device();
+  const auto device = model->embedding().device();
   auto ids = data::to_tensor(std::vector<std::int64_t>(words)).view({-1, 1}).to(device);
   auto [logp, hidden] = model->log_probs(ids, model->init_hidden(1));
   return predict(logp[logp.size(0) - 1], vocab, context, target, k);
@@ -164,7 +164,7 @@ std::vector<ContextPrediction> top_k_in_stream(LanguageModel& model, const data:
                                                std::int64_t k, std::int64_t bptt, const std::optional<std::string>& unk) {
   const auto encoded = encode_contexts(model, vocab, contexts, k, unk);
   data::check_eval_stream(tokens, 1, bptt, "top_k_in_stream");
-  check_token_ids(tokens, model->options.encoder().vocab_size(), "the stream");
+  check_token_ids(tokens, model->vocab_size(), "the stream");
   const auto flat = tokens.to(torch::kCPU).contiguous();
   const std::vector<std::int64_t> stream(flat.data_ptr<std::int64_t>(), flat.data_ptr<std::int64_t>() + flat.numel());
   std::vector<std::int64_t> positions;
@@ -177,7 +177,7 @@ std::vector<ContextPrediction> top_k_in_stream(LanguageModel& model, const data:
   EvalModeGuard eval_mode(model);
   torch::NoGradGuard no_grad;
   std::vector<ContextPrediction> results(contexts.size());
-  const auto device = model->encoder->embedding.device();
+  const auto device = model->embedding().device();
   auto hidden = model->init_hidden(1);
   InterruptibleScope interruptible;
   // Windows of bptt inputs from the start, as an evaluation of the stream reads them.

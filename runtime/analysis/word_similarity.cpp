@@ -274,7 +274,7 @@ const config::BoundOptions<WordSimilarityOptions>& declared_options(config::Tag<
 std::vector<SimilarityResult> word_similarity(const std::variant<torch::Tensor, LanguageModel>& source,
                                               const data::Vocabulary& vocab, const WordSimilarityOptions& options) {
   const auto embedding = std::holds_alternative<torch::Tensor>(source) ? std::get<torch::Tensor>(source)
-                                                                        : std::get<LanguageModel>(source)->encoder->embedding;
+                                                                        : std::get<LanguageModel>(source)->embedding();
   if (embedding.dim() != 2) throw UsageError("word_similarity: the embedding must be a matrix [N, d], got " + integer_text(embedding.dim()) + "-D");
   if (embedding.size(0) != vocab.size()) {
     throw UsageError("word_similarity: the embedding has " + integer_text(embedding.size(0)) + " rows but the vocabulary " +

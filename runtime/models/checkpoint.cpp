@@ -176,7 +176,7 @@ Checkpoint load_checkpoint(const std::string& path) {
 
 nlohmann::json load_weights(LanguageModel& model, const std::string& path) {
   const auto container = decode_container(read_file(path, "checkpoint"), path);
-  load_archive(model, container.archive, model->encoder->embedding.device(), path);
+  load_archive(model, container.archive, model->embedding().device(), path);
   return container.header;
 }
 

@@ -25,8 +25,40 @@ const config::BoundOptions<LanguageModelOptions>& own_options() {
 
 }  // namespace
 
+std::int64_t encoder_output_width(const LanguageModelOptions& o) {
+  return o.encoder_kind() == "transformer" ? o.transformer().emb : o.encoder().nhidlast();
+}
+
+std::int64_t embedding_width(const LanguageModelOptions& o) {
+  return o.encoder_kind() == "transformer" ? o.transformer().emb : o.encoder().emb();
+}
+
+std::int64_t vocabulary_size(const LanguageModelOptions& o) {
+  return o.encoder_kind() == "transformer" ? o.transformer().vocab_size : o.encoder().vocab_size();
+}
+
+namespace {
+
+const config::BoundOptions<TransformerOptions>& transformer_options() { return declared_options(config::Tag<TransformerOptions>{}); }
+
+// The key that names the encoder, declared beside the encoders' options.
+config::OptionSpec encoder_kind_spec() {
+  config::OptionSpec spec("encoder", config::OptionType::String, "awd-lstm", config::Range::any(),
+                          "the encoder: awd-lstm (the thesis's) or transformer (causal, pre-LayerNorm; docs/models.md)");
+  spec.choices = {"awd-lstm", "transformer"};
+  return spec;
+}
+
+}  // namespace
+
 nlohmann::json to_json(const LanguageModelOptions& o) {
-  auto j = to_json(o.encoder());
+  nlohmann::json j;
+  if (o.encoder_kind() == "transformer") {
+    j = transformer_options().to_json(o.transformer());
+    j["encoder"] = "transformer";
+  } else {
+    j = to_json(o.encoder());
+  }
   j.update(own_options().to_json(o));
   j["head"] = o.head();
   return j;
@@ -34,60 +66,116 @@ nlohmann::json to_json(const LanguageModelOptions& o) {
 
 LanguageModelOptions language_model_options_from_json(const nlohmann::json& config) {
   if (!config.is_object()) throw ConfigError("model config must be a JSON object, got " + config.dump());
-  const auto& encoder = awd_lstm_options_schema();
+  std::string kind = "awd-lstm";
+  if (config.contains("encoder")) {
+    const auto& value = config.at("encoder");
+    if (!value.is_string() || (value != "awd-lstm" && value != "transformer")) {
+      throw ConfigError("model option 'encoder' must be \"awd-lstm\" or \"transformer\", got " + value.dump());
+    }
+    kind = value.get<std::string>();
+  }
+  const bool transformer = kind == "transformer";
+  const auto& encoder = transformer ? transformer_options().schema() : awd_lstm_options_schema();
+  const auto& other = transformer ? awd_lstm_options_schema() : transformer_options().schema();
   const auto& own = own_options().schema();
   auto known = encoder.names();
   for (const auto& name : own.names()) known.push_back(name);
   known.push_back("head");
+  known.push_back("encoder");
   nlohmann::json encoder_part = nlohmann::json::object(), own_part = nlohmann::json::object();
   for (auto it = config.begin(); it != config.end(); ++it) {
     if (encoder.find(it.key())) {
       encoder_part[it.key()] = it.value();
     } else if (own.find(it.key())) {
       own_part[it.key()] = it.value();
-    } else if (it.key() != "head") {
+    } else if (other.find(it.key())) {
+      throw ConfigError("model option '" + it.key() + "' is " +
+                        (transformer ? "an AWD-LSTM option; a Transformer's" : "a Transformer option (set encoder = \"transformer\"); the AWD-LSTM's") +
+                        " are: " + [&] {
+                          std::string names;
+                          for (const auto& name : encoder.names()) names += (names.empty() ? "" : ", ") + name;
+                          return names;
+                        }());
+    } else if (it.key() != "head" && it.key() != "encoder") {
       const auto text = config::unknown_key_text("option", it.key(), known);
       throw ConfigError("model option '" + it.key() + "' is unknown" + text.substr(text.find(" (")));
     }
   }
+  if (transformer) {
+    // AR and TAR are the AWD-LSTM's regularizers: off unless asked for.
+    if (!own_part.contains("alpha")) own_part["alpha"] = 0.0;
+    if (!own_part.contains("beta")) own_part["beta"] = 0.0;
+  }
   auto o = own_options().from_json(own_part);
-  o.encoder(awd_lstm_options_from_json(encoder_part));
+  o.encoder_kind(kind);
+  if (transformer) {
+    o.transformer(transformer_options().from_json(encoder_part));
+  } else {
+    o.encoder(awd_lstm_options_from_json(encoder_part));
+  }
   if (config.contains("head")) o.head(config.at("head"));
   return o;
 }
 
 std::vector<config::OptionSpec> language_model_option_specs() {
-  auto specs = awd_lstm_options_schema().options();
-  for (const auto& spec : own_options().schema().options()) specs.push_back(spec);
+  std::vector<config::OptionSpec> specs{encoder_kind_spec()};
+  const auto add = [&](const config::OptionSpec& spec) {
+    for (const auto& known : specs) {
+      if (known.name == spec.name) return;  // shared by both encoders (vocab_size, emb, nlayers, dropout)
+    }
+    specs.push_back(spec);
+  };
+  for (const auto& spec : awd_lstm_options_schema().options()) add(spec);
+  for (const auto& spec : transformer_options().schema().options()) add(spec);
+  for (const auto& spec : own_options().schema().options()) add(spec);
   return specs;
 }
 
 LanguageModelImpl::LanguageModelImpl(LanguageModelOptions opts, Head built_head) : options(std::move(opts)) {
-  const auto& e = options.encoder();
-  encoder = register_module("encoder", AwdLstm(e));
-  head = register_module("head", built_head ? built_head : make_head(options.head(), e.nhidlast(), e.emb()));
-  const int64_t width = head->projects() ? e.emb() : e.nhidlast();
-  if (options.tie_weights() && width != e.emb()) {
-    throw ConfigError("tie_weights needs nhidlast == emb (got nhidlast " + integer_text(e.nhidlast()) +
-                      ", emb " + integer_text(e.emb()) + ") or a head that projects (" + head_kinds_with(&HeadCapabilities::projects) + ")");
+  const auto emb = embedding_width(options), in = encoder_output_width(options), vocab = vocabulary_size(options);
+  if (options.encoder_kind() == "transformer") {
+    transformer = register_module("transformer", TransformerEncoder(options.transformer()));
+  } else if (options.encoder_kind() == "awd-lstm") {
+    encoder = register_module("encoder", AwdLstm(options.encoder()));
+  } else {
+    throw ConfigError("model option 'encoder' must be \"awd-lstm\" or \"transformer\", got \"" + options.encoder_kind() + "\"");
+  }
+  head = register_module("head", built_head ? built_head : make_head(options.head(), in, emb));
+  const int64_t width = head->projects() ? emb : in;
+  if (options.tie_weights() && width != emb) {
+    throw ConfigError("tie_weights needs nhidlast == emb (got nhidlast " + integer_text(in) + ", emb " + integer_text(emb) +
+                      ") or a head that projects (" + head_kinds_with(&HeadCapabilities::projects) + ")");
   }
   if (!options.tie_weights()) {
     // host: parameters made in the constructor; .to(device) moves the module with them
-    decoder_weight = register_parameter("decoder_weight", torch::empty({e.vocab_size(), width}).uniform_(-0.1, 0.1));
+    decoder_weight = register_parameter("decoder_weight", torch::empty({vocab, width}).uniform_(-0.1, 0.1));
   }
-  if (options.decoder_bias()) decoder_bias = register_parameter("decoder_bias", torch::zeros({e.vocab_size()}));  // host: as decoder_weight
+  if (options.decoder_bias()) decoder_bias = register_parameter("decoder_bias", torch::zeros({vocab}));  // host: as decoder_weight
+}
+
+const torch::Tensor& LanguageModelImpl::embedding() const { return is_transformer() ? transformer->embedding : encoder->embedding; }
+
+LstmState LanguageModelImpl::init_hidden(int64_t batch_size) const {
+  if (!is_transformer()) return encoder->init_hidden(batch_size);
+  return {{transformer->initial_state(batch_size), torch::zeros({0}, embedding().options().requires_grad(false))}};
 }
 
 Decoder LanguageModelImpl::decoder() const {
-  return {options.tie_weights() ? encoder->embedding : decoder_weight, decoder_bias};
+  return {options.tie_weights() ? embedding() : decoder_weight, decoder_bias};
 }
 
 AwdLstmOutput LanguageModelImpl::encode(const torch::Tensor& ids, const LstmState& hidden) {
-  return encoder->forward(ids, hidden);
+  if (!is_transformer()) return encoder->forward(ids, hidden);
+  if (hidden.size() != 1) {
+    throw UsageError("a Transformer's state is one pair {previous tokens, {}}, got " + integer_text(hidden.size()) +
+                     " (use init_hidden(batch_size))");
+  }
+  auto out = transformer->forward(ids, hidden.front().first);
+  return {out.output, out.output, {{out.state, hidden.front().second}}};
 }
 
 std::pair<torch::Tensor, LstmState> LanguageModelImpl::log_probs(const torch::Tensor& ids, const LstmState& hidden) {
-  auto out = encoder->forward(ids, hidden);
+  auto out = encode(ids, hidden);
   return {head->log_probs(out.output, decoder()), out.hidden};
 }
 
@@ -98,7 +186,7 @@ LossOutput LanguageModelImpl::loss(const torch::Tensor& ids, const torch::Tensor
   }
   if (targets.scalar_type() != torch::kInt64) throw UsageError("targets must be int64 token ids");
   if (!CheckedTokenStream::active()) check_token_ids(targets, decoder().weight.size(0), "the target ids");
-  auto out = encoder->forward(ids, hidden);
+  auto out = encode(ids, hidden);
   LossOutput result;
   result.loss = head->nll(out.output, targets.reshape({-1}), decoder()).mean();
   result.ar = options.alpha() * out.output.pow(2).mean();
@@ -110,14 +198,16 @@ LossOutput LanguageModelImpl::loss(const torch::Tensor& ids, const torch::Tensor
 }
 
 std::map<std::string, int64_t> LanguageModelImpl::parameter_count() const {
-  std::map<std::string, int64_t> parts{{"embedding", 0}, {"lstm", 0}, {"decoder", 0}, {"head", 0}};
+  std::map<std::string, int64_t> parts{{"embedding", 0}, {is_transformer() ? "transformer" : "lstm", 0}, {"decoder", 0}, {"head", 0}};
   for (const auto& item : named_parameters(/*recurse=*/true)) {
     const auto& name = item.key();
     const int64_t n = item.value().numel();
-    if (name == "encoder.embedding") {
+    if (name == "encoder.embedding" || name == "transformer.embedding") {
       parts["embedding"] += n;
     } else if (name.rfind("encoder.", 0) == 0) {
       parts["lstm"] += n;
+    } else if (name.rfind("transformer.", 0) == 0) {
+      parts["transformer"] += n;
     } else if (name.rfind("head.", 0) == 0) {
       parts["head"] += n;
     } else {
@@ -134,7 +224,7 @@ std::map<std::string, int64_t> LanguageModelImpl::parameter_count() const {
 
 namespace lmkit {
 
-torch::Tensor input_embedding(const LanguageModel& model) { return model->encoder->embedding.detach(); }
+torch::Tensor input_embedding(const LanguageModel& model) { return model->embedding().detach(); }
 
 OutputLayer output_layer(const LanguageModel& model) {
   const auto decoder = model->decoder();

@@ -1,4 +1,6 @@
-// A word-level language model: the AWD-LSTM encoder plus an output head (SPEC §1).
+// A word-level language model: an encoder plus an output head (SPEC §1). The encoder is the
+// AWD-LSTM (`encoder = "awd-lstm"`, the default) or a causal Transformer (`encoder = "transformer"`,
+// runtime/models/transformer_encoder.h; its output width is emb, and its state is the previous tokens).
 //   encoder: ids [T, B] → h [T, B, nhidlast]
 //   decoder: weight E [N, d] (tied: the embedding itself, d = emb) and bias b [N]
 //   head:    h → log-probabilities [T·B, N] / per-token NLL [T·B]
@@ -16,11 +18,14 @@
 #include "runtime/config/declared_result.h"
 #include "runtime/heads/head.h"
 #include "runtime/models/awd_lstm.h"
+#include "runtime/models/transformer_encoder.h"
 
 namespace lmkit {
 
 struct LanguageModelOptions {
-  TORCH_ARG(AwdLstmOptions, encoder);
+  TORCH_ARG(std::string, encoder_kind) = "awd-lstm";  // or "transformer" (the config's "encoder")
+  TORCH_ARG(AwdLstmOptions, encoder);                 // encoder_kind "awd-lstm"
+  TORCH_ARG(TransformerOptions, transformer);         // encoder_kind "transformer"
   TORCH_ARG(bool, tie_weights) = true;
   TORCH_ARG(bool, decoder_bias) = true;
   TORCH_ARG(double, alpha) = 2.0;
@@ -28,11 +33,19 @@ struct LanguageModelOptions {
   TORCH_ARG(nlohmann::json, head) = nlohmann::json{{"kind", "softmax"}};
 };
 
-// Config ⇄ JSON (every field, head included); unknown keys throw ConfigError.
+// The encoder's output width (the head's input: nhidlast, or a Transformer's emb), the embedding
+// width and the vocabulary size.
+std::int64_t encoder_output_width(const LanguageModelOptions& options);
+std::int64_t embedding_width(const LanguageModelOptions& options);
+std::int64_t vocabulary_size(const LanguageModelOptions& options);
+
+// Config ⇄ JSON (every field of the model's encoder, head included; a Transformer's has "encoder":
+// "transformer", an AWD-LSTM's no "encoder" key); unknown keys throw ConfigError, and so do the
+// other encoder's options. A Transformer's alpha and beta default to 0 (AR/TAR are the AWD-LSTM's).
 nlohmann::json to_json(const LanguageModelOptions& options);
 LanguageModelOptions language_model_options_from_json(const nlohmann::json& config);
-// The declared options of a model config: the encoder's and the model's own (its "head" is a head
-// config, declared by the head's kind).
+// The declared options of a model config: "encoder", both encoders' and the model's own (its "head"
+// is a head config, declared by the head's kind).
 std::vector<config::OptionSpec> language_model_option_specs();
 
 struct LossOutput {
@@ -52,17 +65,24 @@ class LanguageModelImpl : public torch::nn::Module {
   std::pair<torch::Tensor, LstmState> log_probs(const torch::Tensor& ids, const LstmState& hidden);
   // targets: int64 [T, B] or [T·B].
   LossOutput loss(const torch::Tensor& ids, const torch::Tensor& targets, const LstmState& hidden);
-  LstmState init_hidden(int64_t batch_size) const { return encoder->init_hidden(batch_size); }
+  // The AWD-LSTM's (h, c) per layer; a Transformer's one pair (previous tokens [P, B], an empty tensor).
+  LstmState init_hidden(int64_t batch_size) const;
+  std::int64_t vocab_size() const { return vocabulary_size(options); }
+  // The input embedding [N, emb] (the decoder when tied), the parameter itself.
+  const torch::Tensor& embedding() const;
+  bool is_transformer() const { return !transformer.is_empty(); }
 
   Decoder decoder() const;
-  // {"embedding", "lstm", "decoder", "head", "total"} → number of parameters (frozen ones included).
+  // {"embedding", "lstm", "decoder", "head", "total"} → number of parameters (frozen ones included);
+  // a Transformer's "transformer" (positions, blocks, final norm) in place of "lstm".
   std::map<std::string, int64_t> parameter_count() const;
 
   // The AR and TAR terms of the last loss_step (model_steps.h); undefined before one.
   torch::Tensor last_ar, last_tar;
 
   LanguageModelOptions options;
-  AwdLstm encoder{nullptr};
+  AwdLstm encoder{nullptr};                  // set for encoder_kind "awd-lstm"
+  TransformerEncoder transformer{nullptr};   // set for encoder_kind "transformer"
   torch::Tensor decoder_weight;  // undefined when tied
   torch::Tensor decoder_bias;    // undefined without bias
   Head head{nullptr};

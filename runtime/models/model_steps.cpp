@@ -61,7 +61,7 @@ torch::Tensor last_tar(const LanguageModel& model) {
 
 TopKStep top_k_step(LanguageModel& model, const torch::Tensor& ids,
                                                                std::int64_t k, const std::optional<LstmState>& hidden) {
-  const auto vocab = model->options.encoder().vocab_size();
+  const auto vocab = model->vocab_size();
   if (k < 1 || k > vocab) throw UsageError("k must be in [1, " + integer_text(vocab) + "], got " + integer_text(k));
   torch::NoGradGuard no_grad;
   auto out = model->encode(ids, state_or_zeros(model, ids, hidden));

@@ -337,6 +337,10 @@ void export_reference_checkpoint(const LanguageModel& model, const std::string& 
     throw UsageError("export: format \"" + format + "\" is the reference structure of a " + wanted + " head, this model's head is " +
                      model->head->kind() + " (the reference code computes something else with these weights)");
   }
+  if (model->is_transformer()) {
+    throw UsageError("export: the reference code's structures are AWD-LSTMs; this model's encoder is a Transformer "
+                     "(m:save or lmkit.write_tensors keep its weights)");
+  }
   const auto& e = model->options.encoder();
   std::map<std::string, torch::Tensor> tensors;
   const auto add = [&](const std::string& name, const torch::Tensor& value) { tensors[name] = value.detach().to(torch::kCPU).contiguous(); };

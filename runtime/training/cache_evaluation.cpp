@@ -14,14 +14,14 @@ namespace lmkit::training {
 EvalResult cache_evaluate(LanguageModel& model, const torch::Tensor& tokens, const CacheOptions& o,
                           const EvalProgress& progress) {
   data::check_eval_stream(tokens, o.batch_size, o.bptt, "cache_evaluate");
-  check_token_ids(tokens, model->options.encoder().vocab_size(), "the evaluated tokens");
+  check_token_ids(tokens, model->vocab_size(), "the evaluated tokens");
   if (o.window < 1) throw UsageError("cache_evaluate: window must be ≥ 1, got " + integer_text(o.window));
   if (!(o.theta >= 0) || !std::isfinite(o.theta)) throw UsageError("cache_evaluate: theta must be finite and ≥ 0");
   if (!(o.lambda >= 0 && o.lambda <= 1)) throw UsageError("cache_evaluate: lambda must be in [0, 1]");
   model->eval();
   torch::NoGradGuard no_grad;
   InterruptibleScope interruptible;
-  const auto device = model->encoder->embedding.device();
+  const auto device = model->embedding().device();
   const auto source = data::batchify(tokens, o.batch_size).to(device);
   data::EvalBatches batches(source, o.bptt);
   const auto total_windows = batches.size();

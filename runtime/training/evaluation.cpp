@@ -21,14 +21,14 @@ EvalResult eval_result(double total_nll, std::int64_t tokens) {
 }
 namespace {
 
-torch::Device model_device(LanguageModel& model) { return model->encoder->embedding.device(); }
+torch::Device model_device(LanguageModel& model) { return model->embedding().device(); }
 
 }  // namespace
 
 EvalResult evaluate(LanguageModel& model, const torch::Tensor& tokens, std::int64_t batch_size, std::int64_t bptt,
                     const EvalProgress& progress) {
   data::check_eval_stream(tokens, batch_size, bptt, "evaluate");
-  check_token_ids(tokens, model->options.encoder().vocab_size(), "the evaluated tokens");
+  check_token_ids(tokens, model->vocab_size(), "the evaluated tokens");
   const CheckedTokenStream checked;
   model->eval();
   torch::NoGradGuard no_grad;
@@ -58,8 +58,8 @@ EvalResult dynamic_evaluate(LanguageModel& model, const torch::Tensor& train_tok
                             const DynamicEvalOptions& options, const EvalProgress& progress) {
   data::check_eval_stream(train_tokens, options.stats_batch_size, options.bptt, "dynamic_evaluate (training stream)");
   data::check_eval_stream(tokens, options.batch_size, options.bptt, "dynamic_evaluate");
-  check_token_ids(train_tokens, model->options.encoder().vocab_size(), "the training tokens");
-  check_token_ids(tokens, model->options.encoder().vocab_size(), "the evaluated tokens");
+  check_token_ids(train_tokens, model->vocab_size(), "the training tokens");
+  check_token_ids(tokens, model->vocab_size(), "the evaluated tokens");
   const CheckedTokenStream checked;
   if (!(options.lr >= 0) || !(options.lamb >= 0) || !(options.epsilon > 0)) {
     throw UsageError("dynamic_evaluate: lr and lamb must be ≥ 0 and epsilon > 0");

@@ -132,7 +132,7 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
   s_ = std::make_unique<State>(std::move(model), std::move(corpus), std::move(options), run_dir, std::move(callbacks));
   auto& s = *s_;
   const auto corpus_words = s.corpus.vocab ? s.corpus.vocab->size() : 0;
-  if (corpus_words != s.model->options.encoder().vocab_size()) {
+  if (corpus_words != s.model->vocab_size()) {
     // Resuming with a corpus edited since the run started (the model rebuilt from config.json
     // keeps the old vocabulary): say that, not just that two sizes differ.
     if (s.store.exists("state.ckpt") && s.store.exists("config.json")) {
@@ -141,7 +141,7 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
       if (corpus_content_differs(stored, now)) throw UsageError(corpus_changed_message(s.store.dir().string(), stored, now));
     }
     throw UsageError("train: the corpus has " + integer_text(corpus_words) + " words but the model's vocab_size is " +
-                     integer_text(s.model->options.encoder().vocab_size()));
+                     integer_text(s.model->vocab_size()));
   }
   for (auto& item : s.model->named_parameters(/*recurse=*/true)) {
     s.names.push_back(item.key());
@@ -149,7 +149,7 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
   }
   // Checked here once, on the host: the training loop then skips the models' per-window checks
   // (each a synchronisation with a GPU).
-  check_token_ids(s.corpus.train, s.model->options.encoder().vocab_size(), "the training tokens");
+  check_token_ids(s.corpus.train, s.model->vocab_size(), "the training tokens");
   check_splits_fit_batches(s.corpus, s.options);
   s.train_source = data::batchify(s.corpus.train, s.options.batch_size).to(s.device);
   data::BpttSamplerOptions sampler_options;

@@ -63,7 +63,7 @@ struct Trainer::State : RunPosition, LossTotals, BestModel, AveragingState, Fine
       : model(std::move(m)), corpus(std::move(c)), options(std::move(o)), store(dir),
         writer(std::make_unique<FileLock>(store.path(".lock"), "training run " + store.dir().string())),
         callbacks(std::move(cb)),
-        device(model->encoder->embedding.device()),
+        device(model->embedding().device()),
         progress(Progress::detect_mode(), [this](const std::string& line) { store.append_log(line); }) {}
 
   LanguageModel model;

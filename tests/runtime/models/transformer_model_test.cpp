@@ -1,0 +1,157 @@
+// Every registered head on the causal Transformer encoder: causality through the head, a few
+// training steps that lower the loss, save/load, the parameter count by parts, the config's JSON.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "runtime/core/error.h"
+#include "runtime/heads/head_registry.h"
+#include "runtime/models/checkpoint.h"
+#include "runtime/models/language_model.h"
+#include "tests/support/temporary_folder.h"
+
+namespace lmkit {
+namespace {
+
+std::string failure(const std::function<void()>& act) {
+  try {
+    act();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+nlohmann::json transformer_config(const nlohmann::json& head) {
+  return {{"encoder", "transformer"}, {"vocab_size", 13}, {"emb", 8}, {"nlayers", 2}, {"heads", 2}, {"ff", 12},
+          {"context", 10}, {"dropout", 0.0}, {"attention_dropout", 0.0}, {"head", head}};
+}
+
+LanguageModel transformer_model(const nlohmann::json& head, torch::Dtype dtype = torch::kFloat64) {
+  torch::manual_seed(17);
+  LanguageModel model(language_model_options_from_json(transformer_config(head)));
+  model->to(dtype);
+  return model;
+}
+
+torch::Tensor log_probs_of(LanguageModel& model, const torch::Tensor& ids) {
+  torch::NoGradGuard no_grad;
+  return model->log_probs(ids, model->init_hidden(ids.size(1))).first;
+}
+
+TEST(TransformerModelTest, EveryHeadsOutputsAtTNeverSeeLaterTokens) {
+  torch::manual_seed(2);
+  const std::int64_t T = 6, B = 2;
+  const auto ids = torch::randint(0, 13, {T, B}, torch::kInt64);
+  for (const auto& head : head_examples()) {
+    SCOPED_TRACE(head.dump());
+    auto model = transformer_model(head);
+    model->eval();
+    const auto base = log_probs_of(model, ids);
+    for (const std::int64_t t : {1, 3, 5}) {
+      auto changed = ids.clone();
+      changed.slice(0, t) = (changed.slice(0, t) + 5) % 13;
+      const auto out = log_probs_of(model, changed);
+      // Rows t·B + b: the first t positions of every sequence.
+      EXPECT_LE((out.slice(0, 0, t * B) - base.slice(0, 0, t * B)).abs().max().item<double>(), 1e-12) << "t=" << t;
+      EXPECT_GT((out.slice(0, t * B) - base.slice(0, t * B)).abs().max().item<double>(), 1e-9) << "t=" << t;
+    }
+  }
+}
+
+TEST(TransformerModelTest, EveryHeadTrainsAFewStepsAndLowersTheLoss) {
+  torch::manual_seed(4);
+  // A stream with structure to learn: token t+1 = (3·token t + 1) mod 13, from random starts.
+  auto ids = torch::zeros({9, 4}, torch::kInt64);
+  ids[0] = torch::randint(0, 13, {4}, torch::kInt64);
+  for (std::int64_t t = 1; t < 9; ++t) ids[t] = (ids[t - 1] * 3 + 1) % 13;
+  const auto inputs = ids.slice(0, 0, 8), targets = ids.slice(0, 1);
+  for (const auto& head : head_examples()) {
+    SCOPED_TRACE(head.dump());
+    auto model = transformer_model(head, torch::kFloat32);
+    const auto eval_loss = [&] {
+      model->eval();
+      torch::NoGradGuard no_grad;
+      const auto loss = model->loss(inputs, targets, model->init_hidden(4)).loss.item<double>();
+      model->train();
+      return loss;
+    };
+    const double before = eval_loss();
+    torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-2));
+    for (int step = 0; step < 25; ++step) {
+      adam.zero_grad();
+      auto out = model->loss(inputs, targets, model->init_hidden(4));
+      (out.loss + out.ar + out.tar).backward();
+      adam.step();
+    }
+    const double after = eval_loss();
+    EXPECT_LT(after, before - 0.3) << "before " << before << ", after " << after;
+  }
+}
+
+class TransformerCheckpointTest : public testing::TemporaryFolderTest {
+ protected:
+  TransformerCheckpointTest() : TemporaryFolderTest("lmkit_transformer_checkpoint_") {}
+};
+
+TEST_F(TransformerCheckpointTest, SavedAndLoadedExactly) {
+  std::filesystem::create_directories(root_);
+  for (const std::string positions : {"learned", "sinusoidal"}) {
+    auto config = transformer_config({{"kind", "gss"}, {"c", -1.0}, {"k", 2.0}});
+    config["positions"] = positions;
+    torch::manual_seed(8);
+    LanguageModel model(language_model_options_from_json(config));
+    model->eval();
+    const auto path = dir(positions + ".ckpt");
+    save_checkpoint(model, path);
+    auto back = load_checkpoint(path).model;
+    back->eval();
+    EXPECT_EQ(to_json(back->options), to_json(model->options));
+    const auto ids = torch::randint(0, 13, {7, 3}, torch::kInt64);
+    EXPECT_TRUE(torch::equal(log_probs_of(back, ids), log_probs_of(model, ids)));
+  }
+}
+
+TEST(TransformerModelTest, ParametersCountByPartsAsTheClosedForm) {
+  auto model = transformer_model({{"kind", "softmax"}});
+  const auto parts = model->parameter_count();
+  const std::int64_t d = 8, ff = 12, N = 13, context = 10, layers = 2;
+  EXPECT_EQ(parts.at("embedding"), N * d);
+  EXPECT_EQ(parts.at("transformer"), context * d + layers * (4 * d * d + 2 * d * ff + 9 * d + ff) + 2 * d);
+  EXPECT_EQ(parts.at("decoder"), N);  // tied: the bias alone
+  EXPECT_EQ(parts.at("total"), parts.at("embedding") + parts.at("transformer") + N);
+  EXPECT_EQ(parts.count("lstm"), 0u);
+  // MoS projects h (emb) to K latent contexts of emb: K·emb·emb + K·emb + K·emb.
+  auto mos = transformer_model({{"kind", "mos"}, {"K", 3}});
+  EXPECT_EQ(mos->parameter_count().at("head"), 3 * 8 * 8 + 3 * 8 + 3 * 8);
+}
+
+TEST(TransformerModelTest, TheConfigNamesItsEncoderAndRefusesTheOthersOptions) {
+  const auto options = language_model_options_from_json(transformer_config({{"kind", "softmax"}}));
+  const auto json = to_json(options);
+  EXPECT_EQ(json.at("encoder"), "transformer");
+  EXPECT_EQ(json.at("alpha"), 0.0);
+  EXPECT_EQ(json.at("beta"), 0.0);
+  EXPECT_FALSE(json.contains("nhid"));
+  EXPECT_EQ(to_json(language_model_options_from_json(json)), json);
+  // An AWD-LSTM config is unchanged: no "encoder" key.
+  EXPECT_FALSE(to_json(LanguageModelOptions()).contains("encoder"));
+
+  auto with_nhid = transformer_config({{"kind", "softmax"}});
+  with_nhid["nhid"] = 10;
+  EXPECT_TRUE(contains(failure([&] { language_model_options_from_json(with_nhid); }), "'nhid' is an AWD-LSTM option"));
+  nlohmann::json lstm_with_heads = {{"vocab_size", 10}, {"heads", 2}};
+  EXPECT_TRUE(contains(failure([&] { language_model_options_from_json(lstm_with_heads); }), "set encoder = \"transformer\""));
+  nlohmann::json unknown_encoder = {{"vocab_size", 10}, {"encoder", "gru"}};
+  EXPECT_TRUE(contains(failure([&] { language_model_options_from_json(unknown_encoder); }), "\"awd-lstm\" or \"transformer\""));
+  auto zero_context = transformer_config({{"kind", "softmax"}});
+  zero_context["context"] = 0;
+  EXPECT_TRUE(contains(failure([&] { LanguageModel m(language_model_options_from_json(zero_context)); }), "context"));
+}
+
+}  // namespace
+}  // namespace lmkit
