@@ -88,11 +88,11 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, c
 }
 
 torch::Tensor sinusoidal_positions(std::int64_t length, std::int64_t width) {
-  // host: a table of constants, moved to the model's device by the caller
-  auto positions = torch::arange(length, torch::kFloat64).unsqueeze(1);
-  auto even = torch::arange(0, width, 2, torch::kFloat64);
+  // A table of constants, registered as a buffer: .to(device) moves it with the module.
+  auto positions = torch::arange(length, torch::kFloat64).unsqueeze(1);  // host: the buffer's table
+  auto even = torch::arange(0, width, 2, torch::kFloat64);               // host: the buffer's table
   auto angles = positions / torch::pow(10000.0, even / static_cast<double>(width));
-  auto table = torch::zeros({length, width}, torch::kFloat64);  // host: as above
+  auto table = torch::zeros({length, width}, torch::kFloat64);  // host: the buffer's table
   table.slice(1, 0, width, 2) = torch::sin(angles);
   table.slice(1, 1, width, 2) = torch::cos(angles.slice(1, 0, width / 2));
   return table;

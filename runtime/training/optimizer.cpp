@@ -10,8 +10,8 @@ namespace lmkit::training {
 
 Optimizer::Optimizer(std::string kind, std::vector<ParameterGroup> groups)
     : kind_(std::move(kind)), groups_(std::move(groups)) {
-  if (kind_ != "sgd" && kind_ != "asgd" && kind_ != "adam") {
-    throw UsageError("optimizer: unknown kind '" + kind_ + "' (use \"sgd\", \"asgd\" or \"adam\")");
+  if (kind_ != "sgd" && kind_ != "asgd" && kind_ != "adam" && kind_ != "adamw") {
+    throw UsageError("optimizer: unknown kind '" + kind_ + "' (use \"sgd\", \"asgd\", \"adam\" or \"adamw\")");
   }
   for (const auto& g : groups_) state_.emplace_back(g.params.size());
 }
@@ -36,7 +36,9 @@ void Optimizer::step() {
       if (!p.grad().defined()) continue;
       auto& s = state_[gi][pi];
       torch::Tensor grad = p.grad();
-      if (group.weight_decay != 0) grad = grad.add(p, group.weight_decay);
+      const bool decoupled = kind_ == "adamw";
+      if (group.weight_decay != 0 && !decoupled) grad = grad.add(p, group.weight_decay);
+      if (group.weight_decay != 0 && decoupled) p.mul_(1 - group.lr * group.weight_decay);
       ++s.step;
       if (kind_ == "sgd") {
         p.add_(grad, -group.lr);
@@ -54,7 +56,7 @@ void Optimizer::step() {
         }
         s.eta = group.lr;  // lr / (1 + λ·lr·step)^α with λ = 0
         s.mu = 1.0 / static_cast<double>(std::max<std::int64_t>(1, s.step));
-      } else {  // adam
+      } else {  // adam, adamw
         constexpr double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
         if (s.step == 1) {
           s.exp_avg = torch::zeros_like(p);

@@ -15,6 +15,8 @@
 //           p_2..p_k (the first is overwritten); and η lags the lr by one step, so the trainer's
 //           per-batch lr scaling (seq_len/bptt) acts one batch late while averaging.
 //   "adam": torch.optim.Adam (β = (0.9, 0.999), ε = 1e−8, no amsgrad), bias-corrected.
+//   "adamw": torch.optim.AdamW (Loshchilov & Hutter 2019): Adam without the L2 coupling, and the
+//           decay applied to the weights themselves first: p ← p·(1 − lr·wd), then the Adam step.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -36,7 +38,7 @@ struct ParameterGroup {
 
 class Optimizer {
  public:
-  // kind: "sgd", "asgd" or "adam"; throws UsageError otherwise.
+  // kind: "sgd", "asgd", "adam" or "adamw"; throws UsageError otherwise.
   Optimizer(std::string kind, std::vector<ParameterGroup> groups);
 
   void zero_grad();

@@ -19,7 +19,7 @@ const config::BoundOptions<TrainOptions>& bound() {
   static const config::BoundOptions<TrainOptions> table = [] {
     return config::BoundOptions<TrainOptions>("training", {
         {"lr", &TrainOptions::lr, Range::positive(), "learning rate (SGD, and ASGD after the switch)"},
-        {"optimizer", &TrainOptions::optimizer, config::OneOf{{"sgd", "adam"}}, "\"sgd\" (switches to ASGD by the policy) or \"adam\""},
+        {"optimizer", &TrainOptions::optimizer, config::OneOf{{"sgd", "adam", "adamw"}}, "\"sgd\" (switches to ASGD by the policy), \"adam\" or \"adamw\" (decoupled weight decay, none on biases and norms)"},
         {"wdecay", &TrainOptions::wdecay, Range::non_negative(), "weight decay"},
         {"clip", &TrainOptions::clip, Range::non_negative(), "gradient-norm clipping (0: off)"},
         {"own_lr", &TrainOptions::own_lr, Range::positive(), "learning rate of a head's own-lr parameters (PLIF's slopes); nil: the head's own rate"},
@@ -27,6 +27,10 @@ const config::BoundOptions<TrainOptions>& bound() {
         {"small_batch_size", &TrainOptions::small_batch_size, Range::non_negative(), "columns per chunk of gradient accumulation (0: batch_size, no accumulation)"},
         {"bptt", &TrainOptions::bptt, Range::at_least(1), "mean BPTT window length"},
         {"max_delta", &TrainOptions::max_delta, Range::any(), "windows are at most bptt + max_delta long"},
+        {"windows", &TrainOptions::windows, config::OneOf{{"variable", "fixed"}}, "\"fixed\": every window bptt tokens (Transformers); nil: AWD-LSTM's random lengths"},
+        {"schedule", &TrainOptions::schedule, config::OneOf{{"constant", "cosine", "inverse_sqrt"}}, "learning-rate schedule after the warm-up; nil: constant"},
+        {"warmup", &TrainOptions::warmup, Range::non_negative(), "steps of linear learning-rate warm-up (nil: none)"},
+        {"min_lr", &TrainOptions::min_lr, Range::non_negative(), "the cosine schedule's final rate (nil: 0)"},
         {"epochs", &TrainOptions::epochs, Range::non_negative(), "epochs of the main stage"},
         {"switch", &TrainOptions::switch_policy, config::OneOf{{"nt", "et", "none"}}, "when SGD becomes ASGD: \"nt\" (non-monotone trigger), \"et\" (after switch_epoch), \"none\""},
         {"nonmono", &TrainOptions::nonmono, Range::non_negative(), "NT's window of earlier epochs"},

@@ -15,7 +15,7 @@ namespace lmkit::training {
 
 struct TrainOptions {
   double lr = 30;
-  std::string optimizer = "sgd";        // "sgd" (switches to ASGD by policy) or "adam"
+  std::string optimizer = "sgd";        // "sgd" (switches to ASGD by policy), "adam" or "adamw"
   double wdecay = 1.2e-6;
   double clip = 0.25;                   // 0: no clipping
   std::optional<double> own_lr;         // lr of the head's own-lr parameters (PLIF slopes); default lr
@@ -23,6 +23,12 @@ struct TrainOptions {
   std::int64_t small_batch_size = 0;    // 0: = batch_size (no accumulation)
   std::int64_t bptt = 70;
   std::int64_t max_delta = 40;          // cap on window length: bptt + max_delta (the reference code's 40)
+  // Transformer training (docs/training.md). nil everywhere is the AWD-LSTM's protocol, and a run
+  // stored before these options existed resumes under it.
+  std::optional<std::string> windows;   // "fixed": every window bptt long; nil/"variable": AWD-LSTM's draws
+  std::optional<std::string> schedule;  // "cosine" or "inverse_sqrt" (lr_schedule.h); nil/"constant": none
+  std::optional<std::int64_t> warmup;   // linear warm-up steps (nil: 0)
+  std::optional<double> min_lr;         // the cosine's floor (nil: 0)
   std::int64_t epochs = 1;
   std::string switch_policy = "nt";     // "nt", "et" or "none"
   std::int64_t nonmono = 5;

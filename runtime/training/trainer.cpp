@@ -45,6 +45,8 @@ std::string describe_differences(const json& stored, const json& now, const std:
     const auto key = prefix + item.key();
     if (prefix == "train." && kResumableChanges.count(item.key())) continue;
     if (!stored.contains(item.key())) {
+      // An option added later and left unset: the stored run ran without it, as this one would.
+      if (item.value().is_null()) continue;
       out += "\n  " + key + ": not in the stored run, now " + item.value().dump();
     } else if (item.value().is_object() && stored.at(item.key()).is_object()) {
       out += describe_differences(stored.at(item.key()), item.value(), key + ".");
@@ -110,9 +112,22 @@ std::vector<ParameterGroup> Trainer::State::make_groups(double lr) {
   ParameterGroup main{"main", {}, lr, options.wdecay};
   // The training option, else the head's own rate (PLIF's 0.02), else the main one.
   ParameterGroup own_group{"own_lr", {}, options.own_lr.value_or(model->head->own_lr().value_or(lr)), options.wdecay};
-  for (const auto& p : params) (own.count(p.unsafeGetTensorImpl()) ? own_group : main).params.push_back(p);
+  // AdamW decays matrices only: biases, LayerNorm gains and other vectors keep their scale (the
+  // usual rule for Transformers, e.g. GPT-2's and nanoGPT's).
+  ParameterGroup no_decay{"no_decay", {}, lr, 0.0};
+  const bool decoupled = options.optimizer == "adamw";
+  for (const auto& p : params) {
+    if (own.count(p.unsafeGetTensorImpl())) {
+      own_group.params.push_back(p);
+    } else if (decoupled && p.dim() < 2) {
+      no_decay.params.push_back(p);
+    } else {
+      main.params.push_back(p);
+    }
+  }
   std::vector<ParameterGroup> groups{main};
   if (!own_group.params.empty()) groups.push_back(own_group);
+  if (!no_decay.params.empty()) groups.push_back(no_decay);
   return groups;
 }
 
@@ -151,10 +166,28 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
   // (each a synchronisation with a GPU).
   check_token_ids(s.corpus.train, s.model->vocab_size(), "the training tokens");
   check_splits_fit_batches(s.corpus, s.options);
+  if (s.model->is_transformer()) {
+    // A window longer than the context cannot be read; said now, not at the first long window.
+    const bool fixed = s.options.windows.value_or("variable") == "fixed";
+    const auto context = s.model->options.transformer().context;
+    const auto longest = fixed ? s.options.bptt : s.options.bptt + std::max<std::int64_t>(0, s.options.max_delta);
+    if (s.options.bptt > context || (!fixed && longest > context)) {
+      throw UsageError("training option bptt = " + integer_text(s.options.bptt) + (fixed ? "" : " (windows up to bptt + max_delta = " + integer_text(longest) + ")") +
+                       " is longer than the Transformer's context of " + integer_text(context) +
+                       " tokens: set bptt to at most the context" + (fixed ? "" : ", with windows = \"fixed\""));
+    }
+  }
   s.train_source = data::batchify(s.corpus.train, s.options.batch_size).to(s.device);
   data::BpttSamplerOptions sampler_options;
   sampler_options.bptt = s.options.bptt;
   sampler_options.max_delta = s.options.max_delta;
+  if (s.options.windows.value_or("variable") == "fixed") {
+    // Every window bptt long (Transformers train on fixed-length contexts): no random length, no cap.
+    sampler_options.p_full = 1.0;
+    sampler_options.sd = 0.0;
+    sampler_options.max_delta = 0;
+    sampler_options.min_len = std::min<std::int64_t>(sampler_options.min_len, s.options.bptt);
+  }
   sampler_options.seed = s.options.seed;
   s.sampler = std::make_unique<data::BpttSampler>(s.train_source, sampler_options);
   s.policy = std::make_unique<SwitchPolicy>(s.options.switch_policy, s.options.nonmono, s.options.switch_epoch);

@@ -4,6 +4,7 @@
 #include "runtime/core/number_text.h"
 #include "runtime/models/checked_tokens.h"
 #include "runtime/training/gradient_clipping.h"
+#include "runtime/training/lr_schedule.h"
 #include "runtime/training/trainer_state.h"
 
 namespace lmkit::training {
@@ -50,15 +51,32 @@ bool Trainer::State::check_validation(const EvalResult& valid) {
   return false;
 }
 
+double Trainer::State::schedule_factor() const {
+  if (!options.schedule && !options.warmup) return 1.0;
+  // Relative to lr, so that every group (a head's own rate too) follows the same curve. Its length:
+  // the main stage's windows of bptt tokens (exact for fixed windows; the cosine then stays at its floor).
+  LrSchedule schedule;
+  schedule.kind = options.schedule.value_or("constant");
+  schedule.warmup = options.warmup.value_or(0);
+  schedule.lr = 1.0;
+  schedule.min_lr = options.min_lr.value_or(0.0) / options.lr;
+  const std::int64_t rows = std::max<std::int64_t>(1, train_source.size(0) - 2);
+  const std::int64_t windows = (rows + options.bptt - 1) / options.bptt;
+  schedule.total_steps = std::max<std::int64_t>(1, options.epochs) * windows;
+  return scheduled_lr(schedule, step);
+}
+
 bool Trainer::State::train_step(const data::Batch& window) {
   auto& groups = optimizer->groups();
   auto& main = groups[0];
-  const double base_lr = main.lr;
-  // Every group's rate scales with the window (seq_len/bptt), the slopes' own as the main one.
+  const double factor = schedule_factor();
+  const double base_lr = main.lr * factor;
+  // Every group's rate scales with the window (seq_len/bptt), the slopes' own as the main one, and
+  // with the schedule.
   std::vector<double> base_lrs;
   for (auto& g : groups) {
     base_lrs.push_back(g.lr);
-    g.lr *= window.lr_scale;
+    g.lr *= window.lr_scale * factor;
   }
   auto restore_lrs = [&] {
     for (std::size_t i = 0; i < groups.size(); ++i) groups[i].lr = base_lrs[i];

@@ -139,6 +139,8 @@ struct Trainer::State : RunPosition, LossTotals, BestModel, AveragingState, Fine
 
   // One optimizer step on one window; false when the run must stop (non-finite loss or gradient).
   bool train_step(const data::Batch& window);
+  // The learning-rate schedule's factor for the step about to be taken (1 without one).
+  double schedule_factor() const;
 
   void restart_interval_clock();
 

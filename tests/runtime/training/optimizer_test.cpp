@@ -1,9 +1,11 @@
 // The optimizers against their closed forms, and the switch policies on scripted validation losses.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "runtime/core/error.h"
+#include "runtime/training/lr_schedule.h"
 #include "runtime/training/optimizer.h"
 #include "runtime/training/switch_policy.h"
 
@@ -100,6 +102,27 @@ TEST(OptimizerTest, AdamFirstStepMovesByLrTimesSign) {
   EXPECT_NEAR(p[1].item<double>(), 1.0 + 0.01, 1e-9);
 }
 
+TEST(OptimizerTest, AdamWIsTorchsAdamWStepForStep) {
+  auto p = parameter({1.0, -2.0, 0.5});
+  auto q = parameter({1.0, -2.0, 0.5});
+  Optimizer ours("adamw", {{"main", {p}, 0.01, 0.1}});
+  torch::optim::AdamW torchs({q}, torch::optim::AdamWOptions(0.01).weight_decay(0.1));
+  for (int k = 0; k < 5; ++k) {
+    const std::vector<double> g{0.3 * k - 0.2, 1.0 / (k + 1), -0.7};
+    set_grad(p, g);
+    set_grad(q, g);
+    ours.step();
+    torchs.step();
+    EXPECT_LE((p - q).abs().max().item<double>(), 1e-15) << "step " << k + 1;
+  }
+  // Decoupled: with a zero gradient the first step only shrinks the weights, p·(1 − lr·wd).
+  auto r = parameter({2.0});
+  Optimizer decay("adamw", {{"main", {r}, 0.5, 0.2}});
+  set_grad(r, {0.0});
+  decay.step();
+  EXPECT_DOUBLE_EQ(r.item<double>(), 2.0 * (1 - 0.5 * 0.2));
+}
+
 TEST(OptimizerTest, StateRoundTripsExactly) {
   auto p = parameter({1.0, 2.0});
   auto q = parameter({1.0, 2.0});
@@ -130,6 +153,26 @@ TEST(OptimizerTest, UnknownKindIsNamed) {
 }
 
 // ---- switch policies ----
+
+TEST(LrScheduleTest, WarmUpThenCosineOrInverseSquareRoot) {
+  LrSchedule s;
+  s.kind = "cosine";
+  s.warmup = 4;
+  s.lr = 2.0;
+  s.min_lr = 0.2;
+  s.total_steps = 104;
+  EXPECT_DOUBLE_EQ(scheduled_lr(s, 0), 0.5);   // lr·1/4
+  EXPECT_DOUBLE_EQ(scheduled_lr(s, 3), 2.0);   // the last warm-up step reaches lr
+  EXPECT_DOUBLE_EQ(scheduled_lr(s, 4), 2.0);   // the cosine starts at lr
+  EXPECT_NEAR(scheduled_lr(s, 54), 1.1, 1e-12);  // half way: (lr + lr_min)/2
+  EXPECT_NEAR(scheduled_lr(s, 104), 0.2, 1e-12);
+  EXPECT_NEAR(scheduled_lr(s, 500), 0.2, 1e-12);  // past the end: the floor
+  s.kind = "inverse_sqrt";
+  EXPECT_DOUBLE_EQ(scheduled_lr(s, 15), 2.0 * std::sqrt(4.0 / 16.0));
+  s.kind = "constant";
+  s.warmup = 0;
+  EXPECT_DOUBLE_EQ(scheduled_lr(s, 77), 2.0);
+}
 
 TEST(SwitchPolicyTest, NonMonotoneFiresWhenWorseThanTheBestBeforeTheLastN) {
   // nonmono = 2: at epoch e the history holds v_1..v_{e−1}; compare with min(v_1..v_{e−3}).

@@ -322,6 +322,97 @@ TEST_F(TrainerTest, ResumeAfterPreemptionReproducesTheUninterruptedRun) {
   EXPECT_EQ(summary.at("valid_loss"), reference_summary.at("valid_loss"));
 }
 
+// A tiny causal Transformer and its protocol: AdamW, fixed windows of its context, warm-up + cosine.
+LanguageModel tiny_transformer(std::uint64_t seed = 3) {
+  seed_torch(seed);
+  TransformerOptions t;
+  t.vocab_size = 30;
+  t.emb = 8;
+  t.nlayers = 2;
+  t.heads = 2;
+  t.ff = 16;
+  t.context = 10;
+  LanguageModelOptions o;
+  o.encoder_kind("transformer").transformer(t).alpha(0).beta(0);
+  return LanguageModel(o);
+}
+
+TrainOptions transformer_options() {
+  auto o = tiny_options();
+  o.optimizer = "adamw";
+  o.lr = 3e-3;
+  o.wdecay = 0.01;
+  o.clip = 1.0;
+  o.windows = "fixed";
+  o.schedule = "cosine";
+  o.warmup = 10;
+  o.min_lr = 3e-4;
+  o.switch_policy = "none";
+  return o;
+}
+
+TEST_F(TrainerTest, ATransformerTrainsOnFixedWindowsWithAdamWAndItsSchedule) {
+  std::vector<nlohmann::json> steps;
+  TrainCallbacks callbacks;
+  callbacks.on_step = [&](const nlohmann::json& info) { steps.push_back(info); };
+  Trainer trainer(tiny_transformer(), tiny_corpus(), transformer_options(), dir("transformer"), callbacks);
+  const auto summary = trainer.run();
+  EXPECT_EQ(summary.at("status"), "finished");
+  ASSERT_GT(steps.size(), 100u);
+  int short_windows = 0;
+  for (const auto& info : steps) short_windows += info.at("seq_len").get<std::int64_t>() != 10;
+  EXPECT_LE(short_windows, 3) << "at most the last window of each epoch is cut short";
+  // info "step" counts steps taken; its lr is the one that step used: lr·(s + 1)/warmup, then the cosine.
+  EXPECT_NEAR(steps[0].at("lr").get<double>(), 3e-3 / 10, 1e-15);
+  EXPECT_NEAR(steps[9].at("lr").get<double>(), 3e-3, 1e-15);
+  EXPECT_LT(steps.back().at("lr").get<double>(), 3e-3 / 2);
+  EXPECT_GE(steps.back().at("lr").get<double>(), 3e-4);
+  // Better than the unigram-free uniform guess of 30 words.
+  EXPECT_LT(summary.at("valid_loss").get<double>(), std::log(30.0) - 0.1);
+}
+
+TEST_F(TrainerTest, ATransformersWindowsMustFitItsContext) {
+  auto options = transformer_options();
+  options.bptt = 11;
+  EXPECT_THROW(
+      {
+        try {
+          Trainer trainer(tiny_transformer(), tiny_corpus(), options, dir("long"));
+        } catch (const UsageError& e) {
+          EXPECT_NE(std::string(e.what()).find("bptt = 11 is longer than the Transformer's context of 10"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      UsageError);
+  options.bptt = 8;
+  options.windows = std::nullopt;  // variable windows reach bptt + max_delta
+  EXPECT_THROW(Trainer(tiny_transformer(), tiny_corpus(), options, dir("variable")), UsageError);
+}
+
+TEST_F(TrainerTest, ATransformerRunResumesExactlyAfterPreemption) {
+  const auto options = transformer_options();
+  std::vector<nlohmann::json> reference;
+  nlohmann::json reference_summary;
+  {
+    Trainer trainer(tiny_transformer(), tiny_corpus(), options, dir("whole"));
+    reference_summary = trainer.run();
+    reference = comparable(trainer.store().metrics());
+  }
+  {
+    TrainCallbacks callbacks;
+    callbacks.on_step = [&](const nlohmann::json& info) {
+      if (info.at("step").get<std::int64_t>() == 200) std::raise(SIGTERM);
+    };
+    Trainer trainer(tiny_transformer(), tiny_corpus(), options, dir("split"), callbacks);
+    EXPECT_THROW(trainer.run(), Preempted);
+  }
+  Trainer resumed(tiny_transformer(/*seed=*/99), tiny_corpus(), options, dir("split"));
+  EXPECT_TRUE(resumed.resumed());
+  const auto summary = resumed.run();
+  EXPECT_EQ(comparable(resumed.store().metrics()), reference);
+  EXPECT_EQ(summary.at("test_loss"), reference_summary.at("test_loss"));
+}
+
 TEST_F(TrainerTest, ResumeRefusesAnotherConfiguration) {
   auto options = tiny_options();
   options.epochs = 1;
