@@ -296,6 +296,12 @@ ModelArgmaxable model_argmaxable(LanguageModel& model, const ArgmaxableOptions& 
   const auto kind = model->head->kind();
   const auto* registered = find_head_kind(kind);
   if (registered && registered->capabilities.monotone) {
+    if (model->is_transformer() && options.region == HiddenRegion::kBox) {
+      // The box is the image of an LSTM's tanh; a Transformer's h is a LayerNorm's output, whose
+      // coordinates reach γ_i·√(d − 1) + β_i: a box of bound 1 would count words the model can reach.
+      throw UsageError("a Transformer's h is a LayerNorm's output, not confined to the box [−bound, bound]^d of an "
+                       "LSTM: use region = \"free\" (any h in ℝ^d)");
+    }
     const auto decoder = model->decoder();
     out.method = "lp";
     out.exact = argmaxable_words(decoder.weight, decoder.bias, options, exact_progress);

@@ -170,8 +170,18 @@ AwdLstmOutput LanguageModelImpl::encode(const torch::Tensor& ids, const LstmStat
     throw UsageError("a Transformer's state is one pair {previous tokens, {}}, got " + integer_text(hidden.size()) +
                      " (use init_hidden(batch_size))");
   }
-  auto out = transformer->forward(ids, hidden.front().first);
-  return {out.output, out.output, {{out.state, hidden.front().second}}};
+  // A window longer than the context is read in chunks of `context` tokens, each continuing from the
+  // tokens before it: the sliding context an evaluation with the AWD-LSTM's bptt 70 then sees.
+  const auto context = transformer->options.context;
+  auto state = hidden.front().first;
+  std::vector<torch::Tensor> outputs;
+  for (std::int64_t start = 0; start < ids.size(0) || outputs.empty(); start += context) {
+    auto out = transformer->forward(ids.slice(0, start, std::min(ids.size(0), start + context)), state);
+    outputs.push_back(out.output);
+    state = out.state;
+  }
+  auto output = outputs.size() == 1 ? outputs.front() : torch::cat(outputs, 0);
+  return {output, output, {{state, hidden.front().second}}};
 }
 
 std::pair<torch::Tensor, LstmState> LanguageModelImpl::log_probs(const torch::Tensor& ids, const LstmState& hidden) {

@@ -99,4 +99,27 @@ T.test("argmaxable words: a word inside the hull, exact for monotone heads, obse
   T.eq(#s.unargmaxable + s.argmaxable:sum():item(), 30)
 end)
 
+T.test("every model analysis takes a Transformer, its stream read as a sliding context", function()
+  lmkit.seed(5)
+  local lang = lmkit.data.synthetic{vocab = 30, states = 8, dim = 4}
+  local tokens = lang:generate(300)
+  local m = lmkit.model{encoder = "transformer", vocab_size = 30, emb = 8, nlayers = 1, heads = 2, ff = 16, context = 16}
+  -- The analyses' default windows (bptt 70) are read in chunks of the context.
+  local q = lmkit.analysis.logp_matrix(m, tokens)
+  T.eq(q:size(), {299, 30})
+  T.near(q:exp():sum(2), lmkit.ones(299), 1e-4)
+  local sv, rows, cols = lmkit.analysis.logp_svdvals(m, tokens, {dtype = "float64"})
+  T.eq({rows, cols}, {299, 30})
+  T.truthy(lmkit.analysis.press_rank(sv, rows, cols) <= 8 + 2, "a softmax over d = 8 has rank ≤ d + 2")
+  T.eq(type(lmkit.analysis.hidden_size(sv).hidden_size), "number")
+  T.raises(function() lmkit.analysis.model_argmaxable(m) end, "use region = \"free\"")
+  local free = lmkit.analysis.model_argmaxable(m, {region = "free"})
+  T.eq(free.method, "lp")
+  T.eq(free.words, 30)
+  local mos = lmkit.model{encoder = "transformer", vocab_size = 30, emb = 8, nlayers = 1, heads = 2, ff = 16, context = 16,
+                          head = lmkit.heads.mos{K = 2}}
+  T.eq(lmkit.analysis.model_argmaxable(mos, {tokens = tokens, max_contexts = 100}).contexts, 100)
+  T.eq(lmkit.analysis.embedding(m):size(), {30, 8})
+end)
+
 T.run()

@@ -257,6 +257,11 @@ TEST_F(ReferenceCheckpointTest, OnlyTheHeadsOfTheReferenceStructuresAreExported)
   o.head(nlohmann::json{{"kind", "softmax"}});
   LanguageModel softmax(o);
   EXPECT_TRUE(contains(failure([&] { export_reference_checkpoint(softmax, dir("x.pt"), export_as("mos")); }), "head is softmax"));
+  LanguageModelOptions t;
+  t.encoder_kind("transformer").transformer(TransformerOptions{11, 4, 1, 2, 8, 6, "learned", 0.0, 0.0});
+  LanguageModel transformer(t);
+  EXPECT_TRUE(contains(failure([&] { export_reference_checkpoint(transformer, dir("x.pt"), export_as("awd-lstm")); }),
+                       "this model's encoder is a Transformer"));
 }
 
 }  // namespace

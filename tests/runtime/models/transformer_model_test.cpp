@@ -93,6 +93,28 @@ TEST(TransformerModelTest, EveryHeadTrainsAFewStepsAndLowersTheLoss) {
   }
 }
 
+TEST(TransformerModelTest, AWindowLongerThanTheContextIsReadInChunksOfIt) {
+  auto config = transformer_config({{"kind", "softmax"}});
+  config["context"] = 5;
+  torch::manual_seed(6);
+  LanguageModel model(language_model_options_from_json(config));
+  model->to(torch::kFloat64);
+  model->eval();
+  const auto ids = torch::randint(0, 13, {12, 2}, torch::kInt64);
+  torch::NoGradGuard no_grad;
+  const auto [whole, whole_state] = model->log_probs(ids, model->init_hidden(2));
+  auto state = model->init_hidden(2);
+  std::vector<torch::Tensor> parts;
+  for (const auto& [start, end] : std::vector<std::pair<std::int64_t, std::int64_t>>{{0, 5}, {5, 10}, {10, 12}}) {
+    auto [part, next] = model->log_probs(ids.slice(0, start, end), state);
+    parts.push_back(part);
+    state = next;
+  }
+  EXPECT_TRUE(torch::equal(whole, torch::cat(parts, 0)));
+  EXPECT_TRUE(torch::equal(whole_state.front().first, state.front().first));
+  EXPECT_EQ(whole_state.front().first.size(0), 4);  // the last context − 1 tokens
+}
+
 class TransformerCheckpointTest : public testing::TemporaryFolderTest {
  protected:
   TransformerCheckpointTest() : TemporaryFolderTest("lmkit_transformer_checkpoint_") {}

@@ -1,0 +1,183 @@
+-- The thesis's line-up of heads on a causal Transformer (beyond the thesis): Softmax, SS, GSS,
+-- LMS-PLIF, MoS and Mixtape on the same small Transformer encoder (docs/models.md), over several
+-- seeds, with the statistics the thesis used for the AWD-LSTM (Tables 4.8/4.9): mean ± sd of
+-- train, validation and test perplexity and of the Press rank of Q, the heads placed by mean test
+-- perplexity, and each head's two-sided Wilcoxon rank-sum and unpaired t-test p-values against
+-- Softmax. The question: does the softmax bottleneck's story — high-rank heads (SS, GSS) no better
+-- than Softmax, MoS and LMS-PLIF better — hold for a Transformer too?
+--
+--   lmkit run recipes/transformer_lineup.lua                                   -- tiny scale, 3 seeds
+--   lmkit run recipes/transformer_lineup.lua --set seeds=2 --set epochs=1      -- a quick check (the test)
+--   lmkit run recipes/transformer_lineup.lua --set scale=small --set seeds=5   -- PTB, for a GPU
+--
+-- Our choices (the thesis trains no Transformer): the sizes of each scale below; AdamW (lr 3e−3 at
+-- tiny, 1e−3 above; weight decay 0.1 on matrices only), a linear warm-up then a cosine decay to
+-- lr/10, gradient clipping at 1, fixed windows of the model's context (bptt = context). Validation
+-- and test read the stream in non-overlapping windows of `context` tokens (each window starts
+-- afresh: batch sizes 10 and 1, as the AWD-LSTM's), one prediction per token — the AWD-LSTM's
+-- perplexity definition. The heads take the line-up's options (GSS (c, k) as the thesis chose per
+-- dataset, MoS's K and dropout of the scale's MoS configuration, Mixtape's defaults).
+local recipe = require "lmkit.recipe"
+local presets = require "presets.awd_lstm"
+local lineup = require "presets.lineup"
+local report_files = require "presets.report_files"
+
+-- The encoder and its training at each scale; the corpus is the AWD-LSTM presets' (tiny: the
+-- synthetic language; small and paper: the dataset's full protocol).
+local SCALES = {
+  tiny = {model = {emb = 24, nlayers = 2, heads = 2, ff = 96, context = 32, dropout = 0.1, attention_dropout = 0.1},
+          train = {epochs = 3, batch_size = 20, lr = 3e-3, warmup = 30, log_interval = 100}},
+  small = {model = {emb = 256, nlayers = 4, heads = 4, ff = 1024, context = 128, dropout = 0.2, attention_dropout = 0.1},
+           train = {epochs = 30, batch_size = 32, lr = 1e-3, warmup = 500, log_interval = 200}},
+  paper = {model = {emb = 512, nlayers = 6, heads = 8, ff = 2048, context = 256, dropout = 0.3, attention_dropout = 0.1},
+           train = {epochs = 50, batch_size = 32, lr = 1e-3, warmup = 1000, log_interval = 200}},
+}
+local KNOWN = {softmax = true, sigsoftmax = true, gss = true, plif = true, mos = true, mixtape = true, moc = true, moss = true}
+
+-- What the thesis concluded for the AWD-LSTM on PTB (Table 4.9): which heads beat Softmax significantly.
+local THESIS = {sigsoftmax = false, gss = false, plif = true, mos = true}
+
+local function scale_of(cfg)
+  return SCALES[cfg.scale] or error(("transformer_lineup: no scale '%s' (tiny, small, paper)"):format(tostring(cfg.scale)), 0)
+end
+
+-- Places 1, 2, ... by ascending value (ties share the better place).
+local function places(values)
+  local order = {}
+  for name, v in pairs(values) do order[#order + 1] = {name = name, v = v} end
+  table.sort(order, function(a, b) return a.v < b.v end)
+  local place = {}
+  for i, e in ipairs(order) do place[e.name] = (i > 1 and order[i - 1].v == e.v) and place[order[i - 1].name] or i end
+  return place
+end
+
+return recipe.define{
+  name = "transformer_lineup",
+  description = "The thesis's heads on a causal Transformer over seeds: mean ± sd, rank, rank-sum and t-test vs Softmax",
+  settings = presets.settings{"scale", "dataset", "epochs",
+    seeds = recipe.setting(3, "seeds per head (the p-values need at least 2)"),
+    heads = recipe.setting("softmax,sigsoftmax,gss,plif,mos,mixtape", "the heads; Softmax must be among them for the p-values"),
+    rank = recipe.setting(true, "the Press rank of Q on the test split per cell"),
+  },
+
+  grid = function(cfg)
+    scale_of(cfg)
+    if cfg.seeds < 1 then error("transformer_lineup: seeds must be ≥ 1", 0) end
+    local heads = lineup.list(cfg.heads)
+    for _, head in ipairs(heads) do
+      if not KNOWN[head] then
+        error(("transformer_lineup: no head '%s' in the line-up (softmax, sigsoftmax, gss, plif, mos, mixtape, moc, moss)"):format(head), 0)
+      end
+    end
+    return lineup.seed_cells(heads, cfg, {per_head = true})
+  end,
+
+  run = function(cell, ctx)
+    local cfg = ctx.cfg
+    local s = scale_of(cfg)
+    local p = lineup.preset(cell.head, cfg)
+    local corpus = presets.load_corpus(p)
+    local m = {encoder = "transformer", vocab_size = corpus.vocab:size(), head = lineup.head(p, cell.head)}
+    for k, v in pairs(s.model) do m[k] = v end
+    lmkit.seed(cell.seed)
+    local model = lmkit.model(m)
+    local t = s.train
+    local run = lmkit.train{model = model, corpus = corpus, run_dir = ctx.dir .. "/run", seed = cell.seed,
+                            optimizer = "adamw", lr = t.lr, wdecay = 0.1, clip = 1.0, windows = "fixed",
+                            bptt = s.model.context, schedule = "cosine", warmup = t.warmup, min_lr = t.lr / 10,
+                            switch = "none", epochs = cfg.epochs > 0 and cfg.epochs or t.epochs,
+                            batch_size = t.batch_size, eval_batch_size = 10, test_batch_size = 1,
+                            log_interval = t.log_interval}
+    local summary = run:summary()
+    local best = run:best_model()
+    local result = {train_ppl = summary.train_ppl, valid_ppl = summary.valid_ppl, test_ppl = summary.test_ppl,
+                    epochs = summary.epochs, seconds_per_epoch = summary.seconds_per_epoch,
+                    params = lineup.trainable_parameters(best), params_total = best:parameter_count().total}
+    if cfg.rank then
+      local sv, rows, cols, method = lmkit.analysis.logp_svdvals(best, corpus.test, {batch_size = 1, bptt = s.model.context})
+      result.rank, result.contexts, result.vocab, result.rank_method = lmkit.analysis.press_rank(sv, rows, cols), rows, cols, method
+    end
+    return result
+  end,
+
+  report = function(results, ctx)
+    local cfg = ctx.cfg
+    local s = scale_of(cfg)
+    local heads = lineup.list(cfg.heads)
+    local all, _, expected = lineup.by_name(results, heads, "head")
+    local means = {}
+    for _, h in ipairs(heads) do means[h] = lineup.sample(all[h], "test_ppl") end
+    local place = places(means)
+    local _, _, _, base = lineup.sample(all.softmax or {}, "test_ppl")
+    local data = presets.data(cfg)
+    local t = lmkit.report.table{
+      title = ("The line-up on a causal Transformer (%d blocks, d = %d, context %d), %d seeds, on %s"):format(
+        s.model.nlayers, s.model.emb, s.model.context, cfg.seeds, data.short),
+      data = data,
+      columns = lineup.join({{key = "function", label = "Function"}, {key = "n", label = "Seeds"},
+                             {key = "params", label = "#Param"}, {key = "time", label = "Time (s/epoch)", digits = 1}},
+                            lineup.ppl_columns(function() return nil end), {
+                              {key = "rank", label = "Rank", digits = 0, sd = "rank_sd"},
+                              {key = "place", label = "Place (test ppl)"},
+                            }, {
+                              -- No published numbers for a Transformer: our tests only.
+                              {key = "p", label = "Rank-sum p vs Softmax", format = "%.2e"},
+                              {key = "significant", label = "At p < 0.05"},
+                              {key = "t_p", label = "t-test p", format = "%.2e"},
+                            }),
+    }
+    local significant = {}
+    for _, h in ipairs(heads) do
+      local line = lineup.head_row(h, all, expected, {})
+      line.place = place[h]
+      if #all[h] > 0 then line.rank, line.rank_sd = lineup.sample(all[h], "rank") end
+      if h ~= "softmax" and base and #all[h] > 0 then
+        local _, _, _, values = lineup.sample(all[h], "test_ppl")
+        lineup.add_p(line, values, base)
+        if line.p then
+          -- The test is two-sided: a significant difference is better or worse than Softmax.
+          significant[h] = line.p < 0.05 and means[h] < means.softmax
+          line.significant = line.p >= 0.05 and "no" or (means[h] < means.softmax and "better" or "worse")
+        end
+      end
+      t:add(line)
+    end
+    t:note(("Encoder: causal pre-LayerNorm Transformer, %d blocks, d = %d, %d heads, MLP %d, context %d, learned positions, " ..
+            "dropout %.2g; AdamW (weight decay 0.1 on matrices), warm-up %d steps then cosine to lr/10 (lr %.3g), clip 1, " ..
+            "fixed windows of %d tokens. Validation and test: non-overlapping windows of %d tokens (batch 10 and 1). " ..
+            "p: two-sided Wilcoxon rank-sum against Softmax over all seeds; t p: unpaired t-test."):format(
+      s.model.nlayers, s.model.emb, s.model.heads, s.model.ff, s.model.context, s.model.dropout, s.train.warmup,
+      s.train.lr, s.model.context, s.model.context))
+    -- The thesis's conclusion for RNNs, and whether this run agrees head by head.
+    local agree, disagree = {}, {}
+    for _, h in ipairs{"sigsoftmax", "gss", "plif", "mos"} do
+      if significant[h] ~= nil then
+        local label = ("%s %s"):format(lineup.label(h), significant[h] and "better" or "not significantly better")
+        if significant[h] == THESIS[h] then agree[#agree + 1] = label else disagree[#disagree + 1] = label end
+      end
+    end
+    local verdict = "Not enough seeds for a verdict (p-values need Softmax and 2 seeds per head)."
+    if #agree + #disagree > 0 then
+      verdict = ("Here (%s): agrees for %s; differs for %s."):format(data.short,
+        #agree > 0 and table.concat(agree, ", ") or "none", #disagree > 0 and table.concat(disagree, ", ") or "none")
+    end
+    t:note("The thesis, for the AWD-LSTM on PTB (Table 4.9): SS and GSS are not significantly better than Softmax " ..
+           "despite their high ranks; LMS-PLIF (low rank) and MoS are. " .. verdict)
+    if not data.paper_data then t:note("Tiny scale on " .. data.label .. ": a check of the machinery, not a finding about Transformers.") end
+    report_files.print_and_save(t, ctx.out, "report")
+
+    local rank, ppl, labels = {}, {}, {}
+    for _, r in ipairs(results) do
+      if r.result and r.result.rank then
+        rank[#rank + 1], ppl[#ppl + 1], labels[#labels + 1] = r.result.rank, r.result.test_ppl, lineup.label(r.cell.head)
+      end
+    end
+    if #rank >= 3 then
+      local plot_file = ctx.out .. "/rank_ppl.png"
+      lmkit.plot.rank_ppl{out = plot_file, rank = rank, ppl = ppl, labels = labels,
+                          title = ("Rank of Q vs test perplexity, Transformer line-up, %s"):format(data.short)}
+      print("plot: " .. plot_file)
+    end
+    print("report files: " .. ctx.out .. "/report.{md,csv,tex}")
+  end,
+}
