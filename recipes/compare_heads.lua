@@ -52,18 +52,6 @@ local TABLE_4_1 = {
 }
 local KNOWN = {softmax = true, sigsoftmax = true, gss = true, plif = true, mos = true, moc = true}
 
--- Places 1, 2, ... by ascending value (ties share the better place); entries without a value get none.
-local function places(values)
-  local order = {}
-  for name, v in pairs(values) do order[#order + 1] = {name = name, v = v} end
-  table.sort(order, function(a, b) return a.v < b.v end)
-  local place = {}
-  for i, e in ipairs(order) do
-    place[e.name] = (i > 1 and order[i - 1].v == e.v) and place[order[i - 1].name] or i
-  end
-  return place
-end
-
 return recipe.define{
   name = "compare_heads",
   description = "Heads over 11 seeds: mean ± sd, rank, Wilcoxon rank-sum vs Softmax (thesis Tables 4.8/4.9)",
@@ -99,7 +87,7 @@ return recipe.define{
       if paper[h] then paper_means[h] = paper[h].test_ppl end
       our_means[h] = lineup.sample(all[h], "test_ppl")
     end
-    local paper_place, our_place = places(paper_means), places(our_means)
+    local paper_place, our_place = lineup.places(paper_means), lineup.places(our_means)
     local data = presets.data(cfg)
     local t8 = lmkit.report.table{
       title = ("Heads over %d seeds on %s (thesis Table 4.8; mean ± sd)"):format(cfg.seeds, data.short),

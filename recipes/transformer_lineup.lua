@@ -41,16 +41,6 @@ local function scale_of(cfg)
   return SCALES[cfg.scale] or error(("transformer_lineup: no scale '%s' (tiny, small, paper)"):format(tostring(cfg.scale)), 0)
 end
 
--- Places 1, 2, ... by ascending value (ties share the better place).
-local function places(values)
-  local order = {}
-  for name, v in pairs(values) do order[#order + 1] = {name = name, v = v} end
-  table.sort(order, function(a, b) return a.v < b.v end)
-  local place = {}
-  for i, e in ipairs(order) do place[e.name] = (i > 1 and order[i - 1].v == e.v) and place[order[i - 1].name] or i end
-  return place
-end
-
 return recipe.define{
   name = "transformer_lineup",
   description = "The thesis's heads on a causal Transformer over seeds: mean ± sd, rank, rank-sum and t-test vs Softmax",
@@ -107,7 +97,7 @@ return recipe.define{
     local all, _, expected = lineup.by_name(results, heads, "head")
     local means = {}
     for _, h in ipairs(heads) do means[h] = lineup.sample(all[h], "test_ppl") end
-    local place = places(means)
+    local place = lineup.places(means)
     local _, _, _, base = lineup.sample(all.softmax or {}, "test_ppl")
     local data = presets.data(cfg)
     local t = lmkit.report.table{

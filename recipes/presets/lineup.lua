@@ -276,6 +276,19 @@ function lineup.ranksum_row(label_a, label_b, a, b)
   return lineup.add_p(row, va, vb)
 end
 
+-- Places 1, 2, ... by ascending value of name → value (ties share the better place); names
+-- without a value get none.
+function lineup.places(values)
+  local order = {}
+  for name, v in pairs(values) do order[#order + 1] = {name = name, v = v} end
+  table.sort(order, function(a, b) return a.v < b.v end)
+  local place = {}
+  for i, e in ipairs(order) do
+    place[e.name] = (i > 1 and order[i - 1].v == e.v) and place[order[i - 1].name] or i
+  end
+  return place
+end
+
 -- Prints a report table and writes it as <out>/<name>.{md,csv,tex} (presets/report_files.lua).
 lineup.print_and_save = report_files.print_and_save
 

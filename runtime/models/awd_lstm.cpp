@@ -11,19 +11,11 @@
 #include "runtime/core/error.h"
 #include "runtime/core/host_memory.h"
 #include "runtime/core/number_text.h"
+#include "runtime/core/saturating.h"
 
 namespace lmkit {
 
 namespace {
-
-// a·b + c, saturating at the largest int64 (sizes here are positive).
-std::int64_t saturating_multiply_add(std::int64_t a, std::int64_t b, std::int64_t c) {
-  std::int64_t product = 0, sum = 0;
-  if (__builtin_mul_overflow(a, b, &product) || __builtin_add_overflow(product, c, &sum)) {
-    return std::numeric_limits<std::int64_t>::max();
-  }
-  return sum;
-}
 
 // The parameters of one LSTM layer: w_ih [4h, in], w_hh [4h, h], b_ih and b_hh [4h].
 std::int64_t layer_parameters(std::int64_t in, std::int64_t h) {

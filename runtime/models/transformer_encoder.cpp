@@ -8,6 +8,7 @@
 #include "runtime/core/error.h"
 #include "runtime/core/host_memory.h"
 #include "runtime/core/number_text.h"
+#include "runtime/core/saturating.h"
 #include "runtime/models/awd_lstm.h"
 #include "runtime/models/checked_tokens.h"
 
@@ -31,15 +32,6 @@ const config::BoundOptions<TransformerOptions>& declared_options(config::Tag<Tra
 }
 
 namespace {
-
-// a·b + c, saturating at the largest int64 (sizes here are positive).
-std::int64_t saturating_multiply_add(std::int64_t a, std::int64_t b, std::int64_t c) {
-  std::int64_t product = 0, sum = 0;
-  if (__builtin_mul_overflow(a, b, &product) || __builtin_add_overflow(product, c, &sum)) {
-    return std::numeric_limits<std::int64_t>::max();
-  }
-  return sum;
-}
 
 void check(const TransformerOptions& o) {
   declared_options(config::Tag<TransformerOptions>{}).schema().read(declared_options(config::Tag<TransformerOptions>{}).to_json(o));

@@ -13,6 +13,7 @@
 #include "runtime/core/error.h"
 #include "runtime/heads/mos_head.h"
 #include "runtime/tensor/tensor_file.h"
+#include "tests/support/failure_text.h"
 #include "tests/support/temporary_folder.h"
 
 namespace lmkit {
@@ -22,16 +23,8 @@ std::string fixture(const std::string& name) {
   return (std::filesystem::path(__FILE__).parent_path() / "files" / name).string();
 }
 
-std::string failure(const std::function<void()>& act) {
-  try {
-    act();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using testing::contains;
+using testing::failure;
 
 ImportCheckpointOptions import_as(const std::string& format) {
   ImportCheckpointOptions o;

@@ -10,21 +10,14 @@
 #include <string>
 
 #include "runtime/core/error.h"
+#include "tests/support/failure_text.h"
 #include "tests/support/gradcheck.h"
 
 namespace lmkit {
 namespace {
 
-std::string failure(const std::function<void()>& act) {
-  try {
-    act();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using testing::contains;
+using testing::failure;
 
 TransformerOptions tiny(std::int64_t context = 8) {
   TransformerOptions o;

@@ -10,21 +10,14 @@
 #include "runtime/heads/head_registry.h"
 #include "runtime/models/checkpoint.h"
 #include "runtime/models/language_model.h"
+#include "tests/support/failure_text.h"
 #include "tests/support/temporary_folder.h"
 
 namespace lmkit {
 namespace {
 
-std::string failure(const std::function<void()>& act) {
-  try {
-    act();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using testing::contains;
+using testing::failure;
 
 nlohmann::json transformer_config(const nlohmann::json& head) {
   return {{"encoder", "transformer"}, {"vocab_size", 13}, {"emb", 8}, {"nlayers", 2}, {"heads", 2}, {"ff", 12},

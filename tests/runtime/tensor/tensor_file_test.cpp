@@ -16,6 +16,7 @@
 #include "runtime/core/error.h"
 #include "runtime/tensor/tensor_format.h"
 #include "runtime/tensor/zip_archive.h"
+#include "tests/support/failure_text.h"
 #include "tests/support/temporary_folder.h"
 
 namespace lmkit {
@@ -34,16 +35,8 @@ torch::Tensor expected(torch::IntArrayRef shape, torch::ScalarType dtype) {
   return values.to(dtype);
 }
 
-std::string failure(const std::function<void()>& act) {
-  try {
-    act();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using testing::contains;
+using testing::failure;
 
 class TensorFileTest : public testing::TemporaryFolderTest {
  protected:
