@@ -8,6 +8,7 @@
 #include "bindings/lua_config.h"
 #include "bindings/lua_module.h"
 #include "bindings/lua_tensor.h"
+#include "ops/device_memory.h"
 #include "runtime/config/json_text.h"
 #include "runtime/core/atomic_file.h"
 #include "runtime/core/device.h"
@@ -203,6 +204,8 @@ const Function kFunctions[] = {
     {"clock", lmkit_clock, "lmkit.clock() -> number\nWall-clock seconds from a steady clock, for timing (differences only; os.clock counts CPU time of all threads)."},
     {"seed", lmkit_seed, "lmkit.seed(n)\nSeeds Torch's CPU and CUDA generators and Lua's math.random."},
     entry<&default_device_name>("lmkit", "device", "", "\"cuda\" when a CUDA device is usable, else \"cpu\"."),
+    entry<&ops::device_memory>("lmkit", "device_memory", "device", "Torch's CUDA allocator on \"cuda\" or \"cuda:N\": bytes in live tensors now, their peak since the start or lmkit.reset_peak_device_memory, and bytes held from the driver (with its cache)."),
+    entry<&ops::reset_peak_device_memory>("lmkit", "reset_peak_device_memory", "device", "Starts a new peak of lmkit.device_memory at the current allocation."),
     entry<&use_threads>("lmkit", "set_threads", "n", "Gives lmkit n CPU cores (1..1024): OpenBLAS's n threads run the matrix products and Torch's intra-op pool keeps 1 thread, since both pools at n oversubscribe the cores (measured: docs/benchmarks.md, \"Threads\"). torch= and blas= set a pool's count explicitly."),
     entry<&thread_counts>("lmkit", "get_threads", "", "Threads Torch's CPU kernels use, and OpenBLAS's (0 when Torch's BLAS is not OpenBLAS)."),
     {"version", lmkit_version, "lmkit.version() -> {lmkit=, git=, torch=, lua=, cuda_compiled=, cuda_usable=}\nWhat this build is made of (git: the source revision of a development build, \"\" otherwise)."},

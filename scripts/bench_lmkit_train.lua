@@ -8,17 +8,30 @@
 -- after warmup + steps steps (the on_step callback asks it to); tokens/s is over the steps after the
 -- warm-up, with each window's own length, from the wall clock at the end of each step (no ASGD switch:
 -- the yardstick does not average either). Peak RSS is
--- the process's VmHWM. Prints one JSON line with impl = "lmkit.train".
+-- the process's VmHWM; on a CUDA device peak_device_mb is the most memory in live tensors at once
+-- (lmkit.device_memory: model, optimizer state and the step). Prints one JSON line with
+-- impl = "lmkit.train".
+-- head: softmax and mos (the heads the yardstick has), and sigsoftmax, gss, plif (K = plif_K knots)
+-- and mixtape (K = mixtape_K) for lmkit's own head-vs-Softmax comparison (scripts/bench_heads.sh);
+-- every head but mos uses Softmax's sizes, dropouts and batch size.
 -- device=cuda moves the model there (lmkit.train follows the model's device). Each step reads its
 -- loss and gradient norm back to the host, which waits for the step's queued kernels; the optimizer's
 -- update is the one part still queued when on_step reads the clock, and the next step's first read
 -- waits for it: per step the times are shifted by that tail, the total over the timed steps is not.
-local cfg = lmkit.configure({size = "tiny", head = "softmax", K = 15, bptt = 70, bsz = 0, steps = 20, warmup = 3,
+local cfg = lmkit.configure({size = "tiny", head = "softmax", K = 15, plif_K = 100000, mixtape_K = 4, bptt = 70, bsz = 0, steps = 20, warmup = 3,
                              threads = 2, torch_threads = 0, blas_threads = 0, lr = 20.0, seed = 141, dir = "", device = "cpu"})
 -- threads: the cores lmkit gets (lmkit.set_threads: OpenBLAS n, Torch 1); torch_threads /
 -- blas_threads > 0 set one pool explicitly (docs/benchmarks.md's thread study)
 lmkit.set_threads(cfg.threads, {torch = cfg.torch_threads, blas = cfg.blas_threads})
-assert(cfg.head == "softmax" or cfg.head == "mos", "head must be softmax or mos")
+local head_of = {
+  softmax = function() return lmkit.heads.softmax() end,
+  sigsoftmax = function() return lmkit.heads.sigsoftmax() end,
+  gss = function() return lmkit.heads.gss() end,
+  plif = function() return lmkit.heads.plif{K = cfg.plif_K} end,
+  mos = function() return lmkit.heads.mos{K = cfg.K, dropoutl = 0.29} end,
+  mixtape = function() return lmkit.heads.mixtape{K = cfg.mixtape_K} end,
+}
+assert(head_of[cfg.head], "head must be softmax, sigsoftmax, gss, plif, mos or mixtape, got " .. tostring(cfg.head))
 -- the clock starts at the end of the last warm-up step, so there must be one
 assert(cfg.warmup >= 1, "warmup must be ≥ 1: the timed steps start at the end of the last warm-up step")
 assert(cfg.steps >= 1, "steps must be ≥ 1")
@@ -26,7 +39,7 @@ assert(cfg.size == "tiny" or cfg.size == "ptb" or cfg.size == "wt2", "size must 
 local mos = cfg.head == "mos"
 -- The papers' batch sizes (SPEC Table 4.3); tiny keeps 20. As bench_train.lua and the yardstick.
 local default_bsz = {tiny = {softmax = 20, mos = 20}, ptb = {softmax = 20, mos = 12}, wt2 = {softmax = 80, mos = 15}}
-local bsz = cfg.bsz > 0 and cfg.bsz or default_bsz[cfg.size][cfg.head]
+local bsz = cfg.bsz > 0 and cfg.bsz or default_bsz[cfg.size][mos and "mos" or "softmax"]
 local o
 if cfg.size == "tiny" then
   o = {vocab_size = 1000, emb = 32, nhid = 64, nhidlast = 32}
@@ -44,7 +57,7 @@ if cfg.size == "wt2" then
 else
   o.dropouti, o.dropouth = 0.4, mos and 0.225 or 0.3
 end
-o.head = mos and lmkit.heads.mos{K = cfg.K, dropoutl = 0.29} or lmkit.heads.softmax()
+o.head = head_of[cfg.head]()
 
 -- The corpus: the yardstick's stream, long enough for the steps at any drawn window length
 -- (≤ bptt + 40 at most windows; 2·bptt per step is ample), plus short valid/test splits.
@@ -102,11 +115,12 @@ if status then
   end
   status:close()
 end
+local peak_device_mb = cfg.device ~= "cpu" and lmkit.device_memory(cfg.device).peak_allocated / 2^20 or 0
 local v = lmkit.version()
 print(("{\"impl\": \"lmkit.train\", \"size\": %q, \"head\": %q, \"bsz\": %d, \"bptt\": %d, \"steps\": %d, \"warmup\": %d, " ..
        "\"threads\": %d, \"torch_threads\": %d, \"blas_threads\": %d, \"device\": %q, \"parameters\": %d, \"tokens_per_s\": %.1f, \"step_ms\": %.2f, \"step_ms_mean\": %.2f, " ..
-       "\"peak_rss_mb\": %.0f, \"status\": %q, \"torch\": %q, \"lmkit\": %q}"):format(
+       "\"peak_rss_mb\": %.0f, \"peak_device_mb\": %.0f, \"status\": %q, \"torch\": %q, \"lmkit\": %q}"):format(
   cfg.size, cfg.head, bsz, cfg.bptt, cfg.steps, cfg.warmup, cfg.threads, lmkit.get_threads(), select(2, lmkit.get_threads()), cfg.device,
-  model:parameter_count().total, timed_tokens / seconds, 1000 * median, 1000 * seconds / n, peak_kib / 1024, run:summary().status,
+  model:parameter_count().total, timed_tokens / seconds, 1000 * median, 1000 * seconds / n, peak_kib / 1024, peak_device_mb, run:summary().status,
   tostring(v.torch), tostring(v.lmkit)))
 if cfg.dir == "" then os.execute(("rm -rf '%s'"):format(dir:gsub("'", "'\\''"))) end

@@ -2,6 +2,8 @@
 
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/detail/CUDAHooksInterface.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime_api.h>
 
@@ -205,6 +207,44 @@ std::vector<std::pair<std::string, std::string>> device_facts(int index) {
   facts.emplace_back("compute capability", integer_text(p->major) + "." + integer_text(p->minor));
   facts.emplace_back("multiprocessors", integer_text(p->multiProcessorCount));
   return facts;
+}
+
+namespace {
+namespace allocator = c10::cuda::CUDACachingAllocator;
+
+// The allocator's per-device tables exist once Torch has initialised CUDA, which it does lazily, on
+// the first allocation: before that a read is refused ("did you call init?"). Then a one-element
+// tensor initialises it, freed before the read, so that no count of the caller's includes it.
+template <typename Read>
+auto with_allocator(int index, Read read) {
+  const auto device = static_cast<c10::DeviceIndex>(index < 0 ? static_cast<int>(c10::cuda::current_device()) : index);
+  try {
+    return read(device);
+  } catch (const c10::Error&) {
+    (void)torch::empty({1}, torch::TensorOptions().device(torch::kCUDA, device));
+    return read(device);
+  }
+}
+}  // namespace
+
+MemoryCounts memory_counts(int index) {
+  return with_allocator(index, [](c10::DeviceIndex device) {
+    const auto stats = allocator::getDeviceStats(device);
+    // Entry 0 of each StatArray is the aggregate over the allocator's small and large pools.
+    MemoryCounts m;
+    m.index = device;
+    m.allocated = stats.allocated_bytes[0].current;
+    m.peak_allocated = stats.allocated_bytes[0].peak;
+    m.reserved = stats.reserved_bytes[0].current;
+    return m;
+  });
+}
+
+void reset_peak_memory(int index) {
+  with_allocator(index, [](c10::DeviceIndex device) {
+    allocator::resetPeakStats(device);
+    return 0;
+  });
 }
 
 }  // namespace lmkit::ops::cuda

@@ -2,6 +2,7 @@
 // layouts, the current device and stream, and launch errors turned into exceptions. Built only
 // with LMKIT_WITH_CUDA, which defines LMKIT_OPS_CUDA; the ops call these for CUDA tensors.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,5 +36,13 @@ void mixture_component_backward(torch::Tensor& logits, const torch::Tensor& lse,
 
 // For ops/kernel_check.h's cuda_device_facts: (name, value) facts of device `index`.
 std::vector<std::pair<std::string, std::string>> device_facts(int index);
+
+// For ops/device_memory.h: the caching allocator's byte counts of device `index` (-1: the current one).
+struct MemoryCounts {
+  int index = 0;
+  std::int64_t allocated = 0, peak_allocated = 0, reserved = 0;
+};
+MemoryCounts memory_counts(int index);
+void reset_peak_memory(int index);
 
 }  // namespace lmkit::ops::cuda

@@ -5,7 +5,7 @@
 # (.gpu-deps/carry/, or the unpacked .gpu-deps/prefix and .gpu-deps/tools; scripts/gpu/README.md).
 # It records what the node has, configures lmkit against the Torch inside that PyTorch and the
 # carried dependencies, builds with all cores, runs the GPU tests, the logP-rank timing, the GPU
-# benchmarks and the CPU suite. Every step is timed under one deadline and may fail without
+# benchmarks (against the PyTorch yardstick, then each head against lmkit's Softmax) and the CPU suite. Every step is timed under one deadline and may fail without
 # stopping the next ones (except that nothing runs without a build).
 #
 #   bash scripts/gpu/run_on_gpu.sh --quick     # facts, configure, build, ctest -L gpu: a first probe
@@ -13,12 +13,15 @@
 #   bash scripts/gpu/run_on_gpu.sh --only configure,build,cpu_suite   # chosen steps (an existing build is reused)
 #   bash scripts/gpu/run_on_gpu.sh --quick --out ~/lmkit-results/node7
 #
-# Steps, in order: facts configure build doctor gpu_tests rank bench cpu_suite.
+# Steps, in order: facts configure build doctor gpu_tests rank bench heads cpu_suite.
 # Options: --budget SECONDS (540): the whole run's deadline, each step gets what is left of it;
 #          --bench-steps N (200) --bench-warmup N (20) --bench-repeats R (1): timed steps per program,
 #          alternating lmkit.train, lmkit's Lua loop and the PyTorch yardstick R times per configuration;
 #          --bench-config "SIZE HEAD [BSZ]" (repeatable; default: ptb softmax,
-#            ptb mos, wt2 mos, wt2 softmax 15, the issue's workloads these benchmarks express);
+#            ptb mos, wt2 mos, wt2 softmax 15: the workloads with a PyTorch yardstick);
+#          --heads-config "SIZE HEAD [BSZ]" (repeatable; default: scripts/bench_heads.sh's on a GPU:
+#            SigSoftmax, GSS and LMS-PLIF at PTB sizes, LMS-PLIF, Mixtape and MoS at WT2 sizes,
+#            each beside Softmax at the same batch; the steps, warm-up and repeats are --bench-*'s);
 #          --rank-contexts N (82430, PTB test); --build-dir DIR (build-gpu, under the repository root);
 #          --out DIR: the output folder (default: $LMKIT_GPU_OUT, else ./gpu-out in the repository
 #            root; a relative DIR is taken from the folder the script is run from);
@@ -135,6 +138,13 @@ PY
       echo; echo "== all configurations"
       [ ${#rows[@]} -eq 0 ] || { echo "$header"; printf '%s\n' "${rows[@]}"; }
       ;;
+    heads)
+      IFS=';' read -r -a configs <<<"$LMKIT_GPU_HEADS_CONFIGS"
+      config_args=()
+      for config in "${configs[@]}"; do config_args+=(--config "$config"); done
+      LMKIT="$build/lmkit" bash scripts/bench_heads.sh --device "$LMKIT_GPU_DEVICE" --threads 4 \
+        --steps "$LMKIT_GPU_BENCH_STEPS" --warmup "$LMKIT_GPU_BENCH_WARMUP" --repeats "$LMKIT_GPU_BENCH_REPEATS" "${config_args[@]}"
+      ;;
     rank)
       "$build/lmkit" run scripts/bench_rank.lua --set device="$LMKIT_GPU_DEVICE" --set threads="$LMKIT_GPU_CORES" \
         --set contexts="$LMKIT_GPU_RANK_CONTEXTS"
@@ -155,12 +165,12 @@ fi
 # --- the driver -------------------------------------------------------------------------------
 # The rank timing before the benchmarks: one short run for one target, while the benchmarks take
 # whatever time is left, configuration by configuration.
-all_steps=(facts configure build doctor gpu_tests rank bench cpu_suite)
+all_steps=(facts configure build doctor gpu_tests rank bench heads cpu_suite)
 steps=("${all_steps[@]}")
 budget=540 build_dir=build-gpu
 export LMKIT_GPU_BENCH_STEPS=200 LMKIT_GPU_BENCH_WARMUP=20 LMKIT_GPU_BENCH_REPEATS=1 LMKIT_GPU_DEVICE=cuda
 export LMKIT_GPU_RANK_CONTEXTS=82430 LMKIT_GPU_PYTHON=${PYTHON:-python3}
-bench_configs=()
+bench_configs=() heads_configs=()
 out=${LMKIT_GPU_OUT:-}
 while [ $# -gt 0 ]; do
   case $1 in
@@ -171,6 +181,7 @@ while [ $# -gt 0 ]; do
     --bench-warmup) LMKIT_GPU_BENCH_WARMUP=$2; shift ;;
     --bench-repeats) LMKIT_GPU_BENCH_REPEATS=$2; shift ;;
     --bench-config) bench_configs+=("$2"); shift ;;
+    --heads-config) heads_configs+=("$2"); shift ;;
     --rank-contexts) LMKIT_GPU_RANK_CONTEXTS=$2; shift ;;
     --build-dir) build_dir=$2; shift ;;
     --device) LMKIT_GPU_DEVICE=$2; shift ;;
@@ -185,6 +196,8 @@ done
 [ ${#bench_configs[@]} -gt 0 ] || bench_configs=("ptb softmax" "ptb mos" "wt2 mos" "wt2 softmax 15")
 LMKIT_GPU_BENCH_CONFIGS=$(IFS=';'; echo "${bench_configs[*]}")
 export LMKIT_GPU_BENCH_CONFIGS
+LMKIT_GPU_HEADS_CONFIGS=$(IFS=';'; echo "${heads_configs[*]}")
+export LMKIT_GPU_HEADS_CONFIGS
 for step in "${steps[@]}"; do
   [[ " ${all_steps[*]} " == *" $step "* ]] || { echo "run_on_gpu.sh: unknown step '$step' (${all_steps[*]})" >&2; exit 2; }
 done
@@ -219,6 +232,10 @@ write_results() {
       echo; echo "## Benchmarks (scripts/bench.sh --device $LMKIT_GPU_DEVICE: lmkit.train, lmkit's Lua loop, the PyTorch yardstick)"; echo
       sed -n '/^== all configurations/,$p' "$out/logs/bench.log" | tail -n +2
       echo; echo '```'; grep -E '^(\{|machine:|versions:)' "$out/logs/bench.log" || true; echo '```'
+    fi
+    if [ -f "$out/logs/heads.log" ]; then
+      echo; echo "## Each head against lmkit's Softmax (scripts/bench_heads.sh --device $LMKIT_GPU_DEVICE)"; echo
+      grep '^|' "$out/logs/heads.log" || true
     fi
     if [ -f "$out/logs/rank.log" ]; then
       echo; echo "## logP matrix + Press rank (scripts/bench_rank.lua)"; echo

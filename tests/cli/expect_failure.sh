@@ -11,7 +11,7 @@ if [ "$status" -eq 0 ]; then
   echo "expected a non-zero exit status, got 0" >&2
   exit 1
 fi
-if ! printf '%s' "$output" | tr '\n' '\r' | grep -Eq "$(printf '%s' "$regex")"; then
+if ! printf '%s' "$output" | tr '\n' '\r' | grep -Eq -e "$(printf '%s' "$regex")"; then
   echo "output does not match: $regex" >&2
   exit 1
 fi

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "ops/device_memory.h"
 #include "ops/gss_log_softmax.h"
 #include "ops/kernel_check.h"
 #include "ops/mixture_nll.h"
@@ -253,6 +254,30 @@ TEST(OpsCudaTest, EveryFusedKernelPassesItsSelfCheck) {
                             << r.tolerance << ") " << r.failure;
     }
   }
+}
+
+// The allocator's counts follow a tensor of known size: allocated rises by its bytes (the
+// allocator rounds a 4 MiB request to itself), the peak holds after it is freed, and a reset
+// starts the peak again at what is live.
+TEST(OpsCudaTest, DeviceMemoryCountsLiveTensorsAndTheirPeak) {
+  LMKIT_SKIP_WITHOUT_CUDA();
+  torch::cuda::synchronize();
+  reset_peak_device_memory("cuda");
+  const auto before = device_memory("cuda");
+  EXPECT_EQ(before.peak_allocated, before.allocated);
+  constexpr std::int64_t bytes = 4 << 20;
+  {
+    const auto block = torch::empty({bytes / 4}, torch::TensorOptions().dtype(torch::kFloat32).device(torch::kCUDA));
+    const auto during = device_memory("cuda");
+    EXPECT_EQ(during.allocated - before.allocated, bytes);
+    EXPECT_GE(during.reserved, during.allocated);
+    EXPECT_EQ(during.device, "cuda:" + std::to_string(block.device().index()));
+  }
+  const auto after = device_memory("cuda:0");
+  EXPECT_EQ(after.allocated, before.allocated);
+  EXPECT_EQ(after.peak_allocated, before.allocated + bytes);
+  reset_peak_device_memory("cuda:0");
+  EXPECT_EQ(device_memory("cuda").peak_allocated, after.allocated);
 }
 
 }  // namespace

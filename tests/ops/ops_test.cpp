@@ -1,9 +1,13 @@
 // The custom ops against their composed ATen references and against finite differences (float64).
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "ops/device_memory.h"
 #include "ops/gss_log_softmax.h"
 #include "ops/mixture_nll.h"
 #include "ops/plif.h"
+#include "runtime/core/error.h"
 #include "tests/support/gradcheck.h"
 
 namespace lmkit::ops {
@@ -201,6 +205,24 @@ TEST(OpsTest, BadArgumentsAreNamed) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("latent must be [M, K, d]"), std::string::npos);
   }
+}
+
+// The CPU has no allocator counts: asked for them, lmkit says so and where a CPU's peak is found.
+TEST(DeviceMemoryTest, RefusesANonCudaDeviceByName) {
+  for (const auto* read : {"device_memory", "reset_peak_device_memory"}) {
+    try {
+      if (std::string(read) == "device_memory") {
+        (void)device_memory("cpu");
+      } else {
+        reset_peak_device_memory("cpu");
+      }
+      ADD_FAILURE() << read << "(\"cpu\") did not throw";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("'cpu' is not a CUDA device"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("VmHWM"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(device_memory("gpu0"), UsageError);
 }
 
 }  // namespace
