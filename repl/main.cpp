@@ -56,7 +56,7 @@ struct ScriptArguments {
 
 struct BatchArguments {
   std::string backend = "local", partition, account, time_limit;
-  int jobs = 0, cpus_per_task = 0, gpus_per_task = 0, signal_lead = 120, task_threads = 0;
+  int jobs = 0, tasks_per_gpu = 0, cpus_per_task = 0, gpus_per_task = 0, signal_lead = 120, task_threads = 0;
   double wait_timeout = 0;
   bool requeue = false, wait = false, dry_run = false;
   std::vector<std::string> sbatch_args;
@@ -66,6 +66,7 @@ struct BatchArguments {
     nlohmann::json o;
     o["backend"] = backend;
     if (jobs > 0) o["jobs"] = jobs;
+    if (tasks_per_gpu > 0) o["tasks_per_gpu"] = tasks_per_gpu;
     if (task_threads > 0) o["threads"] = task_threads;
     if (!partition.empty()) o["partition"] = partition;
     if (!account.empty()) o["account"] = account;
@@ -132,6 +133,8 @@ CLI::App* add_batch_command(CLI::App& app, ScriptArguments& a, BatchArguments& b
       ->check(CLI::IsMember({"local", "slurm"}));
   add_set_option(batch, a.sets, "A recipe setting for the grid and every task (key=value, repeatable; out=DIR is the batch folder)");
   batch->add_option("--jobs", b.jobs, "At most this many tasks at once (local default: 1, or one per GPU; slurm: the array's %limit)")
+      ->check(at_least(1));
+  batch->add_option("--tasks-per-gpu", b.tasks_per_gpu, "Local: this many tasks at once on each GPU (default 1; a small model leaves a GPU mostly idle)")
       ->check(at_least(1));
   batch->add_option("--threads", b.task_threads, "CPU threads per local task (default: cores / jobs)")->check(at_least(1));
   batch->add_option("--partition", b.partition, "Slurm partition");

@@ -307,13 +307,21 @@ local function format_seconds(s)
   return ("%ds"):format(whole)
 end
 
-local function run_local(manifest, to_run, o)
-  local gpus = o.gpus or 0
-  local slots
-  if gpus > 1 and not o.jobs then
-    slots = {}
+-- The pool's slots: one environment per task that may run at once. With several GPUs, one task
+-- per GPU; with tasks_per_gpu = k, k per GPU (a small model leaves most of a GPU idle), the slots
+-- going round the GPUs so that the first tasks spread over all of them.
+local function gpu_slots(o)
+  local gpus, per_gpu = o.gpus or 0, o.tasks_per_gpu
+  if per_gpu == nil and (gpus <= 1 or o.jobs) then return nil end
+  local slots = {}
+  for _ = 1, per_gpu or 1 do
     for g = 0, gpus - 1 do slots[#slots + 1] = {CUDA_VISIBLE_DEVICES = tostring(g)} end
   end
+  return slots
+end
+
+local function run_local(manifest, to_run, o)
+  local slots = gpu_slots(o)
   local jobs = slots and #slots or (o.jobs or 1)
   local threads = o.threads or math.max(1, cpu_count() // jobs)
   local exe = lmkit.process.executable()
@@ -325,7 +333,7 @@ local function run_local(manifest, to_run, o)
   end
   print(("running %d task%s on this machine, %d at a time (%d thread%s each%s); logs in %s"):format(
     #to_run, #to_run == 1 and "" or "s", jobs, threads, threads == 1 and "" or "s",
-    slots and ", one GPU each" or "", paths(manifest.out).logs))
+    slots and (o.tasks_per_gpu and (", %d per GPU"):format(o.tasks_per_gpu) or ", one GPU each") or "", paths(manifest.out).logs))
   local finished, failed, total_seconds = 0, 0, 0
   local result = lmkit.process.run_pool{
     tasks = tasks, jobs = jobs, slots = slots,
@@ -333,7 +341,7 @@ local function run_local(manifest, to_run, o)
       local index = to_run[e.task]
       local id = manifest.tasks[index].id
       if e.kind == "started" then
-        print(("  start  task %d (%s)%s"):format(index, id, slots and (" on GPU " .. (e.slot - 1)) or ""))
+        print(("  start  task %d (%s)%s"):format(index, id, slots and (" on GPU " .. slots[e.slot].CUDA_VISIBLE_DEVICES) or ""))
         return
       end
       finished = finished + 1
@@ -471,12 +479,27 @@ local function wait_for_slurm(manifest, o)
   end
 end
 
--- `lmkit batch RECIPE ...`: o = {recipe=, backend=, jobs=, threads=, partition=, account=, time=,
+-- `lmkit batch RECIPE ...`: o = {recipe=, backend=, jobs=, tasks_per_gpu=, gpus=, threads=, partition=, account=, time=,
 -- cpus_per_task=, gpus_per_task=, requeue=, signal_lead=, sbatch_args=, sets=, wait=, dry_run=}.
 -- Returns the exit status.
 local submit_locked
 
 local function submit(o)
+  if o.tasks_per_gpu ~= nil then
+    local k = o.tasks_per_gpu
+    if math.type(k) ~= "integer" or k < 1 then
+      fail(("lmkit batch: --tasks-per-gpu must be an integer ≥ 1, got %s"):format(tostring(k)))
+    elseif (o.backend or "local") ~= "local" then
+      fail("lmkit batch: --tasks-per-gpu is the local backend's; on Slurm, tasks share a GPU through the " ..
+           "cluster's GPU sharing (e.g. --sbatch-arg=--gres=shard:1, docs/cluster.md \"Sharing a GPU\")")
+    elseif o.jobs then
+      fail(("lmkit batch: give --jobs or --tasks-per-gpu, not both (--tasks-per-gpu %d runs %d × GPUs at once)")
+             :format(k, k))
+    elseif (o.gpus or 0) < 1 then
+      fail("lmkit batch: --tasks-per-gpu shares GPUs among tasks, but this process sees no CUDA device " ..
+           "(`lmkit --version` says why); --jobs N runs N tasks at once on the CPU")
+    end
+  end
   local path = lmkit.process.absolute(o.recipe)
   local not_a_recipe = ("lmkit batch: %s is not a grid recipe: it does not return lmkit.recipe.define{...} " ..
                         "(docs/recipes.md). `lmkit run %s` runs plain scripts."):format(path, o.recipe)
@@ -497,7 +520,11 @@ local function submit(o)
     end
     if key ~= "out" then sets[#sets + 1] = s end
   end
-  local cfg = value:configure()
+  -- out=DIR among o.sets names the folder also when submit is called from Lua (the command line's
+  -- --set out=DIR reaches configure as a setting too, and wins).
+  local out_set
+  for _, s in ipairs(o.sets or {}) do out_set = s:match("^out=(.+)$") or out_set end
+  local cfg = value:configure(out_set and {out = out_set} or nil)
   local cells = value:cells(cfg)
   local out = lmkit.process.absolute(cfg.out)
   value.path = path

@@ -13,7 +13,7 @@
 #   bash scripts/gpu/run_on_gpu.sh --only configure,build,cpu_suite   # chosen steps (an existing build is reused)
 #   bash scripts/gpu/run_on_gpu.sh --quick --out ~/lmkit-results/node7
 #
-# Steps, in order: facts configure build doctor gpu_tests rank bench heads cpu_suite.
+# Steps, in order: facts configure build doctor gpu_tests rank bench heads sharing cpu_suite.
 # Options: --budget SECONDS (540): the whole run's deadline, each step gets what is left of it;
 #          --bench-steps N (200) --bench-warmup N (20) --bench-repeats R (1): timed steps per program,
 #          alternating lmkit.train, lmkit's Lua loop and the PyTorch yardstick R times per configuration;
@@ -22,6 +22,8 @@
 #          --heads-config "SIZE HEAD [BSZ]" (repeatable; default: scripts/bench_heads.sh's on a GPU:
 #            SigSoftmax, GSS and LMS-PLIF at PTB sizes, LMS-PLIF, Mixtape and MoS at WT2 sizes,
 #            each beside Softmax at the same batch; the steps, warm-up and repeats are --bench-*'s);
+#          --sharing-k "LIST" ("1 2 4 8"): tasks per GPU for the grid's cells per hour
+#            (scripts/bench_sharing.sh: PTB-size cells of --bench-steps steps, 2 per slot);
 #          --rank-contexts N (82430, PTB test); --build-dir DIR (build-gpu, under the repository root);
 #          --out DIR: the output folder (default: $LMKIT_GPU_OUT, else ./gpu-out in the repository
 #            root; a relative DIR is taken from the folder the script is run from);
@@ -145,6 +147,12 @@ PY
       LMKIT="$build/lmkit" bash scripts/bench_heads.sh --device "$LMKIT_GPU_DEVICE" --threads 4 \
         --steps "$LMKIT_GPU_BENCH_STEPS" --warmup "$LMKIT_GPU_BENCH_WARMUP" --repeats "$LMKIT_GPU_BENCH_REPEATS" "${config_args[@]}"
       ;;
+    sharing)
+      size=ptb
+      [ "$LMKIT_GPU_DEVICE" = cpu ] && size=tiny
+      LMKIT="$build/lmkit" bash scripts/bench_sharing.sh --device "$LMKIT_GPU_DEVICE" --size "$size" --k "$LMKIT_GPU_SHARING_K" \
+        --steps "$LMKIT_GPU_BENCH_STEPS" --warmup "$LMKIT_GPU_BENCH_WARMUP"
+      ;;
     rank)
       "$build/lmkit" run scripts/bench_rank.lua --set device="$LMKIT_GPU_DEVICE" --set threads="$LMKIT_GPU_CORES" \
         --set contexts="$LMKIT_GPU_RANK_CONTEXTS"
@@ -165,11 +173,11 @@ fi
 # --- the driver -------------------------------------------------------------------------------
 # The rank timing before the benchmarks: one short run for one target, while the benchmarks take
 # whatever time is left, configuration by configuration.
-all_steps=(facts configure build doctor gpu_tests rank bench heads cpu_suite)
+all_steps=(facts configure build doctor gpu_tests rank bench heads sharing cpu_suite)
 steps=("${all_steps[@]}")
 budget=540 build_dir=build-gpu
 export LMKIT_GPU_BENCH_STEPS=200 LMKIT_GPU_BENCH_WARMUP=20 LMKIT_GPU_BENCH_REPEATS=1 LMKIT_GPU_DEVICE=cuda
-export LMKIT_GPU_RANK_CONTEXTS=82430 LMKIT_GPU_PYTHON=${PYTHON:-python3}
+export LMKIT_GPU_RANK_CONTEXTS=82430 LMKIT_GPU_PYTHON=${PYTHON:-python3} LMKIT_GPU_SHARING_K="1 2 4 8"
 bench_configs=() heads_configs=()
 out=${LMKIT_GPU_OUT:-}
 while [ $# -gt 0 ]; do
@@ -182,6 +190,7 @@ while [ $# -gt 0 ]; do
     --bench-repeats) LMKIT_GPU_BENCH_REPEATS=$2; shift ;;
     --bench-config) bench_configs+=("$2"); shift ;;
     --heads-config) heads_configs+=("$2"); shift ;;
+    --sharing-k) LMKIT_GPU_SHARING_K=$2; shift ;;
     --rank-contexts) LMKIT_GPU_RANK_CONTEXTS=$2; shift ;;
     --build-dir) build_dir=$2; shift ;;
     --device) LMKIT_GPU_DEVICE=$2; shift ;;
@@ -236,6 +245,10 @@ write_results() {
     if [ -f "$out/logs/heads.log" ]; then
       echo; echo "## Each head against lmkit's Softmax (scripts/bench_heads.sh --device $LMKIT_GPU_DEVICE)"; echo
       grep '^|' "$out/logs/heads.log" || true
+    fi
+    if [ -f "$out/logs/sharing.log" ]; then
+      echo; echo "## A grid's cells per hour with K tasks per GPU (scripts/bench_sharing.sh)"; echo
+      grep -E '^(\||cells:)' "$out/logs/sharing.log" || true
     fi
     if [ -f "$out/logs/rank.log" ]; then
       echo; echo "## logP matrix + Press rank (scripts/bench_rank.lua)"; echo
