@@ -43,7 +43,8 @@ configs=("tiny gss" "tiny plif")
 
 # Softmax's batch sizes (SPEC Table 4.3), as bench_lmkit_train.lua: a config's group is SIZE and BSZ.
 declare -A softmax_bsz=([tiny]=20 [ptb]=20 [wt2]=80)
-groups=() declare -A group_heads=()
+groups=()
+declare -A group_heads=()
 for config in "${configs[@]}"; do
   read -r size head bsz extra <<<"$config"
   [ -z "${extra:-}" ] && [ -n "${head:-}" ] || { echo "bench_heads.sh: --config '$config': expected \"SIZE HEAD [BSZ]\"" >&2; exit 2; }
