@@ -11,6 +11,7 @@
 #include "ops/device_memory.h"
 #include "runtime/config/json_text.h"
 #include "runtime/core/atomic_file.h"
+#include "runtime/core/determinism.h"
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
@@ -206,6 +207,7 @@ const Function kFunctions[] = {
     entry<&default_device_name>("lmkit", "device", "", "\"cuda\" when a CUDA device is usable, else \"cpu\"."),
     entry<&ops::device_memory>("lmkit", "device_memory", "device", "Torch's CUDA allocator on \"cuda\" or \"cuda:N\": bytes in live tensors now, their peak since the start or lmkit.reset_peak_device_memory, and bytes held from the driver (with its cache)."),
     entry<&ops::reset_peak_device_memory>("lmkit", "reset_peak_device_memory", "device", "Starts a new peak of lmkit.device_memory at the current allocation."),
+    entry<&set_deterministic>("lmkit", "set_deterministic", "on", "Deterministic CUDA kernels (Torch's, cuDNN's; CUBLAS_WORKSPACE_CONFIG when unset), for bit-identical reruns on a GPU: call it first, before any CUDA work. An op without one then raises an error naming it (docs/training.md, Reproducibility)."),
     entry<&use_threads>("lmkit", "set_threads", "n", "Gives lmkit n CPU cores (1..1024): OpenBLAS's n threads run the matrix products and Torch's intra-op pool keeps 1 thread, since both pools at n oversubscribe the cores (measured: docs/benchmarks.md, \"Threads\"). torch= and blas= set a pool's count explicitly."),
     entry<&thread_counts>("lmkit", "get_threads", "", "Threads Torch's CPU kernels use, and OpenBLAS's (0 when Torch's BLAS is not OpenBLAS)."),
     {"version", lmkit_version, "lmkit.version() -> {lmkit=, git=, torch=, lua=, cuda_compiled=, cuda_usable=}\nWhat this build is made of (git: the source revision of a development build, \"\" otherwise)."},

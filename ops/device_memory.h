@@ -26,8 +26,9 @@ inline auto declared_result(config::Tag<DeviceMemory>) {
 }
 
 // The counts of "cuda" (the current device) or "cuda:N". Throws UsageError for another device
-// (a CPU process's peak is its peak RSS: VmHWM in /proc/self/status) and EnvironmentError where
-// CUDA is not usable or this build has no CUDA side (built without nvcc).
+// (a CPU process's peak is its peak RSS: VmHWM in /proc/self/status) and where CUDA is not usable,
+// EnvironmentError where this build has no CUDA side (built without nvcc) or the allocator keeps no
+// counts.
 DeviceMemory device_memory(const std::string& device);
 
 // Starts a new peak at the current allocation, e.g. between two models measured in one process.

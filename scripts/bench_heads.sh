@@ -65,27 +65,11 @@ if [ "$device" != cpu ] && command -v nvidia-smi >/dev/null; then
 fi
 echo "versions: $("$lmkit" --version 2>/dev/null | paste -sd ',' - | sed 's/,/, /g')"
 
-run() {  # size head bsz -> one JSON line
-  "$lmkit" run scripts/bench_lmkit_train.lua --set size="$1" --set head="$2" --set bsz="$3" --set threads="$threads" \
-    --set steps="$steps" --set warmup="$warmup" --set device="$device" | tail -1
-}
-lines=()
-for key in "${groups[@]}"; do
-  read -r size bsz <<<"$key"
-  for _ in $(seq 1 "$repeats"); do
-    for head in softmax ${group_heads[$key]}; do
-      line=$(run "$size" "$head" "$bsz")
-      echo "$line"
-      lines+=("$line")
-    done
-  done
-done
-
-# The table, in Lua: lmkit reads its own JSON lines (no Python needed on the machine).
+# The table's rows, in Lua: lmkit reads its own JSON lines (no Python needed on the machine).
 table_script=$(mktemp --suffix=.lua) lines_file=$(mktemp)
 trap 'rm -f "$table_script" "$lines_file"' EXIT
 cat >"$table_script" <<'LUA'
-local cfg = lmkit.configure({lines = "", device = "cpu"})
+local cfg = lmkit.configure({lines = "", device = "cpu", header = false})
 local runs, order = {}, {}
 for line in io.lines(cfg.lines) do
   local r = lmkit.json_decode(line)
@@ -105,8 +89,8 @@ local function thousands(x)
   return (s:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
 end
 local memory = cfg.device == "cpu" and "peak RSS MB" or "peak device MB (live tensors)"
-print(("| head (size, bptt×bsz, parameters) | tok/s | Softmax tok/s | step ms | Softmax step ms | step / Softmax | %s | memory / Softmax |"):format(memory))
-print("|---|---|---|---|---|---|---|---|")
+if cfg.header then print(("| head (size, bptt×bsz, parameters) | tok/s | Softmax tok/s | step ms | Softmax step ms | step / Softmax | %s | memory / Softmax |"):format(memory))
+print("|---|---|---|---|---|---|---|---|") end
 local field = cfg.device == "cpu" and "peak_rss_mb" or "peak_device_mb"
 for _, key in ipairs(order) do
   local list = runs[key]
@@ -122,6 +106,24 @@ for _, key in ipairs(order) do
   end
 end
 LUA
-printf '%s\n' "${lines[@]}" >"$lines_file"
-echo
-"$lmkit" run "$table_script" --set lines="$lines_file" --set device="$device"
+run() {  # size head bsz -> one JSON line
+  "$lmkit" run scripts/bench_lmkit_train.lua --set size="$1" --set head="$2" --set bsz="$3" --set threads="$threads" \
+    --set steps="$steps" --set warmup="$warmup" --set device="$device" | tail -1
+}
+# A group's rows as soon as it is measured (under a deadline the finished groups stay): the header
+# before the first group's rows.
+header=true
+for key in "${groups[@]}"; do
+  read -r size bsz <<<"$key"
+  lines=()
+  for _ in $(seq 1 "$repeats"); do
+    for head in softmax ${group_heads[$key]}; do
+      line=$(run "$size" "$head" "$bsz")
+      echo "$line"
+      lines+=("$line")
+    done
+  done
+  printf '%s\n' "${lines[@]}" >"$lines_file"
+  "$lmkit" run "$table_script" --set lines="$lines_file" --set device="$device" --set header="$header"
+  header=false
+done

@@ -115,7 +115,13 @@ if status then
   end
   status:close()
 end
-local peak_device_mb = cfg.device ~= "cpu" and lmkit.device_memory(cfg.device).peak_allocated / 2^20 or 0
+-- -1 where the allocator's counts cannot be read (a build without its CUDA side): the timing stands.
+local peak_device_mb = 0
+if cfg.device ~= "cpu" then
+  local ok, memory = pcall(lmkit.device_memory, cfg.device)
+  peak_device_mb = ok and memory.peak_allocated / 2^20 or -1
+  if not ok then io.stderr:write("bench_lmkit_train.lua: no peak device memory: ", tostring(memory), "\n") end
+end
 local v = lmkit.version()
 print(("{\"impl\": \"lmkit.train\", \"size\": %q, \"head\": %q, \"bsz\": %d, \"bptt\": %d, \"steps\": %d, \"warmup\": %d, " ..
        "\"threads\": %d, \"torch_threads\": %d, \"blas_threads\": %d, \"device\": %q, \"parameters\": %d, \"tokens_per_s\": %.1f, \"step_ms\": %.2f, \"step_ms_mean\": %.2f, " ..

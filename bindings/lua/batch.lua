@@ -309,19 +309,23 @@ end
 
 -- The pool's slots: one environment per task that may run at once. With several GPUs, one task
 -- per GPU; with tasks_per_gpu = k, k per GPU (a small model leaves most of a GPU idle), the slots
--- going round the GPUs so that the first tasks spread over all of them.
-local function gpu_slots(o)
+-- going round the GPUs so that the first tasks spread over all of them. `visible` is this process's
+-- CUDA_VISIBLE_DEVICES: a task gets its g-th entry (a scheduler's GPU number, a UUID, a MIG
+-- instance), so that it runs on a GPU given to this process; unset, GPU g is "g".
+function batch.gpu_slots(o, visible)
   local gpus, per_gpu = o.gpus or 0, o.tasks_per_gpu
   if per_gpu == nil and (gpus <= 1 or o.jobs) then return nil end
+  local names = {}
+  for name in (visible or ""):gmatch("[^,%s]+") do names[#names + 1] = name end
   local slots = {}
   for _ = 1, per_gpu or 1 do
-    for g = 0, gpus - 1 do slots[#slots + 1] = {CUDA_VISIBLE_DEVICES = tostring(g)} end
+    for g = 0, gpus - 1 do slots[#slots + 1] = {CUDA_VISIBLE_DEVICES = names[g + 1] or tostring(g)} end
   end
   return slots
 end
 
 local function run_local(manifest, to_run, o)
-  local slots = gpu_slots(o)
+  local slots = batch.gpu_slots(o, os.getenv("CUDA_VISIBLE_DEVICES"))
   local jobs = slots and #slots or (o.jobs or 1)
   local threads = o.threads or math.max(1, cpu_count() // jobs)
   local exe = lmkit.process.executable()

@@ -214,7 +214,8 @@ namespace allocator = c10::cuda::CUDACachingAllocator;
 
 // The allocator's per-device tables exist once Torch has initialised CUDA, which it does lazily, on
 // the first allocation: before that a read is refused ("did you call init?"). Then a one-element
-// tensor initialises it, freed before the read, so that no count of the caller's includes it.
+// tensor initialises it and is freed before the second read (a first read's peak may hold its 512
+// bytes). Another allocator backend (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync) keeps no counts.
 template <typename Read>
 auto with_allocator(int index, Read read) {
   const auto device = static_cast<c10::DeviceIndex>(index < 0 ? static_cast<int>(c10::cuda::current_device()) : index);
@@ -222,7 +223,13 @@ auto with_allocator(int index, Read read) {
     return read(device);
   } catch (const c10::Error&) {
     (void)torch::empty({1}, torch::TensorOptions().device(torch::kCUDA, device));
+  }
+  try {
     return read(device);
+  } catch (const c10::Error& e) {
+    throw EnvironmentError("device_memory: Torch's CUDA allocator gives no counts for cuda:" + integer_text(device) +
+                           " (" + e.what_without_backtrace() +
+                           "); its native allocator keeps them (PYTORCH_CUDA_ALLOC_CONF without backend:cudaMallocAsync)");
   }
 }
 }  // namespace

@@ -23,7 +23,7 @@
 #            SigSoftmax, GSS and LMS-PLIF at PTB sizes, LMS-PLIF, Mixtape and MoS at WT2 sizes,
 #            each beside Softmax at the same batch; the steps, warm-up and repeats are --bench-*'s);
 #          --sharing-k "LIST" ("1 2 4 8"): tasks per GPU for the grid's cells per hour
-#            (scripts/bench_sharing.sh: PTB-size cells of --bench-steps steps, 2 per slot);
+#            (scripts/bench_sharing.sh: PTB-size cells of --bench-steps steps, one round per K);
 #          --rank-contexts N (82430, PTB test); --build-dir DIR (build-gpu, under the repository root);
 #          --out DIR: the output folder (default: $LMKIT_GPU_OUT, else ./gpu-out in the repository
 #            root; a relative DIR is taken from the folder the script is run from);
@@ -151,7 +151,7 @@ PY
       size=ptb
       [ "$LMKIT_GPU_DEVICE" = cpu ] && size=tiny
       LMKIT="$build/lmkit" bash scripts/bench_sharing.sh --device "$LMKIT_GPU_DEVICE" --size "$size" --k "$LMKIT_GPU_SHARING_K" \
-        --steps "$LMKIT_GPU_BENCH_STEPS" --warmup "$LMKIT_GPU_BENCH_WARMUP"
+        --steps "$LMKIT_GPU_BENCH_STEPS" --warmup "$LMKIT_GPU_BENCH_WARMUP" --cells-per-slot 1
       ;;
     rank)
       "$build/lmkit" run scripts/bench_rank.lua --set device="$LMKIT_GPU_DEVICE" --set threads="$LMKIT_GPU_CORES" \

@@ -66,6 +66,20 @@ T.test("tasks_per_gpu runs k tasks at once on each GPU, going round the GPUs", f
   os.execute(("rm -rf '%s'"):format(dir))
 end)
 
+T.test("a task's GPU is an entry of this process's CUDA_VISIBLE_DEVICES, going round them", function()
+  local function gpus(slots)
+    local list = {}
+    for i, slot in ipairs(slots) do list[i] = slot.CUDA_VISIBLE_DEVICES end
+    return list
+  end
+  T.eq(gpus(batch.gpu_slots({gpus = 2, tasks_per_gpu = 2}, nil)), {"0", "1", "0", "1"})
+  T.eq(gpus(batch.gpu_slots({gpus = 2, tasks_per_gpu = 2}, "3,5")), {"3", "5", "3", "5"})
+  T.eq(gpus(batch.gpu_slots({gpus = 1, tasks_per_gpu = 3}, "GPU-8f2e")), {"GPU-8f2e", "GPU-8f2e", "GPU-8f2e"})
+  T.eq(gpus(batch.gpu_slots({gpus = 3}, "MIG-a, MIG-b,MIG-c")), {"MIG-a", "MIG-b", "MIG-c"})
+  T.eq(batch.gpu_slots({gpus = 1}, "2"), nil, "one GPU, one task at a time: nothing to choose")
+  T.eq(batch.gpu_slots({gpus = 4, jobs = 2}, nil), nil, "--jobs alone: the tasks see what this process sees")
+end)
+
 T.test("tasks_per_gpu is refused with jobs, on Slurm, without a GPU, and when not a count", function()
   local dir = os.tmpname()
   os.remove(dir)
