@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "runtime/core/determinism.h"
-#include "runtime/core/device.h"
-#include "runtime/data/synthetic_language.h"
 #include "runtime/training/trainer.h"
+#include "tests/support/comparable_metrics.h"
+#include "tests/support/small_training.h"
 #include "tests/support/temporary_folder.h"
 
 namespace lmkit::training {
@@ -53,33 +53,9 @@ TEST_F(DeterminismTest, KeepsTheUsersOwnCublasWorkspace) {
   EXPECT_EQ(std::string(std::getenv("CUBLAS_WORKSPACE_CONFIG")), ":16:8");
 }
 
-data::Corpus small_corpus() {
-  data::SyntheticOptions o;
-  o.vocab = 40;
-  o.states = 12;
-  o.dim = 4;
-  o.seed = 5;
-  return data::SyntheticLanguage(o).corpus(5000, 1000, 1000);
-}
-
-LanguageModel model_with(const nlohmann::json& head) {
-  seed_torch(3);
-  LanguageModelOptions o;
-  o.encoder(AwdLstmOptions().vocab_size(40).emb(8).nhid(16).nhidlast(8).nlayers(2)
-                .dropout(0.1).dropouth(0.1).dropouti(0.1).dropoute(0.05).wdrop(0.2));
-  o.head(head);
-  return LanguageModel(o);
-}
-
-// The metrics without their wall-clock fields.
-std::vector<nlohmann::json> comparable(std::vector<nlohmann::json> records) {
-  for (auto& r : records) {
-    r.erase("tokens_per_s");
-    r.erase("seconds");
-    r.erase("epoch_seconds");
-  }
-  return records;
-}
+using testing::small_corpus;
+using testing::small_model;
+using testing::comparable_metrics;
 
 // Two runs on the GPU from one seed — dropout masks from the CUDA generator, the embedding's and
 // the LSTM's backward, each fused kernel — and every logged loss, norm and perplexity is equal.
@@ -97,11 +73,11 @@ TEST_F(DeterminismTest, TwoCudaRunsFromOneSeedGiveTheSameMetricsBitForBit) {
                            nlohmann::json{{"kind", "plif"}, {"K", 2000}}, nlohmann::json{{"kind", "mos"}, {"K", 3}}}) {
     std::vector<std::vector<nlohmann::json>> runs;
     for (const char* name : {"a", "b"}) {
-      auto model = model_with(head);
+      auto model = small_model(head);
       model->to(torch::kCUDA);
       Trainer trainer(model, small_corpus(), options, dir(head.at("kind").get<std::string>() + name));
       trainer.run();
-      runs.push_back(comparable(trainer.store().metrics()));
+      runs.push_back(comparable_metrics(trainer.store().metrics()));
     }
     ASSERT_FALSE(runs[0].empty());
     EXPECT_EQ(runs[0], runs[1]) << head.dump();

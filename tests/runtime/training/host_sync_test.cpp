@@ -22,6 +22,7 @@
 #include "runtime/data/synthetic_language.h"
 #include "runtime/training/evaluation.h"
 #include "runtime/training/trainer.h"
+#include "tests/support/small_training.h"
 #include "tests/support/temporary_folder.h"
 
 namespace lmkit::training {
@@ -51,23 +52,8 @@ class ScalarReadObserver {
   at::CallbackHandle handle_;
 };
 
-data::Corpus tiny_corpus() {
-  data::SyntheticOptions o;
-  o.vocab = 30;
-  o.states = 12;
-  o.dim = 4;
-  o.seed = 7;
-  return data::SyntheticLanguage(o).corpus(4000, 800, 800);
-}
-
-LanguageModel tiny_model(const nlohmann::json& head) {
-  seed_torch(3);
-  LanguageModelOptions o;
-  o.encoder(AwdLstmOptions().vocab_size(30).emb(8).nhid(16).nhidlast(8).nlayers(2)
-                .dropout(0.1).dropouth(0.1).dropouti(0.1).dropoute(0.05).wdrop(0.2));
-  o.head(head);
-  return LanguageModel(o);
-}
+using testing::small_corpus;
+using testing::small_model;
 
 class HostSyncTest : public testing::TemporaryFolderTest {
  protected:
@@ -108,7 +94,7 @@ TEST_F(HostSyncTest, ATrainingStepReadsTheHostOnce) {
       };
       ScalarReadObserver observer;
       const auto dir = (root_ / ("run" + std::to_string(small_batch) + head["kind"].get<std::string>())).string();
-      Trainer(tiny_model(head), tiny_corpus(), options, dir, callbacks).run();
+      Trainer(small_model(head), small_corpus(), options, dir, callbacks).run();
       ASSERT_GT(marks.size(), 40u);
       std::int64_t steps_compared = 0;
       for (std::size_t i = 1; i < marks.size(); ++i) {
@@ -123,8 +109,8 @@ TEST_F(HostSyncTest, ATrainingStepReadsTheHostOnce) {
 }
 
 TEST_F(HostSyncTest, AnEvaluationReadsTheHostOnce) {
-  auto model = tiny_model({{"kind", "gss"}, {"c", 0.0}, {"k", 2.0}});
-  const auto tokens = tiny_corpus().valid;
+  auto model = small_model({{"kind", "gss"}, {"c", 0.0}, {"k", 2.0}});
+  const auto tokens = small_corpus().valid;
   evaluate(model, tokens, 4, 10);  // the first use of the fused op checks it (outside the count)
   ScalarReadObserver observer;
   const auto scalars_before = scalar_reads.load();

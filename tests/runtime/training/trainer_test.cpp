@@ -25,6 +25,7 @@
 #include "runtime/training/preemption.h"
 #include "runtime/training/run_store.h"
 #include "runtime/training/trainer.h"
+#include "tests/support/comparable_metrics.h"
 #include "tests/support/temporary_folder.h"
 
 namespace lmkit::training {
@@ -72,15 +73,7 @@ class TrainerTest : public testing::TemporaryFolderTest {
   TrainerTest() : TemporaryFolderTest("lmkit_trainer_test_") {}
 };
 
-// The metrics without their wall-clock fields, which no two runs share.
-std::vector<nlohmann::json> comparable(std::vector<nlohmann::json> records) {
-  for (auto& r : records) {
-    r.erase("tokens_per_s");
-    r.erase("seconds");
-    r.erase("epoch_seconds");
-  }
-  return records;
-}
+using testing::comparable_metrics;
 
 TEST_F(TrainerTest, EpochTriggeredSwitchHappensAtItsEpochAndIsRecorded) {
   auto options = tiny_options();
@@ -294,7 +287,7 @@ TEST_F(TrainerTest, ResumeAfterPreemptionReproducesTheUninterruptedRun) {
   {
     Trainer trainer(tiny_model(), tiny_corpus(), options, dir("whole"));
     reference_summary = trainer.run();
-    reference = comparable(trainer.store().metrics());
+    reference = comparable_metrics(trainer.store().metrics());
   }
   const std::int64_t steps_per_epoch = [&] {
     for (const auto& r : reference) if (r.at("type") == "epoch") return r.at("step").get<std::int64_t>();
@@ -317,7 +310,7 @@ TEST_F(TrainerTest, ResumeAfterPreemptionReproducesTheUninterruptedRun) {
   EXPECT_TRUE(resumed.resumed());
   const auto summary = resumed.run();
   EXPECT_FALSE(was_preempted());
-  EXPECT_EQ(comparable(resumed.store().metrics()), reference);
+  EXPECT_EQ(comparable_metrics(resumed.store().metrics()), reference);
   EXPECT_EQ(summary.at("test_loss"), reference_summary.at("test_loss"));
   EXPECT_EQ(summary.at("valid_loss"), reference_summary.at("valid_loss"));
 }
@@ -396,7 +389,7 @@ TEST_F(TrainerTest, ATransformerRunResumesExactlyAfterPreemption) {
   {
     Trainer trainer(tiny_transformer(), tiny_corpus(), options, dir("whole"));
     reference_summary = trainer.run();
-    reference = comparable(trainer.store().metrics());
+    reference = comparable_metrics(trainer.store().metrics());
   }
   {
     TrainCallbacks callbacks;
@@ -409,7 +402,7 @@ TEST_F(TrainerTest, ATransformerRunResumesExactlyAfterPreemption) {
   Trainer resumed(tiny_transformer(/*seed=*/99), tiny_corpus(), options, dir("split"));
   EXPECT_TRUE(resumed.resumed());
   const auto summary = resumed.run();
-  EXPECT_EQ(comparable(resumed.store().metrics()), reference);
+  EXPECT_EQ(comparable_metrics(resumed.store().metrics()), reference);
   EXPECT_EQ(summary.at("test_loss"), reference_summary.at("test_loss"));
 }
 

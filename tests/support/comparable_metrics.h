@@ -1,0 +1,19 @@
+// A run's metrics without their wall-clock fields, which no two runs share: what tests compare when
+// two runs (a resumed one, a rerun on a GPU) must agree bit for bit.
+#pragma once
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lmkit::testing {
+
+inline std::vector<nlohmann::json> comparable_metrics(std::vector<nlohmann::json> records) {
+  for (auto& r : records) {
+    r.erase("tokens_per_s");
+    r.erase("seconds");
+    r.erase("epoch_seconds");
+  }
+  return records;
+}
+
+}  // namespace lmkit::testing
