@@ -154,7 +154,7 @@ namespace detail {
 
 // GSS(0.4, 1.7) on rows of 1,537 words (longer than a CUDA block of 1,024 threads), once with
 // logits of a typical scale and once around ±1000, forward and ∂/∂logits under a random upstream.
-std::vector<CheckedOutput> gss_log_softmax_check_cases(const torch::Device& device, torch::ScalarType dtype) {
+std::vector<CheckedOutput> gss_log_softmax_check_cases(const torch::Device& device, torch::ScalarType dtype, bool fused) {
   const double c = 0.4, k = 1.7;
   std::vector<CheckedOutput> outputs;
   const std::pair<const char*, double> cases[] = {{"logits N(0, 3²)", 3.0}, {"logits ±1000", 1000.0}};
@@ -162,14 +162,14 @@ std::vector<CheckedOutput> gss_log_softmax_check_cases(const torch::Device& devi
   for (const auto& [label, scale] : cases) {
     const auto x = check_values({3, 1537}, seed++, scale).to(dtype).to(torch::kFloat64);
     const auto upstream = check_values({3, 1537}, seed++, 1.0);
-    auto fused_in = x.to(device, dtype).requires_grad_();
+    auto checked_in = x.to(device, dtype).requires_grad_();
     auto reference_in = x.to(device).requires_grad_();
-    const auto fused = GssLogSoftmax::apply(fused_in, c, k, true);
+    const auto checked = GssLogSoftmax::apply(checked_in, c, k, fused);
     const auto reference = GssLogSoftmax::apply(reference_in, c, k, false);
-    const auto fused_grad = torch::autograd::grad({fused}, {fused_in}, {upstream.to(device, dtype)})[0];
+    const auto checked_grad = torch::autograd::grad({checked}, {checked_in}, {upstream.to(device, dtype)})[0];
     const auto reference_grad = torch::autograd::grad({reference}, {reference_in}, {upstream.to(device)})[0];
-    outputs.push_back({std::string("forward (") + label + ")", fused, reference});
-    outputs.push_back({std::string("∂/∂logits (") + label + ")", fused_grad, reference_grad});
+    outputs.push_back({std::string("forward (") + label + ")", checked, reference});
+    outputs.push_back({std::string("∂/∂logits (") + label + ")", checked_grad, reference_grad});
   }
   return outputs;
 }

@@ -24,7 +24,7 @@
 namespace lmkit::ops {
 namespace {
 
-using CaseFunction = std::vector<detail::CheckedOutput> (*)(const torch::Device&, torch::ScalarType);
+using CaseFunction = std::vector<detail::CheckedOutput> (*)(const torch::Device&, torch::ScalarType, bool);
 
 struct FusedOp {
   const char* name;
@@ -146,21 +146,24 @@ void set_kernel_check_mode(KernelCheckMode mode) {
   s.mode = mode;
 }
 
-KernelComparison compare_fused_kernel(const std::string& op, const torch::Device& device, torch::ScalarType dtype) {
+namespace {
+
+const FusedOp& known_op(const std::string& op) {
   const auto* entry = find_op(op);
   if (entry == nullptr) {
     std::string known;
     for (const auto& name : fused_ops()) known += (known.empty() ? "" : ", ") + name;
     throw UsageError("no fused op named '" + op + "' (fused ops: " + known + ")");
   }
-  if (!has_fused_kernel(op, device)) {
-    throw UsageError(op + " has no fused kernel on " + device.str() + " in this build (it runs its ATen composite there)");
-  }
-  if (dtype != torch::kFloat32 && dtype != torch::kFloat64) {
-    throw UsageError(op + ": the fused kernels take float32 or float64, got " + std::string(c10::toString(dtype)));
-  }
+  return *entry;
+}
+
+// Runs `entry`'s cases with the checked path (`fused`: its own kernel, else its ATen composite) in
+// `dtype` against the float64 reference.
+KernelComparison compare_path(const FusedOp& entry, bool fused, const torch::Device& device, torch::ScalarType dtype) {
   KernelComparison result;
-  result.op = op;
+  result.op = entry.name;
+  result.path = fused ? "fused kernel" : "ATen composite";
   result.device = device.str();
   result.dtype = dtype_name(dtype);
   result.tolerance = tolerance_for(dtype);
@@ -169,15 +172,15 @@ KernelComparison compare_fused_kernel(const std::string& op, const torch::Device
     // Gradients are part of the check, whatever mode the caller is in (evaluation, inference).
     c10::InferenceMode not_inference(false);
     torch::AutoGradMode grad(true);
-    for (const auto& output : entry->cases(device, dtype)) {
-      const auto fused = output.fused.detach().to(torch::kCPU, torch::kFloat64);
+    for (const auto& output : entry.cases(device, dtype, fused)) {
+      const auto checked = output.checked.detach().to(torch::kCPU, torch::kFloat64);
       const auto reference = output.reference.detach().to(torch::kCPU, torch::kFloat64);
       double error = 0;
-      if (fused.sizes() != reference.sizes()) {
+      if (checked.sizes() != reference.sizes()) {
         error = std::numeric_limits<double>::infinity();
-      } else if (fused.numel() > 0) {
+      } else if (checked.numel() > 0) {
         const double scale = 1 + reference.abs().max().item<double>();
-        error = (fused - reference).abs().max().item<double>() / scale;
+        error = (checked - reference).abs().max().item<double>() / scale;
         if (!std::isfinite(error)) error = std::numeric_limits<double>::infinity();
       }
       if (result.worst.empty() || error > result.error) {
@@ -192,6 +195,28 @@ KernelComparison compare_fused_kernel(const std::string& op, const torch::Device
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
+}
+
+}  // namespace
+
+KernelComparison compare_fused_kernel(const std::string& op, const torch::Device& device, torch::ScalarType dtype) {
+  const auto& entry = known_op(op);
+  if (!has_fused_kernel(op, device)) {
+    throw UsageError(op + " has no fused kernel on " + device.str() + " in this build (it runs its ATen composite there)");
+  }
+  if (dtype != torch::kFloat32 && dtype != torch::kFloat64) {
+    throw UsageError(op + ": the fused kernels take float32 or float64, got " + std::string(c10::toString(dtype)));
+  }
+  return compare_path(entry, true, device, dtype);
+}
+
+KernelComparison compare_composite(const std::string& op, const torch::Device& device, torch::ScalarType dtype) {
+  const auto& entry = known_op(op);
+  if (dtype != torch::kFloat32) {
+    throw UsageError(op + ": the ATen composite is checked in float32 (in float64 it is the reference itself), got " +
+                     std::string(c10::toString(dtype)));
+  }
+  return compare_path(entry, false, device, dtype);
 }
 
 bool cuda_kernels_built() {

@@ -1,14 +1,17 @@
 // Fused kernels that check themselves. The first use of a fused op (gss_log_softmax, plif,
 // mixture_nll) with its own kernel on a device and dtype in a process runs that kernel beside the
-// op's ATen composite on a small random case — forward and every gradient, a row longer than a
-// CUDA block, logits of ±1000 — and compares. On agreement the fused kernel is used from then on;
+// op's ATen composite in float64 on a small random case — forward and every gradient, a row longer
+// than a CUDA block, logits of ±1000 — and compares. On agreement the fused kernel is used from then on;
 // on disagreement lmkit warns once, naming the op, the device and the error, and the ATen path
 // serves the rest of the process: never silently wrong numbers from a kernel that was never run on
 // the user's GPU before.
 //
 // Tolerance: for each output, max |fused − reference| ≤ tol · (1 + max |reference|), where the
 // reference is the ATen composite in float64 on the same device and the same (dtype-rounded)
-// inputs; tol = 1e-5 for float32, 1e-11 for float64. Non-finite values fail.
+// inputs; tol = 1e-5 for float32, 1e-11 for float64. Non-finite values fail. The ATen composite
+// itself in float32 is held to the same float64 reference and tolerance (compare_composite: what
+// `lmkit doctor` shows for every op on every device, since a fused kernel that fails falls back
+// to it): a float32 composite can lose precision too, as mixture_nll's once did at ±1000 logits.
 //
 // LMKIT_KERNEL_CHECK (read at the first fused call, or set_kernel_check_mode): "on" (the default),
 // "off" (trust the fused kernels unchecked), "strict" (a mismatch is an error, every time the op
@@ -25,9 +28,12 @@ namespace lmkit::ops {
 
 enum class KernelCheckMode { on, off, strict };
 
-// One fused kernel against its ATen composite, on one device and dtype.
+// One path of a fused op (its own kernel, or its ATen composite) against the float64 reference,
+// on one device and dtype.
 struct KernelComparison {
   std::string op;
+  std::string path;    // "fused kernel" or "ATen composite"
+
   std::string device;  // "cpu", "cuda:0"
   std::string dtype;   // "float32", "float64"
   bool passed = false;
@@ -56,6 +62,11 @@ std::string kernel_check_mode_name(KernelCheckMode mode);
 // Throws UsageError when `op` has no fused kernel on `device`.
 KernelComparison compare_fused_kernel(const std::string& op, const torch::Device& device,
                                       torch::ScalarType dtype);
+
+// The op's ATen composite in `dtype` (float32: float64 is the reference itself) on the same cases,
+// against the same reference and tolerance: on any device, whether or not the op has a kernel of
+// its own there. Throws UsageError for an unknown op or another dtype.
+KernelComparison compare_composite(const std::string& op, const torch::Device& device, torch::ScalarType dtype);
 
 // What this build holds of CUDA: whether lmkit's kernels were compiled in, for which architectures
 // ("80;90"; empty without), and facts of CUDA device `index` as (name, value) pairs — the GPU,
@@ -93,10 +104,11 @@ namespace detail {
 bool use_fused_kernel(const char* op, const torch::Tensor& input);
 void fused_result(const char* op, torch::Tensor& result);
 
-// One output of a check case: the fused kernel's and the reference's value of the same thing.
+// One output of a check case: the checked path's value (the fused kernel's, or the ATen
+// composite's in the checked dtype) and the float64 reference's value of the same thing.
 struct CheckedOutput {
   std::string name;
-  torch::Tensor fused;
+  torch::Tensor checked;
   torch::Tensor reference;
 };
 
@@ -104,10 +116,11 @@ struct CheckedOutput {
 // every seeded run, are untouched), N(0, scale²).
 torch::Tensor check_values(at::IntArrayRef sizes, uint64_t seed, double scale);
 
-// Each op's cases (in its own .cpp, where its autograd function is).
-std::vector<CheckedOutput> gss_log_softmax_check_cases(const torch::Device& device, torch::ScalarType dtype);
-std::vector<CheckedOutput> plif_check_cases(const torch::Device& device, torch::ScalarType dtype);
-std::vector<CheckedOutput> mixture_nll_check_cases(const torch::Device& device, torch::ScalarType dtype);
+// Each op's cases (in its own .cpp, where its autograd function is); `fused`: the checked path is
+// the op's own kernel, else its ATen composite.
+std::vector<CheckedOutput> gss_log_softmax_check_cases(const torch::Device& device, torch::ScalarType dtype, bool fused);
+std::vector<CheckedOutput> plif_check_cases(const torch::Device& device, torch::ScalarType dtype, bool fused);
+std::vector<CheckedOutput> mixture_nll_check_cases(const torch::Device& device, torch::ScalarType dtype, bool fused);
 
 }  // namespace detail
 }  // namespace lmkit::ops

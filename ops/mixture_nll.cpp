@@ -29,7 +29,10 @@ class MixtureNll : public torch::autograd::Function<MixtureNll> {
                                double kappa, bool fused) {
     const int64_t K = latent.size(1);
     auto t = targets.view({-1, 1});
-    torch::Tensor a, lse;
+    // Per component: a (log π + log P(t)), and the normaliser kept as two parts, the row's max and
+    // log Σ exp(z − max). Their float32 sum (≈ ±1e3 at large logits, spacing 1e-4) would make the
+    // backward's p = exp(z − lse) off by that much relative; (z − max) − log_sum keeps it ~1e-7.
+    torch::Tensor a, row_max, log_sum;
     // One [M, N] buffer for all K blocks: re-allocating vocabulary-sized blocks per component
     // costs page faults on CPU (docs: cpu-performance notes).
     auto block = torch::empty({latent.size(0), weight.size(0)}, latent.options());
@@ -38,31 +41,34 @@ class MixtureNll : public torch::autograd::Function<MixtureNll> {
     if (fused && latent.is_cuda()) {
       // The GEMM stays with cuBLAS; one kernel then does the transform, logsumexp and gather.
       a = torch::empty({latent.size(0), K}, latent.options());
-      lse = torch::empty({latent.size(0), K}, latent.options());
+      row_max = torch::empty({latent.size(0), K}, latent.options());
+      log_sum = torch::empty({latent.size(0), K}, latent.options());
       for (int64_t k = 0; k < K; ++k) {
         logits_into(block, latent.select(1, k), weight, bias);
-        cuda::mixture_component_forward(block, log_prior, targets, a, lse, k, c, kappa);
+        cuda::mixture_component_forward(block, log_prior, targets, a, row_max, log_sum, k, c, kappa);
       }
     }
 #endif
     if (!a.defined()) {
       a = torch::empty_like(log_prior);
-      lse = torch::empty_like(log_prior);
+      row_max = torch::empty_like(log_prior);
+      log_sum = torch::empty_like(log_prior);
       for (int64_t k = 0; k < K; ++k) {
         auto z = logits_into(block, latent.select(1, k), weight, bias);
         if (kappa != 1.0) z = gss_transform(z, c, kappa);
         // log P(t) = (z_t − max) − log Σ exp(z − max): near ±1e4 the float32 sum max + log Σ
-        // rounds at its ulp (~1e-3), so it is kept apart (lse, for the backward, is the sum).
+        // rounds at its ulp (~1e-3), so the two stay apart, here and for the backward.
         const auto max = std::get<0>(z.max(1, /*keepdim=*/true));
         if (!shifted.defined()) shifted = torch::empty_like(z);
-        const auto log_sum = torch::sub_out(shifted, z, max).exp_().sum(1).log_();
-        lse.select(1, k).copy_(max.squeeze(1) + log_sum);
-        a.select(1, k).copy_(log_prior.select(1, k) + ((z.gather(1, t) - max).squeeze(1) - log_sum));
+        const auto log_sum_k = torch::sub_out(shifted, z, max).exp_().sum(1).log_();
+        row_max.select(1, k).copy_(max.squeeze(1));
+        log_sum.select(1, k).copy_(log_sum_k);
+        a.select(1, k).copy_(log_prior.select(1, k) + ((z.gather(1, t) - max).squeeze(1) - log_sum_k));
       }
     }
     auto nll = -torch::logsumexp(a, 1);
     if (fused) detail::fused_result("mixture_nll", nll);
-    ctx->save_for_backward({latent, log_prior, weight, bias, targets, a, lse});
+    ctx->save_for_backward({latent, log_prior, weight, bias, targets, a, row_max, log_sum});
     ctx->saved_data["c"] = c;
     ctx->saved_data["kappa"] = kappa;
     ctx->saved_data["fused"] = fused;
@@ -72,7 +78,8 @@ class MixtureNll : public torch::autograd::Function<MixtureNll> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto s = ctx->get_saved_variables();
-    const auto &latent = s[0], &weight = s[2], &bias = s[3], &targets = s[4], &a = s[5], &lse = s[6];
+    const auto &latent = s[0], &weight = s[2], &bias = s[3], &targets = s[4], &a = s[5];
+    const auto &row_max = s[6], &log_sum = s[7];
     const double c = ctx->saved_data["c"].toDouble();
     const double kappa = ctx->saved_data["kappa"].toDouble();
     const bool fused = ctx->saved_data["fused"].toBool();
@@ -89,15 +96,15 @@ class MixtureNll : public torch::autograd::Function<MixtureNll> {
       torch::Tensor gz;
 #ifdef LMKIT_OPS_CUDA
       if (fused && l.is_cuda()) {
-        cuda::mixture_component_backward(l, lse, coef, targets, k, c, kappa);
+        cuda::mixture_component_backward(l, row_max, log_sum, coef, targets, k, c, kappa);
         gz = l;
       }
 #endif
       if (!gz.defined()) {
         auto z = kappa != 1.0 ? gss_transform(l, c, kappa) : l;
         auto ck = coef.select(1, k).unsqueeze(1);  // [M, 1]
-        // ∂/∂z = ck·(onehot − p), built in place in z's buffer.
-        gz = z.sub_(lse.select(1, k).unsqueeze(1)).exp_().mul_(-ck);
+        // ∂/∂z = ck·(onehot − p), built in place in z's buffer; p = exp((z − max) − log_sum).
+        gz = z.sub_(row_max.select(1, k).unsqueeze(1)).sub_(log_sum.select(1, k).unsqueeze(1)).exp_().mul_(-ck);
         gz.scatter_add_(1, t, ck);
         if (kappa != 1.0) gz.mul_(kappa - (kappa - 1) * torch::sigmoid(l - c));
       }
@@ -155,7 +162,7 @@ namespace detail {
 // with a bias; as MoS (κ = 1) and as MoSS (GSS(0.3, 1.7) components), each with logits of a typical
 // scale and around ±1000 (the CUDA kernel branches on κ): the NLL and its gradients for the latent states, the log
 // priors, the decoder weight and the bias under a random upstream.
-std::vector<CheckedOutput> mixture_nll_check_cases(const torch::Device& device, torch::ScalarType dtype) {
+std::vector<CheckedOutput> mixture_nll_check_cases(const torch::Device& device, torch::ScalarType dtype, bool fused) {
   const int64_t M = 6, K = 3, d = 8, N = 1537;
   std::vector<CheckedOutput> outputs;
   const std::tuple<const char*, double, double, double> cases[] = {{"MoS, logits of scale 1", 0.0, 1.0, 1.0},
@@ -171,21 +178,21 @@ std::vector<CheckedOutput> mixture_nll_check_cases(const torch::Device& device, 
     const auto bias = rounded(check_values({N}, seed++, 1.0));
     const auto targets = (check_values({M}, seed++, 1.0).abs() * 1000).to(torch::kInt64).remainder(N);
     const auto upstream = check_values({M}, seed++, 1.0);
-    std::vector<torch::Tensor> fused_in, reference_in;
+    std::vector<torch::Tensor> checked_in, reference_in;
     for (const auto& t : {latent, log_prior, weight, bias}) {
-      fused_in.push_back(t.to(device, dtype).requires_grad_());
+      checked_in.push_back(t.to(device, dtype).requires_grad_());
       reference_in.push_back(t.to(device).requires_grad_());
     }
-    const auto fused = MixtureNll::apply(fused_in[0], fused_in[1], fused_in[2], fused_in[3], targets.to(device), c,
-                                         kappa, true);
+    const auto checked = MixtureNll::apply(checked_in[0], checked_in[1], checked_in[2], checked_in[3],
+                                           targets.to(device), c, kappa, fused);
     const auto reference = MixtureNll::apply(reference_in[0], reference_in[1], reference_in[2], reference_in[3],
                                              targets.to(device), c, kappa, false);
-    const auto fused_grads = torch::autograd::grad({fused}, fused_in, {upstream.to(device, dtype)});
+    const auto checked_grads = torch::autograd::grad({checked}, checked_in, {upstream.to(device, dtype)});
     const auto reference_grads = torch::autograd::grad({reference}, reference_in, {upstream.to(device)});
     const char* names[] = {"∂/∂latent", "∂/∂log_prior", "∂/∂weight", "∂/∂bias"};
-    outputs.push_back({std::string("NLL (") + label + ")", fused, reference});
+    outputs.push_back({std::string("NLL (") + label + ")", checked, reference});
     for (std::size_t i = 0; i < 4; ++i) {
-      outputs.push_back({std::string(names[i]) + " (" + label + ")", fused_grads[i], reference_grads[i]});
+      outputs.push_back({std::string(names[i]) + " (" + label + ")", checked_grads[i], reference_grads[i]});
     }
   }
   return outputs;

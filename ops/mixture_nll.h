@@ -5,10 +5,12 @@
 //   z_mk = G(h_mk·Eᵀ + b)                       [N]   G = GSS transform (c, kappa); kappa = 1: identity
 //   a_mk = log π_mk + z_mk[t] − logsumexp(z_mk)        (log of π_k·softmax(z_mk)[t])
 //   nll_m = −logsumexp_k a_mk
-// Forward walks the K components one [M, N] block at a time, keeping only a [M, K] and the
-// normalizers lse [M, K]. Backward, with responsibilities r = softmax_k(a) and upstream g [M]:
+// Forward walks the K components one [M, N] block at a time, keeping only a [M, K] and each
+// normalizer lse = max + log Σ exp(z − max) as its two parts [M, K] (their float32 sum at logits of
+// ±1e3 rounds by 1e-4, which p = exp(z − lse) would carry). Backward, with responsibilities
+// r = softmax_k(a) and upstream g [M]:
 //   ∂/∂log π_mk = −g_m·r_mk
-//   ∂/∂z_mk     = −g_m·r_mk·(onehot(t) − exp(z_mk − lse_mk))    (recomputed block by block)
+//   ∂/∂z_mk     = −g_m·r_mk·(onehot(t) − exp((z_mk − max_mk) − log_sum_mk))  (block by block)
 //   ∂/∂l_mk     = ∂/∂z_mk · (kappa − (kappa − 1)·σ(l_mk − c))
 // and the usual products for h, E and b. Peak extra memory: two [M, N] blocks.
 // Shapes: latent [M, K, d], log_prior [M, K], weight [N, d], bias [N] (or undefined),

@@ -175,7 +175,7 @@ namespace detail {
 // with slopes in (0.5, 1.5), 5,000 logits of scale 6 (both end pieces reached) and 1,000 around
 // ±1000: forward, ∂/∂logits and ∂/∂slopes under a random upstream. ∂/∂slopes[0] carries −T·Σg and
 // is compared apart, so that its size does not hide the other slopes' errors.
-std::vector<CheckedOutput> plif_check_cases(const torch::Device& device, torch::ScalarType dtype) {
+std::vector<CheckedOutput> plif_check_cases(const torch::Device& device, torch::ScalarType dtype, bool fused) {
   const double T = 10;
   const int64_t K = 2500;
   std::vector<CheckedOutput> outputs;
@@ -186,19 +186,19 @@ std::vector<CheckedOutput> plif_check_cases(const torch::Device& device, torch::
     const auto x = check_values({n}, seed++, scale).to(dtype).to(torch::kFloat64);
     const auto s = (0.5 + check_values({K}, seed++, 1.0).sigmoid()).to(dtype).to(torch::kFloat64);
     const auto upstream = check_values({n}, seed++, 1.0);
-    auto fused_x = x.to(device, dtype).requires_grad_();
-    auto fused_s = s.to(device, dtype).requires_grad_();
+    auto checked_x = x.to(device, dtype).requires_grad_();
+    auto checked_s = s.to(device, dtype).requires_grad_();
     auto reference_x = x.to(device).requires_grad_();
     auto reference_s = s.to(device).requires_grad_();
-    const auto fused = Plif::apply(fused_x, fused_s, T, true);
+    const auto checked = Plif::apply(checked_x, checked_s, T, fused);
     const auto reference = Plif::apply(reference_x, reference_s, T, false);
-    const auto fused_grads = torch::autograd::grad({fused}, {fused_x, fused_s}, {upstream.to(device, dtype)});
+    const auto checked_grads = torch::autograd::grad({checked}, {checked_x, checked_s}, {upstream.to(device, dtype)});
     const auto reference_grads = torch::autograd::grad({reference}, {reference_x, reference_s}, {upstream.to(device)});
-    outputs.push_back({std::string("forward (") + label + ")", fused, reference});
-    outputs.push_back({std::string("∂/∂logits (") + label + ")", fused_grads[0], reference_grads[0]});
-    outputs.push_back({std::string("∂/∂slopes[0] (") + label + ")", fused_grads[1].narrow(0, 0, 1),
+    outputs.push_back({std::string("forward (") + label + ")", checked, reference});
+    outputs.push_back({std::string("∂/∂logits (") + label + ")", checked_grads[0], reference_grads[0]});
+    outputs.push_back({std::string("∂/∂slopes[0] (") + label + ")", checked_grads[1].narrow(0, 0, 1),
                        reference_grads[1].narrow(0, 0, 1)});
-    outputs.push_back({std::string("∂/∂slopes[1:] (") + label + ")", fused_grads[1].narrow(0, 1, K - 1),
+    outputs.push_back({std::string("∂/∂slopes[1:] (") + label + ")", checked_grads[1].narrow(0, 1, K - 1),
                        reference_grads[1].narrow(0, 1, K - 1)});
   }
   return outputs;

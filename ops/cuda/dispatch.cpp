@@ -143,17 +143,19 @@ std::pair<torch::Tensor, torch::Tensor> plif_backward(const torch::Tensor& logit
 }
 
 void mixture_component_forward(const torch::Tensor& logits, const torch::Tensor& log_prior,
-                               const torch::Tensor& targets, torch::Tensor& a, torch::Tensor& lse,
-                               int64_t k, double c, double kappa) {
+                               const torch::Tensor& targets, torch::Tensor& a, torch::Tensor& row_max,
+                               torch::Tensor& log_sum, int64_t k, double c, double kappa) {
   check_on_cuda(logits, "mixture_nll", "latent");
   check_same_device(logits, targets, "mixture_nll", "targets");
   check_same_device(logits, log_prior, "mixture_nll", "log_prior");
   const c10::cuda::CUDAGuard device(logits.device());
   const int64_t M = logits.size(0), N = logits.size(1), K = a.size(1);
   // The callers in ops/mixture_nll.cpp allocate these; a mismatch is a bug there, not a user error.
-  TORCH_INTERNAL_ASSERT(logits.is_contiguous() && a.is_contiguous() && lse.is_contiguous());
-  TORCH_INTERNAL_ASSERT(a.scalar_type() == logits.scalar_type() && lse.scalar_type() == logits.scalar_type());
-  TORCH_INTERNAL_ASSERT(a.size(0) == M && lse.size(0) == M && lse.size(1) == K && k < K);
+  for (const auto* out : {&a, &row_max, &log_sum}) {
+    TORCH_INTERNAL_ASSERT(out->is_contiguous() && out->scalar_type() == logits.scalar_type());
+    TORCH_INTERNAL_ASSERT(out->size(0) == M && out->size(1) == K);
+  }
+  TORCH_INTERNAL_ASSERT(logits.is_contiguous() && k < K);
   LMKIT_OP_CHECK(M <= std::numeric_limits<int32_t>::max(),
                  "mixture_nll: at most 2^31 − 1 contexts per call on CUDA, got " + integer_text(M));
   const auto prior = contiguous_as(log_prior, logits.scalar_type());
@@ -161,26 +163,29 @@ void mixture_component_forward(const torch::Tensor& logits, const torch::Tensor&
   AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "mixture_nll_cuda", [&] {
     check_launch(launch_mixture_component_forward<scalar_t>(
                      logits.data_ptr<scalar_t>(), prior.data_ptr<scalar_t>(), t.data_ptr<int64_t>(),
-                     a.data_ptr<scalar_t>(), lse.data_ptr<scalar_t>(), M, N, K, k, c, kappa,
+                     a.data_ptr<scalar_t>(), row_max.data_ptr<scalar_t>(), log_sum.data_ptr<scalar_t>(),
+                     M, N, K, k, c, kappa,
                      current_stream()),
                  "mixture_nll");
   });
 }
 
-void mixture_component_backward(torch::Tensor& logits, const torch::Tensor& lse,
-                                const torch::Tensor& coef, const torch::Tensor& targets, int64_t k,
-                                double c, double kappa) {
+void mixture_component_backward(torch::Tensor& logits, const torch::Tensor& row_max,
+                                const torch::Tensor& log_sum, const torch::Tensor& coef,
+                                const torch::Tensor& targets, int64_t k, double c, double kappa) {
   check_on_cuda(logits, "mixture_nll", "latent");
   check_same_device(logits, targets, "mixture_nll", "targets");
   const c10::cuda::CUDAGuard device(logits.device());
-  const int64_t M = logits.size(0), N = logits.size(1), K = lse.size(1);
+  const int64_t M = logits.size(0), N = logits.size(1), K = row_max.size(1);
   TORCH_INTERNAL_ASSERT(logits.is_contiguous() && k < K);
-  const auto norms = contiguous_as(lse, logits.scalar_type());
+  const auto maxima = contiguous_as(row_max, logits.scalar_type());
+  const auto log_sums = contiguous_as(log_sum, logits.scalar_type());
   const auto scale = contiguous_as(coef, logits.scalar_type());
   const auto t = targets.contiguous();
   AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "mixture_nll_backward_cuda", [&] {
     check_launch(launch_mixture_component_backward<scalar_t>(
-                     logits.data_ptr<scalar_t>(), norms.data_ptr<scalar_t>(), scale.data_ptr<scalar_t>(),
+                     logits.data_ptr<scalar_t>(), maxima.data_ptr<scalar_t>(), log_sums.data_ptr<scalar_t>(),
+                     scale.data_ptr<scalar_t>(),
                      t.data_ptr<int64_t>(), M, N, K, k, c, kappa, current_stream()),
                  "mixture_nll backward");
   });

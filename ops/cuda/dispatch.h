@@ -25,14 +25,15 @@ std::pair<torch::Tensor, torch::Tensor> plif_backward(const torch::Tensor& logit
                                                       const torch::Tensor& grad_out, double T);
 
 // ops/mixture_nll.h, component k. logits: the block h_k·Eᵀ + b [M, N], contiguous. Fills column k
-// of a and lse ([M, K], contiguous, logits' dtype).
+// of a, row_max and log_sum ([M, K], contiguous, logits' dtype; the normalizer is their sum).
 void mixture_component_forward(const torch::Tensor& logits, const torch::Tensor& log_prior,
-                               const torch::Tensor& targets, torch::Tensor& a, torch::Tensor& lse,
-                               int64_t k, double c, double kappa);
-// Overwrites the block with ∂/∂logits for component k, given lse and coef = −g·r ([M, K]).
-void mixture_component_backward(torch::Tensor& logits, const torch::Tensor& lse,
-                                const torch::Tensor& coef, const torch::Tensor& targets, int64_t k,
-                                double c, double kappa);
+                               const torch::Tensor& targets, torch::Tensor& a, torch::Tensor& row_max,
+                               torch::Tensor& log_sum, int64_t k, double c, double kappa);
+// Overwrites the block with ∂/∂logits for component k, given the normalizer's two parts and
+// coef = −g·r ([M, K]).
+void mixture_component_backward(torch::Tensor& logits, const torch::Tensor& row_max,
+                                const torch::Tensor& log_sum, const torch::Tensor& coef,
+                                const torch::Tensor& targets, int64_t k, double c, double kappa);
 
 // For ops/kernel_check.h's cuda_device_facts: (name, value) facts of device `index`.
 std::vector<std::pair<std::string, std::string>> device_facts(int index);

@@ -53,18 +53,20 @@ const char* launch_plif_slope_grad(const scalar_t* logits, const scalar_t* grad_
                                    double T, Stream stream);
 
 // ── mixture_nll (ops/mixture_nll.h): one component k of K, logits block l [M, N] ──
-// Per row m: z = G(l[m]) (G = GSS transform, skipped when kappa = 1), lse[m·K + k] = logsumexp(z),
-// a[m·K + k] = log_prior[m·K + k] + z[t_m] − lse. One read of the block, no temporaries.
+// Per row m (slot = m·K + k): z = G(l[m]) (G = GSS transform, skipped when kappa = 1),
+// row_max[slot] = max z, log_sum[slot] = log Σ exp(z − max), a[slot] = log_prior[slot] +
+// (z[t_m] − max) − log_sum. The normalizer stays in two parts: their sum near ±1e3 in float32
+// rounds by 1e-4, which the backward's exp(z − lse) would carry. One read of the block.
 template <typename scalar_t>
 const char* launch_mixture_component_forward(const scalar_t* logits, const scalar_t* log_prior,
-                                             const int64_t* targets, scalar_t* a, scalar_t* lse,
-                                             int64_t M, int64_t N, int64_t K, int64_t k, double c,
-                                             double kappa, Stream stream);
-// In place: l[m, j] ← ∂/∂l = coef[m·K + k]·(onehot(t_m)_j − exp(z − lse[m·K + k]))·G'(l[m, j]).
+                                             const int64_t* targets, scalar_t* a, scalar_t* row_max,
+                                             scalar_t* log_sum, int64_t M, int64_t N, int64_t K,
+                                             int64_t k, double c, double kappa, Stream stream);
+// In place: l[m, j] ← ∂/∂l = coef[slot]·(onehot(t_m)_j − exp((z − row_max[slot]) − log_sum[slot]))·G'(l[m, j]).
 template <typename scalar_t>
-const char* launch_mixture_component_backward(scalar_t* logits, const scalar_t* lse,
-                                              const scalar_t* coef, const int64_t* targets,
-                                              int64_t M, int64_t N, int64_t K, int64_t k, double c,
-                                              double kappa, Stream stream);
+const char* launch_mixture_component_backward(scalar_t* logits, const scalar_t* row_max,
+                                              const scalar_t* log_sum, const scalar_t* coef,
+                                              const int64_t* targets, int64_t M, int64_t N, int64_t K,
+                                              int64_t k, double c, double kappa, Stream stream);
 
 }  // namespace lmkit::ops::cuda

@@ -29,7 +29,7 @@ __device__ __forceinline__ scalar_t component_logit(scalar_t l, bool transform, 
 template <typename scalar_t>
 __global__ void __launch_bounds__(kRowThreads)
     forward_kernel(const scalar_t* logits, const scalar_t* log_prior, const int64_t* targets,
-                   scalar_t* a, scalar_t* lse, int64_t N, int64_t K, int64_t k, bool transform,
+                   scalar_t* a, scalar_t* row_max, scalar_t* log_sum, int64_t N, int64_t K, int64_t k, bool transform,
                    scalar_t c, scalar_t kappa) {
   const int64_t m = blockIdx.x;
   const scalar_t* row = logits + m * N;
@@ -38,7 +38,8 @@ __global__ void __launch_bounds__(kRowThreads)
   const auto total = local.block_max_and_log_sum();
   if (threadIdx.x == 0) {
     const int64_t slot = m * K + k;
-    lse[slot] = total.max + total.log_sum;
+    row_max[slot] = total.max;
+    log_sum[slot] = total.log_sum;
     // A target outside the vocabulary gives NaN (checking the range on the host would cost a sync).
     const int64_t t = targets[m];
     const scalar_t target_logit = t >= 0 && t < N ? component_logit(row[t], transform, c, kappa)
@@ -47,9 +48,9 @@ __global__ void __launch_bounds__(kRowThreads)
   }
 }
 
-// ∂/∂l = coef·(onehot(t) − exp(z − lse))·G'(l), written over l.
+// ∂/∂l = coef·(onehot(t) − exp((z − max) − log_sum))·G'(l), written over l.
 template <typename scalar_t>
-__global__ void backward_kernel(scalar_t* logits, const scalar_t* lse, const scalar_t* coef,
+__global__ void backward_kernel(scalar_t* logits, const scalar_t* row_max, const scalar_t* log_sum, const scalar_t* coef,
                                 const int64_t* targets, int64_t M, int64_t N, int64_t K, int64_t k,
                                 bool transform, scalar_t c, scalar_t kappa) {
   const int64_t total = M * N;
@@ -58,7 +59,7 @@ __global__ void backward_kernel(scalar_t* logits, const scalar_t* lse, const sca
     const int64_t m = e / N, j = e - m * N;
     const int64_t slot = m * K + k;
     const scalar_t l = logits[e];
-    const scalar_t p = detail::exp_of(component_logit(l, transform, c, kappa) - lse[slot]);
+    const scalar_t p = detail::exp_of((component_logit(l, transform, c, kappa) - row_max[slot]) - log_sum[slot]);
     scalar_t g = coef[slot] * ((j == targets[m] ? scalar_t(1) : scalar_t(0)) - p);
     if (transform) g *= detail::gss_transform_slope(l, c, kappa);
     logits[e] = g;
@@ -69,43 +70,41 @@ __global__ void backward_kernel(scalar_t* logits, const scalar_t* lse, const sca
 
 template <typename scalar_t>
 const char* launch_mixture_component_forward(const scalar_t* logits, const scalar_t* log_prior,
-                                             const int64_t* targets, scalar_t* a, scalar_t* lse,
-                                             int64_t M, int64_t N, int64_t K, int64_t k, double c,
-                                             double kappa, Stream stream) {
+                                             const int64_t* targets, scalar_t* a, scalar_t* row_max,
+                                             scalar_t* log_sum, int64_t M, int64_t N, int64_t K,
+                                             int64_t k, double c, double kappa, Stream stream) {
   if (M == 0) return nullptr;
   forward_kernel<scalar_t><<<static_cast<unsigned>(M), kRowThreads, 0, stream>>>(
-      logits, log_prior, targets, a, lse, N, K, k, kappa != 1.0, static_cast<scalar_t>(c),
+      logits, log_prior, targets, a, row_max, log_sum, N, K, k, kappa != 1.0, static_cast<scalar_t>(c),
       static_cast<scalar_t>(kappa));
   return detail::launch_error();
 }
 
 template <typename scalar_t>
-const char* launch_mixture_component_backward(scalar_t* logits, const scalar_t* lse,
-                                              const scalar_t* coef, const int64_t* targets,
-                                              int64_t M, int64_t N, int64_t K, int64_t k, double c,
-                                              double kappa, Stream stream) {
+const char* launch_mixture_component_backward(scalar_t* logits, const scalar_t* row_max,
+                                              const scalar_t* log_sum, const scalar_t* coef,
+                                              const int64_t* targets, int64_t M, int64_t N, int64_t K,
+                                              int64_t k, double c, double kappa, Stream stream) {
   if (M == 0 || N == 0) return nullptr;
   backward_kernel<scalar_t><<<detail::elementwise_blocks(M * N, kThreads), kThreads, 0, stream>>>(
-      logits, lse, coef, targets, M, N, K, k, kappa != 1.0, static_cast<scalar_t>(c),
+      logits, row_max, log_sum, coef, targets, M, N, K, k, kappa != 1.0, static_cast<scalar_t>(c),
       static_cast<scalar_t>(kappa));
   return detail::launch_error();
 }
 
-template const char* launch_mixture_component_forward<float>(const float*, const float*,
-                                                             const int64_t*, float*, float*, int64_t,
-                                                             int64_t, int64_t, int64_t, double,
-                                                             double, Stream);
-template const char* launch_mixture_component_forward<double>(const double*, const double*,
-                                                              const int64_t*, double*, double*,
-                                                              int64_t, int64_t, int64_t, int64_t,
-                                                              double, double, Stream);
+template const char* launch_mixture_component_forward<float>(const float*, const float*, const int64_t*,
+                                                             float*, float*, float*, int64_t, int64_t,
+                                                             int64_t, int64_t, double, double, Stream);
+template const char* launch_mixture_component_forward<double>(const double*, const double*, const int64_t*,
+                                                              double*, double*, double*, int64_t, int64_t,
+                                                              int64_t, int64_t, double, double, Stream);
 template const char* launch_mixture_component_backward<float>(float*, const float*, const float*,
-                                                              const int64_t*, int64_t, int64_t,
-                                                              int64_t, int64_t, double, double,
+                                                              const float*, const int64_t*, int64_t,
+                                                              int64_t, int64_t, int64_t, double, double,
                                                               Stream);
-template const char* launch_mixture_component_backward<double>(double*, const double*,
-                                                               const double*, const int64_t*,
-                                                               int64_t, int64_t, int64_t, int64_t,
-                                                               double, double, Stream);
+template const char* launch_mixture_component_backward<double>(double*, const double*, const double*,
+                                                               const double*, const int64_t*, int64_t,
+                                                               int64_t, int64_t, int64_t, double, double,
+                                                               Stream);
 
 }  // namespace lmkit::ops::cuda

@@ -61,6 +61,21 @@ TEST_F(KernelCheckTest, CpuKernelsPassTheirOwnCheck) {
   }
 }
 
+// Every op's float32 ATen composite against the float64 reference, on the CPU (where mixture_nll
+// has no kernel of its own, so this is the only check of its float32 precision here).
+TEST_F(KernelCheckTest, CompositesInFloat32PassTheSameCheck) {
+  const torch::Device cpu(torch::kCPU);
+  for (const auto& op : fused_ops()) {
+    const auto r = compare_composite(op, cpu, torch::kFloat32);
+    EXPECT_TRUE(r.passed) << op << ": " << r.worst << " " << r.error << " " << r.failure;
+    EXPECT_EQ(r.path, "ATen composite");
+    EXPECT_GT(r.error, 0) << op << ": float32 against float64 cannot agree exactly";
+    EXPECT_LE(r.error, r.tolerance);
+  }
+  EXPECT_THROW(compare_composite("plif", cpu, torch::kFloat64), UsageError);
+  EXPECT_THROW(compare_composite("softmax", cpu, torch::kFloat32), UsageError);
+}
+
 TEST_F(KernelCheckTest, WhichOpsHaveTheirOwnKernels) {
   const torch::Device cpu(torch::kCPU), meta(torch::kMeta);
   EXPECT_EQ(fused_ops(), (std::vector<std::string>{"gss_log_softmax", "plif", "mixture_nll"}));
