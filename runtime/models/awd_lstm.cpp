@@ -1,6 +1,7 @@
 #include "runtime/models/awd_lstm.h"
 #include "runtime/models/checked_tokens.h"
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -98,7 +99,74 @@ AwdLstmImpl::AwdLstmImpl(AwdLstmOptions opts) : options(std::move(opts)) {
                       register_parameter(p + "b_ih", torch::empty({4 * h})),
                       register_parameter(p + "b_hh", torch::empty({4 * h}))});
   }
+  flatten_layers();
   reset_parameters();
+}
+
+namespace {
+
+// The tensors of a layer in cuDNN's order.
+std::array<torch::Tensor*, 4> layer_tensors(AwdLstmImpl::Layer& layer) {
+  return {&layer.w_ih, &layer.w_hh, &layer.b_ih, &layer.b_hh};
+}
+
+std::vector<int64_t> row_major_strides(at::IntArrayRef sizes) {
+  std::vector<int64_t> strides(sizes.size(), 1);
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 2; d >= 0; --d) strides[d] = strides[d + 1] * sizes[d + 1];
+  return strides;
+}
+
+}  // namespace
+
+bool AwdLstmImpl::layer_is_flat(std::size_t l) const {
+  auto layer = layers.at(l);
+  const auto tensors = layer_tensors(layer);
+  const auto& first = *tensors[0];
+  int64_t offset = 0;
+  for (const auto* t : tensors) {
+    if (!t->defined() || !t->is_contiguous() || !t->storage().is_alias_of(first.storage()) ||
+        t->storage_offset() != offset || t->scalar_type() != first.scalar_type()) {
+      return false;
+    }
+    offset += t->numel();
+  }
+  return static_cast<int64_t>(first.storage().nbytes()) == offset * static_cast<int64_t>(first.element_size());
+}
+
+void AwdLstmImpl::flatten_layers() {
+  torch::NoGradGuard no_grad;
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    if (layer_is_flat(l)) continue;
+    const auto tensors = layer_tensors(layers[l]);
+    int64_t total = 0;
+    for (const auto* t : tensors) total += t->numel();
+    // host or device: the buffer is made where the layer's tensors already are
+    auto flat = torch::empty({total}, tensors[0]->options().requires_grad(false));
+    int64_t offset = 0;
+    for (auto* t : tensors) {
+      const auto n = t->numel();
+      flat.narrow(0, offset, n).copy_(t->reshape({-1}));
+      // set_ keeps the parameter the same object (optimizers, the module's registry and this
+      // struct hold it), now a window of the layer's buffer.
+      t->set_(flat.storage(), offset, t->sizes(), row_major_strides(t->sizes()));
+      offset += n;
+    }
+  }
+}
+
+void AwdLstmImpl::to(torch::Device device, torch::Dtype dtype, bool non_blocking) {
+  torch::nn::Module::to(device, dtype, non_blocking);
+  flatten_layers();
+}
+
+void AwdLstmImpl::to(torch::Dtype dtype, bool non_blocking) {
+  torch::nn::Module::to(dtype, non_blocking);
+  flatten_layers();
+}
+
+void AwdLstmImpl::to(torch::Device device, bool non_blocking) {
+  torch::nn::Module::to(device, non_blocking);
+  flatten_layers();
 }
 
 int64_t AwdLstmImpl::layer_size(int64_t layer) const {
@@ -144,9 +212,21 @@ AwdLstmOutput AwdLstmImpl::forward(const torch::Tensor& ids, const LstmState& hi
       throw UsageError("hidden state of layer " + integer_text(l + 1) + " does not match batch size " +
                        integer_text(ids.size(1)));
     }
-    // DropConnect on the recurrent matrix: one mask for this whole sequence.
-    auto w_hh = train && options.wdrop() > 0 ? torch::dropout(w.w_hh, options.wdrop(), true) : w.w_hh;
-    auto out = at::lstm(x, {h0, c0}, {w.w_ih, w_hh, w.b_ih, w.b_hh}, /*has_biases=*/true,
+    // DropConnect on the recurrent matrix: one mask for this whole sequence. The dropped matrix
+    // goes with the others into one fresh buffer in cuDNN's order (their views carry the
+    // gradients back); without DropConnect the layer's own flat buffer serves as it is.
+    std::vector<torch::Tensor> weights{w.w_ih, w.w_hh, w.b_ih, w.b_hh};
+    if (train && options.wdrop() > 0) {
+      const auto dropped = torch::dropout(w.w_hh, options.wdrop(), true);
+      const auto flat = torch::cat({w.w_ih.reshape({-1}), dropped.reshape({-1}), w.b_ih, w.b_hh});
+      int64_t offset = 0;
+      for (auto& t : weights) {
+        const auto n = t.numel();
+        t = flat.narrow(0, offset, n).view(t.sizes());
+        offset += n;
+      }
+    }
+    auto out = at::lstm(x, {h0, c0}, weights, /*has_biases=*/true,
                         /*num_layers=*/1, /*dropout=*/0.0, train, /*bidirectional=*/false,
                         /*batch_first=*/false);
     x = std::get<0>(out);

@@ -7,6 +7,12 @@
 //   raw = x (undropped last output, for TAR);  out = locked_dropout(raw, dropout)   [T, B, nhidlast]
 // Layer sizes: emb → nhid → … → nhid → nhidlast. Each layer runs through at::lstm with its
 // (dropped) weights passed functionally, so CUDA keeps the fused cuDNN kernel.
+// cuDNN wants a layer's four tensors as one contiguous chunk in its order [w_ih | w_hh | b_ih | b_hh]
+// starting its storage; otherwise it allocates and fills such a chunk on every call (and Torch
+// warns each time). So each layer's parameters are views of one flat buffer of their own — kept so
+// after construction, to(device/dtype) and checkpoint loads (which copy in place) — and a training
+// forward with DropConnect assembles the dropped w_hh with the others into one fresh flat buffer
+// (the copy cuDNN would make anyway; same random draws, the same gradients).
 // Init: embedding U(−0.1, 0.1); LSTM weights and biases U(−1/√h, 1/√h) (Torch's default).
 // Parameters per layer: 4h·(in + h) + 8h.
 #pragma once
@@ -60,12 +66,22 @@ class AwdLstmImpl : public torch::nn::Module {
   int64_t layer_size(int64_t layer) const;  // output width of layer (0-based)
   void reset_parameters();
 
+  // Module::to moves each parameter on its own; these put each layer back into one flat buffer.
+  void to(torch::Device device, torch::Dtype dtype, bool non_blocking = false) override;
+  void to(torch::Dtype dtype, bool non_blocking = false) override;
+  void to(torch::Device device, bool non_blocking = false) override;
+  // Whether layer `layer`'s four tensors are views of one buffer, in cuDNN's order, from its start.
+  bool layer_is_flat(std::size_t layer) const;
+
   AwdLstmOptions options;
   torch::Tensor embedding;  // [N, emb]
   struct Layer {
     torch::Tensor w_ih, w_hh, b_ih, b_hh;
   };
   std::vector<Layer> layers;
+
+ private:
+  void flatten_layers();
 };
 
 TORCH_MODULE(AwdLstm);
