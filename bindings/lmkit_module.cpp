@@ -1,4 +1,5 @@
 // luaopen_lmkit: the entry point shared by the `lmkit` executable and the `require "lmkit"` C module.
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
@@ -16,7 +17,9 @@
 #include "bindings/lua_stats.h"
 #include "bindings/lua_tensor.h"
 #include "bindings/lua_train.h"
+#include "runtime/core/determinism.h"
 #include "runtime/core/host_memory.h"
+#include "runtime/core/warning.h"
 
 namespace lmkit::lua {
 namespace {
@@ -35,6 +38,16 @@ void preload_embedded(lua_State* L) {
 
 int open_module(lua_State* L) {
   keep_freed_memory_in_process();
+  // Under another Lua (require "lmkit"), this is the process's first lmkit code; in the lmkit
+  // executable main() has done both already (the second call changes nothing).
+  route_torch_warnings();
+  char failure[512] = "";
+  try {
+    deterministic_from_environment();
+  } catch (const std::exception& e) {
+    std::snprintf(failure, sizeof failure, "%s", e.what());
+  }
+  if (failure[0] != '\0') return luaL_error(L, "%s", failure);  // no C++ object lives past here
   preload_embedded(L);
   lua_newtable(L);
   const int module = lua_gettop(L);

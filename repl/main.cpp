@@ -15,11 +15,13 @@
 #include "repl/recipe_catalog.h"
 #include "repl/repl_session.h"
 #include "repl/script_runner.h"
+#include "runtime/core/determinism.h"
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
 #include "runtime/core/exception_text.h"
 #include "runtime/core/number_text.h"
 #include "runtime/core/version.h"
+#include "runtime/core/warning.h"
 
 namespace {
 
@@ -218,6 +220,15 @@ int report_failure() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // First, while the process has one thread: the environment is read (and CUBLAS_WORKSPACE_CONFIG
+  // set, for LMKIT_DETERMINISTIC=1) before anything can start CUDA; Torch's warnings go through
+  // lmkit's, each text once.
+  lmkit::route_torch_warnings();
+  try {
+    lmkit::deterministic_from_environment();
+  } catch (const std::exception&) {
+    return report_failure();
+  }
   if (const auto target = recipe_help_request(argc, argv)) {
     try {
       return lmkit::repl::show_recipe_help(*target);

@@ -1,5 +1,6 @@
 // A fresh folder per test under the system's temporary directory, named by the pid and the test
-// (so that parallel runs and reruns never share one), removed when the test ends. Progress bars off.
+// (so that parallel runs and reruns never share one), removed when the test ends. (Progress bars
+// are off through CTest's environment for the C++ tests: a test never edits its own environment.)
 #pragma once
 #include <unistd.h>
 
@@ -15,7 +16,6 @@ class TemporaryFolderTest : public ::testing::Test {
  protected:
   explicit TemporaryFolderTest(std::string prefix) : prefix_(std::move(prefix)) {}
   void SetUp() override {
-    ::setenv("LMKIT_PROGRESS", "off", 1);
     root_ = std::filesystem::temp_directory_path() /
             (prefix_ + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(root_);
