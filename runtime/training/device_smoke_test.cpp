@@ -1,14 +1,18 @@
 #include "runtime/training/device_smoke_test.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <set>
 
 #include "runtime/core/device.h"
 #include "runtime/core/exception_text.h"
 #include "runtime/core/host_read.h"
 #include "runtime/data/batching.h"
 #include "runtime/data/synthetic_language.h"
+#include "runtime/heads/head_registry.h"
 #include "runtime/models/language_model.h"
 #include "runtime/training/gradient_clipping.h"
 #include "runtime/training/optimizer.h"
@@ -18,21 +22,50 @@ namespace {
 
 constexpr std::int64_t kVocab = 50, kBatch = 4, kBptt = 12;
 
-LanguageModel quiet_model(const nlohmann::json& head, std::uint64_t seed) {
+LanguageModel quiet_model(const SmokeSetup& setup, std::uint64_t seed) {
   seed_torch(seed);
   LanguageModelOptions o;
-  o.encoder(AwdLstmOptions().vocab_size(kVocab).emb(16).nhid(24).nhidlast(16).nlayers(2)
-                .dropout(0).dropouth(0).dropouti(0).dropoute(0).wdrop(0));
-  o.head(head);
+  if (setup.transformer) {
+    TransformerOptions t;
+    t.vocab_size = kVocab;
+    t.emb = 16;
+    t.nlayers = 2;
+    t.heads = 2;
+    t.ff = 32;
+    t.context = kBptt;
+    t.dropout = 0;
+    t.attention_dropout = 0;
+    o.encoder_kind("transformer").transformer(t).alpha(0).beta(0);
+  } else {
+    o.encoder(AwdLstmOptions().vocab_size(kVocab).emb(16).nhid(24).nhidlast(16).nlayers(2)
+                  .dropout(0).dropouth(0).dropouti(0).dropoute(0).wdrop(0));
+  }
+  o.head(setup.head);
   return LanguageModel(o);
 }
 
-// SGD with the protocol's clipping on consecutive windows; the loss of each step.
-std::vector<double> train_losses(LanguageModel model, const torch::Tensor& source, std::int64_t steps) {
+// The trainer's groups: the head's own-rate parameters (PLIF's slopes) at its rate, the rest at lr.
+std::vector<ParameterGroup> smoke_groups(LanguageModel& model, double lr) {
+  std::set<const void*> own;
+  for (const auto& p : model->head->own_lr_parameters()) own.insert(p.unsafeGetTensorImpl());
+  ParameterGroup main{"main", {}, lr, 1.2e-6};
+  ParameterGroup own_group{"own_lr", {}, model->head->own_lr().value_or(lr), 1.2e-6};
+  for (auto& p : model->parameters()) (own.count(p.unsafeGetTensorImpl()) ? own_group : main).params.push_back(p);
+  std::vector<ParameterGroup> groups{main};
+  if (!own_group.params.empty()) groups.push_back(own_group);
+  return groups;
+}
+
+// SGD with the protocol's clipping on consecutive windows; the loss of each step. With noise > 0,
+// every parameter is multiplied by (1 + noise·N(0, 1)) after each step (draws on the CPU from a
+// generator of its own, so the run's own random state is untouched).
+std::vector<double> train_losses(LanguageModel model, const SmokeSetup& setup, const torch::Tensor& source,
+                                 std::int64_t steps, double noise, std::uint64_t seed) {
   model->train();
   std::vector<torch::Tensor> params;
   for (auto& p : model->parameters()) params.push_back(p);
-  Optimizer optimizer("sgd", {{"main", params, 5.0, 1.2e-6}});
+  Optimizer optimizer("sgd", smoke_groups(model, setup.lr));
+  auto noise_generator = at::detail::createCPUGenerator(seed + 1000003);
   auto hidden = model->init_hidden(kBatch);
   std::vector<double> losses;
   const auto windows = (source.size(0) - 1) / kBptt;
@@ -50,33 +83,60 @@ std::vector<double> train_losses(LanguageModel model, const torch::Tensor& sourc
     const double coefficient = 0.25 / (host[1] + 1e-6);
     if (coefficient < 1) scale_gradients(params, coefficient);
     optimizer.step();
+    if (noise > 0) {
+      torch::NoGradGuard no_grad;
+      for (auto& p : params) {
+        // host: drawn on the CPU from the private generator, then moved to the parameter's device
+        const auto draw = torch::randn(p.sizes(), noise_generator, torch::TensorOptions().dtype(torch::kFloat64));
+        p.mul_((1 + noise * draw).to(p.device(), p.scalar_type()));
+      }
+    }
   }
   return losses;
 }
 
 }  // namespace
 
-std::vector<SmokeTestResult> device_smoke_test(const torch::Device& device, const SmokeTestOptions& options) {
-  auto heads = options.heads;
-  if (heads.empty()) {
-    heads = {{{"kind", "softmax"}},
-             {{"kind", "gss"}, {"c", 0.0}, {"k", 2.0}},
-             {{"kind", "plif"}, {"K", 1000}, {"T", 10.0}},
-             {{"kind", "mos"}, {"K", 3}, {"dropoutl", 0.0}}};  // no dropout anywhere: no random masks
+std::vector<SmokeSetup> default_smoke_setups() {
+  std::vector<SmokeSetup> setups;
+  for (const auto* kind : registered_head_kinds()) {
+    nlohmann::json head{{"kind", kind->kind}};
+    for (const auto& option : kind->options) {
+      if (option.name == "dropoutl") head["dropoutl"] = 0.0;     // no random masks
+      if (option.name == "K" && kind->capabilities.mixture) head["K"] = 3;  // components
+    }
+    if (kind->kind == "relu") {
+      // log(relu(l) + ε): with the default ε = 1e-8 a logit crossing 0 by a rounding error changes
+      // its gradient from 0 to 1/ε; ε = 0.1 bounds the kink's jump.
+      head["eps"] = 0.1;
+    }
+    if (kind->kind == "plif") {
+      // Knots 0.4 apart and slopes near 1 (σ = 0.01): a rounding error moves a gradient by
+      // rounding errors, not by a slope's jump (see the header).
+      head["K"] = 100;
+      head["sigma"] = 0.01;
+    }
+    setups.push_back({kind->kind, head, false, 5.0});
   }
+  setups.push_back({"transformer+softmax", {{"kind", "softmax"}}, true, 0.5});
+  return setups;
+}
+
+std::vector<SmokeTestResult> device_smoke_test(const torch::Device& device, const SmokeTestOptions& options) {
+  const auto setups = options.setups.empty() ? default_smoke_setups() : options.setups;
   data::SyntheticOptions language_options;
   language_options.vocab = kVocab;
   language_options.seed = options.seed;
   const auto tokens = data::SyntheticLanguage(language_options).generate(kBatch * (kBptt * 8 + 1), options.seed);
   const auto source = data::batchify(tokens, kBatch);
   std::vector<SmokeTestResult> results;
-  for (const auto& head : heads) {
+  for (const auto& setup : setups) {
     SmokeTestResult r;
-    r.head = head.value("kind", "?");
+    r.head = setup.name;
     const auto start = std::chrono::steady_clock::now();
     try {
-      r.cpu_losses = train_losses(quiet_model(head, options.seed), source, options.steps);
-      auto model = quiet_model(head, options.seed);
+      r.cpu_losses = train_losses(quiet_model(setup, options.seed), setup, source, options.steps, 0, options.seed);
+      auto model = quiet_model(setup, options.seed);
       model->to(device);
       // TF32 (cuDNN's LSTM and cuBLAS on Ampere and later, on by default for cuDNN) rounds to 10
       // bits of mantissa: the comparison is of float32 against float32.
@@ -85,7 +145,8 @@ std::vector<SmokeTestResult> device_smoke_test(const torch::Device& device, cons
       context.setAllowTF32CuDNN(false);
       context.setAllowTF32CuBLAS(false);
       try {
-        r.device_losses = train_losses(model, source.to(device), options.steps);
+        r.device_losses =
+            train_losses(model, setup, source.to(device), options.steps, options.parameter_noise, options.seed);
       } catch (...) {
         context.setAllowTF32CuDNN(tf32_cudnn);
         context.setAllowTF32CuBLAS(tf32_cublas);
@@ -96,7 +157,11 @@ std::vector<SmokeTestResult> device_smoke_test(const torch::Device& device, cons
       bool finite = true;
       for (std::size_t i = 0; i < r.cpu_losses.size(); ++i) {
         finite = finite && std::isfinite(r.cpu_losses[i]) && std::isfinite(r.device_losses[i]);
-        r.max_difference = std::max(r.max_difference, std::abs(r.device_losses[i] - r.cpu_losses[i]));
+        const double difference = std::abs(r.device_losses[i] - r.cpu_losses[i]);
+        if (!(difference <= options.tolerance) && r.first_exceeding_step < 0) {
+          r.first_exceeding_step = static_cast<std::int64_t>(i) + 1;
+        }
+        r.max_difference = std::max(r.max_difference, difference);
       }
       r.passed = finite && r.max_difference <= options.tolerance;
       if (!finite) r.failure = "a loss is not finite";
