@@ -14,10 +14,10 @@
 -- head: softmax and mos (the heads the yardstick has), and sigsoftmax, gss, plif (K = plif_K knots)
 -- and mixtape (K = mixtape_K) for lmkit's own head-vs-Softmax comparison (scripts/bench_heads.sh);
 -- every head but mos uses Softmax's sizes, dropouts and batch size.
--- device=cuda moves the model there (lmkit.train follows the model's device). Each step reads its
--- loss and gradient norm back to the host, which waits for the step's queued kernels; the optimizer's
--- update is the one part still queued when on_step reads the clock, and the next step's first read
--- waits for it: per step the times are shifted by that tail, the total over the timed steps is not.
+-- device=cuda moves the model there (lmkit.train follows the model's device). A step never waits for
+-- the device: on a GPU its numbers come back while the next step runs, and on_step is called for it
+-- then (once its values have landed, so the step has ended): per step the clock readings are shifted
+-- by about a step, the total over the timed steps is not.
 local cfg = lmkit.configure({size = "tiny", head = "softmax", K = 15, plif_K = 100000, mixtape_K = 4, bptt = 70, bsz = 0, steps = 20, warmup = 3,
                              threads = 2, torch_threads = 0, blas_threads = 0, lr = 20.0, seed = 141, dir = "", device = "cpu"})
 -- threads: the cores lmkit gets (lmkit.set_threads: OpenBLAS n, Torch 1); torch_threads /

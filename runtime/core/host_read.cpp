@@ -1,6 +1,12 @@
 #include "runtime/core/host_read.h"
 
 #include <atomic>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+#include <c10/core/Event.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "runtime/core/error.h"
 
@@ -22,5 +28,49 @@ std::vector<double> read_to_host(const torch::Tensor& values) {
 }
 
 std::int64_t host_read_count() { return reads.load(); }
+
+struct DeferredHostRead::Copy {
+  torch::Tensor host;               // float64, contiguous; page-locked when copied from a GPU
+  std::optional<c10::Event> event;  // recorded after the copy on the device's stream
+};
+
+DeferredHostRead::DeferredHostRead() = default;
+DeferredHostRead::~DeferredHostRead() = default;
+DeferredHostRead::DeferredHostRead(DeferredHostRead&&) noexcept = default;
+DeferredHostRead& DeferredHostRead::operator=(DeferredHostRead&&) noexcept = default;
+
+void DeferredHostRead::start(const torch::Tensor& values) {
+  if (values.is_meta()) throw UsageError("DeferredHostRead: a tensor on the meta device has no values to read");
+  auto copy = std::make_unique<Copy>();
+  const auto flat = values.detach().reshape({-1}).to(torch::kFloat64);
+  if (flat.device().is_cpu()) {
+    copy->host = flat.contiguous();
+  } else {
+    // Page-locked memory lets the copy run asynchronously; an event marks its end on the stream
+    // that computed the values.
+    copy->host = torch::empty({flat.numel()}, torch::TensorOptions().dtype(torch::kFloat64).pinned_memory(true));
+    copy->host.copy_(flat, /*non_blocking=*/true);
+    const auto device = flat.device();
+    const auto stream = c10::impl::getDeviceGuardImpl(device.type())->getStream(device);
+    copy->event.emplace(device.type());
+    copy->event->record(stream);
+  }
+  copy_ = std::move(copy);
+}
+
+bool DeferredHostRead::started() const { return copy_ != nullptr; }
+
+bool DeferredHostRead::ready() const { return copy_ != nullptr && (!copy_->event || copy_->event->query()); }
+
+std::vector<double> DeferredHostRead::take() {
+  if (copy_ == nullptr) throw std::logic_error("DeferredHostRead::take: nothing was started");
+  if (copy_->event) {
+    while (!copy_->event->query()) std::this_thread::yield();
+  }
+  const double* data = copy_->host.data_ptr<double>();
+  std::vector<double> values(data, data + copy_->host.numel());
+  copy_.reset();
+  return values;
+}
 
 }  // namespace lmkit

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
+#include <utility>
 
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
@@ -27,10 +30,41 @@ void Optimizer::zero_grad() {
   }
 }
 
-void Optimizer::step() {
+void Optimizer::step() { step_gated(nullptr); }
+
+void Optimizer::step(const torch::Tensor& proceed) {
+  if (!proceed.defined() || proceed.numel() != 1 || proceed.scalar_type() != torch::kBool) {
+    throw UsageError("optimizer: a gated step needs a bool scalar tensor saying whether to proceed");
+  }
+  step_gated(&proceed);
+}
+
+namespace {
+
+// A scalar on the device: `a` where the step proceeds, `b` where it does not. A kernel's argument,
+// not a copy from the host (which would wait for the device).
+torch::Tensor select_scalar(const torch::Tensor& proceed, double a, double b) {
+  const auto options = torch::TensorOptions().dtype(torch::kFloat64).device(proceed.device());
+  return torch::where(proceed, torch::full({}, a, options), torch::full({}, b, options));
+}
+
+}  // namespace
+
+void Optimizer::step_gated(const torch::Tensor* proceed) {
   torch::NoGradGuard no_grad;
+  const torch::Tensor halt = proceed != nullptr ? proceed->logical_not() : torch::Tensor();
+  // ASGD's μ and Adam's β as device scalars, one per value in this step (all slots usually share one).
+  std::map<std::pair<double, double>, torch::Tensor> selected;
+  auto scalar = [&](double value, double when_halted) -> torch::Tensor {
+    auto& t = selected[{value, when_halted}];
+    if (!t.defined()) t = select_scalar(*proceed, value, when_halted);
+    return t;
+  };
   for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
     auto& group = groups_[gi];
+    // SGD's updates of a group as one multi-tensor op (one launch on a GPU; on the CPU the same
+    // p.add_(g, −lr) per tensor).
+    std::vector<torch::Tensor> sgd_params, sgd_grads;
     for (std::size_t pi = 0; pi < group.params.size(); ++pi) {
       auto& p = group.params[pi];
       if (!p.grad().defined()) continue;
@@ -38,10 +72,21 @@ void Optimizer::step() {
       torch::Tensor grad = p.grad();
       const bool decoupled = kind_ == "adamw";
       if (group.weight_decay != 0 && !decoupled) grad = grad.add(p, group.weight_decay);
-      if (group.weight_decay != 0 && decoupled) p.mul_(1 - group.lr * group.weight_decay);
+      // Halted: the gradient is 0 (in place: it is this step's, or the coupled temporary), so that
+      // p − lr·0 = p exactly; a NaN or ∞ in it is replaced, not multiplied.
+      if (proceed != nullptr) grad.masked_fill_(halt, 0);
+      if (group.weight_decay != 0 && decoupled) {
+        const double factor = 1 - group.lr * group.weight_decay;
+        if (proceed != nullptr) {
+          p.mul_(select_scalar(*proceed, factor, 1.0));
+        } else {
+          p.mul_(factor);
+        }
+      }
       ++s.step;
       if (kind_ == "sgd") {
-        p.add_(grad, -group.lr);
+        sgd_params.push_back(p);
+        sgd_grads.push_back(grad);
       } else if (kind_ == "asgd") {
         if (s.step == 1) {
           s.eta = group.lr;
@@ -50,7 +95,13 @@ void Optimizer::step() {
         }
         p.add_(grad, -s.eta);
         if (s.mu != 1) {
-          s.ax.add_(p.sub(s.ax).mul(s.mu));
+          if (proceed != nullptr) {
+            s.ax.add_(p.sub(s.ax).mul(scalar(s.mu, 0.0)));  // μ = 0 when halted: ax + 0
+          } else {
+            s.ax.add_(p.sub(s.ax).mul(s.mu));
+          }
+        } else if (proceed != nullptr) {
+          s.ax.copy_(torch::where(*proceed, p, s.ax));
         } else {
           s.ax.copy_(p);
         }
@@ -62,14 +113,22 @@ void Optimizer::step() {
           s.exp_avg = torch::zeros_like(p);
           s.exp_avg_sq = torch::zeros_like(p);
         }
-        s.exp_avg.mul_(beta1).add_(grad, 1 - beta1);
-        s.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2);
+        if (proceed != nullptr) {
+          // Halted: β = 1 and a zero gradient keep both moments; an infinite denominator keeps p.
+          s.exp_avg.mul_(scalar(beta1, 1.0)).add_(grad, 1 - beta1);
+          s.exp_avg_sq.mul_(scalar(beta2, 1.0)).addcmul_(grad, grad, 1 - beta2);
+        } else {
+          s.exp_avg.mul_(beta1).add_(grad, 1 - beta1);
+          s.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2);
+        }
         const double bias1 = 1 - std::pow(beta1, static_cast<double>(s.step));
         const double bias2 = 1 - std::pow(beta2, static_cast<double>(s.step));
         auto denom = s.exp_avg_sq.sqrt().div_(std::sqrt(bias2)).add_(eps);
+        if (proceed != nullptr) denom.masked_fill_(halt, std::numeric_limits<double>::infinity());
         p.addcdiv_(s.exp_avg, denom, -group.lr / bias1);
       }
     }
+    if (!sgd_params.empty()) at::_foreach_add_(sgd_params, sgd_grads, -group.lr);
   }
 }
 

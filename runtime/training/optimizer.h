@@ -43,6 +43,12 @@ class Optimizer {
 
   void zero_grad();
   void step();
+  // The step, taken only where `proceed` (a bool scalar on the parameters' device) is true —
+  // decided on the device, without a read to the host: where it is false, every parameter, ASGD
+  // average and Adam moment keeps its bits (a NaN gradient never reaches them: it is masked, not
+  // multiplied by 0), and only the host's step counters move on (the run stops there anyway).
+  // Where it is true, the same arithmetic as step(), bit for bit. Gradients may be overwritten.
+  void step(const torch::Tensor& proceed);
 
   const std::string& kind() const { return kind_; }
   bool averages() const { return kind_ == "asgd"; }
@@ -68,6 +74,8 @@ class Optimizer {
     double mu = 1;   // ASGD
     torch::Tensor ax, exp_avg, exp_avg_sq;
   };
+  void step_gated(const torch::Tensor* proceed);
+
   std::string kind_;
   std::vector<ParameterGroup> groups_;
   std::vector<std::vector<SlotState>> state_;

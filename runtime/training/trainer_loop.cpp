@@ -9,11 +9,13 @@
 
 namespace lmkit::training {
 
-std::string Trainer::State::nonfinite_diagnostic(const std::string& what) const {
+std::string Trainer::State::nonfinite_diagnostic(const std::string& what, const std::vector<double>& gradient_squares) const {
   std::vector<std::string> bad_values, bad_grads;
   for (std::size_t i = 0; i < params.size(); ++i) {
+    // The weights are as they were before the step (its update and every later one were halted on
+    // the device); the gradients are the step's own, as their squared norms came back.
     if (!torch::isfinite(params[i]).all().item<bool>()) bad_values.push_back(names[i]);
-    if (params[i].grad().defined() && !torch::isfinite(params[i].grad()).all().item<bool>()) bad_grads.push_back(names[i]);
+    if (i < gradient_squares.size() && !std::isfinite(gradient_squares[i])) bad_grads.push_back(names[i]);
   }
   auto join = [](const std::vector<std::string>& v) {
     std::string s;
@@ -86,7 +88,7 @@ bool Trainer::State::train_step(const data::Batch& window) {
   const auto chunk = chunk_size();
   const auto chunks = options.batch_size / chunk;
   const double share = static_cast<double>(chunk) / static_cast<double>(options.batch_size);
-  // The step's loss stays on the device until its one read back below.
+  // The step's loss stays on the device; it comes back with the norm through a deferred read.
   torch::Tensor step_loss;
   // The windows are slices of the training tokens, checked when the trainer was made; only this
   // loop is covered (callbacks run outside it and pass their own ids through the models' checks).
@@ -105,57 +107,85 @@ bool Trainer::State::train_step(const data::Batch& window) {
     const auto part = out.loss.detach().to(torch::kFloat64) * share;
     step_loss = step_loss.defined() ? step_loss + part : part;
   }
-  // The step's one synchronisation with the host: the loss (its NaN check, the progress line) and
-  // the gradient norm (its NaN check, the clipping coefficient) travel together.
-  const auto host = read_to_host(torch::stack({step_loss, gradient_norm(params)}));
-  const double raw_loss = host[0], norm = host[1];
-  if (!std::isfinite(raw_loss)) {
-    restore_lrs();
-    optimizer->zero_grad();  // the gradients of a non-finite loss say nothing about the parameters
-    diagnostic = nonfinite_diagnostic("Training loss is " + describe_number(raw_loss));
-    return false;
-  }
-  if (!std::isfinite(norm)) {
-    restore_lrs();
-    diagnostic = nonfinite_diagnostic("The gradient norm is not finite");
-    return false;
-  }
-  if (options.clip > 0) {
-    const double coefficient = options.clip / (norm + 1e-6);
-    if (coefficient < 1) scale_gradients(params, coefficient);
-  }
-  optimizer->step();
+  // Nothing here waits for the device: the norm, its clipping coefficient and whether the step is
+  // finite stay there, the update is gated there on every step so far being finite, and the
+  // step's numbers come back to the host through a deferred read.
+  torch::Tensor squares;
+  const auto norm = gradient_norm(params, &squares);
+  const auto finite = torch::isfinite(step_loss).logical_and(torch::isfinite(norm));
+  proceed = proceed.defined() ? proceed.logical_and(finite) : finite;
+  if (options.clip > 0) scale_gradients(params, clip_coefficient(norm, options.clip));
+  optimizer->step(proceed);
   restore_lrs();
 
+  PendingStep pending;
+  pending.epoch = epoch;
+  pending.step = step;
+  pending.batch = batch;
+  pending.base_lr = base_lr;
+  pending.lr_scale = window.lr_scale;
+  pending.position = window.position;
+  pending.seq_len = window.seq_len;
+  pending.tokens = window.input.numel();
+  pending.values.start(torch::cat({step_loss.reshape({1}), norm.reshape({1}), squares}));
   ++step;
   ++batch;
-  const auto tokens = window.input.numel();
+  in_flight.push_back(std::move(pending));
+  // On a GPU one step stays in flight: the previous step's numbers are taken while this one runs.
+  return finish_pending(device.is_cpu() ? 0 : 1);
+}
+
+bool Trainer::State::finish_pending(std::size_t keep) {
+  while (in_flight.size() > keep) {
+    auto pending = std::move(in_flight.front());
+    in_flight.pop_front();
+    const auto values = pending.values.take();
+    if (!finish_step(pending, values)) return false;
+  }
+  return true;
+}
+
+bool Trainer::State::finish_step(PendingStep& p, const std::vector<double>& values) {
+  const double raw_loss = values.at(0), norm = values.at(1);
+  if (!std::isfinite(raw_loss) || !std::isfinite(norm)) {
+    // Back to the step that went wrong: the steps launched after it changed nothing (halted).
+    epoch = p.epoch;
+    step = p.step;
+    batch = p.batch;
+    in_flight.clear();
+    const std::vector<double> squares(values.begin() + 2, values.end());
+    diagnostic = nonfinite_diagnostic(std::isfinite(raw_loss) ? "The gradient norm is not finite"
+                                                              : "Training loss is " + describe_number(raw_loss),
+                                      squares);
+    return false;
+  }
+  const std::int64_t step_number = p.step + 1, batch_number = p.batch + 1;
   interval_loss += raw_loss;
   ++interval_steps;
   ++timed_steps;
-  timed_tokens += tokens;
+  timed_tokens += p.tokens;
   epoch_loss += raw_loss;
   ++epoch_steps;
 
   const double interval_seconds = std::chrono::duration<double>(Clock::now() - interval_start).count();
   const double rate = interval_seconds > 0 ? static_cast<double>(timed_tokens) / interval_seconds : 0;
-  progress.update(window.position + window.seq_len, std::exp(epoch_loss / static_cast<double>(epoch_steps)), base_lr, rate);
+  progress.update(p.position + p.seq_len, std::exp(epoch_loss / static_cast<double>(epoch_steps)), p.base_lr, rate);
   if (callbacks.on_step) {
-    callbacks.on_step({{"stage", stage}, {"epoch", epoch + 1}, {"step", step}, {"batch", batch}, {"lr", base_lr},
-                       {"loss", raw_loss}, {"seq_len", window.seq_len}, {"lr_scale", window.lr_scale}});
+    callbacks.on_step({{"stage", stage}, {"epoch", p.epoch + 1}, {"step", step_number}, {"batch", batch_number},
+                       {"lr", p.base_lr}, {"loss", raw_loss}, {"seq_len", p.seq_len}, {"lr_scale", p.lr_scale}});
   }
-  if (batch % options.log_interval == 0) {
+  if (batch_number % options.log_interval == 0) {
     const double loss = interval_loss / static_cast<double>(interval_steps);
-    metric({{"type", "step"}, {"stage", stage}, {"epoch", epoch + 1}, {"step", step}, {"batch", batch},
-            {"lr", base_lr}, {"loss", loss}, {"ppl", std::exp(loss)}, {"tokens_per_s", rate},
+    metric({{"type", "step"}, {"stage", stage}, {"epoch", p.epoch + 1}, {"step", step_number}, {"batch", batch_number},
+            {"lr", p.base_lr}, {"loss", loss}, {"ppl", std::exp(loss)}, {"tokens_per_s", rate},
             {"seconds", seconds()}});
     // Windows have random lengths, so the epoch's progress is told by position, not batch count.
-    const double done = 100.0 * static_cast<double>(window.position + window.seq_len) /
+    const double done = 100.0 * static_cast<double>(p.position + p.seq_len) /
                         static_cast<double>(train_source.size(0));
     progress.interval_line(fmt::format("| {} {:3d} | {:5d} batches ({:3.0f}%) | lr {:.4g} | ms/batch {:7.1f} | "
                                        "loss {:5.2f} | ppl {:8.2f} | {:.0f} tok/s",
-                                       stage == "train" ? "epoch" : "finetune", epoch + 1, batch,
-                                       std::min(100.0, done), base_lr,
+                                       stage == "train" ? "epoch" : "finetune", p.epoch + 1, batch_number,
+                                       std::min(100.0, done), p.base_lr,
                                        1000 * interval_seconds / static_cast<double>(timed_steps), loss,
                                        std::exp(loss), rate));
     interval_loss = 0;
@@ -189,6 +219,14 @@ bool Trainer::State::train_epoch() {
     if (callbacks.capture_host_state && !skip_capture_once) host_state = callbacks.capture_host_state();
     skip_capture_once = false;
     const int signal = preemption_signal();
+    // Before anything reads or saves the counters and sums: the steps in flight are finished.
+    if ((signal || interruption_requested() || stop_requested ||
+         (options.max_seconds > 0 && seconds() >= options.max_seconds)) && !finish_pending(0)) {
+      progress.end_epoch();
+      status = "diverged";
+      log("Run diverged: " + diagnostic);
+      return false;
+    }
     if (signal || interruption_requested()) {
       // Ctrl-C (interruption.h) stops exactly as a cluster's SIGTERM does: state saved, resumable.
       const bool interrupted = signal == 0 && take_interruption();
@@ -215,7 +253,15 @@ bool Trainer::State::train_epoch() {
           " (resumable from state.ckpt)");
       return false;
     }
-    if (!sampler->next(window)) break;
+    if (!sampler->next(window)) {
+      if (!finish_pending(0)) {
+        progress.end_epoch();
+        status = "diverged";
+        log("Run diverged: " + diagnostic);
+        return false;
+      }
+      break;
+    }
     window.input = window.input.to(device);
     window.target = window.target.to(device);
     if (!train_step(window)) {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <set>
@@ -21,6 +22,7 @@
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
 #include "runtime/core/file_lock.h"
+#include "runtime/core/host_read.h"
 #include "runtime/core/version.h"
 #include "runtime/data/batching.h"
 #include "runtime/data/bptt_sampler.h"
@@ -129,7 +131,8 @@ struct Trainer::State : RunPosition, LossTotals, BestModel, AveragingState, Fine
 
   // ---- training ----
 
-  std::string nonfinite_diagnostic(const std::string& what) const;
+  // `gradient_squares`: each parameter's ‖∂L/∂p‖² at the step that went wrong (params' order).
+  std::string nonfinite_diagnostic(const std::string& what, const std::vector<double>& gradient_squares) const;
 
   // What a diverged run leaves to go back to, as it is on disk (no claim about files that are not).
   std::string kept_checkpoints() const;
@@ -137,8 +140,29 @@ struct Trainer::State : RunPosition, LossTotals, BestModel, AveragingState, Fine
   // A validation loss that is not finite ends the run as a diverged training loss does.
   bool check_validation(const EvalResult& valid);
 
-  // One optimizer step on one window; false when the run must stop (non-finite loss or gradient).
+  // A step whose loss, gradient norm and squared gradient norms per parameter are on their way to
+  // the host (DeferredHostRead); its bookkeeping (sums, progress, on_step, the interval line, the
+  // divergence check) waits for them.
+  struct PendingStep {
+    std::int64_t epoch = 0, step = 0, batch = 0;  // the counters when the step began
+    double base_lr = 0, lr_scale = 1;
+    std::int64_t position = 0, seq_len = 0, tokens = 0;
+    DeferredHostRead values;                      // [loss, norm, ‖g_p‖² for each parameter]
+  };
+  std::deque<PendingStep> in_flight;
+  // Whether every step so far had a finite loss and gradient norm: a bool on the device, which
+  // gates each update there (Optimizer::step(proceed)), so a non-finite step — seen on the host a
+  // step later on a GPU — changes no weight, and neither does any step after it.
+  torch::Tensor proceed;
+
+  // One optimizer step on one window, launched without waiting for the device; then the
+  // bookkeeping of the steps whose values have come back (on a GPU the previous step's, on the CPU
+  // this one's). False when the run must stop (non-finite loss or gradient at a step, named).
   bool train_step(const data::Batch& window);
+  // The bookkeeping of the pending steps until at most `keep` remain in flight (0: all, waiting for
+  // their values). False at a non-finite step: the counters are put back to it, the diagnostic set.
+  bool finish_pending(std::size_t keep);
+  bool finish_step(PendingStep& pending, const std::vector<double>& values);
   // The learning-rate schedule's factor for the step about to be taken (1 without one).
   double schedule_factor() const;
 

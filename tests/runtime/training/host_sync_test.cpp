@@ -1,10 +1,11 @@
 // Host synchronisations on the training hot path, counted. On a GPU every value read back to the
-// host (.item(), a copy to the CPU) waits for all queued work. A step may read the host once — its
-// loss and gradient norm together, for the NaN check, the clipping coefficient and the progress
-// line — and an evaluation once, at its end. Counted two ways: lmkit's own reads (read_to_host)
-// and, independently, every read back Torch's dispatcher sees (aten::_local_scalar_dense, what
-// .item() runs, and the ops whose output size depends on values: nonzero, masked_select, unique,
-// ...), through a RecordFunction observer.
+// host (.item(), a copy to the CPU) waits for all queued work. A training step reads nothing: the
+// clipping coefficient and the finiteness of loss and norm stay on the device (which gates the
+// update), and the step's numbers come back a step late through a deferred copy; the steps that
+// write an interval line read nothing more. An evaluation reads once, at its end. Counted two
+// ways: lmkit's own reads (read_to_host) and, independently, every read back Torch's dispatcher
+// sees (aten::_local_scalar_dense, what .item() runs, and the ops whose output size depends on
+// values: nonzero, masked_select, unique, ...), through a RecordFunction observer.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -68,7 +69,7 @@ TEST_F(HostSyncTest, TheObserverSeesItem) {
   EXPECT_EQ(scalar_reads.load() - before, 1);
 }
 
-TEST_F(HostSyncTest, ATrainingStepReadsTheHostOnce) {
+TEST_F(HostSyncTest, ATrainingStepDoesNotReadTheHost) {
   for (const auto& head : {nlohmann::json{{"kind", "softmax"}}, nlohmann::json{{"kind", "plif"}, {"K", 20}},
                            nlohmann::json{{"kind", "mos"}, {"K", 2}}}) {
     for (const std::int64_t small_batch : {0, 2}) {  // 2: the step in two chunks
@@ -100,7 +101,7 @@ TEST_F(HostSyncTest, ATrainingStepReadsTheHostOnce) {
       for (std::size_t i = 1; i < marks.size(); ++i) {
         if (marks[i].epoch != marks[i - 1].epoch) continue;  // an epoch's end evaluates and saves between
         EXPECT_EQ(marks[i].scalar_reads - marks[i - 1].scalar_reads, 0) << "step " << i;
-        EXPECT_EQ(marks[i].host_reads - marks[i - 1].host_reads, 1) << "step " << i;
+        EXPECT_EQ(marks[i].host_reads - marks[i - 1].host_reads, 0) << "step " << i;
         ++steps_compared;
       }
       EXPECT_GT(steps_compared, 30);

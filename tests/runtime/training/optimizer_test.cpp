@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "runtime/core/error.h"
@@ -141,6 +143,56 @@ TEST(OptimizerTest, StateRoundTripsExactly) {
   b.step();
   EXPECT_TRUE(torch::equal(p, q));
   EXPECT_TRUE(torch::equal(a.average_of(0, 0), b.average_of(0, 0)));
+}
+
+// The gated step (Optimizer::step(proceed), decided on the device): where proceed is true, the
+// bits of step(), for every kind, with weight decay, over steps that take every branch (ASGD's
+// first steps copy the iterate, later ones average; AdamW's decoupled decay); where it is false,
+// with NaN and ∞ in the gradients, nothing changes: weights, ASGD averages, Adam moments.
+TEST(OptimizerTest, AGatedStepIsTheStepOrNothing) {
+  const auto kFloat = torch::TensorOptions().dtype(torch::kFloat32);
+  for (const std::string kind : {"sgd", "asgd", "adam", "adamw"}) {
+    SCOPED_TRACE(kind);
+    torch::manual_seed(4);
+    const auto start_a = torch::randn({3, 5}, kFloat), start_b = torch::randn({7}, kFloat);
+    auto a1 = start_a.clone().requires_grad_(), b1 = start_b.clone().requires_grad_();
+    auto a2 = start_a.clone().requires_grad_(), b2 = start_b.clone().requires_grad_();
+    Optimizer plain(kind, {{"main", {a1}, 0.3, 0.01}, {"own", {b1}, 0.05, 0.0}});
+    Optimizer gated(kind, {{"main", {a2}, 0.3, 0.01}, {"own", {b2}, 0.05, 0.0}});
+    const auto yes = torch::tensor(true), no = torch::tensor(false);
+    for (int step = 0; step < 5; ++step) {
+      const auto ga = torch::randn({3, 5}, kFloat), gb = torch::randn({7}, kFloat);
+      a1.mutable_grad() = ga.clone();
+      b1.mutable_grad() = gb.clone();
+      a2.mutable_grad() = ga.clone();
+      b2.mutable_grad() = gb.clone();
+      plain.step();
+      gated.step(yes);
+      EXPECT_TRUE(torch::equal(a1, a2)) << "step " << step;
+      EXPECT_TRUE(torch::equal(b1, b2)) << "step " << step;
+      // A halted step between them, with non-finite gradients: nothing moves.
+      const auto weights = a2.detach().clone();
+      const auto state = gated.state_tensors();
+      auto bad = torch::randn({3, 5}, kFloat);
+      bad[0][0] = std::numeric_limits<float>::quiet_NaN();
+      bad[1][2] = std::numeric_limits<float>::infinity();
+      a2.mutable_grad() = bad;
+      b2.mutable_grad() = torch::full({7}, std::numeric_limits<float>::quiet_NaN(), kFloat);
+      const auto before_b = b2.detach().clone();
+      const auto scalars = gated.state_json();
+      gated.step(no);
+      EXPECT_TRUE(torch::equal(a2, weights)) << "step " << step;
+      EXPECT_TRUE(torch::equal(b2, before_b)) << "step " << step;
+      for (const auto& [name, tensor] : gated.state_tensors()) {
+        ASSERT_TRUE(state.count(name)) << name;
+        EXPECT_TRUE(torch::equal(tensor, state.at(name))) << name << " at step " << step;
+      }
+      // Only the host's counters moved; put them back, so that the two optimizers stay in step.
+      gated.load_state(scalars, gated.state_tensors());
+    }
+  }
+  Optimizer sgd("sgd", {{"main", {parameter({1.0})}, 0.1, 0.0}});
+  EXPECT_THROW(sgd.step(torch::tensor(1.0)), UsageError);
 }
 
 TEST(OptimizerTest, UnknownKindIsNamed) {
