@@ -103,15 +103,41 @@ std::string spectrum_method_name(SpectrumMethod method) {
     case SpectrumMethod::kAuto: return "auto";
     case SpectrumMethod::kSvd: return "svd";
     case SpectrumMethod::kStreamingQr: return "streaming_qr";
+    case SpectrumMethod::kGram: return "gram";
   }
   return "?";
 }
 
 SpectrumMethod parse_spectrum_method(const std::string& name) {
-  for (auto method : {SpectrumMethod::kAuto, SpectrumMethod::kSvd, SpectrumMethod::kStreamingQr}) {
+  for (auto method : {SpectrumMethod::kAuto, SpectrumMethod::kSvd, SpectrumMethod::kStreamingQr, SpectrumMethod::kGram}) {
     if (spectrum_method_name(method) == name) return method;
   }
-  throw UsageError("unknown spectrum method '" + name + "' (known: auto, svd, streaming_qr)");
+  throw UsageError("unknown spectrum method '" + name + "' (known: auto, svd, streaming_qr, gram)");
+}
+
+StreamingGram::StreamingGram(std::int64_t cols, torch::Device device, torch::ScalarType accumulate) : cols_(cols) {
+  if (cols < 1) throw UsageError("StreamingGram: the matrix needs at least one column");
+  if (accumulate != torch::kFloat32 && accumulate != torch::kFloat64) {
+    throw UsageError("StreamingGram: the accumulation must be float64 (or float32, for comparison)");
+  }
+  gram_ = torch::zeros({cols, cols}, torch::TensorOptions().dtype(accumulate).device(device));
+}
+
+void StreamingGram::add_rows(const torch::Tensor& block) {
+  if (block.dim() != 2 || block.size(1) != cols_) {
+    throw UsageError("StreamingGram: a block must be [rows, " + integer_text(cols_) + "]");
+  }
+  if (block.size(0) == 0) return;
+  const auto rows = block.to(gram_.device(), gram_.scalar_type());
+  gram_.addmm_(rows.t(), rows);
+  rows_ += block.size(0);
+}
+
+torch::Tensor StreamingGram::singular_values() const {
+  if (rows_ == 0) throw UsageError("StreamingGram: no rows were added");
+  // G is symmetric up to the rounding of two GEMM orders; eigvalsh reads its lower triangle.
+  const auto eigenvalues = torch::linalg_eigvalsh(gram_, "L");  // ascending
+  return eigenvalues.clamp_min(0).sqrt().flip({0});
 }
 
 StreamingSvd::StreamingSvd(std::int64_t cols, torch::ScalarType dtype, torch::Device device)
@@ -144,6 +170,8 @@ LogpSpectrum logp_singular_values(LanguageModel& model, const torch::Tensor& tok
     throw UsageError("logp spectrum: memory_limit_bytes and block_rows must be ≥ 0 (0: the default)");
   }
   auto method = spectrum.method;
+  const auto device = model->embedding().device();
+  if (method == SpectrumMethod::kAuto && device.is_cuda()) method = SpectrumMethod::kGram;
   if (method == SpectrumMethod::kAuto) {
     const double budget = spectrum.memory_limit_bytes > 0 ? static_cast<double>(spectrum.memory_limit_bytes)
                                                           : 0.6 * static_cast<double>(available_memory_bytes());
@@ -160,8 +188,31 @@ LogpSpectrum logp_singular_values(LanguageModel& model, const torch::Tensor& tok
     result.description = "thin SVD of Q (" + destroying_svd_routine(options.dtype) + ", values only)";
     return result;
   }
+  if (method == SpectrumMethod::kGram && !options.f_logits) {
+    // Q's blocks stay on the device; the GEMMs run on blocks of at least a few thousand rows.
+    const auto block_rows = spectrum.block_rows > 0 ? spectrum.block_rows : std::max<std::int64_t>(4096, vocab / 4);
+    StreamingGram gram(vocab, device);
+    std::vector<torch::Tensor> pending;
+    std::int64_t pending_rows = 0;
+    auto flush = [&] {
+      if (pending.empty()) return;
+      gram.add_rows(pending.size() == 1 ? pending[0] : torch::cat(pending, 0));
+      pending.clear();
+      pending_rows = 0;
+    };
+    for_each_window(model, tokens, options, progress, [&](const torch::Tensor& block, std::int64_t) {
+      pending.push_back(block.to(options.dtype));
+      pending_rows += block.size(0);
+      if (pending_rows >= block_rows) flush();
+    });
+    flush();
+    result.singular_values = gram.singular_values().to(options.dtype);
+    result.description = "eigenvalues of the Gram matrix QᵀQ accumulated in float64 on " + device.str() +
+                         " (blocks of " + integer_text(block_rows) + " rows), σ = √λ";
+    return result;
+  }
   const auto block_rows = spectrum.block_rows > 0 ? spectrum.block_rows : 2 * vocab;
-  StreamingSvd svd(vocab, options.dtype, model->embedding().device());
+  StreamingSvd svd(vocab, options.dtype, device);
   std::vector<torch::Tensor> pending;
   std::int64_t pending_rows = 0;
   auto flush = [&] {
@@ -176,6 +227,16 @@ LogpSpectrum logp_singular_values(LanguageModel& model, const torch::Tensor& tok
     if (pending_rows >= block_rows) flush();
   });
   flush();
+  if (method == SpectrumMethod::kGram) {
+    // f-logits have both signs and no common offset: their Gram matrix is formed from R (n × n,
+    // backward stable), whose Gram equals Q's, in float64.
+    StreamingGram gram(vocab, device);
+    gram.add_rows(svd.r());
+    result.singular_values = gram.singular_values().to(options.dtype);
+    result.description = "streaming QR of Q in blocks of " + integer_text(block_rows) +
+                         " rows, then the eigenvalues of RᵀR in float64 on " + device.str() + ", σ = √λ";
+    return result;
+  }
   result.singular_values = svd.singular_values();
   result.description = "streaming QR of Q in blocks of " + integer_text(block_rows) + " rows, then the SVD of R";
   return result;
@@ -203,12 +264,15 @@ const config::BoundOptions<LogpSvdvalsOptions>& declared_options(config::Tag<Log
   using config::Range;
   static const config::BoundOptions<O> options("logp_svdvals", [] {
     auto list = config::lifted(&O::matrix);
-    list.push_back({"method", &O::method, config::OneOf{{"auto", "svd", "streaming_qr"}},
+    list.push_back({"method", &O::method, config::OneOf{{"auto", "svd", "streaming_qr", "gram"}},
                     "svd: Q whole in host memory, one values-only SVD (the thesis's method); streaming_qr: blocks of "
-                    "rows folded into a QR's R, then the SVD of R; auto: svd when Q fits in memory_gb"});
+                    "rows folded into a QR's R, then the SVD of R; gram: QᵀQ in float64 on the model's device, "
+                    "σ = √λ (f-logits: RᵀR of the streaming QR), Q never on the host; auto: gram on a GPU, else "
+                    "svd when Q fits in memory_gb, else streaming_qr"});
     list.push_back({"memory_gb", &O::memory_gb, Range::from_up_to(0, 1e9), "auto's budget for Q in GiB (nil: 60% of the memory available now)"});
     list.back().spec.range.low_open = true;
-    list.push_back({"block_rows", &O::block_rows, Range::non_negative(), "streaming_qr's rows per QR step (0: 2·vocab)"});
+    list.push_back({"block_rows", &O::block_rows, Range::non_negative(),
+                    "streaming_qr's rows per QR step (0: 2·vocab); gram's rows per product (0: max(4096, vocab/4))"});
     return list;
   }());
   return options;

@@ -8,8 +8,15 @@
 // as the thesis did, by one thin SVD of the whole matrix (values only, LAPACK ?gesdd in place:
 // lapack_svd.h), when Q fits in memory; otherwise it never holds Q: it feeds blocks of rows into a
 // streaming QR (StreamingSvd) and returns the singular values of the whole matrix (WikiText-2's
-// whole test split: 245,569 × 33,278). The two agree to rounding (tested); which one ran is
-// reported, since the thesis notes that a change of SVD algorithm moved a rank (SS: 4,640 vs 4,979).
+// whole test split: 245,569 × 33,278). On a GPU it never copies Q to the host: the Gram matrix
+// G = QᵀQ is accumulated in float64 on the device from the blocks (StreamingGram) and its
+// eigenvalues λ give σ = √max(λ, 0). Squaring loses the σ below √ε·σ_max of G's precision, which in
+// float64 is ~1e-8·σ_max — far below the Press tolerance (~2e-5·σ_max at PTB's shape, computed with
+// float32's ε); the accumulation's error, ~m·ε64·σ_max² ≈ 1e-11·σ_max² at PTB's m, against τ² ≈
+// 3.3e-10·σ_max², moves a σ by at most ~1.5% near the threshold (docs/analysis.md; tested: ranks
+// equal the SVD's with singular values within 2% of it, where a float32 Gram fails). The methods
+// agree to rounding (tested); which one ran is reported, since the thesis notes that a change of
+// SVD algorithm moved a rank (SS: 4,640 vs 4,979).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -50,6 +57,7 @@ class StreamingSvd {
   StreamingSvd(std::int64_t cols, torch::ScalarType dtype, torch::Device device);
   void add_rows(const torch::Tensor& block);
   torch::Tensor singular_values() const;  // descending, in dtype
+  const torch::Tensor& r() const { return r_; }  // the R factor so far [min(rows, cols), cols]
   std::int64_t rows() const { return rows_; }
   std::int64_t cols() const { return cols_; }
 
@@ -61,15 +69,33 @@ class StreamingSvd {
   std::int64_t rows_ = 0;
 };
 
+// Singular values of a tall matrix given in blocks of rows through its Gram matrix: G += blockᵀ·block
+// accumulated in `accumulate` precision (float64: see the header's error bound) on `device`; at
+// the end σ = √max(λ(G), 0) from a symmetric eigensolver in that precision. Memory: one n×n G.
+// (A float32 accumulation is allowed only to show, in tests, why it must not be used.)
+class StreamingGram {
+ public:
+  StreamingGram(std::int64_t cols, torch::Device device, torch::ScalarType accumulate = torch::kFloat64);
+  void add_rows(const torch::Tensor& block);
+  torch::Tensor singular_values() const;  // descending, float64 (in `accumulate`)
+  std::int64_t rows() const { return rows_; }
+
+ private:
+  std::int64_t cols_;
+  torch::Tensor gram_;
+  std::int64_t rows_ = 0;
+};
+
 // The number of rows (contexts) logp_matrix gives for `tokens` under `options`.
 std::int64_t logp_matrix_rows(const torch::Tensor& tokens, const LogpMatrixOptions& options);
 
 enum class SpectrumMethod {
-  kAuto,         // kSvd when Q fits in memory_limit_bytes, else kStreamingQr
+  kAuto,         // on a GPU kGram; else kSvd when Q fits in memory_limit_bytes, else kStreamingQr
   kSvd,          // Q whole in host memory, one values-only SVD (the thesis's method)
   kStreamingQr,  // blocks of rows folded into R, then the SVD of R (n × n)
+  kGram,         // G = QᵀQ in float64 on the model's device, its eigenvalues (f-logits: of RᵀR)
 };
-// "auto", "svd", "streaming_qr"; parse_spectrum_method names the accepted ones on a bad name.
+// "auto", "svd", "streaming_qr", "gram"; parse_spectrum_method names the accepted ones on a bad name.
 std::string spectrum_method_name(SpectrumMethod method);
 SpectrumMethod parse_spectrum_method(const std::string& name);
 

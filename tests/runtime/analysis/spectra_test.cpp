@@ -116,6 +116,79 @@ TEST(StreamingSvdTest, ModelSpectrumStreamedEqualsDirect) {
   EXPECT_LT((whole.singular_values - direct).abs().max().item<double>(), 1e-12 * direct[0].item<double>());
 }
 
+// A float64 m × n matrix U·diag(σ)·Vᵀ with orthonormal U (m × n) and V (n × n) from a seed.
+torch::Tensor with_singular_values(std::int64_t m, const torch::Tensor& sigma, std::uint64_t seed) {
+  seed_torch(seed);
+  const auto n = sigma.size(0);
+  const auto u = std::get<0>(torch::linalg_qr(torch::randn({m, n}, kDouble)));
+  const auto v = std::get<0>(torch::linalg_qr(torch::randn({n, n}, kDouble)));
+  return (u * sigma.unsqueeze(0)).matmul(v.t());
+}
+
+// The Gram route's ranks at the edge of the Press threshold τ (float32's ε, as the thesis counts):
+// with 60 singular values between 1.02τ and 1.05τ and 60 between 0.95τ and 0.98τ, its Press rank
+// and ε-effective ranks equal the SVD's (float64, exact here) and the design's. A Gram matrix
+// accumulated in float32 (error ~ε32·σ_max², against τ² ~ 1e-11·σ_max²) gets the Press rank wrong,
+// so the comparison can fail.
+TEST(GramSpectrumTest, RanksEqualTheSvdsWithSingularValuesWithinTwoPercentOfTheThreshold) {
+  const std::int64_t m = 3000, n = 300;
+  const double tau = press_tolerance(1.0, m, n, torch::kFloat32);
+  std::vector<double> sigma{1.0};
+  for (int i = 1; i < 100; ++i) sigma.push_back(std::pow(30 * tau, i / 99.0));  // 1 down to 30τ
+  for (int i = 0; i < 60; ++i) sigma.push_back(tau * (1.05 - 0.03 * i / 59.0));  // 1.05τ .. 1.02τ
+  for (int i = 0; i < 60; ++i) sigma.push_back(tau * (0.98 - 0.03 * i / 59.0));  // 0.98τ .. 0.95τ
+  while (static_cast<std::int64_t>(sigma.size()) < n) sigma.push_back(tau * 1e-3);
+  const auto designed = torch::tensor(sigma, kDouble);
+  const auto q = with_singular_values(m, designed, 31);
+  const auto exact = svdvals(q);
+  ASSERT_EQ(press_rank(exact, m, n), 160);
+  StreamingGram gram(n, torch::kCPU);
+  StreamingGram single(n, torch::kCPU, torch::kFloat32);
+  for (std::int64_t start = 0; start < m; start += 700) {
+    const auto block = q.narrow(0, start, std::min<std::int64_t>(700, m - start));
+    gram.add_rows(block);
+    single.add_rows(block);
+  }
+  EXPECT_EQ(gram.rows(), m);
+  const auto from_gram = gram.singular_values();
+  EXPECT_EQ(from_gram.scalar_type(), torch::kFloat64);
+  EXPECT_EQ(press_rank(from_gram, m, n), press_rank(exact, m, n));
+  const auto want = effective_ranks(exact), got = effective_ranks(from_gram);
+  ASSERT_EQ(want.size(), got.size());
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i].rank, want[i].rank) << "ε = " << want[i].eps;
+  // Near the threshold the Gram route is accurate to far better than the 2% margin.
+  const auto near = torch::arange(100, 220);
+  EXPECT_LT(((from_gram.index_select(0, near) - exact.index_select(0, near)) / exact.index_select(0, near)).abs().max().item<double>(), 1e-2);
+  EXPECT_NE(press_rank(single.singular_values(), m, n), press_rank(exact, m, n)) << "a float32 Gram must lose these";
+  EXPECT_THROW(StreamingGram(n, torch::kCPU, torch::kInt64), UsageError);
+  EXPECT_THROW(gram.add_rows(torch::zeros({3, n + 1}, kDouble)), UsageError);
+  EXPECT_THROW(StreamingGram(n, torch::kCPU).singular_values(), UsageError);
+}
+
+// The model's spectrum by the Gram route equals the SVD's to rounding, for log P and for f-logits
+// (which go through the streaming QR's R first); its description says what ran.
+TEST(GramSpectrumTest, ModelSpectrumByGramEqualsTheSvds) {
+  for (const bool f_logits : {false, true}) {
+    auto model = random_model({{"kind", "sigsoftmax"}});
+    const auto tokens = random_tokens(900);
+    LogpMatrixOptions options;
+    options.dtype = torch::kFloat64;
+    options.f_logits = f_logits;
+    const auto direct = svdvals(logp_matrix(model, tokens, options));
+    LogpSpectrumOptions spectrum;
+    spectrum.method = SpectrumMethod::kGram;
+    spectrum.block_rows = 250;
+    const auto gram = logp_singular_values(model, tokens, options, spectrum);
+    EXPECT_EQ(gram.method, SpectrumMethod::kGram);
+    EXPECT_EQ(gram.rows, 899);
+    EXPECT_NE(gram.description.find(f_logits ? "RᵀR" : "Gram matrix"), std::string::npos) << gram.description;
+    // Values above √ε64·σ_max are found to ~1e-8 of σ_max; the ranks are equal.
+    EXPECT_LT((gram.singular_values - direct).abs().max().item<double>(), 1e-7 * direct[0].item<double>()) << f_logits;
+    EXPECT_EQ(press_rank(gram.singular_values, 899, 40), press_rank(direct, 899, 40)) << f_logits;
+  }
+  EXPECT_EQ(parse_spectrum_method("gram"), SpectrumMethod::kGram);
+}
+
 // The hidden size from outputs: a spectrum with r strong values then noise puts the gap at r.
 TEST(HiddenSizeTest, TheLargestGapEndsTheSignal) {
   const auto sv = torch::tensor({50.0, 20.0, 9.0, 4.0, 2.0, 3e-5, 2e-5, 1e-5}, kDouble);
