@@ -200,7 +200,7 @@ void open_train(lua_State* L, int module_index) {
   };
   register_class<RunView>(L, run_methods, "lmkit.Run — a training run's directory (config.json, metrics.jsonl, checkpoints, summary.json); see docs/training.md.");
   static const std::vector<Function> control_methods = {
-      method<&training::stop_training>("stop", "reason", "Ends the run after the current step (status \"stopped\"; resumable), then evaluates the best model."),
+      method<&training::stop_training>("stop", "reason", "Ends the run at the next step boundary (status \"stopped\"; resumable), then evaluates the best model. On a GPU, where on_step comes a step late, one more step has been queued by then (docs/training.md)."),
       method<&Trainer::lr>("lr", "", "The main parameter group's learning rate (before the per-window seq_len/bptt scaling)."),
       method<&Trainer::set_lr>("set_lr", "lr", "Sets the main group's learning rate from the next step on."),
       method<&training::freeze_parameters>("freeze", "prefix", "Freezes the parameters whose names start with prefix (e.g. \"encoder.lstm0_\"); returns how many. Frozen parameters get no gradient and no update."),

@@ -56,8 +56,9 @@ struct TorchWarningLog {
 };
 
 TorchWarningLog& torch_warning_log() {
-  static TorchWarningLog log;
-  return log;
+  // Never destroyed: Torch may warn while the process exits, after static destructors ran.
+  static auto* log = new TorchWarningLog;
+  return *log;
 }
 
 void forward_torch_warning(const std::string& text) {
@@ -85,7 +86,8 @@ class OnceEachTorchWarning : public c10::WarningHandler {
 }  // namespace
 
 void route_torch_warnings() {
-  static OnceEachTorchWarning handler;
+  static auto* handler_object = new OnceEachTorchWarning;  // never destroyed, as the log
+  auto& handler = *handler_object;
 #if TORCH_VERSION_MAJOR >= 2
   c10::WarningUtils::set_warning_handler(&handler);
 #else

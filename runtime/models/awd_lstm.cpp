@@ -212,19 +212,14 @@ AwdLstmOutput AwdLstmImpl::forward(const torch::Tensor& ids, const LstmState& hi
       throw UsageError("hidden state of layer " + integer_text(l + 1) + " does not match batch size " +
                        integer_text(ids.size(1)));
     }
-    // DropConnect on the recurrent matrix: one mask for this whole sequence. The dropped matrix
-    // goes with the others into one fresh buffer in cuDNN's order (their views carry the
-    // gradients back); without DropConnect the layer's own flat buffer serves as it is.
+    // DropConnect on the recurrent matrix: one mask for this whole sequence. For cuDNN the dropped
+    // matrix goes with the others into one fresh buffer in its order; without DropConnect the
+    // layer's own flat buffer serves as it is.
     std::vector<torch::Tensor> weights{w.w_ih, w.w_hh, w.b_ih, w.b_hh};
     if (train && options.wdrop() > 0) {
       const auto dropped = torch::dropout(w.w_hh, options.wdrop(), true);
-      const auto flat = torch::cat({w.w_ih.reshape({-1}), dropped.reshape({-1}), w.b_ih, w.b_hh});
-      int64_t offset = 0;
-      for (auto& t : weights) {
-        const auto n = t.numel();
-        t = flat.narrow(0, offset, n).view(t.sizes());
-        offset += n;
-      }
+      weights = x.is_cuda() ? contiguous_layer_weights(w.w_ih, dropped, w.b_ih, w.b_hh)
+                            : std::vector<torch::Tensor>{w.w_ih, dropped, w.b_ih, w.b_hh};
     }
     auto out = at::lstm(x, {h0, c0}, weights, /*has_biases=*/true,
                         /*num_layers=*/1, /*dropout=*/0.0, train, /*bidirectional=*/false,
@@ -236,6 +231,16 @@ AwdLstmOutput AwdLstmImpl::forward(const torch::Tensor& ids, const LstmState& hi
   result.raw = x;
   result.output = locked_dropout(x, options.dropout(), train);
   return result;
+}
+
+std::vector<torch::Tensor> contiguous_layer_weights(const torch::Tensor& w_ih, const torch::Tensor& w_hh,
+                                                    const torch::Tensor& b_ih, const torch::Tensor& b_hh) {
+  const auto flat = torch::cat({w_ih.reshape({-1}), w_hh.reshape({-1}), b_ih.reshape({-1}), b_hh.reshape({-1})});
+  // split_with_sizes: views of the buffer whose backward is one cat (narrow's would zero-fill a
+  // buffer-sized gradient per view).
+  const auto parts = flat.split_with_sizes({w_ih.numel(), w_hh.numel(), b_ih.numel(), b_hh.numel()});
+  return {parts[0].view(w_ih.sizes()), parts[1].view(w_hh.sizes()), parts[2].view(b_ih.sizes()),
+          parts[3].view(b_hh.sizes())};
 }
 
 void check_token_ids(const torch::Tensor& ids, int64_t vocab_size, const std::string& what) {

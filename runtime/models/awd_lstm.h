@@ -10,9 +10,10 @@
 // cuDNN wants a layer's four tensors as one contiguous chunk in its order [w_ih | w_hh | b_ih | b_hh]
 // starting its storage; otherwise it allocates and fills such a chunk on every call (and Torch
 // warns each time). So each layer's parameters are views of one flat buffer of their own — kept so
-// after construction, to(device/dtype) and checkpoint loads (which copy in place) — and a training
-// forward with DropConnect assembles the dropped w_hh with the others into one fresh flat buffer
-// (the copy cuDNN would make anyway; same random draws, the same gradients).
+// after construction, to(device/dtype) and checkpoint loads (which copy in place) — and on CUDA a
+// training forward with DropConnect assembles the dropped w_hh with the others into one fresh flat
+// buffer (contiguous_layer_weights: the copy cuDNN would make anyway; the same random draws, the
+// same gradients). The CPU's LSTM reads the tensors where they are and needs no such copy.
 // Init: embedding U(−0.1, 0.1); LSTM weights and biases U(−1/√h, 1/√h) (Torch's default).
 // Parameters per layer: 4h·(in + h) + 8h.
 #pragma once
@@ -85,6 +86,11 @@ class AwdLstmImpl : public torch::nn::Module {
 };
 
 TORCH_MODULE(AwdLstm);
+
+// One fresh buffer [w_ih | w_hh | b_ih | b_hh] (cuDNN's order) and its four views in that order,
+// shaped as the arguments; differentiable: the views' gradients reach the arguments (one cat back).
+std::vector<torch::Tensor> contiguous_layer_weights(const torch::Tensor& w_ih, const torch::Tensor& w_hh,
+                                                    const torch::Tensor& b_ih, const torch::Tensor& b_hh);
 
 // The state with its history cut (carried across batches without backpropagating into them).
 LstmState detach_state(const LstmState& state);

@@ -66,12 +66,16 @@ void scale_gradients(std::vector<torch::Tensor>& params, const torch::Tensor& co
   if (grads.empty()) return;
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
   if (coefficient.is_cuda()) {
-    at::_foreach_mul_(grads, coefficient);  // one launch for all (Torch ≥ 2.1 takes a scalar tensor)
+    // One launch for all (Torch ≥ 2.1 takes a scalar tensor; its fast path wants the gradients'
+    // dtype — the float32 product is the same, since a float64 scalar is rounded to float32 anyway).
+    at::_foreach_mul_(grads, coefficient.to(grads.front().scalar_type()));
     return;
   }
 #endif
   for (auto& g : grads) g.mul_(coefficient);
 }
+
+torch::Tensor all_finite(const torch::Tensor& values) { return values.sub(values).eq(0).all(); }
 
 torch::Tensor clip_coefficient(const torch::Tensor& norm, double clip) {
   return torch::full({}, clip, norm.options().dtype(torch::kFloat64)).div_(norm + 1e-6).clamp_max_(1.0);

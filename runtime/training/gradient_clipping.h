@@ -20,6 +20,10 @@ void scale_gradients(std::vector<torch::Tensor>& params, double coefficient);
 // The same with the coefficient a scalar tensor on the parameters' device (min(1, clip/(norm + 1e-6))).
 void scale_gradients(std::vector<torch::Tensor>& params, const torch::Tensor& coefficient);
 
+// Whether every element of `values` is finite, as a bool scalar on its device (x − x is 0 exactly
+// for a finite x and NaN otherwise: two elementwise ops, with kernels on every backend).
+torch::Tensor all_finite(const torch::Tensor& values);
+
 // min(1, clip / (norm + 1e-6)) from a device norm, in float64 on its device: the arithmetic of the
 // host's double, without reading it.
 torch::Tensor clip_coefficient(const torch::Tensor& norm, double clip);

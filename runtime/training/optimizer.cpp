@@ -41,18 +41,19 @@ void Optimizer::step(const torch::Tensor& proceed) {
 
 namespace {
 
-// A scalar on the device: `a` where the step proceeds, `b` where it does not. A kernel's argument,
-// not a copy from the host (which would wait for the device).
+// A float64 scalar on the device: `a` where the step proceeds, `b` where it does not (a, b finite):
+// a·1 + b·0 and a·0 + b·1 are a and b exactly. Scalars reach the kernels as arguments, never as a
+// copy from the host (which would wait for the device).
 torch::Tensor select_scalar(const torch::Tensor& proceed, double a, double b) {
-  const auto options = torch::TensorOptions().dtype(torch::kFloat64).device(proceed.device());
-  return torch::where(proceed, torch::full({}, a, options), torch::full({}, b, options));
+  const auto go = proceed.to(torch::kFloat64);
+  return go.mul(a).add_(go.mul(-1.0).add_(1.0).mul_(b));
 }
 
 }  // namespace
 
 void Optimizer::step_gated(const torch::Tensor* proceed) {
   torch::NoGradGuard no_grad;
-  const torch::Tensor halt = proceed != nullptr ? proceed->logical_not() : torch::Tensor();
+  const torch::Tensor halt = proceed != nullptr ? proceed->eq(false) : torch::Tensor();
   // ASGD's μ and Adam's β as device scalars, one per value in this step (all slots usually share one).
   std::map<std::pair<double, double>, torch::Tensor> selected;
   auto scalar = [&](double value, double when_halted) -> torch::Tensor {
@@ -62,8 +63,8 @@ void Optimizer::step_gated(const torch::Tensor* proceed) {
   };
   for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
     auto& group = groups_[gi];
-    // SGD's updates of a group as one multi-tensor op (one launch on a GPU; on the CPU the same
-    // p.add_(g, −lr) per tensor).
+    // SGD's updates of a group: on a GPU one multi-tensor op (one launch), elsewhere p.add_(g, −lr)
+    // per tensor (what the multi-tensor op's fallback does too).
     std::vector<torch::Tensor> sgd_params, sgd_grads;
     for (std::size_t pi = 0; pi < group.params.size(); ++pi) {
       auto& p = group.params[pi];
@@ -101,7 +102,8 @@ void Optimizer::step_gated(const torch::Tensor* proceed) {
             s.ax.add_(p.sub(s.ax).mul(s.mu));
           }
         } else if (proceed != nullptr) {
-          s.ax.copy_(torch::where(*proceed, p, s.ax));
+          // ax ← p, or ax kept: ax·0 + p·1 or ax·1 + p·0, exactly (both finite).
+          s.ax.mul_(halt).add_(p.mul(*proceed));
         } else {
           s.ax.copy_(p);
         }
@@ -128,7 +130,11 @@ void Optimizer::step_gated(const torch::Tensor* proceed) {
         p.addcdiv_(s.exp_avg, denom, -group.lr / bias1);
       }
     }
-    if (!sgd_params.empty()) at::_foreach_add_(sgd_params, sgd_grads, -group.lr);
+    if (!sgd_params.empty() && sgd_params.front().is_cuda()) {
+      at::_foreach_add_(sgd_params, sgd_grads, -group.lr);
+    } else {
+      for (std::size_t i = 0; i < sgd_params.size(); ++i) sgd_params[i].add_(sgd_grads[i], -group.lr);
+    }
   }
 }
 

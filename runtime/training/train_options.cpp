@@ -43,6 +43,8 @@ const config::BoundOptions<TrainOptions>& bound() {
         {"seed", &TrainOptions::seed, Range::non_negative(), "seed of every random draw of the run"},
         {"max_seconds", &TrainOptions::max_seconds, Range::non_negative(), "wall-time budget of the run over all its sessions (0: none)"},
         {"test", &TrainOptions::test, Range::any(), "evaluate the best model on the test split at the end"},
+        {"steps_in_flight", &TrainOptions::steps_in_flight, Range{0.0, 8.0, false, false},
+         "steps whose loss and norm may still be on their way to the host while the next runs (nil: 1 on a GPU, 0 on the CPU); results do not depend on it, on_step and a divergence come that many steps later"},
     });
   }();
   return table;

@@ -6,7 +6,7 @@ namespace lmkit::training {
 namespace {
 
 // Keys of config.json whose change does not make a different run (resume may change them).
-const std::set<std::string> kResumableChanges = {"epochs", "max_seconds", "log_interval", "test"};
+const std::set<std::string> kResumableChanges = {"epochs", "max_seconds", "log_interval", "test", "steps_in_flight"};
 
 // A split must give every column of its batch at least `rows` tokens (an input and its target;
 // training needs one more, for a window of length 2). Checked before the first step, so that a

@@ -26,7 +26,8 @@ std::string Trainer::State::nonfinite_diagnostic(const std::string& what, const 
   if (!bad_values.empty()) {
     text += "Non-finite values in: " + join(bad_values) + ". ";
   } else if (!bad_grads.empty()) {
-    text += "All parameters are finite; non-finite gradients in: " + join(bad_grads) + ". ";
+    text += "All parameters are finite; gradients with a non-finite norm (NaN, ∞, or past float32's range) in: " +
+            join(bad_grads) + ". ";
   } else {
     text += "All parameters are finite, so the " + model->head->kind() + " head produced it from finite inputs. ";
   }
@@ -112,8 +113,8 @@ bool Trainer::State::train_step(const data::Batch& window) {
   // step's numbers come back to the host through a deferred read.
   torch::Tensor squares;
   const auto norm = gradient_norm(params, &squares);
-  const auto finite = torch::isfinite(step_loss).logical_and(torch::isfinite(norm));
-  proceed = proceed.defined() ? proceed.logical_and(finite) : finite;
+  const auto finite = all_finite(torch::stack({step_loss, norm}));
+  proceed = proceed.defined() ? proceed.bitwise_and(finite) : finite;
   if (options.clip > 0) scale_gradients(params, clip_coefficient(norm, options.clip));
   optimizer->step(proceed);
   restore_lrs();
@@ -132,7 +133,8 @@ bool Trainer::State::train_step(const data::Batch& window) {
   ++batch;
   in_flight.push_back(std::move(pending));
   // On a GPU one step stays in flight: the previous step's numbers are taken while this one runs.
-  return finish_pending(device.is_cpu() ? 0 : 1);
+  const auto depth = options.steps_in_flight.value_or(device.is_cpu() ? 0 : 1);
+  return finish_pending(static_cast<std::size_t>(depth));
 }
 
 bool Trainer::State::finish_pending(std::size_t keep) {
@@ -153,10 +155,13 @@ bool Trainer::State::finish_step(PendingStep& p, const std::vector<double>& valu
     step = p.step;
     batch = p.batch;
     in_flight.clear();
-    const std::vector<double> squares(values.begin() + 2, values.end());
-    diagnostic = nonfinite_diagnostic(std::isfinite(raw_loss) ? "The gradient norm is not finite"
-                                                              : "Training loss is " + describe_number(raw_loss),
-                                      squares);
+    if (!std::isfinite(raw_loss)) {
+      // The gradients of a non-finite loss say nothing about the parameters: not named.
+      diagnostic = nonfinite_diagnostic("Training loss is " + describe_number(raw_loss), {});
+    } else {
+      const std::vector<double> squares(values.begin() + 2, values.end());
+      diagnostic = nonfinite_diagnostic("The gradient norm is not finite", squares);
+    }
     return false;
   }
   const std::int64_t step_number = p.step + 1, batch_number = p.batch + 1;
@@ -216,18 +221,22 @@ bool Trainer::State::train_epoch() {
   progress.start_epoch(epoch + 1, train_source.size(0), stage == "train" ? "epoch" : "finetune");
   data::Batch window;
   while (true) {
-    if (callbacks.capture_host_state && !skip_capture_once) host_state = callbacks.capture_host_state();
-    skip_capture_once = false;
+    // Each condition read once: the flush below and the branch taken must agree.
     const int signal = preemption_signal();
-    // Before anything reads or saves the counters and sums: the steps in flight are finished.
-    if ((signal || interruption_requested() || stop_requested ||
-         (options.max_seconds > 0 && seconds() >= options.max_seconds)) && !finish_pending(0)) {
+    const bool interrupt = signal == 0 && interruption_requested();
+    const bool stop = stop_requested;
+    const bool out_of_time = options.max_seconds > 0 && seconds() >= options.max_seconds;
+    // Before anything reads or saves the counters and sums, and before the host's random state is
+    // captured (a pending step's on_step may draw from it), the steps in flight are finished.
+    if ((signal || interrupt || stop || out_of_time) && !finish_pending(0)) {
       progress.end_epoch();
       status = "diverged";
       log("Run diverged: " + diagnostic);
       return false;
     }
-    if (signal || interruption_requested()) {
+    if (callbacks.capture_host_state && !skip_capture_once) host_state = callbacks.capture_host_state();
+    skip_capture_once = false;
+    if (signal || interrupt) {
       // Ctrl-C (interruption.h) stops exactly as a cluster's SIGTERM does: state saved, resumable.
       const bool interrupted = signal == 0 && take_interruption();
       const std::string cause = interrupted ? "interrupted (Ctrl-C)" : fmt::format("preempted (signal {})", signal);
@@ -244,11 +253,11 @@ bool Trainer::State::train_epoch() {
                       integer_text(step) + "; state saved in " + store.path("state.ckpt") +
                       "; run the same recipe again or lmkit.resume(\"" + store.dir().string() + "\") to continue");
     }
-    if (stop_requested || (options.max_seconds > 0 && seconds() >= options.max_seconds)) {
+    if (stop || out_of_time) {
       progress.end_epoch();
       save_state(/*in_loop=*/true);
-      status = stop_requested ? "stopped" : "time_limit";
-      if (!stop_requested) stop_reason = fmt::format("wall-time budget of {} s used", options.max_seconds);
+      status = stop ? "stopped" : "time_limit";
+      if (!stop) stop_reason = fmt::format("wall-time budget of {} s used", options.max_seconds);
       log("Stopping at epoch " + integer_text(epoch + 1) + ", step " + integer_text(step) + ": " + stop_reason +
           " (resumable from state.ckpt)");
       return false;

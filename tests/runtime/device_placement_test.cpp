@@ -124,6 +124,21 @@ TEST(DevicePlacementTest, TheTrainingStepsPiecesRunOnMeta) {
       EXPECT_TRUE(optimizer.average_of(0, 0).is_meta());
     }
     for (const auto& p : params) EXPECT_TRUE(p.is_meta());
+    // The trainer's step: squared norms per parameter, the clip coefficient and finiteness as device
+    // scalars, the scaling by a scalar tensor, the update gated on the device.
+    for (auto& p : params) p.mutable_grad() = on_meta(p.sizes());
+    torch::Tensor squares;
+    const auto norm = training::gradient_norm(params, &squares);
+    EXPECT_TRUE(squares.is_meta());
+    EXPECT_EQ(squares.size(0), 2);
+    const auto coefficient = training::clip_coefficient(norm, 0.25);
+    EXPECT_TRUE(coefficient.is_meta());
+    training::scale_gradients(params, coefficient);
+    auto proceed = training::all_finite(torch::stack({norm, norm}));
+    proceed = proceed.bitwise_and(training::all_finite(norm));  // the trainer's running flag
+    EXPECT_TRUE(proceed.is_meta());
+    optimizer.step(proceed);
+    for (const auto& p : params) EXPECT_TRUE(p.is_meta());
   }
   // The hidden-state carry.
   LstmState state{{on_meta({1, 2, 3}).requires_grad_(), on_meta({1, 2, 3})}};

@@ -180,5 +180,37 @@ TEST(FlatLstmWeightsTest, TrainingAndEvaluationGiveTheBitsOfSeparateTensors) {
   }
 }
 
+// What a CUDA training forward hands cuDNN under DropConnect: one fresh buffer in cuDNN's order
+// with the dropped matrix, and an LSTM on it gives the bits of the four tensors — values and
+// gradients (the views' gradients reach the arguments).
+TEST(FlatLstmWeightsTest, TheTrainingBufferIsOneChunkAndChangesNoBits) {
+  seed_torch(8);
+  const int64_t in = 5, h = 7;
+  std::vector<torch::Tensor> separate{torch::randn({4 * h, in}), torch::randn({4 * h, h}), torch::randn({4 * h}),
+                                      torch::randn({4 * h})};
+  for (auto& t : separate) t.requires_grad_();
+  auto copies_of = copies(separate);
+  for (auto& t : copies_of) t.requires_grad_();
+  const auto views = contiguous_layer_weights(copies_of[0], copies_of[1], copies_of[2], copies_of[3]);
+  ASSERT_EQ(views.size(), 4u);
+  int64_t offset = 0;
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_TRUE(views[i].storage().is_alias_of(views[0].storage())) << i;
+    EXPECT_EQ(views[i].storage_offset(), offset) << i;
+    EXPECT_EQ(views[i].sizes(), separate[i].sizes()) << i;
+    offset += views[i].numel();
+  }
+  EXPECT_EQ(static_cast<int64_t>(views[0].storage().nbytes()), offset * views[0].element_size());
+  const auto x = torch::randn({6, 2, in});
+  const auto h0 = torch::zeros({1, 2, h}), c0 = torch::zeros({1, 2, h});
+  const auto a = at::lstm(x, {h0, c0}, separate, true, 1, 0.0, true, false, false);
+  const auto b = at::lstm(x, {h0, c0}, views, true, 1, 0.0, true, false, false);
+  EXPECT_TRUE(torch::equal(std::get<0>(a), std::get<0>(b)));
+  const auto upstream = torch::randn({6, 2, h});
+  (std::get<0>(a) * upstream).sum().backward();
+  (std::get<0>(b) * upstream).sum().backward();
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_TRUE(torch::equal(separate[i].grad(), copies_of[i].grad())) << i;
+}
+
 }  // namespace
 }  // namespace lmkit

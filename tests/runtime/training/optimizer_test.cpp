@@ -1,12 +1,14 @@
 // The optimizers against their closed forms, and the switch policies on scripted validation losses.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "runtime/core/error.h"
+#include "runtime/training/gradient_clipping.h"
 #include "runtime/training/lr_schedule.h"
 #include "runtime/training/optimizer.h"
 #include "runtime/training/switch_policy.h"
@@ -172,7 +174,8 @@ TEST(OptimizerTest, AGatedStepIsTheStepOrNothing) {
       EXPECT_TRUE(torch::equal(b1, b2)) << "step " << step;
       // A halted step between them, with non-finite gradients: nothing moves.
       const auto weights = a2.detach().clone();
-      const auto state = gated.state_tensors();
+      auto state = gated.state_tensors();
+      for (auto& [name, tensor] : state) tensor = tensor.clone();  // the step updates them in place
       auto bad = torch::randn({3, 5}, kFloat);
       bad[0][0] = std::numeric_limits<float>::quiet_NaN();
       bad[1][2] = std::numeric_limits<float>::infinity();
@@ -193,6 +196,31 @@ TEST(OptimizerTest, AGatedStepIsTheStepOrNothing) {
   }
   Optimizer sgd("sgd", {{"main", {parameter({1.0})}, 0.1, 0.0}});
   EXPECT_THROW(sgd.step(torch::tensor(1.0)), UsageError);
+}
+
+// The step's device scalars are the host's double arithmetic: finiteness, min(1, clip/(norm + 1e-6))
+// and the scaling by it (a float32 gradient times the coefficient rounded to float32, as with a double).
+TEST(GradientClippingTest, DeviceScalarsFollowTheHostsArithmetic) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(all_finite(torch::tensor({1.5, -1e300, 0.0}, kDouble)).item<bool>());
+  for (const double bad : {inf, -inf, nan}) {
+    EXPECT_FALSE(all_finite(torch::tensor({1.0, bad}, kDouble)).item<bool>()) << bad;
+    EXPECT_FALSE(all_finite(torch::tensor({bad}, torch::TensorOptions().dtype(torch::kFloat32))).item<bool>()) << bad;
+  }
+  for (const double norm : {0.0, 0.1, 0.25, 0.2500001, 3.7, 1e6}) {
+    const double expected = std::min(1.0, 0.25 / (norm + 1e-6));
+    EXPECT_EQ(clip_coefficient(torch::tensor(norm, kDouble), 0.25).item<double>(), expected) << norm;
+  }
+  EXPECT_TRUE(std::isnan(clip_coefficient(torch::tensor(nan, kDouble), 0.25).item<double>()));
+  torch::manual_seed(2);
+  auto a = torch::randn({50}).requires_grad_(), b = a.detach().clone().requires_grad_();
+  a.mutable_grad() = torch::randn({50});
+  b.mutable_grad() = a.grad().clone();
+  std::vector<torch::Tensor> pa{a}, pb{b};
+  const double coefficient = 0.25 / (3.7 + 1e-6);
+  scale_gradients(pa, coefficient);
+  scale_gradients(pb, torch::tensor(coefficient, kDouble));
+  EXPECT_TRUE(torch::equal(a.grad(), b.grad()));
 }
 
 TEST(OptimizerTest, UnknownKindIsNamed) {

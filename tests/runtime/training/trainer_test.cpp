@@ -315,6 +315,80 @@ TEST_F(TrainerTest, ResumeAfterPreemptionReproducesTheUninterruptedRun) {
   EXPECT_EQ(summary.at("valid_loss"), reference_summary.at("valid_loss"));
 }
 
+// On a GPU a step's numbers come back while the next step runs (one step in flight): on_step, the
+// sums, the interval lines and the divergence check then work a step late. Proven here on the CPU
+// with steps_in_flight = 1: every metric and the test loss are those of the run that reads each
+// step at once, also through a preemption (taken one step later) and a resume; and a divergence
+// seen a step late names the step where it happened, whose update — and the next step's, already
+// launched — changed no weight.
+TEST_F(TrainerTest, StepsInFlightChangeNoResult) {
+  auto options = tiny_options();
+  options.switch_policy = "et";
+  options.switch_epoch = 1;
+  std::vector<nlohmann::json> reference;
+  nlohmann::json reference_summary;
+  {
+    Trainer trainer(tiny_model(), tiny_corpus(), options, dir("at-once"));
+    reference_summary = trainer.run();
+    reference = comparable_metrics(trainer.store().metrics());
+  }
+  options.steps_in_flight = 1;
+  {
+    Trainer trainer(tiny_model(), tiny_corpus(), options, dir("in-flight"));
+    const auto summary = trainer.run();
+    EXPECT_EQ(comparable_metrics(trainer.store().metrics()), reference);
+    EXPECT_EQ(summary.at("test_loss"), reference_summary.at("test_loss"));
+  }
+  const std::int64_t steps_per_epoch = [&] {
+    for (const auto& r : reference) if (r.at("type") == "epoch") return r.at("step").get<std::int64_t>();
+    return std::int64_t{0};
+  }();
+  ASSERT_GT(steps_per_epoch, 10);
+  {
+    TrainCallbacks callbacks;
+    std::int64_t last_seen = 0;
+    callbacks.on_step = [&](const nlohmann::json& info) {
+      last_seen = info.at("step").get<std::int64_t>();
+      if (last_seen == steps_per_epoch + 7) std::raise(SIGTERM);
+    };
+    Trainer trainer(tiny_model(), tiny_corpus(), options, dir("preempted"), callbacks);
+    EXPECT_THROW(trainer.run(), Preempted);
+    // The step in flight when the signal came was finished (its on_step called) before the state was saved.
+    EXPECT_EQ(last_seen, steps_per_epoch + 8);
+  }
+  Trainer resumed(tiny_model(/*seed=*/99), tiny_corpus(), options, dir("preempted"));
+  const auto summary = resumed.run();
+  EXPECT_EQ(comparable_metrics(resumed.store().metrics()), reference);
+  EXPECT_EQ(summary.at("test_loss"), reference_summary.at("test_loss"));
+}
+
+TEST_F(TrainerTest, ADivergenceSeenAStepLateNamesItsStepAndKeepsTheWeights) {
+  auto options = tiny_options();
+  options.steps_in_flight = 1;
+  LanguageModel model = tiny_model();
+  std::vector<torch::Tensor> snapshot;
+  TrainCallbacks callbacks;
+  callbacks.on_step = [&](const nlohmann::json& info) {
+    // Called for step 5 once step 6 has run: the NaN reaches step 7's loss first.
+    if (info.at("step").get<std::int64_t>() == 5) {
+      torch::NoGradGuard no_grad;
+      model->encoder->layers[0].w_hh[0][0] = std::numeric_limits<float>::quiet_NaN();
+      for (const auto& p : model->parameters()) snapshot.push_back(p.detach().clone());
+    }
+  };
+  const auto summary = Trainer(model, tiny_corpus(), options, dir("late"), callbacks).run();
+  EXPECT_EQ(summary.at("status"), "diverged");
+  const auto diagnostic = summary.at("diagnostic").get<std::string>();
+  EXPECT_NE(diagnostic.find("Training loss is NaN at epoch 1, step 7."), std::string::npos) << diagnostic;
+  EXPECT_NE(diagnostic.find("encoder.lstm0_w_hh"), std::string::npos) << diagnostic;
+  // Steps 7 and 8 (launched before step 7's loss came back) were halted on the device.
+  const auto params = model->parameters();
+  ASSERT_EQ(params.size(), snapshot.size());
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    EXPECT_TRUE(torch::equal(params[i].detach().nan_to_num(7.0), snapshot[i].nan_to_num(7.0))) << i;
+  }
+}
+
 // A tiny causal Transformer and its protocol: AdamW, fixed windows of its context, warm-up + cosine.
 LanguageModel tiny_transformer(std::uint64_t seed = 3) {
   seed_torch(seed);
