@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced (bash) by scripts/gpu/configure.sh and run_on_gpu.sh: makes the dependencies that
 # scripts/gpu/fetch_debs.sh carried usable in this shell. Unpacks .gpu-deps/carry/*.tar.xz when only
 # the tarballs travelled, puts the carried libraries on LD_LIBRARY_PATH (CMake's RUNPATH covers
@@ -34,7 +35,8 @@ fi
 export LMKIT_DEPS_PREFIX=$lmkit_deps_dir/prefix/usr
 # Debian's multiarch tuple of this machine (x86_64-linux-gnu on x86-64, the only architecture
 # fetch_debs.sh fetches for): the prefix's libraries live in lib/<tuple>, some headers in include/<tuple>.
-export LMKIT_DEPS_MULTIARCH=$(uname -m)-linux-gnu
+LMKIT_DEPS_MULTIARCH=$(uname -m)-linux-gnu
+export LMKIT_DEPS_MULTIARCH
 lmkit_deps_libdir=$LMKIT_DEPS_PREFIX/lib/$LMKIT_DEPS_MULTIARCH
 [ -d "$lmkit_deps_libdir" ] || {
   echo "carried_deps.sh: the carried prefix has no lib/$LMKIT_DEPS_MULTIARCH: it was fetched for another" \
@@ -67,6 +69,7 @@ else
   lmkit_wrappers=$lmkit_deps_dir/tools-bin
   mkdir -p "$lmkit_wrappers"
   for lmkit_tool in cmake ctest; do
+    # shellcheck disable=SC2016  # the wrapper expands LD_LIBRARY_PATH and its arguments when it runs
     printf '#!/bin/sh\nLD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec %s "$@"\n' \
       "$lmkit_deps_dir/tools/usr/lib/x86_64-linux-gnu" "$lmkit_deps_dir/tools/usr/bin/$lmkit_tool" \
       >"$lmkit_wrappers/$lmkit_tool"

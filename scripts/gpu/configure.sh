@@ -21,7 +21,9 @@ lib=$usr/lib/$LMKIT_DEPS_MULTIARCH
 # Debian's multiarch include folder: luaconf.h includes lua5.4-deb-multiarch.h from there. A compiler
 # on Debian searches the machine's own /usr/include/x86_64-linux-gnu by itself, never the prefix's.
 include_multiarch=$usr/include/$LMKIT_DEPS_MULTIARCH
-boost_config=$(ls -d "$lib"/cmake/Boost-* 2>/dev/null | head -1)
+boost_configs=("$lib"/cmake/Boost-*)
+boost_config=${boost_configs[0]}
+[ -d "$boost_config" ] || boost_config=""
 required=(
   "$usr/include/lua5.4/lua.h" "$include_multiarch/lua5.4-deb-multiarch.h" "$lib/liblua5.4.so" "$usr/bin/lua5.4"
   "$lib/cmake/fmt" "$usr/share/cmake/nlohmann_json" "$usr/share/cmake/CLI11" "$boost_config"
@@ -31,8 +33,10 @@ required=(
   "$usr/include/zlib.h" "$lib/libz.so"
 )
 for path in "${required[@]}"; do
-  [ -n "$path" ] && [ -e "$path" ] ||
-    { echo "configure.sh: '${path:-a Boost CMake config}' is missing from the carried prefix (rerun scripts/gpu/fetch_debs.sh)" >&2; exit 1; }
+  if [ -z "$path" ] || [ ! -e "$path" ]; then
+    echo "configure.sh: '${path:-a Boost CMake config}' is missing from the carried prefix (rerun scripts/gpu/fetch_debs.sh)" >&2
+    exit 1
+  fi
 done
 
 # CMAKE_LIBRARY_PATH puts OpenBLAS first for FindBLAS/FindLAPACK (BLA_VENDOR narrows them to it);

@@ -52,9 +52,11 @@ unpack() {  # unpack NAME PACKAGE...: dpkg -x each package's .deb from debs/NAME
   local name=$1; shift
   for package in "$@"; do
     local deb
-    deb=$(ls "$deps_dir/debs/$name/${package}"_*.deb 2>/dev/null | head -1)
-    [ -n "$deb" ] || { echo "fetch_debs.sh: no .deb for $package in $deps_dir/debs/$name" >&2; exit 1; }
+    local debs=("$deps_dir/debs/$name/${package}"_*.deb)
+    deb=${debs[0]}
+    [ -f "$deb" ] || { echo "fetch_debs.sh: no .deb for $package in $deps_dir/debs/$name" >&2; exit 1; }
     dpkg-deb -x "$deb" "$deps_dir/$name"
+    # shellcheck disable=SC2016  # dpkg-deb's own ${...} fields
     dpkg-deb --show --showformat='${Package} ${Version}\n' "$deb" >>"$deps_dir/carry/manifest.txt"
   done
 }
@@ -103,7 +105,7 @@ slim_prefix() {
     [ -s "$probe/probe.cpp" ] || { echo "fetch_debs.sh: lmkit includes no Boost header?" >&2; exit 1; }
     used=$(for std in c++17 c++20; do
              g++ -std=$std -M -isystem "$prefix/usr/include" "$probe/probe.cpp"
-           done | tr ' \\' '\n\n' | sed -n "s|^$prefix/usr/include/boost/\([^/]*\).*|\1|p" | sort -u)
+           done | tr '\\ ' '\n' | sed -n "s|^$prefix/usr/include/boost/\([^/]*\).*|\1|p" | sort -u)
     rm -rf "$probe"
     local entry
     for entry in "$prefix"/usr/include/boost/*; do
