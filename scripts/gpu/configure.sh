@@ -9,6 +9,8 @@
 #
 # Source scripts/gpu/carried_deps.sh before building or running tests from BUILD_DIR: the carried
 # shared libraries are found through LD_LIBRARY_PATH.
+
+# shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 lmkit_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 [ $# -ge 1 ] || { echo "usage: configure.sh BUILD_DIR [cmake arguments...]" >&2; exit 2; }

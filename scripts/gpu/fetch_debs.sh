@@ -12,6 +12,8 @@
 #   tools/    cmake, ctest and ninja with the shared libraries they need
 #   carry/    what travels to the GPU machine: deps.tar.xz, tools.tar.xz, manifest.txt
 # scripts/gpu/run_on_gpu.sh unpacks carry/ there (or uses prefix/ and tools/ when those travelled).
+
+# shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"

@@ -32,6 +32,8 @@
 # The output folder receives machine.txt (the node's facts), results.md (the table of steps, the
 # benchmark table, the tail of each failed step's log) and logs.tar.gz (every step's full log):
 # three files to copy back and attach to a report.
+
+# shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 caller_dir=$PWD
