@@ -178,12 +178,20 @@ source "$lmkit_root/scripts/gpu/carried_deps.sh"
 prefix=$LMKIT_DEPS_PREFIX real_prefix=$(realpath "$LMKIT_DEPS_PREFIX")
 compute_hidden
 [ ${#whiteouts[@]} -gt 0 ] || { echo "check_prefix_build.sh: none of the carried packages is installed here" >&2; exit 1; }
-layers=$(mktemp -d)
+declare -A tops=()   # the top folders concerned (/usr)
+for path in "${whiteouts[@]}"; do top=${path#/}; tops[/${top%%/*}]=1; done
+for top in "${!tops[@]}"; do
+  # The overlay is read-only: the checkout and the build must not be below it.
+  for dir in "$lmkit_root" "$build_dir"; do
+    [[ $dir/ != "$top"/* ]] ||
+      { echo "check_prefix_build.sh: $dir is below $top, which is hidden read-only: use another folder" >&2; exit 1; }
+  done
+done
+# The layer of whiteouts: a tmpfs mounted in this namespace only, on an empty folder of the build's.
+layers=$build_dir/.hidden-layers
+mkdir -p "$layers"
 mount -t tmpfs lmkit-hidden "$layers"
-declare -A tops=()
 for path in "${whiteouts[@]}"; do
-  top=${path#/}; top=/${top%%/*}
-  tops[$top]=1
   mkdir -p "$layers${path%/*}"
   mknod "$layers$path" c 0 0   # an overlayfs whiteout: the entry below is absent
 done
@@ -242,16 +250,18 @@ declare -A carried_names=()
 for path in "${!owner[@]}"; do carried_names[${path##*/}]=1; done
 for binary in "$build_dir/lmkit" "$build_dir/tests/lmkit_tests"; do
   [ -x "$binary" ] || continue
+  from_prefix=()
   while read -r name _ path _; do
     if [ "$path" = not ]; then
       echo "check_prefix_build.sh: ${binary#"$build_dir"/} needs $name: not found" >&2; failed=1
     elif [ -n "${carried_names[$name]:-}" ]; then
       case $path in
-        "$prefix"/*|"$real_prefix"/*) echo "  ${binary#"$build_dir"/}: $name => $path" ;;
+        "$prefix"/*|"$real_prefix"/*) from_prefix+=("$name") ;;
         *) echo "check_prefix_build.sh: ${binary#"$build_dir"/} loads $name from $path, outside the prefix" >&2; failed=1 ;;
       esac
     fi
   done < <(ldd "$binary" | grep '=>')
+  echo "libraries: ${binary#"$build_dir"/} loads ${#from_prefix[@]} of the carried packages' from the prefix: ${from_prefix[*]}"
 done
 [ $failed = 0 ] || exit 1
 
