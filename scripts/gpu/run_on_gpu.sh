@@ -77,7 +77,8 @@ if [ "${1:-}" = --step ]; then
       tests_log=$dir/ctest.log
       ctest --test-dir "$build" -L gpu --output-on-failure --timeout 300 >"$tests_log" 2>&1
     fi
-    # "name<TAB>status" of each test that did not pass; one that started and never ended was cut off.
+    # "name<TAB>status" of each test that did not pass (a skipped one did: no GPU); one that started
+    # and never ended was cut off.
     local broken=()
     mapfile -t broken < <(awk '
       /^ +Start +[0-9]+: / { name = $3; if (!(name in state)) order[++n] = name; state[name] = "cut off"; next }
@@ -87,7 +88,7 @@ if [ "${1:-}" = --step ]; then
         if (!(name in state)) order[++n] = name
         state[name] = line
       }
-      END { for (i = 1; i <= n; i++) if (state[order[i]] != "Passed") print order[i] "\t" state[order[i]] }
+      END { for (i = 1; i <= n; i++) if (state[order[i]] !~ /^(Passed|Skipped|Disabled)$/) print order[i] "\t" state[order[i]] }
     ' "$tests_log" | sort -t$'\t' -k2,2 -s | awk -F'\t' '$2 != "Failed" { print } $2 == "Failed" { failed[++m] = $0 } END { for (i = 1; i <= m; i++) print failed[i] }')
     if [ ${#broken[@]} -eq 0 ]; then
       echo "result: every GPU test passed, nothing to diagnose"
@@ -428,9 +429,9 @@ write_results() {
       echo; echo "## A grid's cells per hour with K tasks per GPU (scripts/bench_sharing.sh)"; echo
       grep -E '^(\||cells:)' "$out/logs/sharing.log" || true
     fi
-    if [ -f "$out/logs/diagnose.log" ]; then
+    if grep -qs '^== GPU tests to diagnose' "$out/logs/diagnose.log"; then
       echo; echo "## GPU tests rerun under a debugger and compute-sanitizer (logs/diagnose/ has their logs)"; echo
-      echo '```'; grep -vE '^(== |  )' "$out/logs/diagnose.log" | grep -v '^result: ' | head -80; echo '```'
+      echo '```'; { grep -vE '^(== |  |result: )' "$out/logs/diagnose.log" || true; } | head -80; echo '```'
     fi
     if [ -f "$out/logs/rank.log" ]; then
       echo; echo "## logP matrix + Press rank (scripts/bench_rank.lua)"; echo
@@ -477,6 +478,8 @@ run_step() {
   # The step's own summary: its last "result: " line, else a ctest summary.
   detail=$(grep '^result: ' "$log" | tail -1 | cut -c9-)
   [ -n "$detail" ] || detail=$(grep -oE '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1)
+  # lmkit doctor's verdict: "Everything passed on cuda." or "2 of 10 checks failed on cuda ...".
+  [ -n "$detail" ] || [ "$step" != doctor ] || detail=$(grep -E '^(Everything passed|[0-9]+ of [0-9]+ checks failed)' "$log" | tail -1)
   if [ "$step" = cpu_suite ] && grep -q "stop time has been passed" "$log"; then
     status="cut at the deadline"
   fi
@@ -531,22 +534,22 @@ note_build() {  # note_build STEP OK|FAILED: what a build step leaves built
 ready() {  # ready PART FILE: prints why PART cannot be used, nothing when it can
   case ${built[$1]} in
     ok) ;;
-    failed) echo "$3 failed to build" ;;
-    *) [ -x "$2" ] || echo "$3 is not built" ;;
+    failed) echo "building $3 failed" ;;
+    *) [ -x "$2" ] || echo "$3: not built" ;;
   esac
 }
 # why_not STEP: nothing when STEP can run now, else why it cannot. Each step needs what an earlier
 # one builds; a failure is not repeated by the steps after it.
 why_not() {
   local step=$1
-  [ "$step" = facts ] && return 0
+  case $step in facts|warnings) return 0 ;; esac   # they need no build
   [ $carried_ok = yes ] || { echo "the carried dependencies are not usable"; return 0; }
   [ "$step" = configure ] || [ $configure_failed = no ] || { echo "configure failed"; return 0; }
   case $step in
     build_lmkit|build_tests|build) [ -f "$LMKIT_GPU_BUILD/build.ninja" ] || echo "not configured" ;;
     doctor|rank|bench|heads|sharing) ready lmkit "$LMKIT_GPU_BUILD/lmkit" lmkit ;;
     gpu_tests|diagnose) ready tests "$LMKIT_GPU_BUILD/tests/lmkit_tests" "the test executable" ;;
-    cpu_suite) ready all "$LMKIT_GPU_BUILD/lmkit" "the build" ;;
+    cpu_suite) ready all "$LMKIT_GPU_BUILD/lmkit" everything ;;
   esac
 }
 
