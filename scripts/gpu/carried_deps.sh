@@ -1,10 +1,12 @@
+# shellcheck shell=bash
 # Sourced (bash) by scripts/gpu/configure.sh and run_on_gpu.sh: makes the dependencies that
 # scripts/gpu/fetch_debs.sh carried usable in this shell. Unpacks .gpu-deps/carry/*.tar.xz when only
 # the tarballs travelled, puts the carried libraries on LD_LIBRARY_PATH (CMake's RUNPATH covers
 # only direct dependencies: liblapacke's own liblapack.so.3/libblas.so.3 must be found too) and the
 # carried lua5.4 on PATH, and falls back to the carried cmake/ninja when the machine has none.
-# Exports LMKIT_DEPS_PREFIX (the unpacked prefix's usr/ folder) and LMKIT_DEPS_TOOLS ("system" or
-# the folder of the carried cmake/ninja wrappers).
+# Exports LMKIT_DEPS_PREFIX (the unpacked prefix's usr/ folder), LMKIT_DEPS_MULTIARCH (the multiarch
+# folder name inside it: x86_64-linux-gnu) and LMKIT_DEPS_TOOLS ("system" or the folder of the
+# carried cmake/ninja wrappers).
 
 lmkit_root=${lmkit_root:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 lmkit_deps_dir=$lmkit_root/.gpu-deps
@@ -31,7 +33,16 @@ if [ ! -d "$lmkit_deps_dir/prefix/usr" ]; then
   lmkit_untar "$lmkit_deps_dir/carry/deps.tar.xz" "$lmkit_deps_dir" || return 1
 fi
 export LMKIT_DEPS_PREFIX=$lmkit_deps_dir/prefix/usr
-lmkit_deps_libdir=$LMKIT_DEPS_PREFIX/lib/x86_64-linux-gnu
+# Debian's multiarch tuple of this machine (x86_64-linux-gnu on x86-64, the only architecture
+# fetch_debs.sh fetches for): the prefix's libraries live in lib/<tuple>, some headers in include/<tuple>.
+LMKIT_DEPS_MULTIARCH=$(uname -m)-linux-gnu
+export LMKIT_DEPS_MULTIARCH
+lmkit_deps_libdir=$LMKIT_DEPS_PREFIX/lib/$LMKIT_DEPS_MULTIARCH
+[ -d "$lmkit_deps_libdir" ] || {
+  echo "carried_deps.sh: the carried prefix has no lib/$LMKIT_DEPS_MULTIARCH: it was fetched for another" \
+       "architecture than this machine's ($(uname -m)); scripts/gpu/fetch_debs.sh fetches for amd64" >&2
+  return 1
+}
 export LD_LIBRARY_PATH=$lmkit_deps_libdir:$lmkit_deps_libdir/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH=$LMKIT_DEPS_PREFIX/bin:$PATH
 
@@ -58,6 +69,7 @@ else
   lmkit_wrappers=$lmkit_deps_dir/tools-bin
   mkdir -p "$lmkit_wrappers"
   for lmkit_tool in cmake ctest; do
+    # shellcheck disable=SC2016  # the wrapper expands LD_LIBRARY_PATH and its arguments when it runs
     printf '#!/bin/sh\nLD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec %s "$@"\n' \
       "$lmkit_deps_dir/tools/usr/lib/x86_64-linux-gnu" "$lmkit_deps_dir/tools/usr/bin/$lmkit_tool" \
       >"$lmkit_wrappers/$lmkit_tool"

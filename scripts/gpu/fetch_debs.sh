@@ -12,6 +12,8 @@
 #   tools/    cmake, ctest and ninja with the shared libraries they need
 #   carry/    what travels to the GPU machine: deps.tar.xz, tools.tar.xz, manifest.txt
 # scripts/gpu/run_on_gpu.sh unpacks carry/ there (or uses prefix/ and tools/ when those travelled).
+
+# shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
@@ -31,35 +33,11 @@ done
 [ "$(dpkg --print-architecture)" = amd64 ] ||
   { echo "fetch_debs.sh: the GPU machines are x86-64; run this on an amd64 Debian 12" >&2; exit 1; }
 
-# lmkit's build and run dependencies besides Torch, as in scripts/setup.sh, with the runtime
-# libraries that dpkg -x does not pull in by itself. Boost comes as headers only (Boost.Math is
-# header-only), BLAS/LAPACK as OpenBLAS: LAPACKE_sgesdd on a logP matrix is hopeless on the
-# reference BLAS.
-deps_packages=(
-  liblua5.4-dev liblua5.4-0 lua5.4
-  libfmt-dev libfmt9
-  nlohmann-json3-dev
-  libcli11-dev
-  libxxhash-dev libxxhash0
-  libglpk-dev libglpk40 libamd2 libcolamd2 libsuitesparseconfig5 libltdl7 libgmp10 zlib1g
-  zlib1g-dev   # deflated .npz members; without it lmkit builds and refuses them by name
-  libboost1.74-dev   # the Boost of libboost-math-dev, which scripts/setup.sh installs
-  liblapacke-dev liblapacke libtmglib-dev libtmglib3
-  libopenblas-pthread-dev libopenblas0-pthread libgfortran5 libquadmath0
-  libreadline-dev libreadline8 libncurses-dev libncurses6 libncursesw6 libtinfo6
-  libgtest-dev libgmock-dev googletest
-  time   # GNU time: scripts/bench.sh reads each program's peak RSS from it
-)
-# Debian's cmake needs curl, archive and their TLS/compression libraries; all of them are carried
-# because the GPU machine's versions (if any) are unknown. The closure check below keeps this list honest.
-tools_packages=(
-  cmake cmake-data ninja-build
-  libarchive13 libcurl4 libexpat1 libjsoncpp25 librhash0 libuv1 zlib1g
-  libacl1 libbz2-1.0 liblz4-1 liblzma5 libnettle8 libxml2 libicu72 libzstd1
-  libbrotli1 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libkeyutils1 libcom-err2
-  libidn2-0 libunistring2 libldap-2.5-0 libsasl2-2 libnghttp2-14 libpsl5 librtmp1 libgnutls30
-  libhogweed6 libgmp10 libp11-kit0 libffi8 libtasn1-6 libssh2-1 libssl3
-)
+# lmkit's dependencies (lmkit_deps_packages) and the fallback cmake/ninja (lmkit_tools_packages).
+# shellcheck source=packages.sh
+source "$root/scripts/gpu/packages.sh"
+deps_packages=("${lmkit_deps_packages[@]}")
+tools_packages=("${lmkit_tools_packages[@]}")
 
 deps_dir=.gpu-deps
 # Everything is made afresh: stale .debs or files of a package no longer listed would travel too.
@@ -76,9 +54,11 @@ unpack() {  # unpack NAME PACKAGE...: dpkg -x each package's .deb from debs/NAME
   local name=$1; shift
   for package in "$@"; do
     local deb
-    deb=$(ls "$deps_dir/debs/$name/${package}"_*.deb 2>/dev/null | head -1)
-    [ -n "$deb" ] || { echo "fetch_debs.sh: no .deb for $package in $deps_dir/debs/$name" >&2; exit 1; }
+    local debs=("$deps_dir/debs/$name/${package}"_*.deb)
+    deb=${debs[0]}
+    [ -f "$deb" ] || { echo "fetch_debs.sh: no .deb for $package in $deps_dir/debs/$name" >&2; exit 1; }
     dpkg-deb -x "$deb" "$deps_dir/$name"
+    # shellcheck disable=SC2016  # dpkg-deb's own ${...} fields
     dpkg-deb --show --showformat='${Package} ${Version}\n' "$deb" >>"$deps_dir/carry/manifest.txt"
   done
 }
@@ -127,7 +107,7 @@ slim_prefix() {
     [ -s "$probe/probe.cpp" ] || { echo "fetch_debs.sh: lmkit includes no Boost header?" >&2; exit 1; }
     used=$(for std in c++17 c++20; do
              g++ -std=$std -M -isystem "$prefix/usr/include" "$probe/probe.cpp"
-           done | tr ' \\' '\n\n' | sed -n "s|^$prefix/usr/include/boost/\([^/]*\).*|\1|p" | sort -u)
+           done | tr '\\ ' '\n' | sed -n "s|^$prefix/usr/include/boost/\([^/]*\).*|\1|p" | sort -u)
     rm -rf "$probe"
     local entry
     for entry in "$prefix"/usr/include/boost/*; do

@@ -4,16 +4,27 @@
 # the dependencies fetched on a connected Debian 12 machine by scripts/gpu/fetch_debs.sh
 # (.gpu-deps/carry/, or the unpacked .gpu-deps/prefix and .gpu-deps/tools; scripts/gpu/README.md).
 # It records what the node has, configures lmkit against the Torch inside that PyTorch and the
-# carried dependencies, builds with all cores, runs the GPU tests, the logP-rank timing, the GPU
-# benchmarks (against the PyTorch yardstick, then each head against lmkit's Softmax) and the CPU suite. Every step is timed under one deadline and may fail without
-# stopping the next ones (except that nothing runs without a build).
+# carried dependencies, builds with all cores the `lmkit` executable first and runs `lmkit doctor`,
+# then the test executable and runs the GPU tests (a crashed or failed one is rerun under gdb or
+# cuda-gdb and compute-sanitizer), counts cuDNN's RNN weight warnings in their logs, builds the rest,
+# and runs the logP-rank timing, the GPU benchmarks (against the PyTorch yardstick, then each head
+# against lmkit's Softmax) and the CPU suite. Every step is timed under one deadline and may fail
+# without stopping the next ones, except those that need what a failed step should have built.
+# Each step's result line goes to stderr as soon as the step ends, so a run cut off by the node's
+# time limit still shows what finished (results.md and logs/ in the output folder too).
 #
-#   bash scripts/gpu/run_on_gpu.sh --quick     # facts, configure, build, ctest -L gpu: a first probe
+#   bash scripts/gpu/run_on_gpu.sh --quick     # facts, configure, lmkit + doctor, GPU tests (+ diagnose): a first probe
 #   bash scripts/gpu/run_on_gpu.sh             # also the rank timing, the benchmarks and the CPU suite
 #   bash scripts/gpu/run_on_gpu.sh --only configure,build,cpu_suite   # chosen steps (an existing build is reused)
 #   bash scripts/gpu/run_on_gpu.sh --quick --out ~/lmkit-results/node7
 #
-# Steps, in order: facts configure build doctor gpu_tests rank bench heads sharing cpu_suite.
+# Steps, in order: facts configure build_lmkit doctor build_tests gpu_tests diagnose warnings build
+#   rank bench heads sharing cpu_suite (--quick: up to build). build_lmkit builds the `lmkit`
+#   executable alone, build_tests the GoogleTest executable that holds the GPU tests, build the rest;
+#   diagnose reruns each GPU test that crashed, failed or was cut off, as one GoogleTest case, under
+#   gdb (else cuda-gdb: `-batch -ex run -ex 'thread apply all bt 15'`) and `compute-sanitizer --tool
+#   memcheck`, each capped by --diagnose-cap; warnings counts cuDNN's "not part of single contiguous
+#   chunk of memory" in the doctor's and ctest's logs (a count above 0 fails the step).
 # Options: --budget SECONDS (540): the whole run's deadline, each step gets what is left of it;
 #          --bench-steps N (200) --bench-warmup N (20) --bench-repeats R (1): timed steps per program,
 #          alternating lmkit.train, lmkit's Lua loop and the PyTorch yardstick R times per configuration;
@@ -27,11 +38,14 @@
 #          --rank-contexts N (82430, PTB test); --build-dir DIR (build-gpu, under the repository root);
 #          --out DIR: the output folder (default: $LMKIT_GPU_OUT, else ./gpu-out in the repository
 #            root; a relative DIR is taken from the folder the script is run from);
+#          --diagnose-cap SECONDS (300): the most each rerun of diagnose may take;
 #          --device cpu: a dry run of this driver on a machine without a GPU (CUDA off, CPU benchmarks).
 # PYTHON (default python3) is the Python whose torch lmkit is built against and the yardstick runs on.
 # The output folder receives machine.txt (the node's facts), results.md (the table of steps, the
 # benchmark table, the tail of each failed step's log) and logs.tar.gz (every step's full log):
 # three files to copy back and attach to a report.
+
+# shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 caller_dir=$PWD
@@ -45,6 +59,134 @@ if [ "${1:-}" = --step ]; then
   machine_python() {  # python3 without the carried libraries: they are for lmkit's build alone
     env LD_LIBRARY_PATH="$LMKIT_GPU_ORIGINAL_LD_LIBRARY_PATH" "$LMKIT_GPU_PYTHON" "$@"
   }
+  join() {  # join SEPARATOR WORD...: the words with the separator between them
+    local separator=$1 joined=$2; shift 2
+    local word
+    for word in "$@"; do joined+=$separator$word; done
+    printf '%s' "$joined"
+  }
+  # diagnose: each GPU test that did not pass in this run's gpu_tests (or, without that log, in a
+  # ctest -L gpu run of its own), rerun alone as one GoogleTest case under a debugger and under
+  # compute-sanitizer, each capped; their logs go to the output folder's logs/diagnose/.
+  diagnose() {
+    set +e
+    local tests_log=$LMKIT_GPU_OUT_DIR/logs/gpu_tests.log dir=$LMKIT_GPU_OUT_DIR/logs/diagnose
+    mkdir -p "$dir"
+    if [ ! -s "$tests_log" ]; then
+      echo "== no gpu_tests log in this run: ctest -L gpu first"
+      tests_log=$dir/ctest.log
+      ctest --test-dir "$build" -L gpu --output-on-failure --timeout 300 >"$tests_log" 2>&1
+    fi
+    # "name<TAB>status" of each test that did not pass (a skipped one did: no GPU); one that started
+    # and never ended was cut off.
+    local broken=()
+    mapfile -t broken < <(awk '
+      /^ +Start +[0-9]+: / { name = $3; if (!(name in state)) order[++n] = name; state[name] = "cut off"; next }
+      /^ *[0-9]+\/[0-9]+ +Test +#[0-9]+: / {
+        name = $4; line = $0
+        sub(/^.*#[0-9]+: +[^ ]+ +\.* */, "", line); sub(/ +[0-9.]+ sec.*$/, "", line); sub(/^\*\*\*/, "", line)
+        if (!(name in state)) order[++n] = name
+        state[name] = line
+      }
+      END { for (i = 1; i <= n; i++) if (state[order[i]] !~ /^(Passed|Skipped|Disabled)$/) print order[i] "\t" state[order[i]] }
+    ' "$tests_log" | sort -t$'\t' -k2,2 -s | awk -F'\t' '$2 != "Failed" { print } $2 == "Failed" { failed[++m] = $0 } END { for (i = 1; i <= m; i++) print failed[i] }')
+    if [ ${#broken[@]} -eq 0 ]; then
+      echo "result: every GPU test passed, nothing to diagnose"
+      return 0
+    fi
+    echo "== GPU tests to diagnose (crashes first):"; printf '  %s\n' "${broken[@]}"
+
+    # The tools: gdb, else cuda-gdb (the same arguments), and compute-sanitizer, from PATH or CUDA.
+    local cuda_bin=${CUDA_HOME:-/usr/local/cuda}/bin debugger="" sanitizer="" tool
+    for tool in gdb cuda-gdb "$cuda_bin/cuda-gdb" /usr/local/cuda/bin/cuda-gdb; do
+      if command -v "$tool" >/dev/null 2>&1; then debugger=$(command -v "$tool"); break; fi
+    done
+    for tool in compute-sanitizer "$cuda_bin/compute-sanitizer" /usr/local/cuda/bin/compute-sanitizer; do
+      if command -v "$tool" >/dev/null 2>&1; then sanitizer=$(command -v "$tool"); break; fi
+    done
+    echo "debugger: ${debugger:-none (neither gdb nor cuda-gdb)}; sanitizer: ${sanitizer:-none (no compute-sanitizer)}"
+
+    # Each test's command, environment and folder from CTest itself: one small script per test that
+    # runs `WRAPPER... COMMAND` there (WRAPPER: the debugger or the sanitizer with its arguments).
+    ctest --test-dir "$build" -L gpu --show-only=json-v1 >"$dir/tests.json" 2>"$dir/tests.json.err"
+    local names=() entry
+    for entry in "${broken[@]}"; do names+=("${entry%%$'\t'*}"); done
+    machine_python - "$dir/tests.json" "$dir" "${names[@]}" <<'PY' || { echo "result: could not read ctest --show-only=json-v1 ($dir/tests.json.err)"; return 1; }
+import json, os, shlex, sys
+tests = {t["name"]: t for t in json.load(open(sys.argv[1]))["tests"]}
+for name in sys.argv[3:]:
+    test = tests.get(name)
+    path = os.path.join(sys.argv[2], name.replace("/", "_") + ".rerun.sh")  # TEST_P names hold slashes
+    if test is None or not test.get("command"):
+        if os.path.exists(path): os.remove(path)
+        continue
+    props = {p["name"]: p["value"] for p in test.get("properties", [])}
+    env = props.get("ENVIRONMENT", [])
+    env = [env] if isinstance(env, str) else env
+    with open(path, "w") as out:
+        out.write("#!/bin/sh\n# " + name + ": its CTest command, environment and folder, behind \"$@\"\n")
+        out.write("cd " + shlex.quote(props.get("WORKING_DIRECTORY", os.getcwd())) + " || exit 1\n")
+        out.write("exec env " + " ".join(shlex.quote(e) for e in env) + ' "$@" ' +
+                  " ".join(shlex.quote(a) for a in test["command"]) + "\n")
+PY
+
+    local summaries=() name file status rerun cap left rc gdb_log check_log found signal frame errors
+    for entry in "${broken[@]}"; do
+      name=${entry%%$'\t'*} status=${entry#*$'\t'}
+      file=${name//\//_}
+      rerun=$dir/$file.rerun.sh
+      if [ ! -f "$rerun" ]; then summaries+=("$name ($status): not in ctest -L gpu --show-only"); continue; fi
+      found=()
+      for tool in debugger sanitizer; do
+        left=$(( LMKIT_GPU_DEADLINE - $(date +%s) - 30 ))
+        cap=$LMKIT_GPU_DIAGNOSE_CAP
+        [ "$left" -lt "$cap" ] && cap=$left
+        if [ "$cap" -lt 20 ]; then found+=("$tool: no time left"); continue; fi
+        if [ $tool = debugger ]; then
+          [ -n "$debugger" ] || { found+=("no gdb or cuda-gdb"); continue; }
+          gdb_log=$dir/$file.gdb.log
+          echo "== $name ($status): ${debugger##*/} -batch, at most ${cap}s -> logs/diagnose/${gdb_log##*/}"
+          timeout --kill-after=10 "$cap" sh "$rerun" "$debugger" -batch -ex 'set pagination off' \
+            -ex 'set print thread-events off' -ex run -ex 'thread apply all bt 15' --args >"$gdb_log" 2>&1
+          rc=$?
+          signal=$(grep -m1 -oE 'received signal SIG[A-Z0-9]+' "$gdb_log" | sed 's/received signal //')
+          if [ -n "$signal" ]; then
+            # The first frame after the signal: where it stopped.
+            frame=$(sed -n '/received signal/,$p' "$gdb_log" | grep -m1 -E '^#0 ' |
+              sed -E 's/^#0 +(0x[0-9a-f]+ in )?//; s/ \(.*//')
+            found+=("${debugger##*/}: $signal in ${frame:-?}")
+            sed -n '/received signal/,/^$/p' "$gdb_log" | head -3
+            grep -m1 -B1 -A16 -E '^#0 ' <(sed -n '/received signal/,$p' "$gdb_log")
+          elif [ $rc = 124 ] || [ $rc = 137 ]; then
+            found+=("${debugger##*/}: still running after ${cap}s")
+          elif grep -q 'exited normally' "$gdb_log"; then
+            found+=("${debugger##*/}: passed this time")
+          else
+            found+=("${debugger##*/}: $(grep -m1 -oE 'exited with code [0-9]+' "$gdb_log" || echo "exit $rc")")
+          fi
+        else
+          [ -n "$sanitizer" ] || { found+=("no compute-sanitizer"); continue; }
+          check_log=$dir/$file.memcheck.log
+          echo "== $name ($status): compute-sanitizer --tool memcheck, at most ${cap}s -> logs/diagnose/${check_log##*/}"
+          # Without Torch's caching allocator memcheck sees each allocation's own bounds.
+          PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout --kill-after=10 "$cap" sh "$rerun" "$sanitizer" --tool memcheck \
+            --print-limit 50 >"$check_log" 2>&1
+          rc=$?
+          errors=$(grep -m1 -oE 'ERROR SUMMARY: [0-9]+ errors?' "$check_log" | sed 's/ERROR SUMMARY: //')
+          if [ $rc = 124 ] || [ $rc = 137 ]; then
+            found+=("memcheck: cut at ${cap}s${errors:+, $errors so far}")
+          else
+            found+=("memcheck: ${errors:-no summary (exit $rc)}")
+          fi
+          grep -m5 -E '^=+ (Invalid|Program hit|Saved host backtrace|    at )' "$check_log"
+        fi
+      done
+      summaries+=("$name ($status): $(join '; ' "${found[@]}")")
+    done
+    printf '%s\n' "${summaries[@]}"
+    echo "result: $(join ' | ' "${summaries[@]}")"
+  }
+
   case $step in
     facts)
       set +e  # a fact that cannot be read is written down as such; the others still are
@@ -102,13 +244,23 @@ PY
       bash scripts/gpu/configure.sh "$build" -DLMKIT_CUDA=$cuda -DLMKIT_CUDA_ARCHITECTURES="$arch" \
         -DLMKIT_BUILD_TESTS=ON -DPython3_EXECUTABLE="$(command -v "$LMKIT_GPU_PYTHON")"
       ;;
-    build)
-      cmake --build "$build" -j "$LMKIT_GPU_CORES"
+    build_lmkit)
+      # The executable alone first: the doctor can run before the tests and the rest are compiled.
+      cmake --build "$build" -j "$LMKIT_GPU_CORES" --target lmkit
       "$build/lmkit" --version
       echo 'print("lmkit.device(): " .. lmkit.device())' >"$build/print_device.lua"
       "$build/lmkit" run "$build/print_device.lua"
       echo "== where lmkit's Torch, CUDA and carried libraries load from"
       ldd "$build/lmkit" | grep -E 'torch|c10|cud|nv|fmt|lua|readline|lapack|blas|gfortran|tinfo|not found' | sed 's/ (0x.*//'
+      ;;
+    build_tests)
+      # The GoogleTest executable, which holds the GPU tests (tests/CMakeLists.txt: label gpu).
+      cmake --build "$build" -j "$LMKIT_GPU_CORES" --target lmkit_tests
+      ctest --test-dir "$build" -L gpu -N
+      echo "result: $(ctest --test-dir "$build" -L gpu -N | grep -oE 'Total Tests: [0-9]+' | sed 's/Total Tests: //') GPU tests"
+      ;;
+    build)
+      cmake --build "$build" -j "$LMKIT_GPU_CORES"
       ;;
     doctor)
       # The user's first check on a new machine: versions, each fused kernel against ATen, a
@@ -117,6 +269,24 @@ PY
       ;;
     gpu_tests)
       ctest --test-dir "$build" -L gpu --output-on-failure --timeout 300
+      ;;
+    diagnose)
+      diagnose
+      ;;
+    warnings)
+      # cuDNN's warning for an LSTM whose weights are not one flat buffer (issue 36): once per call.
+      text="not part of single contiguous chunk of memory"
+      total=0 counts=()
+      for name in doctor gpu_tests cpu_suite; do
+        log=$LMKIT_GPU_OUT_DIR/logs/$name.log
+        [ -f "$log" ] || continue
+        count=$(grep -cF "$text" "$log" || true)
+        counts+=("$name $count") total=$((total + count))
+        grep -m1 -F "$text" "$log" | cut -c1-200 | sed "s/^/$name: /" || true
+      done
+      if [ ${#counts[@]} -eq 0 ]; then echo "result: no doctor or ctest log in this run"; exit 0; fi
+      echo "result: $total cuDNN RNN weight warnings ($(join ', ' "${counts[@]}"))"
+      [ "$total" = 0 ]
       ;;
     bench)
       # Each configuration on its own, so that a slow one or the deadline cuts the table short
@@ -171,18 +341,22 @@ PY
 fi
 
 # --- the driver -------------------------------------------------------------------------------
-# The rank timing before the benchmarks: one short run for one target, while the benchmarks take
-# whatever time is left, configuration by configuration.
-all_steps=(facts configure build doctor gpu_tests rank bench heads sharing cpu_suite)
+# What is most informative comes first: the doctor as soon as `lmkit` is built, the GPU tests (with
+# diagnose and warnings) as soon as their executable is, before the rest of the build. The rank
+# timing before the benchmarks: one short run for one target, while the benchmarks take whatever
+# time is left, configuration by configuration.
+all_steps=(facts configure build_lmkit doctor build_tests gpu_tests diagnose warnings build rank bench heads sharing cpu_suite)
+quick_steps=(facts configure build_lmkit doctor build_tests gpu_tests diagnose warnings build)
 steps=("${all_steps[@]}")
 budget=540 build_dir=build-gpu
 export LMKIT_GPU_BENCH_STEPS=200 LMKIT_GPU_BENCH_WARMUP=20 LMKIT_GPU_BENCH_REPEATS=1 LMKIT_GPU_DEVICE=cuda
 export LMKIT_GPU_RANK_CONTEXTS=82430 LMKIT_GPU_PYTHON=${PYTHON:-python3} LMKIT_GPU_SHARING_K="1 2 4 8"
+export LMKIT_GPU_DIAGNOSE_CAP=300
 bench_configs=() heads_configs=()
 out=${LMKIT_GPU_OUT:-}
 while [ $# -gt 0 ]; do
   case $1 in
-    --quick) steps=(facts configure build doctor gpu_tests) ;;
+    --quick) steps=("${quick_steps[@]}") ;;
     --only) IFS=, read -r -a steps <<<"$2"; shift ;;
     --budget) budget=$2; shift ;;
     --bench-steps) LMKIT_GPU_BENCH_STEPS=$2; shift ;;
@@ -192,6 +366,7 @@ while [ $# -gt 0 ]; do
     --heads-config) heads_configs+=("$2"); shift ;;
     --sharing-k) LMKIT_GPU_SHARING_K=$2; shift ;;
     --rank-contexts) LMKIT_GPU_RANK_CONTEXTS=$2; shift ;;
+    --diagnose-cap) LMKIT_GPU_DIAGNOSE_CAP=$2; shift ;;
     --build-dir) build_dir=$2; shift ;;
     --device) LMKIT_GPU_DEVICE=$2; shift ;;
     --out) out=$2; shift ;;
@@ -217,8 +392,12 @@ if [ -z "$out" ]; then
 elif [[ $out != /* ]]; then
   out=$caller_dir/$out
 fi
+# This run's logs only: a run that was cut off leaves its logs/ behind, which diagnose and
+# warnings would otherwise read as this run's.
+rm -rf "$out/logs"
 mkdir -p "$out/logs"
 out=$(cd "$out" && pwd)
+export LMKIT_GPU_OUT_DIR=$out
 export LMKIT_GPU_DEADLINE=$(( $(date +%s) + budget ))
 export LMKIT_GPU_BUILD=$root/$build_dir
 [[ $build_dir = /* ]] && LMKIT_GPU_BUILD=$build_dir
@@ -250,6 +429,10 @@ write_results() {
       echo; echo "## A grid's cells per hour with K tasks per GPU (scripts/bench_sharing.sh)"; echo
       grep -E '^(\||cells:)' "$out/logs/sharing.log" || true
     fi
+    if grep -qs '^== GPU tests to diagnose' "$out/logs/diagnose.log"; then
+      echo; echo "## GPU tests rerun under a debugger and compute-sanitizer (logs/diagnose/ has their logs)"; echo
+      echo '```'; { grep -vE '^(== |  |result: )' "$out/logs/diagnose.log" || true; } | head -80; echo '```'
+    fi
     if [ -f "$out/logs/rank.log" ]; then
       echo; echo "## logP matrix + Press rank (scripts/bench_rank.lua)"; echo
       echo '```'; tail -3 "$out/logs/rank.log"; echo '```'
@@ -268,52 +451,121 @@ carried_start=$(date +%s)
 source "$root/scripts/gpu/carried_deps.sh" >"$carried_log" 2>&1 || carried_ok=no
 results+=("| unpack carried dependencies | $(( $(date +%s) - carried_start )) | $([ $carried_ok = yes ] && echo "ok (cmake/ninja: $LMKIT_DEPS_TOOLS)" || echo failed) |")
 
+say() { echo "$@" >&2; }  # progress: stderr, written as it happens
+
+# The step now running, for a signal's handler: its process, name, start and log.
+current_pid="" current_step="" current_start=0 current_log=""
 run_step() {
-  local step=$1 log cap start rc=0 tenths seconds status
+  local step=$1 log cap start rc=0 status detail
   log=$out/logs/$step.log
   [ "$step" = facts ] && log=$out/machine.txt
   cap=$(( LMKIT_GPU_DEADLINE - $(date +%s) ))
   if [ "$cap" -lt 20 ]; then
-    results+=("| $step | 0 | skipped: the budget is spent |"); write_results; return 1
+    record "$step" 0 "skipped: the budget is spent"; return 1
   fi
-  echo "== $step (at most ${cap}s)"
+  say "== $step (at most ${cap}s)"
   start=$(date +%s%N)
-  timeout --kill-after=10 "$cap" bash "$self" --step "$step" >"$log" 2>&1 || rc=$?
-  tenths=$(( ($(date +%s%N) - start) / 100000000 ))
-  seconds=$(( tenths / 10 )).$(( tenths % 10 ))
+  # In the background, so that a signal to this script (the node's time limit) is handled at once.
+  timeout --kill-after=10 "$cap" bash "$self" --step "$step" >"$log" 2>&1 &
+  current_pid=$! current_step=$step current_start=$start current_log=$log
+  wait "$current_pid" || rc=$?
+  current_pid=""
   case $rc in
     0) status=ok ;;
     124|137) status="timed out (budget)" ;;
     *) status="failed (exit $rc)" ;;
   esac
+  # The step's own summary: its last "result: " line, else a ctest summary.
+  detail=$(grep '^result: ' "$log" | tail -1 | cut -c9-)
+  [ -n "$detail" ] || detail=$(grep -oE '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1)
+  # lmkit doctor's verdict: "Everything passed on cuda." or "2 of 10 checks failed on cuda ...".
+  [ -n "$detail" ] || [ "$step" != doctor ] || detail=$(grep -E '^(Everything passed|[0-9]+ of [0-9]+ checks failed)' "$log" | tail -1)
   if [ "$step" = cpu_suite ] && grep -q "stop time has been passed" "$log"; then
-    status="cut at the deadline: $(grep -oE '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -1)"
+    status="cut at the deadline"
   fi
-  [ $rc = 0 ] || { failed_logs+=("$log"); tail -15 "$log"; }
-  results+=("| $step | $seconds | $status |")
-  write_results
-  echo "   $status in ${seconds}s"
+  [ -z "$detail" ] || status="$status: $detail"
+  [ $rc = 0 ] || { failed_logs+=("$log"); tail -15 "$log" >&2; }
+  record "$step" "$(elapsed "$start")" "$status"
   return $rc
 }
+elapsed() {  # elapsed START_NS: seconds since then, with tenths
+  local tenths=$(( ($(date +%s%N) - $1) / 100000000 ))
+  echo "$(( tenths / 10 )).$(( tenths % 10 ))"
+}
+record() {  # record STEP SECONDS STATUS: a row of results.md, written at once, and a line on stderr
+  results+=("| $1 | $2 | ${3//|/\\|} |")
+  write_results
+  say "   $1: $3 (${2}s)"
+}
 
-if [ $carried_ok = no ]; then
-  cp "$carried_log" "$out/logs/carried_deps.log"
-  cat "$carried_log"
-  failed_logs+=("$out/logs/carried_deps.log")
-fi
-built=unknown  # "no" once configure or build failed: the later steps would only repeat that failure
-for step in "${steps[@]}"; do
-  if [ "$step" != facts ] && { [ $carried_ok = no ] || [ $built = no ]; }; then
-    results+=("| $step | 0 | skipped: no build |"); write_results; continue
+# A signal (the node's time limit: Slurm sends SIGTERM, then SIGKILL) ends the running step and
+# leaves the three files with what finished, the cut step named as such.
+on_signal() {
+  trap - TERM INT HUP
+  if [ -n "$current_pid" ]; then
+    kill -TERM "$current_pid" 2>/dev/null || true   # timeout passes it on to the step's processes
+    wait "$current_pid" 2>/dev/null || true
+    failed_logs+=("$current_log")
+    record "$current_step" "$(elapsed "$current_start")" "cut off by SIG$1"
   fi
+  tar -C "$out" -czf "$out/logs.tar.gz" logs && rm -rf "$out/logs"
+  say "run_on_gpu.sh: stopped by SIG$1; the results so far are in $out"
+  exit $(( 128 + $2 ))
+}
+trap 'on_signal TERM 15' TERM
+trap 'on_signal INT 2' INT
+trap 'on_signal HUP 1' HUP
+
+# What this run built: "ok" or "failed" per part (lmkit, the tests, everything); a part not built in
+# this run counts as built when its executable is there (--only reusing an earlier build).
+declare -A built=([lmkit]=unknown [tests]=unknown [all]=unknown)
+configure_failed=no
+note_build() {  # note_build STEP OK|FAILED: what a build step leaves built
+  local step=$1 result=$2 part
+  case $step in
+    build_lmkit) built[lmkit]=$result ;;
+    build_tests) built[tests]=$result ;;
+    build)
+      built[all]=$result
+      # A failed whole build says nothing of a part already built by its own step.
+      for part in lmkit tests; do [ "${built[$part]}" != unknown ] || built[$part]=$result; done ;;
+  esac
+}
+ready() {  # ready PART FILE: prints why PART cannot be used, nothing when it can
+  case ${built[$1]} in
+    ok) ;;
+    failed) echo "building $3 failed" ;;
+    *) [ -x "$2" ] || echo "$3: not built" ;;
+  esac
+}
+# why_not STEP: nothing when STEP can run now, else why it cannot. Each step needs what an earlier
+# one builds; a failure is not repeated by the steps after it.
+why_not() {
+  local step=$1
+  case $step in facts|warnings) return 0 ;; esac   # they need no build
+  [ $carried_ok = yes ] || { echo "the carried dependencies are not usable"; return 0; }
+  [ "$step" = configure ] || [ $configure_failed = no ] || { echo "configure failed"; return 0; }
+  case $step in
+    build_lmkit|build_tests|build) [ -f "$LMKIT_GPU_BUILD/build.ninja" ] || echo "not configured" ;;
+    doctor|rank|bench|heads|sharing) ready lmkit "$LMKIT_GPU_BUILD/lmkit" lmkit ;;
+    gpu_tests|diagnose) ready tests "$LMKIT_GPU_BUILD/tests/lmkit_tests" "the test executable" ;;
+    cpu_suite) ready all "$LMKIT_GPU_BUILD/lmkit" everything ;;
+  esac
+}
+
+for step in "${steps[@]}"; do
+  reason=$(why_not "$step")
+  if [ -n "$reason" ]; then record "$step" 0 "skipped: $reason"; continue; fi
   if run_step "$step"; then
-    [ "$step" = build ] && built=yes
+    note_build "$step" ok
   else
-    case $step in configure|build) built=no ;; esac
+    note_build "$step" failed
+    [ "$step" != configure ] || configure_failed=yes
   fi
 done
 
 write_results
 tar -C "$out" -czf "$out/logs.tar.gz" logs && rm -rf "$out/logs"
+trap - TERM INT HUP
 echo; cat "$out/results.md"
 echo; echo "run_on_gpu.sh: the results are in $out (machine.txt, results.md, logs.tar.gz)"
