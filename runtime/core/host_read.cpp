@@ -48,6 +48,7 @@ void DeferredHostRead::start(const torch::Tensor& values) {
   } else {
     // Page-locked memory lets the copy run asynchronously; an event marks its end on the stream
     // that computed the values.
+    // host: the copy's destination, page-locked host memory by design
     copy->host = torch::empty({flat.numel()}, torch::TensorOptions().dtype(torch::kFloat64).pinned_memory(true));
     copy->host.copy_(flat, /*non_blocking=*/true);
     const auto device = flat.device();
