@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -97,26 +98,33 @@ TEST(CorpusTest, MiniProtocolSplitsValidLines) {
   EXPECT_EQ(values(c.test), (std::vector<std::int64_t>{0, 21, 1}));
 }
 
+// CTest runs this with LMKIT_DATA set to a folder of its own (tests/CMakeLists.txt): a test never
+// edits its own environment.
 TEST(CorpusLocatorTest, SearchOrderAndMessage) {
-  TempDir dir;
-  ::setenv("LMKIT_DATA", dir.path().c_str(), 1);
+  const char* data = std::getenv("LMKIT_DATA");
+  if (data == nullptr) GTEST_SKIP() << "run by CTest, which sets LMKIT_DATA to a folder of this test's own";
+  const std::filesystem::path root(data);
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root);
   const auto candidates = corpus_candidates("wt2", std::nullopt);
   ASSERT_EQ(candidates.size(), 2u);
-  EXPECT_EQ(candidates[0], dir.path() / "wikitext-2");
+  EXPECT_EQ(candidates[0], root / "wikitext-2");
   EXPECT_EQ(candidates[1], std::filesystem::path("data") / "wikitext-2");
   try {
     locate_corpus("wt2", std::nullopt);
     FAIL();
   } catch (const EnvironmentError& e) {
     const std::string m = e.what();
-    EXPECT_NE(m.find((dir.path() / "wikitext-2").string()), std::string::npos) << m;
+    EXPECT_NE(m.find((root / "wikitext-2").string()), std::string::npos) << m;
     EXPECT_NE(m.find("data/wikitext-2"), std::string::npos) << m;
     EXPECT_NE(m.find("scripts/get_data.sh wikitext-2"), std::string::npos) << m;
   }
-  dir.write("wikitext-2/valid.txt", "x\n");
-  EXPECT_EQ(locate_corpus("wt2", std::nullopt), dir.path() / "wikitext-2");
-  ::unsetenv("LMKIT_DATA");
+  std::filesystem::create_directories(root / "wikitext-2");
+  { std::ofstream(root / "wikitext-2" / "valid.txt") << "x\n"; }
+  EXPECT_EQ(locate_corpus("wt2", std::nullopt), root / "wikitext-2");
+  TempDir dir;
   EXPECT_THROW(locate_corpus("ptb", dir.path() / "nowhere"), EnvironmentError);
+  std::filesystem::remove_all(root);
 }
 
 TEST(TokenCacheTest, SecondLoadHitsTheCache) {
@@ -141,10 +149,11 @@ TEST(TokenCacheTest, WritableCorpusFolderHoldsItsCache) {
   // A folder without write permission bits sends the cache elsewhere, even for root.
   std::filesystem::permissions(dir.path() / "c", std::filesystem::perms::owner_write | std::filesystem::perms::group_write |
                                std::filesystem::perms::others_write, std::filesystem::perm_options::remove);
-  ::setenv("LMKIT_CACHE_DIR", (dir.path() / "user-cache").c_str(), 1);
+  // CTest sets LMKIT_CACHE_DIR for this test (tests/CMakeLists.txt): a test never edits its own environment.
+  const char* user_cache = std::getenv("LMKIT_CACHE_DIR");
+  if (user_cache == nullptr) GTEST_SKIP() << "run by CTest, which sets LMKIT_CACHE_DIR";
   const auto file = cache_file_for(dir.path() / "c", "full", std::nullopt);
-  ::unsetenv("LMKIT_CACHE_DIR");
-  EXPECT_EQ(file.parent_path(), dir.path() / "user-cache");
+  EXPECT_EQ(file.parent_path(), std::filesystem::path(user_cache));
   EXPECT_NE(file.filename().string().find("c-"), std::string::npos);
   std::filesystem::permissions(dir.path() / "c", std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
 }
