@@ -23,12 +23,13 @@
 # (default python3).
 #
 # The original code runs with its PTB-paper settings (AWD-LSTM: 400/1150/3, batch 20, bptt 70, lr 30;
-# MoS: 280/960/620, 15 experts, batch 12, bptt 70, lr 20; seed 141; MoS with --single_gpu on CUDA) for
-# one epoch, in the background, with --log-interval set so that the timed batches give at least four
-# log lines; it is stopped (its process group) once those lines have appeared: its epoch's end
-# (validation, test) is never waited for. tokens/s = batch size × the sampler's mean window length /
-# the median ms/batch of the log lines after the warm-up (the original samples each window as
-# max(5, int(N(bptt', 5))), bptt' = bptt with probability 0.95, else bptt / 2; MoS caps it at bptt + 40).
+# MoS: 280/960/620, 15 experts, batch 12, bptt 70, lr 20, the dropouts of its README's PTB command;
+# seed 141; MoS with --single_gpu on CUDA) for one epoch, in the background, with --log-interval set
+# so that the timed batches give at least four log lines; it is stopped (its process group) once
+# those lines have appeared: its epoch's end (validation, test) is never waited for. tokens/s =
+# batch size × the sampler's mean window length / the median ms/batch of the log lines after the
+# warm-up (the original samples each window as max(5, int(N(bptt', 5))), bptt' = bptt with
+# probability 0.95, else bptt / 2; MoS caps it at bptt + 40).
 # lmkit.train counts each window's own length. The one known incompatibility of the original code with
 # Torch ≥ 1.x is patched in the copies: WeightDrop in eval mode sets the raw Parameter back as the LSTM's
 # weight, and the next training forward then fails (awd-lstm-lm's issue #79); the copy's eval-mode
@@ -182,7 +183,7 @@ else
   label[mos]="MoS K=15, tiny (32/64/32, bsz 20, bptt 70)"
 fi
 args[awd]+=" --batch_size ${bsz[awd]} --bptt $bptt --lr 30 --dropouti 0.4 --dropouth 0.25 --seed 141 --epochs 1"
-args[mos]+=" --batch_size ${bsz[mos]} --bptt $bptt --lr 20 --dropout 0.4 --dropouti 0.55 --dropouth 0.225 --dropoutl 0.29 --seed 141 --epochs 1"
+args[mos]+=" --batch_size ${bsz[mos]} --bptt $bptt --lr 20 --dropout 0.4 --dropouti 0.4 --dropouth 0.225 --dropoutl 0.29 --seed 141 --epochs 1"
 # --cuda is store_false in both: given, it turns CUDA off.
 if [ "$device" = cpu ]; then
   args[awd]+=" --cuda" args[mos]+=" --cuda"
