@@ -342,7 +342,7 @@ run_original() {
     sleep 0.5
   done
   stop_group "$pid"
-  running=("${running[@]/$pid}")
+  running=()  # one program at a time: none is left running
   orig_params[$w]=$(sed -n 's/^.*Model total parameters: *\([0-9]*\).*$/\1/p' "$log" | head -1)
   local ms
   # "| epoch   1 |   100/  663 batches | lr ... | ms/batch 123.45 | ...": the kept lines' ms/batch.
@@ -382,7 +382,7 @@ run_lmkit() {
     sleep 0.5
   done
   if [ -n "$reason" ]; then stop_group "$pid"; else wait "$pid" || rc=$?; fi
-  running=("${running[@]/$pid}")
+  running=()  # one program at a time: none is left running
   line=$(grep '^{"impl": "lmkit.train"' "$log" | tail -1 || true)
   if [ -n "$reason" ] || [ "$rc" != 0 ] || [ -z "$line" ]; then
     say "lmkit $w: failed: ${reason:-exit $rc}; the tail of its log:"
