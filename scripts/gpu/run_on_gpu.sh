@@ -7,8 +7,9 @@
 # carried dependencies, builds with all cores the `lmkit` executable first and runs `lmkit doctor`,
 # then the test executable and runs the GPU tests (a crashed or failed one is rerun under gdb or
 # cuda-gdb and compute-sanitizer), counts cuDNN's RNN weight warnings in their logs, builds the rest,
-# and runs the logP-rank timing, the GPU benchmarks (against the PyTorch yardstick, then each head
-# against lmkit's Softmax) and the CPU suite. Every step is timed under one deadline and may fail
+# and runs the logP-rank timing, the GPU benchmarks (against the PyTorch yardstick, against the
+# original research code when its folders are given, then each head against lmkit's Softmax) and the
+# CPU suite. Every step is timed under one deadline and may fail
 # without stopping the next ones, except those that need what a failed step should have built.
 # Each step's result line goes to stderr as soon as the step ends, so a run cut off by the node's
 # time limit still shows what finished (results.md and logs/ in the output folder too).
@@ -17,14 +18,17 @@
 #   bash scripts/gpu/run_on_gpu.sh             # also the rank timing, the benchmarks and the CPU suite
 #   bash scripts/gpu/run_on_gpu.sh --only configure,build,cpu_suite   # chosen steps (an existing build is reused)
 #   bash scripts/gpu/run_on_gpu.sh --quick --out ~/lmkit-results/node7
+#   bash scripts/gpu/run_on_gpu.sh --reference-awd ../awd-lstm-lm --reference-mos ../mos   # also the original code
 #
 # Steps, in order: facts configure build_lmkit doctor build_tests gpu_tests diagnose warnings build
-#   rank bench heads sharing cpu_suite (--quick: up to build). build_lmkit builds the `lmkit`
+#   rank bench reference heads sharing cpu_suite (--quick: up to build). build_lmkit builds the `lmkit`
 #   executable alone, build_tests the GoogleTest executable that holds the GPU tests, build the rest;
 #   diagnose reruns each GPU test that crashed, failed or was cut off, as one GoogleTest case, under
 #   gdb (else cuda-gdb: `-batch -ex run -ex 'thread apply all bt 15'`) and `compute-sanitizer --tool
 #   memcheck`, each capped by --diagnose-cap; warnings counts cuDNN's "not part of single contiguous
-#   chunk of memory" in the doctor's and ctest's logs (a count above 0 fails the step).
+#   chunk of memory" in the doctor's and ctest's logs (a count above 0 fails the step); reference
+#   measures lmkit.train against the original research code (scripts/bench_reference.sh: AWD-LSTM
+#   Softmax and MoS K=15 at PTB sizes), skipped when neither folder below is given.
 # Options: --budget SECONDS (540): the whole run's deadline, each step gets what is left of it;
 #          --bench-steps N (200) --bench-warmup N (20) --bench-repeats R (1): timed steps per program,
 #          alternating lmkit.train, lmkit's Lua loop and the PyTorch yardstick R times per configuration;
@@ -35,12 +39,16 @@
 #            each beside Softmax at the same batch; the steps, warm-up and repeats are --bench-*'s);
 #          --sharing-k "LIST" ("1 2 4 8"): tasks per GPU for the grid's cells per hour
 #            (scripts/bench_sharing.sh: PTB-size cells of --bench-steps steps, one round per K);
+#          --reference-awd DIR, --reference-mos DIR: the original code's folders (git clones of
+#            salesforce/awd-lstm-lm and zihangdai/mos, only read; a relative DIR is taken from the
+#            folder the script is run from); the reference step's timed batches and warm-up are --bench-*'s;
 #          --rank-contexts N (82430, PTB test); --build-dir DIR (build-gpu, under the repository root);
 #          --out DIR: the output folder (default: $LMKIT_GPU_OUT, else ./gpu-out in the repository
 #            root; a relative DIR is taken from the folder the script is run from);
 #          --diagnose-cap SECONDS (300): the most each rerun of diagnose may take;
 #          --device cpu: a dry run of this driver on a machine without a GPU (CUDA off, CPU benchmarks).
-# PYTHON (default python3) is the Python whose torch lmkit is built against and the yardstick runs on.
+# PYTHON (default python3) is the Python whose torch lmkit is built against and the yardstick and the
+# original code run on.
 # The output folder receives machine.txt (the node's facts), results.md (the table of steps, the
 # benchmark table, the tail of each failed step's log) and logs.tar.gz (every step's full log):
 # three files to copy back and attach to a report.
@@ -58,6 +66,11 @@ if [ "${1:-}" = --step ]; then
   build=$LMKIT_GPU_BUILD
   machine_python() {  # python3 without the carried libraries: they are for lmkit's build alone
     env LD_LIBRARY_PATH="$LMKIT_GPU_ORIGINAL_LD_LIBRARY_PATH" "$LMKIT_GPU_PYTHON" "$@"
+  }
+  write_machine_python() {  # /tmp/lmkit-machine-python: the machine's python3, for the benchmarks' PYTHON
+    printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$LMKIT_GPU_ORIGINAL_LD_LIBRARY_PATH" \
+      "$(command -v "$LMKIT_GPU_PYTHON")" >/tmp/lmkit-machine-python
+    chmod +x /tmp/lmkit-machine-python
   }
   join() {  # join SEPARATOR WORD...: the words with the separator between them
     local separator=$1 joined=$2; shift 2
@@ -292,9 +305,7 @@ PY
       # Each configuration on its own, so that a slow one or the deadline cuts the table short
       # instead of losing it. "SIZE HEAD [BSZ]": the issue's workloads that the scripts express.
       IFS=';' read -r -a configs <<<"$LMKIT_GPU_BENCH_CONFIGS"
-      printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$LMKIT_GPU_ORIGINAL_LD_LIBRARY_PATH" \
-        "$(command -v "$LMKIT_GPU_PYTHON")" >/tmp/lmkit-machine-python
-      chmod +x /tmp/lmkit-machine-python
+      write_machine_python
       rows=() header=""
       for config in "${configs[@]}"; do
         left=$(( LMKIT_GPU_DEADLINE - $(date +%s) ))
@@ -309,6 +320,29 @@ PY
       done
       echo; echo "== all configurations"
       [ ${#rows[@]} -eq 0 ] || { echo "$header"; printf '%s\n' "${rows[@]}"; }
+      ;;
+    reference)
+      # lmkit.train against the original code (issue 37's table): each given folder's workload, the
+      # original main.py and lmkit one after the other; a cap per program from what is left.
+      write_machine_python
+      reference_args=() programs=0
+      [ -z "$LMKIT_GPU_REFERENCE_AWD" ] || { reference_args+=(--reference-awd "$LMKIT_GPU_REFERENCE_AWD"); programs=$((programs + 2)); }
+      [ -z "$LMKIT_GPU_REFERENCE_MOS" ] || { reference_args+=(--reference-mos "$LMKIT_GPU_REFERENCE_MOS"); programs=$((programs + 2)); }
+      [ "$programs" -gt 0 ] || { echo "result: skipped: no --reference-awd or --reference-mos given"; exit 0; }
+      left=$(( LMKIT_GPU_DEADLINE - $(date +%s) - 20 ))
+      cap=$(( left / programs ))
+      [ "$cap" -ge 30 ] || cap=30
+      size=ptb
+      [ "$LMKIT_GPU_DEVICE" = cpu ] && size=tiny
+      rc=0
+      LMKIT="$build/lmkit" PYTHON=/tmp/lmkit-machine-python bash scripts/bench_reference.sh --device "$LMKIT_GPU_DEVICE" \
+        --size "$size" --threads 4 --batches "$LMKIT_GPU_BENCH_STEPS" --warmup "$LMKIT_GPU_BENCH_WARMUP" --cap "$cap" \
+        --work "$LMKIT_GPU_OUT_DIR/logs/reference" "${reference_args[@]}" || rc=$?
+      # Its logs (the original code's and lmkit's) travel in logs.tar.gz; the copies of the code, the
+      # corpus and the runs' folders do not.
+      find "$LMKIT_GPU_OUT_DIR/logs/reference" -mindepth 1 -maxdepth 1 ! -name logs -exec rm -rf {} +
+      echo "result: $(grep '^ratios: ' "$LMKIT_GPU_OUT_DIR/logs/reference.log" 2>/dev/null | tail -1 | cut -c9- || true)"
+      exit $rc
       ;;
     heads)
       IFS=';' read -r -a configs <<<"$LMKIT_GPU_HEADS_CONFIGS"
@@ -345,7 +379,7 @@ fi
 # diagnose and warnings) as soon as their executable is, before the rest of the build. The rank
 # timing before the benchmarks: one short run for one target, while the benchmarks take whatever
 # time is left, configuration by configuration.
-all_steps=(facts configure build_lmkit doctor build_tests gpu_tests diagnose warnings build rank bench heads sharing cpu_suite)
+all_steps=(facts configure build_lmkit doctor build_tests gpu_tests diagnose warnings build rank bench reference heads sharing cpu_suite)
 quick_steps=(facts configure build_lmkit doctor build_tests gpu_tests diagnose warnings build)
 steps=("${all_steps[@]}")
 budget=540 build_dir=build-gpu
@@ -353,7 +387,7 @@ export LMKIT_GPU_BENCH_STEPS=200 LMKIT_GPU_BENCH_WARMUP=20 LMKIT_GPU_BENCH_REPEA
 export LMKIT_GPU_RANK_CONTEXTS=82430 LMKIT_GPU_PYTHON=${PYTHON:-python3} LMKIT_GPU_SHARING_K="1 2 4 8"
 export LMKIT_GPU_DIAGNOSE_CAP=300
 bench_configs=() heads_configs=()
-out=${LMKIT_GPU_OUT:-}
+out=${LMKIT_GPU_OUT:-} reference_awd="" reference_mos=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) steps=("${quick_steps[@]}") ;;
@@ -367,6 +401,8 @@ while [ $# -gt 0 ]; do
     --sharing-k) LMKIT_GPU_SHARING_K=$2; shift ;;
     --rank-contexts) LMKIT_GPU_RANK_CONTEXTS=$2; shift ;;
     --diagnose-cap) LMKIT_GPU_DIAGNOSE_CAP=$2; shift ;;
+    --reference-awd) reference_awd=$2; shift ;;
+    --reference-mos) reference_mos=$2; shift ;;
     --build-dir) build_dir=$2; shift ;;
     --device) LMKIT_GPU_DEVICE=$2; shift ;;
     --out) out=$2; shift ;;
@@ -392,6 +428,15 @@ if [ -z "$out" ]; then
 elif [[ $out != /* ]]; then
   out=$caller_dir/$out
 fi
+# The original code's folders, from the folder the script is run from (as --out).
+[ -z "$reference_awd" ] || [[ $reference_awd = /* ]] || reference_awd=$caller_dir/$reference_awd
+[ -z "$reference_mos" ] || [[ $reference_mos = /* ]] || reference_mos=$caller_dir/$reference_mos
+for folder in "--reference-awd $reference_awd" "--reference-mos $reference_mos"; do
+  # Checked now, not after the build: a mistyped folder would cost the visit its comparison.
+  [ -z "${folder#--reference-??? }" ] || [ -f "${folder#--reference-??? }/main.py" ] ||
+    { echo "run_on_gpu.sh: ${folder%% *}: no main.py in '${folder#--reference-??? }' (a git clone of the original code; scripts/gpu/README.md)" >&2; exit 2; }
+done
+export LMKIT_GPU_REFERENCE_AWD=$reference_awd LMKIT_GPU_REFERENCE_MOS=$reference_mos
 # This run's logs only: a run that was cut off leaves its logs/ behind, which diagnose and
 # warnings would otherwise read as this run's.
 rm -rf "$out/logs"
@@ -420,6 +465,12 @@ write_results() {
       echo; echo "## Benchmarks (scripts/bench.sh --device $LMKIT_GPU_DEVICE: lmkit.train, lmkit's Lua loop, the PyTorch yardstick)"; echo
       sed -n '/^== all configurations/,$p' "$out/logs/bench.log" | tail -n +2
       echo; echo '```'; grep -E '^(\{|machine:|versions:)' "$out/logs/bench.log" || true; echo '```'
+    fi
+    if grep -qs '^| workload' "$out/logs/reference.log"; then
+      echo; echo "## Against the original code (scripts/bench_reference.sh --device $LMKIT_GPU_DEVICE: awd-lstm-lm's and MoS's main.py, lmkit.train)"; echo
+      grep '^|' "$out/logs/reference.log" || true
+      echo; grep '^peak MiB:' "$out/logs/reference.log" || true
+      echo; echo '```'; grep -E '^(\{|machine:|gpu:|versions:|original code|corpus:)' "$out/logs/reference.log" || true; echo '```'
     fi
     if [ -f "$out/logs/heads.log" ]; then
       echo; echo "## Each head against lmkit's Softmax (scripts/bench_heads.sh --device $LMKIT_GPU_DEVICE)"; echo
@@ -548,6 +599,12 @@ why_not() {
   case $step in
     build_lmkit|build_tests|build) [ -f "$LMKIT_GPU_BUILD/build.ninja" ] || echo "not configured" ;;
     doctor|rank|bench|heads|sharing) ready lmkit "$LMKIT_GPU_BUILD/lmkit" lmkit ;;
+    reference)
+      if [ -z "$LMKIT_GPU_REFERENCE_AWD$LMKIT_GPU_REFERENCE_MOS" ]; then
+        echo "no --reference-awd or --reference-mos given (the original code's folders: scripts/gpu/README.md)"
+      else
+        ready lmkit "$LMKIT_GPU_BUILD/lmkit" lmkit
+      fi ;;
     gpu_tests|diagnose) ready tests "$LMKIT_GPU_BUILD/tests/lmkit_tests" "the test executable" ;;
     cpu_suite) ready all "$LMKIT_GPU_BUILD/lmkit" everything ;;
   esac
