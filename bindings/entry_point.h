@@ -340,7 +340,9 @@ T read(lua_State* L, int index, const Where& where) {
         lua_pop(L, 2);
         fail(where, "keys must be strings");
       }
-      const std::string key = lua_tostring(L, -2);
+      std::size_t length = 0;
+      const char* text = lua_tolstring(L, -2, &length);
+      const std::string key(text, length);  // every byte: a key with a NUL is the runtime's to refuse
       values.emplace(key, read<typename T::mapped_type>(L, -1, where.at("'" + key + "'")));
       lua_pop(L, 1);
     }

@@ -43,24 +43,33 @@ torch::Tensor tensor_from_bytes(std::string_view bytes, const std::vector<std::i
   return dtype == torch::kBool ? tensor.ne(0) : tensor;
 }
 
-std::uint32_t crc32_of(std::string_view bytes) {
-  static const auto table = [] {
-    std::array<std::uint32_t, 256> t{};
-    for (std::uint32_t n = 0; n < 256; ++n) {
-      std::uint32_t c = n;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      t[n] = c;
-    }
-    return t;
-  }();
-  std::uint32_t crc = 0xFFFFFFFFu;
-  for (const unsigned char byte : bytes) crc = table[(crc ^ byte) & 0xFFu] ^ (crc >> 8);
-  return crc ^ 0xFFFFFFFFu;
-}
-
 std::string_view bytes_of(const torch::Tensor& contiguous_cpu) {
   return std::string_view(static_cast<const char*>(contiguous_cpu.data_ptr()),
                           static_cast<std::size_t>(contiguous_cpu.numel()) * contiguous_cpu.element_size());
+}
+
+std::string shown_name(const std::string& name) {
+  std::string out;
+  for (const char c : name) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7F) {
+      static const char* digits = "0123456789abcdef";
+      out += "\\x";
+      out += digits[byte >> 4];
+      out += digits[byte & 0xF];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+void check_stored_name(const std::string& name, const std::string& where) {
+  if (name.empty()) throw EnvironmentError(where + ": an entry has an empty name: the file is damaged");
+  if (name.find('\0') != std::string::npos) {
+    throw EnvironmentError(where + ": the entry name '" + shown_name(name) +
+                           "' holds a NUL byte, which names cannot (readers would cut it there): the file is damaged or hostile");
+  }
 }
 
 }  // namespace lmkit::tensor_files

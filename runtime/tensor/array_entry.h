@@ -29,10 +29,15 @@ std::uint64_t checked_byte_count(const std::vector<std::int64_t>& shape, torch::
 torch::Tensor tensor_of(const ArrayEntry& entry);
 
 // A CPU tensor of `shape` and `dtype` holding exactly `bytes` (their count is the caller's check).
+// A tensor's name as text: the name with each control byte (NUL included) written as \xNN.
+std::string shown_name(const std::string& name);
+
+// The names a tensor file may hold: not empty, no NUL (C strings, and so most readers, end there:
+// "w\0a" and "w\0b" would both be "w"). EnvironmentError naming `where` otherwise.
+void check_stored_name(const std::string& name, const std::string& where);
+
 torch::Tensor tensor_from_bytes(std::string_view bytes, const std::vector<std::int64_t>& shape, torch::ScalarType dtype);
 
-// CRC-32 (the zip and PNG polynomial, 0xEDB88320 reflected) of `bytes`.
-std::uint32_t crc32_of(std::string_view bytes);
 
 // The bytes of a contiguous CPU tensor, as they lie in memory.
 std::string_view bytes_of(const torch::Tensor& contiguous_cpu);

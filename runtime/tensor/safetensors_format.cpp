@@ -1,6 +1,7 @@
 #include "runtime/tensor/safetensors_format.h"
 
 #include <algorithm>
+#include <set>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -60,10 +61,24 @@ std::vector<ArrayEntry> safetensors_entries(const MappedFile& file) {
   }
   const auto header_text = file.bytes(8, n, "its header");
   json header;
+  // JSON lets an object name a key twice and keeps the last: a header naming an entry twice is
+  // refused instead (as the safetensors library does), so that listing and reading agree.
+  std::set<std::string> names;
+  std::string twice;
   try {
-    header = json::parse(header_text);
+    header = json::parse(header_text, [&](int depth, json::parse_event_t event, json& parsed) {
+      if (event == json::parse_event_t::key && depth == 1 && !names.insert(parsed.get<std::string>()).second &&
+          twice.empty()) {
+        twice = parsed.get<std::string>();
+      }
+      return true;
+    });
   } catch (const json::exception& e) {
     throw EnvironmentError(in_file + ": its header is not valid JSON text (" + e.what() + ")");
+  }
+  if (!twice.empty()) {
+    throw EnvironmentError(in_file + ": its header names the entry '" + shown_name(twice) +
+                           "' twice (which one is meant?): the file is damaged");
   }
   if (!header.is_object()) throw EnvironmentError(in_file + ": its header must be a JSON object of entries");
   const std::uint64_t data_start = 8 + n;
@@ -71,6 +86,7 @@ std::vector<ArrayEntry> safetensors_entries(const MappedFile& file) {
   std::vector<std::pair<std::uint64_t, ArrayEntry>> by_offset;
   for (const auto& [name, spec] : header.items()) {
     if (name == "__metadata__") continue;
+    check_stored_name(name, in_file);
     const std::string where = in_file + ", entry '" + name + "'";
     if (!spec.is_object() || !spec.contains("dtype") || !spec.contains("shape") || !spec.contains("data_offsets")) {
       throw EnvironmentError(where + ": must be an object with dtype, shape and data_offsets");

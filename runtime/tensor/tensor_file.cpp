@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 
 #include <torch/serialize.h>
 
@@ -52,15 +54,21 @@ Listed npz_member(const ZipMember& member, const std::string& where) {
     throw EnvironmentError(where + " is not an .npy array: an .npz holds only arrays (np.savez)");
   }
   const auto name = member.name.substr(0, member.name.size() - 4);
+  check_stored_name(name, where);
   std::string head_buffer;
   std::uint64_t data_offset = 0;
-  // A deflated member's header is read by inflating its first bytes only.
-  const auto head = member_bytes(member, head_buffer, where, std::uint64_t{1} << 20);
+  // A deflated member's header is read by inflating its first bytes only; listing reads no data,
+  // so the CRC-32 is checked when the array itself is read.
+  const auto head = member_bytes(member, head_buffer, where, std::uint64_t{1} << 20, /*check_crc=*/false);
   auto entry = npy_header(head, member.size, name, where, data_offset);
   auto description = describe(entry);
   if (member.method == 0) {
     entry.data = member.data.substr(data_offset);
-    return {std::move(description), [entry = std::move(entry)] { return tensor_of(entry); }};
+    return {std::move(description), [member, entry = std::move(entry), where] {
+              std::string unused;
+              member_bytes(member, unused, where);  // stored: read in place, its CRC-32 checked
+              return tensor_of(entry);
+            }};
   }
   return {std::move(description), [member, entry = std::move(entry), data_offset, where]() mutable {
             std::string buffer;
@@ -78,11 +86,20 @@ std::vector<Listed> torch_save_entries(const std::string& path, const std::vecto
   if (pickle.size > (std::uint64_t{1} << 30)) throw EnvironmentError(where + ": its data.pkl claims more than 1 GiB: it is damaged");
   std::map<std::string, const ZipMember*> by_name;
   for (const auto& member : members) by_name[member.name] = &member;
-  // A tensor named several times (tied weights) is read once and shared.
+  // A tensor named several times (tied weights) is read once and shared; a storage's CRC-32 is
+  // checked once, however many views read it.
   auto read_once = std::make_shared<std::map<std::int64_t, torch::Tensor>>();
+  auto checked_storages = std::make_shared<std::set<std::string>>();
   std::string pickle_buffer;
   std::vector<Listed> listed;
+  std::set<std::string> names;
   for (auto& t : pickled_tensors(member_bytes(pickle, pickle_buffer, where), where)) {
+    // A tensor saved alone (torch.save(t)) has the empty path as its name; a NUL is never a name's.
+    if (t.name.find('\0') != std::string::npos) check_stored_name(t.name, where);
+    if (!names.insert(t.name).second) {
+      throw EnvironmentError(where + ": its pickle names the tensor '" + shown_name(t.name) +
+                             "' twice (a dict with a key twice: which one is meant?): the file is damaged");
+    }
     const std::string tensor_where = where + ", tensor '" + t.name + "'";
     const auto found = by_name.find(prefix + "data/" + t.storage_key);
     const auto* storage = found == by_name.end() ? nullptr : found->second;
@@ -111,12 +128,14 @@ std::vector<Listed> torch_save_entries(const std::string& path, const std::vecto
                              integer_text(storage->size) + " (an expanded tensor): save it with .contiguous()");
     }
     StoredTensor description{t.name, dtype_name(t.dtype), t.shape, static_cast<std::int64_t>(byte_count)};
-    listed.push_back({std::move(description), [member = *storage, t, last, byte_count, element, tensor_where, read_once] {
+    listed.push_back({std::move(description), [member = *storage, t, last, byte_count, element, tensor_where, read_once,
+                                               checked_storages] {
                         auto& known = (*read_once)[t.identity];
                         if (known.defined()) return known;
                         if (byte_count == 0) return known = tensor_from_bytes({}, t.shape, t.dtype);
                         std::string buffer;
-                        const auto bytes = member_bytes(member, buffer, tensor_where);
+                        const bool check = checked_storages->insert(member.name).second;
+                        const auto bytes = member_bytes(member, buffer, tensor_where, UINT64_MAX, check);
                         const auto span = last - t.storage_offset + 1;
                         const auto covered = tensor_from_bytes(
                             bytes.substr(static_cast<std::size_t>(t.storage_offset * element), static_cast<std::size_t>(span * element)),
@@ -142,8 +161,15 @@ std::vector<Listed> open_entries(const MappedFile& file) {
       return m.name.size() >= 8 && m.name.compare(m.name.size() - 8, 8, "data.pkl") == 0;
     });
     if (pickle != members.end()) return torch_save_entries(file.path(), members, *pickle);
+    std::set<std::string> names;
+    for (const auto& member : members) {
+      if (!names.insert(member.name).second) {
+        throw EnvironmentError(where + ": the archive holds the member '" + shown_name(member.name) +
+                               "' twice (which one is meant?): the file is damaged");
+      }
+    }
     std::vector<Listed> listed;
-    for (const auto& member : members) listed.push_back(npz_member(member, where + ", member '" + member.name + "'"));
+    for (const auto& member : members) listed.push_back(npz_member(member, where + ", member '" + shown_name(member.name) + "'"));
     return listed;
   }
   if (looks_like_safetensors(file)) {
@@ -231,6 +257,11 @@ void write_tensor_file(const std::string& path, const std::map<std::string, torc
   const auto format = format_for(path, options.format);
   std::map<std::string, torch::Tensor> tensors;
   for (const auto& [name, tensor] : given) {
+    if (name.empty()) throw UsageError("write_tensors: a tensor needs a name that is not empty");
+    if (name.find('\0') != std::string::npos) {
+      throw UsageError("write_tensors: the name '" + shown_name(name) +
+                       "' holds a NUL byte; a file's names end there (\"w\\0a\" and \"w\\0b\" would both be \"w\"): rename it");
+    }
     if (!tensor.defined()) throw UsageError("write_tensors: '" + name + "' is not a tensor");
     tensors[name] = tensor.detach().to(torch::kCPU).contiguous();
   }

@@ -1,6 +1,9 @@
 #include "runtime/tensor/zip_archive.h"
 
 #include <algorithm>
+#include <array>
+
+#include <fmt/format.h>
 
 #if LMKIT_HAVE_ZLIB
 #include <zlib.h>
@@ -37,7 +40,44 @@ std::uint64_t end_record_offset(const MappedFile& file, const std::string& where
   throw EnvironmentError(where + " has no zip directory at its end: it is truncated or not a zip archive");
 }
 
+void check_crc(const ZipMember& member, std::string_view uncompressed, const std::string& where) {
+  // PyTorch can write archives without CRCs (torch.serialization.set_crc32_options(False)): their
+  // directory says 0, and such a member is read unchecked (a damaged byte zeroing a CRC is a 2^-32 event).
+  if (member.crc32 == 0) return;
+  const auto crc = crc32_of(uncompressed);
+  if (crc != member.crc32) {
+    throw EnvironmentError(where + " is damaged: its bytes' CRC-32 is " + fmt::format("{:08x}", crc) +
+                           ", the archive's directory says " + fmt::format("{:08x}", member.crc32) +
+                           " (a changed byte, or a file changed after it was written); fetch or save it again");
+  }
+}
+
 }  // namespace
+
+std::uint32_t crc32_of(std::string_view bytes) {
+#if LMKIT_HAVE_ZLIB
+  // zlib's length is 32 bits: the bytes go in pieces of 1 GiB.
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (std::size_t at = 0; at < bytes.size(); at += std::size_t{1} << 30) {
+    const auto piece = std::min<std::size_t>(bytes.size() - at, std::size_t{1} << 30);
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + at), static_cast<uInt>(piece));
+  }
+  return static_cast<std::uint32_t>(crc);
+#else
+  static const auto table = [] {
+    std::array<std::uint32_t, 256> t{};
+    for (std::uint32_t n = 0; n < 256; ++n) {
+      std::uint32_t c = n;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[n] = c;
+    }
+    return t;
+  }();
+  std::uint32_t crc = 0xFFFFFFFFu;
+  for (const unsigned char byte : bytes) crc = table[(crc ^ byte) & 0xFFu] ^ (crc >> 8);
+  return crc ^ 0xFFFFFFFFu;
+#endif
+}
 
 bool looks_like_zip(const MappedFile& file) {
   return file.size() >= 4 && little_endian(file.bytes(0, 4, ""), 0, 4) == kLocalHeader;
@@ -76,6 +116,7 @@ std::vector<ZipMember> zip_members(const MappedFile& file) {
     ZipMember member;
     const auto flags = little_endian(directory, at + 8, 2);
     member.method = static_cast<std::uint16_t>(little_endian(directory, at + 10, 2));
+    member.crc32 = static_cast<std::uint32_t>(little_endian(directory, at + 16, 4));
     std::uint64_t compressed = little_endian(directory, at + 20, 4);
     member.size = little_endian(directory, at + 24, 4);
     const auto name_length = little_endian(directory, at + 28, 2);
@@ -131,8 +172,12 @@ std::vector<ZipMember> zip_members(const MappedFile& file) {
   return members;
 }
 
-std::string_view member_bytes(const ZipMember& member, std::string& buffer, const std::string& where, std::uint64_t limit) {
-  if (member.method == 0) return member.data.substr(0, std::min<std::uint64_t>(limit, member.data.size()));
+std::string_view member_bytes(const ZipMember& member, std::string& buffer, const std::string& where, std::uint64_t limit,
+                              bool check_crc_now) {
+  if (member.method == 0) {
+    if (check_crc_now && limit >= member.size) check_crc(member, member.data, where);
+    return member.data.substr(0, std::min<std::uint64_t>(limit, member.data.size()));
+  }
   // Deflate expands at most ~1032:1: a larger claim is a damaged (or hostile) header, not an array.
   if (member.size / 1032 > member.data.size()) {
     throw EnvironmentError(where + " claims " + integer_text(member.size) + " bytes inflated from " +
@@ -169,10 +214,13 @@ std::string_view member_bytes(const ZipMember& member, std::string& buffer, cons
     throw EnvironmentError(where + " inflates to " + integer_text(produced) + " bytes, its header says " + integer_text(member.size) +
                            ": it is damaged");
   }
-  return std::string_view(buffer.data(), produced);
+  const std::string_view inflated(buffer.data(), produced);
+  if (check_crc_now && produced == member.size) check_crc(member, inflated, where);
+  return inflated;
 #else
   (void)buffer;
   (void)limit;
+  (void)check_crc_now;
   throw EnvironmentError(where + " is deflated (np.savez_compressed), and this build of lmkit has no zlib: re-save it with "
                          "np.savez, or build lmkit with zlib (zlib1g-dev)");
 #endif

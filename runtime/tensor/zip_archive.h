@@ -16,8 +16,13 @@ struct ZipMember {
   std::string name;
   std::uint16_t method = 0;  // 0 stored, 8 deflated
   std::uint64_t size = 0;    // uncompressed
+  std::uint32_t crc32 = 0;   // of the uncompressed bytes, from the central directory
   std::string_view data;     // the member's bytes as stored (compressed when deflated)
 };
+
+// CRC-32 (the zip polynomial, 0xEDB88320 reflected) of `bytes`: zlib's crc32 where this build has
+// zlib, else a table of lmkit's own.
+std::uint32_t crc32_of(std::string_view bytes);
 
 bool looks_like_zip(const MappedFile& file);
 
@@ -27,9 +32,11 @@ std::vector<ZipMember> zip_members(const MappedFile& file);
 
 // The member's bytes uncompressed: its data itself when stored; when deflated, the first `limit`
 // bytes (all by default) inflated into `buffer`. A deflated member that claims more than deflate can
-// expand to (1032 × its compressed size) or inflates to another size is refused.
+// expand to (1032 × its compressed size) or inflates to another size is refused. When the whole
+// member is returned and `check_crc`, its CRC-32 must be the directory's (as NumPy's and Python's
+// zip readers require): a flipped byte is refused naming the member, never read as a number.
 std::string_view member_bytes(const ZipMember& member, std::string& buffer, const std::string& where,
-                              std::uint64_t limit = UINT64_MAX);
+                              std::uint64_t limit = UINT64_MAX, bool check_crc = true);
 
 // A zip archive of the files given, stored (no compression), as np.savez writes them; ZIP64 records
 // are not written, so the whole archive must stay below 4 GiB.

@@ -38,6 +38,11 @@ T.test("written files read back; bad names and files are errors naming them", fu
   T.raises(function() lmkit.read_tensors(out .. "/missing.npz") end, "missing.npz")
   T.raises(function() lmkit.write_tensors(out .. "/x.npy", t) end, "a .npy file holds one array")
   T.raises(function() lmkit.write_tensors(out .. "/y.safetensors", {w = 3}) end, "bad argument #2 to 'lmkit.write_tensors'")
+  -- Names with a NUL reach the writer whole (Lua strings hold any byte) and are refused, not cut to "w".
+  for _, name in ipairs({"n.safetensors", "n.npz", "n.pt"}) do
+    T.raises(function() lmkit.write_tensors(out .. "/" .. name, {["w\0a"] = t.w, ["w\0b"] = t.w}) end, "holds a NUL byte")
+    T.eq(io.open(out .. "/" .. name), nil, name .. " was not written")
+  end
   for _, name in ipairs({"x.safetensors", "x.npz", "x.pt"}) do os.remove(out .. "/" .. name) end
 end)
 

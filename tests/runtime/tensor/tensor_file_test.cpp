@@ -14,6 +14,7 @@
 
 #include "runtime/core/atomic_file.h"
 #include "runtime/core/error.h"
+#include "runtime/core/mapped_file.h"
 #include "runtime/tensor/tensor_format.h"
 #include "runtime/tensor/zip_archive.h"
 #include "tests/support/failure_text.h"
@@ -255,6 +256,76 @@ TEST_F(TensorFileTest, DamagedNumpyAndZipFilesAreRefused) {
 
 namespace lmkit {
 namespace {
+
+// Integrity (the file says what it holds exactly once, and the bytes are the ones written): a zip
+// member whose bytes do not match its CRC-32 (one flipped byte inside an .npz's data: NumPy says "Bad
+// CRC-32"); an entry named twice (a safetensors header, an .npz, a torch.save pickle's dict); a name
+// with a NUL, read or written.
+TEST_F(TensorFileTest, DamagedBytesDuplicatesAndNulNamesAreRefused) {
+  // A flipped byte in the data of a stored member, and of a real NumPy file's member.
+  const auto good = torch::tensor({1.0F, 2.0F, 3.0F, 4.0F});
+  write_tensor_file(dir("good.npz"), {{"x", good}}, {});
+  auto bytes = read_file(dir("good.npz"));
+  EXPECT_TRUE(torch::equal(read_tensor_file(file("copy.npz", bytes), {}).at("x"), good));
+  const auto data_at = bytes.find(std::string("\x00\x00\x80\x3f", 4));  // 1.0F
+  ASSERT_NE(data_at, std::string::npos);
+  bytes[data_at] = '\x10';  // 1.0000076F: a plausible number, so only the CRC can tell
+  const auto flipped = file("flipped.npz", bytes);
+  const auto text = failure([&] { read_tensor_file(flipped, {}); });
+  EXPECT_TRUE(contains(text, "CRC-32")) << text;
+  EXPECT_TRUE(contains(text, "member 'x.npy'")) << text;
+  EXPECT_TRUE(contains(text, flipped)) << text;
+  EXPECT_EQ(tensor_file_contents(flipped).size(), 1u);  // listing reads the header only
+  auto numpy = read_file(fixture("all.npz"));
+  numpy[232] ^= 0x01;  // the last byte of its first member's data (f64.npy: bytes 57 to 232)
+  EXPECT_THROW(read_tensor_file(file("numpy_flipped.npz", numpy), {}), EnvironmentError);
+  auto compressed = read_file(fixture("all_compressed.npz"));
+  bool refused_or_read = true;
+  try {
+    compressed[100] ^= 0x01;  // inside its first member's deflated data (bytes 57 to 143)
+    read_tensor_file(file("compressed_flipped.npz", compressed), {});
+    refused_or_read = false;  // a flipped deflated byte must not inflate to other numbers silently
+  } catch (const EnvironmentError&) {
+  }
+  EXPECT_TRUE(refused_or_read);
+  // Entries named twice.
+  const std::string eight(8, '\0');
+  const auto header_twice = file("twice.safetensors",
+      safetensors(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", eight));
+  EXPECT_TRUE(contains(failure([&] { read_tensor_file(header_twice, {}); }), "names the entry 'a' twice"));
+  EXPECT_TRUE(contains(failure([&] { tensor_file_contents(header_twice); }), "twice"));
+  const auto archive = tensor_files::stored_zip({{"x.npy", std::string()}, {"x.npy", std::string()}});
+  const auto members_twice = failure([&] { read_tensor_file(file("members_twice.npz", archive), {}); });
+  EXPECT_TRUE(contains(members_twice, "member 'x.npy' twice")) << members_twice;
+  // A torch.save pickle whose dict names "weight" twice (its "bias" key renamed; the archive rebuilt
+  // with correct CRCs, so that only the pickle is at fault).
+  const MappedFile state(fixture("state.pt"));
+  std::vector<std::pair<std::string, std::string>> members;
+  for (const auto& m : tensor_files::zip_members(state)) {
+    std::string buffer;
+    auto content = std::string(tensor_files::member_bytes(m, buffer, m.name));
+    if (m.name.size() >= 8 && m.name.compare(m.name.size() - 8, 8, "data.pkl") == 0) {
+      const std::string bias("X\x04\x00\x00\x00" "bias", 9), weight("X\x06\x00\x00\x00" "weight", 11);
+      const auto at = content.find(bias);
+      ASSERT_NE(at, std::string::npos);
+      content.replace(at, bias.size(), weight);
+    }
+    members.emplace_back(m.name, content);
+  }
+  const auto pickle_twice = file("twice.pt", tensor_files::stored_zip(members));
+  const auto pickle_text = failure([&] { read_tensor_file(pickle_twice, {}); });
+  EXPECT_TRUE(contains(pickle_text, "names the tensor 'weight' twice")) << pickle_text;
+  // Names with a NUL: refused when written (before anything is written) and when read.
+  const auto nul_name = std::string("w\0a", 3);
+  EXPECT_TRUE(contains(failure([&] { write_tensor_file(dir("nul.safetensors"), {{nul_name, good}, {std::string("w\0b", 3), good}}, {}); }),
+                       "'w\\x00a' holds a NUL byte"));
+  EXPECT_FALSE(std::filesystem::exists(dir("nul.safetensors")));
+  EXPECT_TRUE(contains(failure([&] { write_tensor_file(dir("empty.npz"), {{"", good}}, {}); }), "not empty"));
+  const auto nul_header = file("nul.safetensors", safetensors(R"({"w\u0000a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", eight.substr(0, 4)));
+  EXPECT_TRUE(contains(failure([&] { read_tensor_file(nul_header, {}); }), "holds a NUL byte"));
+  const auto empty_name = file("empty.safetensors", safetensors(R"({"":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", eight.substr(0, 4)));
+  EXPECT_TRUE(contains(failure([&] { read_tensor_file(empty_name, {}); }), "empty name"));
+}
 
 // Every fixture cut short at random points and with random bytes changed: each read either gives
 // tensors or an error lmkit names — never a crash, a hang or a read outside the file (the ASan run
