@@ -38,7 +38,11 @@ void walk_nested(lua_State* L, int position, NestedListBuilder& builder, int dep
   position = lua_absindex(L, position);
   switch (lua_type(L, position)) {
     case LUA_TNUMBER:
-      builder.add_number(lua_tonumber(L, position), lua_isinteger(L, position));
+      if (lua_isinteger(L, position)) {
+        builder.add_integer(lua_tointeger(L, position));
+      } else {
+        builder.add_number(lua_tonumber(L, position));
+      }
       return;
     case LUA_TBOOLEAN:
       builder.add_boolean(lua_toboolean(L, position));

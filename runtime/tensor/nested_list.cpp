@@ -1,6 +1,8 @@
 #include "runtime/tensor/nested_list.h"
 
+#include <cmath>
 #include <limits>
+#include <utility>
 
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
@@ -53,15 +55,47 @@ void NestedListBuilder::add_leaf(double value) {
   values_.push_back(value);
 }
 
-void NestedListBuilder::add_number(double value, bool is_integer) {
+void NestedListBuilder::add_integer(std::int64_t value) {
+  add_leaf(static_cast<double>(value));
+  if (!any_float_) exact_.push_back(value);
+  any_integer_ = true;
+}
+
+void NestedListBuilder::add_number(double value) {
   add_leaf(value);
-  (is_integer ? any_integer_ : any_float_) = true;
+  any_float_ = true;
+  exact_.clear();
+  exact_.shrink_to_fit();
 }
 
 void NestedListBuilder::add_boolean(bool value) {
   add_leaf(value ? 1.0 : 0.0);
+  if (!any_float_) exact_.push_back(value ? 1 : 0);
   any_boolean_ = true;
 }
+
+namespace {
+
+// The range of an integer dtype as [low, high] in int64 (uint64 is not a Torch dtype).
+std::pair<std::int64_t, std::int64_t> integer_range(torch::ScalarType dtype) {
+  switch (dtype) {
+    case torch::kUInt8: return {0, 255};
+    case torch::kInt8: return {-128, 127};
+    case torch::kInt16: return {-32768, 32767};
+    case torch::kInt32: return {std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()};
+    default: return {std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()};
+  }
+}
+
+[[noreturn]] void does_not_fit(const std::string& value, std::size_t index, torch::ScalarType dtype) {
+  const auto [low, high] = integer_range(dtype);
+  throw UsageError("the value " + value + " (element " + integer_text(static_cast<std::int64_t>(index) + 1) +
+                   " in reading order) does not fit dtype " + dtype_name(dtype) + " (" +
+                   integer_text(low) + " to " + integer_text(high) +
+                   "); nothing is wrapped or clamped: choose a wider dtype, or change the value");
+}
+
+}  // namespace
 
 torch::Tensor NestedListBuilder::build(std::optional<torch::ScalarType> dtype) const {
   if (depth_ != 0) throw UsageError("nested list: unclosed list");
@@ -74,13 +108,38 @@ torch::Tensor NestedListBuilder::build(std::optional<torch::ScalarType> dtype) c
   } else {
     sizes.assign(shape_.begin(), shape_.begin() + leaf_depth_);
   }
-  // host: the values came from Lua tables; lmkit.tensor moves the result to the device asked for
-  auto values = torch::tensor(values_, torch::kFloat64).reshape(sizes);
   torch::ScalarType inferred = any_boolean_ ? torch::kBool
                                : any_float_ ? torch::kFloat32
                                : any_integer_ ? torch::kInt64
                                               : torch::kFloat32;
-  return values.to(dtype.value_or(inferred));
+  const auto target = dtype.value_or(inferred);
+  const bool integer_target = torch::isIntegralType(target, /*includeBool=*/false);
+  if (!any_float_) {
+    // Integers (and booleans) exactly: int64 first, then the dtype asked for, each value checked.
+    if (integer_target) {
+      const auto [low, high] = integer_range(target);
+      for (std::size_t i = 0; i < exact_.size(); ++i) {
+        if (exact_[i] < low || exact_[i] > high) does_not_fit(integer_text(exact_[i]), i, target);
+      }
+    }
+    // host: the values came from Lua tables; lmkit.tensor moves the result to the device asked for
+    return torch::tensor(exact_, torch::kInt64).reshape(sizes).to(target);
+  }
+  if (integer_target) {
+    // A float becomes an integer by truncation toward 0 (as torch.tensor does); it must be finite
+    // and land inside the dtype's range.
+    const auto [low, high] = integer_range(target);
+    for (std::size_t i = 0; i < values_.size(); ++i) {
+      const double v = values_[i];
+      // int64's limits as doubles are −2^63 (exact) and 2^63 (one past); the smaller dtypes' are exact.
+      const bool fits = target == torch::kInt64
+                            ? v >= -9223372036854775808.0 && v < 9223372036854775808.0
+                            : v > static_cast<double>(low) - 1.0 && v < static_cast<double>(high) + 1.0;
+      if (!std::isfinite(v) || !fits) does_not_fit(describe_number(v), i, target);
+    }
+  }
+  // host: the values came from Lua tables; lmkit.tensor moves the result to the device asked for
+  return torch::tensor(values_, torch::kFloat64).reshape(sizes).to(target);
 }
 
 namespace {

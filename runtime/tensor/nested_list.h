@@ -16,10 +16,13 @@ class NestedListBuilder {
  public:
   void open_list();
   void close_list();
-  void add_number(double value, bool is_integer);
+  void add_integer(std::int64_t value);  // exact: a Lua integer keeps all 64 bits
+  void add_number(double value);         // a float
   void add_boolean(bool value);
 
-  // The tensor, in `dtype` if given, else the inferred one. Throws UsageError for ragged input.
+  // The tensor, in `dtype` if given, else the inferred one. Throws UsageError for ragged input, and
+  // for a value that does not fit an integer `dtype` (uint8 300, int32 1e300, int64 NaN: PyTorch
+  // refuses these too), naming the value, its position and the dtype's range.
   torch::Tensor build(std::optional<torch::ScalarType> dtype = std::nullopt) const;
 
  private:
@@ -30,6 +33,8 @@ class NestedListBuilder {
   std::vector<std::int64_t> shape_;   // sizes fixed by the first list seen at each depth
   std::vector<std::int64_t> counts_;  // elements seen so far in each open list
   std::vector<double> values_;
+  // Every value exactly while all of them are integers (or booleans); doubles lose integers past 2^53.
+  std::vector<std::int64_t> exact_;
   int depth_ = 0;
   int leaf_depth_ = -1;               // the depth of scalars, fixed by the first one
   bool any_float_ = false, any_integer_ = false, any_boolean_ = false;

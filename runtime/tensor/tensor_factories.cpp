@@ -1,5 +1,7 @@
 #include "runtime/tensor/tensor_factories.h"
 
+#include <limits>
+
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
 #include "runtime/tensor/tensor_index.h"
@@ -83,13 +85,33 @@ torch::Tensor arange_of(const Rest<torch::Scalar>& bounds, const TensorSpec& spe
     if (value.isBoolean()) throw UsageError("arange's bounds are numbers, got a boolean");
     all_integers = all_integers && value.isIntegral(false);
   }
+  const auto defaults = torch::TensorOptions().dtype(all_integers ? torch::kInt64 : torch::kFloat32);
+  const auto options = tensor_options(spec, defaults);
+  if (all_integers && options.dtype() == torch::kInt64) {
+    // Integer bounds, int64 values: counted in 128 bits and handed to Torch as integers, so that
+    // bounds near ±2^63 are exact (as doubles, maxinteger − 2 and maxinteger are one number).
+    const std::int64_t start = b.size() == 1 ? 0 : b[0].toLong();
+    const std::int64_t stop = b.size() == 1 ? b[0].toLong() : b[1].toLong();
+    const std::int64_t step = b.size() == 3 ? b[2].toLong() : 1;
+    if (step == 0) throw UsageError("step must not be 0");
+    const __int128 span = static_cast<__int128>(stop) - start;
+    const __int128 count = span == 0 || (span > 0) != (step > 0) ? 0 : (span + step - (step > 0 ? 1 : -1)) / step;
+    if (count == 0) return torch::empty({0}, options);
+    // Torch computes the count as end − start + step − sign in int64: past that, it would overflow.
+    const __int128 torch_sum = span + step - (step > 0 ? 1 : -1);
+    if (torch_sum > std::numeric_limits<std::int64_t>::max() || torch_sum < std::numeric_limits<std::int64_t>::min()) {
+      throw UsageError("arange(" + integer_text(start) + ", " + integer_text(stop) + ", " + integer_text(step) +
+                       ") spans more than int64 can count: narrow the range");
+    }
+    // host: unless the script's spec names a device, as lmkit.arange documents
+    return torch::arange(torch::Scalar(start), torch::Scalar(stop), torch::Scalar(step), options);
+  }
   const double start = b.size() == 1 ? 0.0 : b[0].toDouble();
   const double stop = b.size() == 1 ? b[0].toDouble() : b[1].toDouble();
   const double step = b.size() == 3 ? b[2].toDouble() : 1.0;
   if (step == 0) throw UsageError("step must not be 0");
-  const auto defaults = torch::TensorOptions().dtype(all_integers ? torch::kInt64 : torch::kFloat32);
   // host: unless the script's spec names a device, as lmkit.arange documents
-  return torch::arange(start, stop, step, tensor_options(spec, defaults));
+  return torch::arange(start, stop, step, options);
 }
 
 torch::Tensor concatenated(const std::vector<torch::Tensor>& tensors, std::optional<std::int64_t> dim) {

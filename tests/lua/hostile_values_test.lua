@@ -146,4 +146,16 @@ T.test("head specs are read raw, and a NaN rate is refused", function()
   state_is_healthy()
 end)
 
+
+T.test("integers reach tensors exactly; a value outside the dtype is refused, never wrapped", function()
+  T.eq(lmkit.tensor(math.maxinteger):item(), math.maxinteger)
+  T.eq(lmkit.tensor({math.mininteger, (1 << 53) + 1}):totable(), {math.mininteger, 9007199254740993})
+  T.raises(function() lmkit.tensor({1, 300}, {dtype = "uint8"}) end, "the value 300 (element 2 in reading order) does not fit dtype uint8 (0 to 255)")
+  T.raises(function() lmkit.tensor({-1}, {dtype = "uint8"}) end, "does not fit")
+  T.raises(function() lmkit.tensor({1e300}, {dtype = "int32"}) end, "does not fit")
+  T.raises(function() lmkit.tensor({0/0}, {dtype = "int64"}) end, "does not fit")
+  T.eq(lmkit.arange(math.maxinteger - 2, math.maxinteger):totable(), {math.maxinteger - 2, math.maxinteger - 1})
+  state_is_healthy()
+end)
+
 T.run()

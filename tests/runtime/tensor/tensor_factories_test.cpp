@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <functional>
 #include <string>
 
@@ -51,6 +53,24 @@ TEST(TensorFactoriesTest, TheDefaultDtypeFollowsTheValuesGiven) {
   // Two numbers in where: the pair's promotion (Torch 1.13 alone fails an assertion on it).
   const auto chosen = selected_where(torch::tensor({true, false}), torch::Scalar(std::int64_t{1}), torch::Scalar(2.5));
   EXPECT_TRUE(torch::allclose(chosen, torch::tensor({1.0, 2.5}, chosen.scalar_type())));
+}
+
+// Integer bounds near ±2^63 give their exact values (as doubles, maxinteger − 2 and maxinteger are
+// the same number and the range came back empty); a range int64 cannot count is refused.
+TEST(TensorFactoriesTest, ArangeIsExactNearTheIntegerLimits) {
+  const std::int64_t big = std::numeric_limits<std::int64_t>::max(), small = std::numeric_limits<std::int64_t>::min();
+  const auto near_top = arange_of({{torch::Scalar(big - 2), torch::Scalar(big)}}, {});
+  ASSERT_EQ(near_top.numel(), 2);
+  EXPECT_EQ(near_top[0].item<std::int64_t>(), big - 2);
+  EXPECT_EQ(near_top[1].item<std::int64_t>(), big - 1);
+  const auto near_bottom = arange_of({{torch::Scalar(small + 3), torch::Scalar(small), torch::Scalar(std::int64_t{-2})}}, {});
+  ASSERT_EQ(near_bottom.numel(), 2);
+  EXPECT_EQ(near_bottom[1].item<std::int64_t>(), small + 1);
+  EXPECT_EQ(arange_of({{torch::Scalar(std::int64_t{5}), torch::Scalar(std::int64_t{5})}}, {}).numel(), 0);
+  EXPECT_EQ(arange_of({{torch::Scalar(std::int64_t{5}), torch::Scalar(std::int64_t{1})}}, {}).numel(), 0);
+  EXPECT_TRUE(torch::equal(arange_of({{torch::Scalar(std::int64_t{1}), torch::Scalar(std::int64_t{8}), torch::Scalar(std::int64_t{3})}}, {}),
+                           torch::tensor({1, 4, 7}, torch::kInt64)));
+  EXPECT_THROW(arange_of({{torch::Scalar(small), torch::Scalar(big)}}, {}), UsageError);
 }
 
 TEST(TensorFactoriesTest, JoinsCountDimensionsFromOne) {
