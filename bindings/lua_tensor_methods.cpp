@@ -133,7 +133,7 @@ const Function kMethods[] = {
     method<&equal_to>("equal", "other", "Same sizes and the same elements (also t == other)."),
     method<&all_close>("allclose", "other, rtol, atol", "|t - other| <= atol + rtol*|other| everywhere (defaults 1e-5, 1e-8)."),
     // Linear algebra.
-    LMKIT_UNARY(svdvals, torch::linalg_svdvals(t), "t:svdvals() -> Tensor\nSingular values of a matrix (or batch), descending, in the tensor's precision."),
+    LMKIT_UNARY(svdvals, singular_values_of(t), "t:svdvals() -> Tensor\nSingular values of a matrix (or batch), descending, in the tensor's precision; a NaN or ±Inf entry is an error naming its place."),
     // In place.
     method<&add_in_place>("add_", "other, alpha", "t += alpha*other, in place."),
     method<&sub_in_place>("sub_", "other, alpha", "t -= alpha*other, in place."),

@@ -291,4 +291,26 @@ torch::Tensor& retain_grad_of(torch::Tensor& t) {
   return t;
 }
 
+torch::Tensor singular_values_of(const torch::Tensor& t) {
+  if (t.dim() < 2) throw UsageError("svdvals needs a matrix (or a batch of them), got size " + format_shape(t.sizes()));
+  if (!t.is_floating_point() && !t.is_complex()) {
+    throw UsageError("svdvals needs a floating-point matrix, got " + dtype_name(t.scalar_type()) + ": convert it first, e.g. t:to(\"float64\")");
+  }
+  if (t.numel() > 0) {
+    const auto bad = torch::isfinite(t).logical_not_();
+    if (bad.any().item<bool>()) {
+      const auto where = bad.reshape({-1}).nonzero()[0][0].item<std::int64_t>();
+      std::string position;
+      for (std::int64_t d = t.dim() - 1, rest = where; d >= 0; --d) {  // flat index → 1-based coordinates
+        position = integer_text(rest % t.size(d) + 1) + (position.empty() ? "" : ", ") + position;
+        rest /= t.size(d);
+      }
+      const auto value = t.reshape({-1})[where].to(torch::kCPU, torch::kFloat64).item<double>();
+      throw UsageError("svdvals: the matrix holds " + describe_number(value) + " at [" + position +
+                       "]; singular values need finite entries (replace it first, or find where it came from)");
+    }
+  }
+  return torch::linalg_svdvals(t);
+}
+
 }  // namespace lmkit

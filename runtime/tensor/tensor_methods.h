@@ -75,6 +75,11 @@ torch::Tensor select_along(const torch::Tensor& t, std::int64_t dim, std::int64_
 torch::Tensor index_select_along(const torch::Tensor& t, std::int64_t dim, const torch::Tensor& ids);
 
 // Along dim (default: the last).
+// The singular values of a matrix (or a batch of them), descending: a NaN or ±Inf anywhere is
+// refused naming its position before LAPACK sees it (which would print its own "SLASCL parameter
+// number 4 had an illegal value" and return NaNs).
+torch::Tensor singular_values_of(const torch::Tensor& t);
+
 torch::Tensor softmax_along(const torch::Tensor& t, std::optional<std::int64_t> dim);
 torch::Tensor log_softmax_along(const torch::Tensor& t, std::optional<std::int64_t> dim);
 torch::Tensor cumsum_along(const torch::Tensor& t, std::int64_t dim);

@@ -158,4 +158,12 @@ T.test("integers reach tensors exactly; a value outside the dtype is refused, ne
   state_is_healthy()
 end)
 
+T.test("svdvals of a matrix with NaN or Inf names the entry instead of letting LAPACK complain", function()
+  T.raises(function() lmkit.tensor({{1, 2}, {3, 1/0}}):svdvals() end, "the matrix holds inf at [2, 2]")
+  T.raises(function() lmkit.tensor({{0/0, 2}, {3, 4}}):svdvals() end, "at [1, 1]")
+  T.raises(function() lmkit.tensor({1, 2}):svdvals() end, "needs a matrix")
+  T.eq(lmkit.tensor({{3.0, 0}, {0, 4}}):svdvals():totable(), {4, 3})
+  T.raises(function() lmkit.tensor({{3, 0}, {0, 4}}):svdvals() end, "floating-point matrix, got int64")
+end)
+
 T.run()
