@@ -46,6 +46,57 @@ return function(lmkit)
     return out
   end
 
+  -- Style options reach gnuplot's script: each is checked against what gnuplot takes there (words
+  -- from a fixed set, numbers, dash patterns), never pasted raw: a newline and `system '...'` in a
+  -- key or a style would otherwise run a shell command.
+  local KEY_WORDS = {left = true, right = true, center = true, top = true, bottom = true, inside = true,
+                     outside = true, below = true, above = true, horizontal = true, vertical = true, box = true,
+                     nobox = true, opaque = true, noopaque = true, reverse = true, noreverse = true,
+                     invert = true, noinvert = true, Left = true, Right = true}
+  local STYLES = {lines = true, points = true, linespoints = true, steps = true, fsteps = true, histeps = true,
+                  impulses = true, dots = true}
+  local function style_error(what, value, allowed)
+    error(("lmkit.plot: %s must be %s, got %q"):format(what, allowed, tostring(value)), 0)
+  end
+  local function checked_key(value)
+    if type(value) ~= "string" then style_error("option 'key'", value, "false or a string of gnuplot key words") end
+    local words = 0
+    for word in value:gmatch("%S+") do
+      if not KEY_WORDS[word] then
+        local known = {}
+        for k in pairs(KEY_WORDS) do known[#known + 1] = k end
+        table.sort(known)
+        style_error("option 'key'", value, "false or gnuplot key words (" .. table.concat(known, ", ") .. ")")
+      end
+      words = words + 1
+    end
+    if words == 0 or value:find("[^%w ]") then style_error("option 'key'", value, "gnuplot key words separated by spaces") end
+    return value
+  end
+  local function checked_style(value)
+    if not STYLES[value] then
+      style_error("option 'with'", value, "one of lines, points, linespoints, steps, fsteps, histeps, impulses, dots")
+    end
+    return value
+  end
+  local function checked_dashtype(value)
+    if math.type(value) == "integer" and value >= 0 and value <= 100 then return tostring(value) end
+    if type(value) == "string" and #value > 0 and #value <= 20 and not value:find("[^%.%-_ ]") then return "'" .. value .. "'" end
+    style_error("option 'dashtype'", value, "an integer 0..100 or a dash pattern of '.', '-', '_' and spaces")
+  end
+  local function checked_positive(value, what, default)
+    if value == nil then return tostring(default) end
+    if type(value) ~= "number" or value ~= value or value <= 0 or value > 1000 or value == math.huge then
+      style_error("option '" .. what .. "'", value, "a number in (0, 1000]")
+    end
+    return tostring(value)
+  end
+  local function checked_pointtype(value)
+    if value == nil then return "7" end
+    if math.type(value) ~= "integer" or value < 0 or value > 100 then style_error("option 'pointtype'", value, "an integer 0..100") end
+    return tostring(value)
+  end
+
   local function range(n)
     local t = {}
     for i = 1, n do t[i] = i end
@@ -153,7 +204,7 @@ return function(lmkit)
     if spec.ylabel then w("set ylabel " .. gq(spec.ylabel)) end
     if spec.grid ~= false then w("set grid lc rgb '#dddddd'") end
     if spec.key == false then w("unset key")
-    else w("set key " .. (type(spec.key) == "string" and spec.key or "top right") .. " noopaque") end
+    else w("set key " .. ((spec.key == nil or spec.key == true) and "top right" or checked_key(spec.key)) .. " noopaque") end
     if spec.logx then w("set logscale x") end
     if spec.logy then w("set logscale y") end
     local function range_of(r)
@@ -186,11 +237,13 @@ return function(lmkit)
       elseif s.kind == "labels" then
         terms[#terms + 1] = source .. " using 1:2:3 with labels offset character 0.7, 0.5 left font ',9' notitle"
       else
-        local style = s.with or "lines"
+        local style = checked_style(s.with or "lines")
         local extras = ""
-        if style == "points" or style == "linespoints" then extras = " pointtype " .. (s.pointtype or 7) .. " pointsize " .. (s.pointsize or 1) end
-        if style == "lines" or style == "linespoints" then extras = extras .. " linewidth " .. (s.linewidth or 2) end
-        if s.dashtype then extras = extras .. " dashtype " .. s.dashtype end
+        if style == "points" or style == "linespoints" then
+          extras = " pointtype " .. checked_pointtype(s.pointtype) .. " pointsize " .. checked_positive(s.pointsize, "pointsize", 1)
+        end
+        if style == "lines" or style == "linespoints" then extras = extras .. " linewidth " .. checked_positive(s.linewidth, "linewidth", 2) end
+        if s.dashtype then extras = extras .. " dashtype " .. checked_dashtype(s.dashtype) end
         if s.color then extras = extras .. " linecolor rgb " .. gq(s.color) end
         terms[#terms + 1] = ("%s using 1:2 with %s%s %s"):format(source, style, extras, title)
       end

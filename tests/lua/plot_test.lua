@@ -188,6 +188,21 @@ T.test("mistakes are named", function()
   T.raises(function() plot.rank_ppl{out = dir .. "/x.png", rank = {1, 2}, ppl = {1, 2}} end, "at least 3 points")
 end)
 
+T.test("style options are gnuplot's words and numbers, never script text", function()
+  local marker = dir .. "/ran"
+  local shell = "\nsystem 'touch " .. marker .. "'\n"
+  T.raises(function() plot.line{out = dir .. "/k.svg", y = {1, 2}, key = "top" .. shell} end, "option 'key' must be")
+  T.raises(function() plot.line{out = dir .. "/w.svg", y = {1, 2}, with = "lines" .. shell} end, "option 'with' must be one of")
+  T.raises(function() plot.line{out = dir .. "/d.svg", series = {{y = {1, 2}, dashtype = "1" .. shell}}} end, "option 'dashtype' must be")
+  T.raises(function() plot.line{out = dir .. "/l.svg", series = {{y = {1, 2}, linewidth = "2" .. shell}}} end, "option 'linewidth' must be")
+  T.raises(function() plot.line{out = dir .. "/p.svg", series = {{y = {1, 2}, with = "points", pointtype = "7" .. shell}}} end,
+           "option 'pointtype' must be")
+  T.eq(io.open(marker), nil, "no shell command ran")
+  -- What gnuplot does take still works: key words, a style, a dash pattern.
+  plot.line{out = dir .. "/ok.svg", key = "bottom left box", series = {{y = {1, 2}, with = "linespoints", dashtype = ".-", label = "a"}}}
+  T.truthy(io.open(dir .. "/ok.svg"), "ok.svg written")
+end)
+
 T.test("every plot function is documented", function()
   for name, fn in pairs(plot) do
     local full, doc = lmkit.doc(fn)
