@@ -45,6 +45,18 @@ std::string resolve_recipe(const std::string& name_or_path) {
     throw EnvironmentError("cannot run " + name_or_path + ": it is a folder, not a file (give the recipe's .lua " +
                            "file, or a recipe's name: `lmkit recipes` lists them)");
   }
+  // Something is there that is not a file: named as what it is (reading a FIFO would wait for a
+  // writer, a device would read forever), not as missing.
+  const auto status = fs::status(name_or_path, ec);
+  if (!ec && fs::exists(status)) {
+    const char* kind = status.type() == fs::file_type::fifo        ? "a named pipe (FIFO)"
+                       : status.type() == fs::file_type::character ? "a character device"
+                       : status.type() == fs::file_type::block     ? "a block device"
+                       : status.type() == fs::file_type::socket    ? "a socket"
+                                                                   : "not a regular file";
+    throw EnvironmentError("cannot run " + name_or_path + ": it is " + std::string(kind) +
+                           ", not a script file (give a recipe's .lua file, or a recipe's name: `lmkit recipes` lists them)");
+  }
   const bool bare = name_or_path.find('/') == std::string::npos && !name_or_path.empty();
   if (bare) {
     if (const auto dir = lmkit_recipes_dir()) {
