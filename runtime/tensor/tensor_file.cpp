@@ -222,11 +222,31 @@ const config::BoundOptions<WriteTensorsOptions>& declared_options(config::Tag<Wr
   return options;
 }
 
+namespace {
+
+// `read` on the mapped file; if the file shrank under the mapping meanwhile (the SIGBUS handler
+// put zeros where its pages were), that is the error, whatever was read or thrown.
+template <typename Read>
+auto unchanged_while(const MappedFile& file, Read&& read) {
+  try {
+    auto result = read();
+    file.check_unchanged();
+    return result;
+  } catch (const std::exception&) {
+    file.check_unchanged();
+    throw;
+  }
+}
+
+}  // namespace
+
 std::vector<StoredTensor> tensor_file_contents(const std::string& path) {
   MappedFile file(path, "tensor file");
-  std::vector<StoredTensor> contents;
-  for (auto& listed : open_entries(file)) contents.push_back(std::move(listed.description));
-  return contents;
+  return unchanged_while(file, [&] {
+    std::vector<StoredTensor> contents;
+    for (auto& listed : open_entries(file)) contents.push_back(std::move(listed.description));
+    return contents;
+  });
 }
 
 std::map<std::string, torch::Tensor> read_tensor_file(const std::string& path, const ReadTensorsOptions& options) {
@@ -234,22 +254,24 @@ std::map<std::string, torch::Tensor> read_tensor_file(const std::string& path, c
   const bool convert = options.dtype.has_value();
   const torch::ScalarType dtype = convert ? parse_dtype(*options.dtype) : torch::kFloat32;
   MappedFile file(path, "tensor file");
-  const auto entries = open_entries(file);
-  std::vector<std::string> names;
-  for (const auto& listed : entries) names.push_back(listed.description.name);
-  for (const auto& wanted : options.names) {
-    if (std::find(names.begin(), names.end(), wanted) == names.end()) {
-      throw UsageError("read_tensors: '" + path + "': " + config::unknown_key_text("entry", wanted, names));
+  return unchanged_while(file, [&] {
+    const auto entries = open_entries(file);
+    std::vector<std::string> names;
+    for (const auto& listed : entries) names.push_back(listed.description.name);
+    for (const auto& wanted : options.names) {
+      if (std::find(names.begin(), names.end(), wanted) == names.end()) {
+        throw UsageError("read_tensors: '" + path + "': " + config::unknown_key_text("entry", wanted, names));
+      }
     }
-  }
-  std::map<std::string, torch::Tensor> tensors;
-  for (const auto& listed : entries) {
-    const auto& name = listed.description.name;
-    if (!options.names.empty() && std::find(options.names.begin(), options.names.end(), name) == options.names.end()) continue;
-    auto tensor = listed.read();
-    tensors[name] = convert ? tensor.to(dtype) : tensor;
-  }
-  return tensors;
+    std::map<std::string, torch::Tensor> tensors;
+    for (const auto& listed : entries) {
+      const auto& name = listed.description.name;
+      if (!options.names.empty() && std::find(options.names.begin(), options.names.end(), name) == options.names.end()) continue;
+      auto tensor = listed.read();
+      tensors[name] = convert ? tensor.to(dtype) : tensor;
+    }
+    return tensors;
+  });
 }
 
 void write_tensor_file(const std::string& path, const std::map<std::string, torch::Tensor>& given,
