@@ -96,6 +96,7 @@ torch::Tensor arange_of(const Rest<torch::Scalar>& bounds, const TensorSpec& spe
     if (step == 0) throw UsageError("step must not be 0");
     const __int128 span = static_cast<__int128>(stop) - start;
     const __int128 count = span == 0 || (span > 0) != (step > 0) ? 0 : (span + step - (step > 0 ? 1 : -1)) / step;
+    // host: unless the script's spec names a device, as lmkit.arange documents
     if (count == 0) return torch::empty({0}, options);
     // Torch computes the count as end − start + step − sign in int64: past that, it would overflow.
     const __int128 torch_sum = span + step - (step > 0 ? 1 : -1);
