@@ -155,7 +155,8 @@ struct BoundOption {
   template <typename T>
   static OptionSpec make_spec(const char* name, T Options::*field, Range range, std::string doc) {
     using Value = std::conditional_t<bound_detail::IsOptional<T>::value, typename OptionalValue<T>::type, T>;
-    OptionSpec spec(name, bound_detail::type_of<Value>(), bound_detail::to_json(Options().*field), range,
+    const Options defaults{};  // a named object: GCC 12 misreads a member of a temporary as uninitialized
+    OptionSpec spec(name, bound_detail::type_of<Value>(), bound_detail::to_json(defaults.*field), range,
                     std::move(doc));
     if constexpr (bound_detail::IsOptional<T>::value) spec.nullable = true;
     if constexpr (bound_detail::type_of<Value>() == OptionType::Table) {

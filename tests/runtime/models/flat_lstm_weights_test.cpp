@@ -48,7 +48,9 @@ void expect_flat_layers(const AwdLstmImpl& encoder, const std::string& when) {
     }
     const int64_t total = offsets[3] + 4 * h;
     EXPECT_EQ(static_cast<int64_t>(layer.w_ih.storage().nbytes()), total * layer.w_ih.element_size()) << "layer " << l;
-    if (l > 0) EXPECT_FALSE(layer.w_ih.storage().is_alias_of(encoder.layers[l - 1].w_ih.storage()));
+    if (l > 0) {
+      EXPECT_FALSE(layer.w_ih.storage().is_alias_of(encoder.layers[l - 1].w_ih.storage()));
+    }
   }
 }
 
