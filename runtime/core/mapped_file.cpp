@@ -138,12 +138,9 @@ void MappedFile::check_unchanged() const {
 }
 
 std::string_view MappedFile::bytes(std::uint64_t offset, std::uint64_t length, const std::string& what) const {
-  if (offset > size_ || length > size_ - offset) {
-    throw EnvironmentError("'" + path_ + "' is truncated or damaged: " + what + " needs bytes [" + integer_text(offset) +
-                           ", " + integer_text(offset) + " + " + integer_text(length) + ") of a file of " +
-                           integer_text(size_) + " bytes");
-  }
-  return std::string_view(data_ + offset, length);
+  return span().bytes(offset, length, what);
 }
+
+ByteSpan MappedFile::span() const { return ByteSpan("'" + path_ + "'", std::string_view(data_, size_)); }
 
 }  // namespace lmkit

@@ -15,6 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include "runtime/core/byte_span.h"
+
 namespace lmkit {
 
 class MappedFile {
@@ -30,6 +32,8 @@ class MappedFile {
   // `length` bytes from `offset`; EnvironmentError "'<path>' is truncated: <what> needs bytes
   // [offset, offset+length) of <size>" when they are not all in the file.
   std::string_view bytes(std::uint64_t offset, std::uint64_t length, const std::string& what) const;
+  // The whole file as a ByteSpan named "'<path>'" (the same checked reads).
+  ByteSpan span() const;
 
   // Whether a page of the mapping was found gone (the file shrank under it) since it was opened.
   bool changed() const;

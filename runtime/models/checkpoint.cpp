@@ -1,7 +1,10 @@
 #include "runtime/models/checkpoint.h"
 
+#include <c10/util/Exception.h>
+
 #include <cstdint>
 #include <cstring>
+#include <regex>
 #include <sstream>
 
 #include "runtime/config/json_text.h"
@@ -9,6 +12,7 @@
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
 #include "runtime/core/version.h"
+#include "runtime/tensor/tensor_file.h"
 
 namespace lmkit {
 namespace {
@@ -120,49 +124,71 @@ std::string shape_text(const torch::Tensor& t) {
   return text + "]";
 }
 
-// Module::load's traversal (own parameters, own buffers, then each child's sub-archive), reading
-// into fresh tensors so that shapes can be compared before anything is overwritten.
-void load_module(torch::nn::Module& module, torch::serialize::InputArchive& archive, const std::string& prefix,
-                 const std::string& source) {
+// Module::load's traversal (own parameters, own buffers, then each child's), reading from the
+// archive's tensors by name so that shapes are compared before anything is overwritten.
+void load_module(torch::nn::Module& module, const NamedTensors& tensors, const std::string& stored_prefix,
+                 const std::string& prefix, const std::string& source) {
   auto load_tensor = [&](const std::string& key, torch::Tensor& target, bool is_buffer) {
     const std::string name = prefix + key;
-    torch::Tensor stored;
-    if (!archive.try_read(key, stored, is_buffer)) {
+    const auto stored = tensors.find(stored_prefix + name);
+    if (stored == tensors.end()) {
       throw EnvironmentError(source + " has no " + (is_buffer ? "buffer" : "parameter") + " '" + name +
                              "': it was saved from a model of another structure");
     }
-    if (stored.sizes() != target.sizes()) {
-      throw EnvironmentError(source + ": parameter '" + name + "' is " + shape_text(stored) + " there but " +
+    if (stored->second.sizes() != target.sizes()) {
+      throw EnvironmentError(source + ": parameter '" + name + "' is " + shape_text(stored->second) + " there but " +
                              shape_text(target) + " in this model (a model of another shape wrote it; build the "
                              "model with the checkpoint's config, e.g. lmkit.load(path))");
     }
     torch::NoGradGuard no_grad;
-    target.copy_(stored);
+    target.copy_(stored->second);
   };
   for (auto& item : module.named_parameters(/*recurse=*/false)) load_tensor(item.key(), item.value(), false);
   for (auto& item : module.named_buffers(/*recurse=*/false)) load_tensor(item.key(), item.value(), true);
   for (const auto& child : module.named_children()) {
-    torch::serialize::InputArchive child_archive;
-    if (!archive.try_read(child.key(), child_archive)) {
-      throw EnvironmentError(source + " has no module '" + prefix + child.key() +
-                             "': it was saved from a model of another structure");
-    }
-    load_module(*child.value(), child_archive, prefix + child.key() + ".", source);
+    load_module(*child.value(), tensors, stored_prefix, prefix + child.key() + ".", source);
   }
 }
 
-void load_archive(LanguageModel& model, const std::string& bytes, c10::optional<torch::Device> device,
-                  const std::string& path) {
-  std::istringstream archive_bytes(bytes);
-  torch::serialize::InputArchive archive;
-  archive.load_from(archive_bytes, device);
-  load_model_archive(model, archive, "checkpoint '" + path + "'");
+void load_archive(LanguageModel& model, const std::string& bytes, const std::string& path) {
+  const std::string source = "checkpoint '" + path + "'";
+  load_model_tensors(model, read_weights_archive(bytes, source), "", source);
+}
+
+// The part of a container that the JSON library's (or Torch's) message points at.
+std::string damaged_part(const std::string& message) {
+  std::smatch m;
+  static const std::regex missing_key(R"(\[json\.exception\.[a-z_]+\.\d+\] key '([^']*)' not found)");
+  if (std::regex_search(message, m, missing_key)) return "its header has no entry '" + m[1].str() + "'";
+  if (message.find("[json.exception.") != std::string::npos) return "an entry of its header has the wrong type";
+  return "a stored tensor does not fit the place it is restored to";
 }
 
 }  // namespace
 
-void load_model_archive(LanguageModel& model, torch::serialize::InputArchive& archive, const std::string& source) {
-  load_module(*model, archive, "", source);
+NamedTensors read_weights_archive(const std::string& archive, const std::string& source) {
+  return read_tensor_archive(ByteSpan("the weights archive inside " + source, archive, "an archive"),
+                             "the weights archive inside " + source);
+}
+
+void throw_damaged_container(const std::string& source, std::exception_ptr error) {
+  std::string message;
+  try {
+    std::rethrow_exception(error);
+  } catch (const c10::Error& e) {
+    message = e.what_without_backtrace();
+  } catch (const std::exception& e) {
+    message = e.what();
+  } catch (...) {
+  }
+  throw EnvironmentError(source + " is damaged inside: " + damaged_part(message) +
+                         ". Its checksum matches, so it was written this way (by another program, or edited), not "
+                         "damaged on disk; use another checkpoint of the run (best.ckpt, state.ckpt) or train again");
+}
+
+void load_model_tensors(LanguageModel& model, const NamedTensors& tensors, const std::string& stored_prefix,
+                        const std::string& source) {
+  load_module(*model, tensors, stored_prefix, "", source);
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
@@ -170,13 +196,13 @@ Checkpoint load_checkpoint(const std::string& path) {
   Checkpoint result;
   result.header = container.header;
   result.model = model_from_header(container.header, path);
-  load_archive(result.model, container.archive, c10::nullopt, path);
+  load_archive(result.model, container.archive, path);
   return result;
 }
 
 nlohmann::json load_weights(LanguageModel& model, const std::string& path) {
   const auto container = decode_container(read_file(path, "checkpoint"), path);
-  load_archive(model, container.archive, model->embedding().device(), path);
+  load_archive(model, container.archive, path);
   return container.header;
 }
 

@@ -7,10 +7,14 @@
 // half-written checkpoint under the real name. Loading checks magic, lengths and checksum and
 // names the file in every error (EnvironmentError).
 #pragma once
+#include <exception>
+#include <map>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/core/error.h"
 #include "runtime/models/language_model.h"
 
 namespace lmkit {
@@ -42,11 +46,43 @@ nlohmann::json checkpoint_header(const LanguageModel& model);
 // header. Errors as load_checkpoint.
 nlohmann::json load_weights(LanguageModel& model, const std::string& path);
 
-// Copies the parameters and buffers of a Torch archive (as Module::save wrote it) into `model`,
-// checking that every one is present with the model's shape. Torch's own Module::load replaces a
-// parameter of another shape without a word, and the mismatch surfaced later as "mat1 and mat2
-// shapes cannot be multiplied". Errors (EnvironmentError) name `source`, the parameter and both
-// shapes.
-void load_model_archive(LanguageModel& model, torch::serialize::InputArchive& archive, const std::string& source);
+// The tensors of a container's weights archive by name (runtime/tensor/tensor_file.h's
+// read_tensor_archive: lmkit's own zip and pickle readers, every record checked, nothing of
+// Torch's reader, which crashes on a damaged pickle). Errors name `source` ("checkpoint '<path>'").
+using NamedTensors = std::map<std::string, torch::Tensor>;
+NamedTensors read_weights_archive(const std::string& archive, const std::string& source);
+
+// Copies the parameters and buffers named "<stored_prefix><name>" in `tensors` into `model`,
+// checking that every one is present with the model's shape (Torch's own Module::load replaced a
+// parameter of another shape without a word; the mismatch surfaced later as "mat1 and mat2 shapes
+// cannot be multiplied"). Errors (EnvironmentError) name `source`, the parameter and both shapes.
+void load_model_tensors(LanguageModel& model, const NamedTensors& tensors, const std::string& stored_prefix,
+                        const std::string& source);
+
+// What a failure in restoring from `source` — of the header's JSON, or of Torch given a stored
+// tensor — means, in lmkit's words: EnvironmentError "<source> is damaged inside: <which part>
+// ...; use another checkpoint".
+[[noreturn]] void throw_damaged_container(const std::string& source, std::exception_ptr error);
+
+// Runs `read` — restoring lmkit's objects from a container's header and tensors — and turns any
+// error that is not lmkit's own (the JSON library's, Torch's, the standard library's range checks)
+// into throw_damaged_container's message. A container's checksum only says its bytes are
+// the ones written: a file written damaged (by another program, or edited) passes it.
+template <typename Read>
+decltype(auto) reading_container(const std::string& source, Read&& read) {
+  try {
+    return std::forward<Read>(read)();
+  } catch (const EnvironmentError&) {
+    throw;
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const UsageError&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (...) {
+    throw_damaged_container(source, std::current_exception());
+  }
+}
 
 }  // namespace lmkit

@@ -79,8 +79,7 @@ Listed npz_member(const ZipMember& member, const std::string& where) {
 
 // The tensors of a torch.save archive: described by its pickle, each read from the span of its
 // storage member that it covers (a view of a large storage does not copy the rest).
-std::vector<Listed> torch_save_entries(const std::string& path, const std::vector<ZipMember>& members, const ZipMember& pickle) {
-  const std::string where = "torch.save file '" + path + "'";
+std::vector<Listed> torch_save_entries(const std::string& where, const std::vector<ZipMember>& members, const ZipMember& pickle) {
   const auto prefix = pickle.name.substr(0, pickle.name.size() - std::string("data.pkl").size());
   // torch.save stores its pickle uncompressed, kilobytes to megabytes: a larger one is not a model's.
   if (pickle.size > (std::uint64_t{1} << 30)) throw EnvironmentError(where + ": its data.pkl claims more than 1 GiB: it is damaged");
@@ -146,6 +145,12 @@ std::vector<Listed> torch_save_entries(const std::string& path, const std::vecto
   return listed;
 }
 
+std::vector<ZipMember>::const_iterator find_pickle(const std::vector<ZipMember>& members) {
+  return std::find_if(members.begin(), members.end(), [](const ZipMember& m) {
+    return m.name.size() >= 8 && m.name.compare(m.name.size() - 8, 8, "data.pkl") == 0;
+  });
+}
+
 std::vector<Listed> open_entries(const MappedFile& file) {
   const std::string where = "tensor file '" + file.path() + "'";
   const auto first = file.bytes(0, std::min<std::uint64_t>(file.size(), 8), "its first bytes");
@@ -155,12 +160,10 @@ std::vector<Listed> open_entries(const MappedFile& file) {
     entry.data = file.bytes(data_offset, entry.byte_count, "the array");
     return {mapped(std::move(entry))};
   }
-  if (looks_like_zip(file)) {
-    const auto members = zip_members(file);
-    const auto pickle = std::find_if(members.begin(), members.end(), [](const ZipMember& m) {
-      return m.name.size() >= 8 && m.name.compare(m.name.size() - 8, 8, "data.pkl") == 0;
-    });
-    if (pickle != members.end()) return torch_save_entries(file.path(), members, *pickle);
+  if (looks_like_zip(file.span())) {
+    const auto members = zip_members(file.span());
+    const auto pickle = find_pickle(members);
+    if (pickle != members.end()) return torch_save_entries("torch.save file '" + file.path() + "'", members, *pickle);
     std::set<std::string> names;
     for (const auto& member : members) {
       if (!names.insert(member.name).second) {
@@ -272,6 +275,15 @@ std::map<std::string, torch::Tensor> read_tensor_file(const std::string& path, c
     }
     return tensors;
   });
+}
+
+std::map<std::string, torch::Tensor> read_tensor_archive(const ByteSpan& archive, const std::string& where) {
+  const auto members = zip_members(archive);
+  const auto pickle = find_pickle(members);
+  if (pickle == members.end()) throw EnvironmentError(where + " has no data.pkl: it is damaged");
+  std::map<std::string, torch::Tensor> tensors;
+  for (const auto& listed : torch_save_entries(where, members, *pickle)) tensors[listed.description.name] = listed.read();
+  return tensors;
 }
 
 void write_tensor_file(const std::string& path, const std::map<std::string, torch::Tensor>& given,

@@ -17,6 +17,7 @@
 
 #include "runtime/config/bound_options.h"
 #include "runtime/config/declared_result.h"
+#include "runtime/core/byte_span.h"
 #include "runtime/core/torch.h"
 
 namespace lmkit {
@@ -52,6 +53,12 @@ std::vector<StoredTensor> tensor_file_contents(const std::string& path);
 // The entries (all, or options.names), each a contiguous CPU tensor of its stored dtype unless
 // options.dtype names another. A .npy file's one array is named after the file ("w.npy" → "w").
 std::map<std::string, torch::Tensor> read_tensor_file(const std::string& path, const ReadTensorsOptions& options);
+
+// The tensors of a torch.save-format zip archive held in memory — the weights archive inside an
+// lmkit checkpoint (TorchScript's module pickle: attributes by name) — read by lmkit's own zip
+// and pickle readers with every check of read_tensor_file: each tensor under its dotted path
+// ("model.encoder.embedding"), on the CPU. Errors (EnvironmentError) start with `where`.
+std::map<std::string, torch::Tensor> read_tensor_archive(const ByteSpan& archive, const std::string& where);
 
 // Writes the tensors (moved to the CPU, made contiguous) atomically. A .npy file holds one tensor;
 // NumPy has no bfloat16 (convert first, or write safetensors).

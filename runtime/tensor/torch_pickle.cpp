@@ -26,6 +26,7 @@ struct Value {
   std::vector<Ref> items;                    // tuple and list
   std::vector<std::pair<Ref, Ref>> entries;  // dict, in insertion order
   PickledTensor tensor;                      // storage (dtype, key, numel) and tensor
+  bool script_object = false;                // an instance of a TorchScript class (__torch__.*): attributes by name
 };
 
 const std::map<std::string, torch::ScalarType>& storage_types() {
@@ -102,8 +103,13 @@ class PickleReader {
         }
         case 0x81: {                                                  // NEWOBJ
           pop();
-          pop();
-          push(make(Value::Kind::Opaque));
+          const auto type = pop();
+          auto object = make(Value::Kind::Opaque);
+          // A TorchScript module (what torch::serialize::OutputArchive writes, as in lmkit's own
+          // checkpoints): its attributes are its parameters, buffers and submodules, by name.
+          object->script_object = type->kind == Value::Kind::Global &&
+                                  (type->text.rfind("__torch__.", 0) == 0);
+          push(object);
           break;
         }
         case 'b': build(pop()); break;                                // BUILD
@@ -331,6 +337,10 @@ void collect(const Ref& value, const std::string& path, std::vector<PickledTenso
     for (const auto& [key, item] : value->entries) {
       if (key->kind == Value::Kind::String) collect(item, joined(key->text), out, walked, depth + 1);
       if (key->kind == Value::Kind::Integer) collect(item, joined(integer_text(key->integer)), out, walked, depth + 1);
+    }
+  } else if (value->kind == Value::Kind::Opaque && value->script_object) {
+    for (const auto& [key, item] : value->entries) {
+      if (key->kind == Value::Kind::String) collect(item, joined(key->text), out, walked, depth + 1);
     }
   } else if (value->kind == Value::Kind::Opaque) {
     // A whole nn.Module (torch.save(model)): its parameters, buffers and submodules, named as its

@@ -6,8 +6,9 @@
 // opcodes for None, booleans, integers, floats, strings, bytes, tuples, lists, dicts, memo, GLOBAL
 // and REDUCE of torch._utils._rebuild_tensor_v2 / _rebuild_parameter and collections.OrderedDict,
 // BUILD (an object's __dict__ kept: a whole nn.Module saved by torch.save(model) yields its
-// parameters and buffers under their state_dict names) and persistent ids ('storage',
-// torch.<Type>Storage, key, location, numel).
+// parameters and buffers under their state_dict names; a TorchScript object, as
+// torch::serialize::OutputArchive writes for lmkit's own checkpoints, yields its attributes by
+// name) and persistent ids ('storage', torch.<Type>Storage, key, location, numel).
 // Any other callable gives an opaque value, so a pickle holding other objects still yields its
 // tensors. Nothing is executed: a pickle names functions, and this reader calls none of them.
 #pragma once

@@ -30,7 +30,7 @@ void put(std::string& out, std::uint64_t value, int width) {
 }
 
 // The end-of-central-directory record: the last 22 bytes, or earlier when the archive has a comment.
-std::uint64_t end_record_offset(const MappedFile& file, const std::string& where) {
+std::uint64_t end_record_offset(const ByteSpan& file, const std::string& where) {
   if (file.size() < 22) throw EnvironmentError(where + " is too short to be a zip archive (" + integer_text(file.size()) + " bytes)");
   const std::uint64_t lowest = file.size() > 22 + 65535 ? file.size() - 22 - 65535 : 0;
   for (std::uint64_t at = file.size() - 22;; --at) {
@@ -79,12 +79,12 @@ std::uint32_t crc32_of(std::string_view bytes) {
 #endif
 }
 
-bool looks_like_zip(const MappedFile& file) {
+bool looks_like_zip(const ByteSpan& file) {
   return file.size() >= 4 && little_endian(file.bytes(0, 4, ""), 0, 4) == kLocalHeader;
 }
 
-std::vector<ZipMember> zip_members(const MappedFile& file) {
-  const std::string where = "'" + file.path() + "'";
+std::vector<ZipMember> zip_members(const ByteSpan& file) {
+  const std::string& where = file.where();
   const auto end_at = end_record_offset(file, where);
   const auto end = file.bytes(end_at, 22, "the zip directory");
   std::uint64_t count = little_endian(end, 10, 2);

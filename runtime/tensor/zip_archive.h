@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/core/mapped_file.h"
+#include "runtime/core/byte_span.h"
 
 namespace lmkit::tensor_files {
 
@@ -24,11 +24,12 @@ struct ZipMember {
 // zlib, else a table of lmkit's own.
 std::uint32_t crc32_of(std::string_view bytes);
 
-bool looks_like_zip(const MappedFile& file);
+bool looks_like_zip(const ByteSpan& file);
 
 // Every member, checked: signatures, sizes and offsets inside the file, no encryption, a method
-// lmkit reads. EnvironmentError naming the file and the member otherwise.
-std::vector<ZipMember> zip_members(const MappedFile& file);
+// lmkit reads, no two members sharing bytes. EnvironmentError naming the file and the member
+// otherwise. The members' data are views into `file`'s bytes.
+std::vector<ZipMember> zip_members(const ByteSpan& file);
 
 // The member's bytes uncompressed: its data itself when stored; when deflated, the first `limit`
 // bytes (all by default) inflated into `buffer`. A deflated member that claims more than deflate can

@@ -73,51 +73,52 @@ void Trainer::State::save_state(bool in_loop) {
 void Trainer::State::load_state() {
   const auto path = store.path("state.ckpt");
   const auto container = decode_container(read_file(path, "resume state"), path);
-  const auto& st = container.header.at("state");
-  std::istringstream bytes(container.archive);
-  torch::serialize::InputArchive archive;
-  archive.load_from(bytes, device);
-  {
-    torch::serialize::InputArchive model_archive;
-    archive.read("model", model_archive);
-    load_model_archive(model, model_archive, "resume state '" + path + "'");
-  }
-  resumable_fields().load(st, "resume state '" + path + "'");
+  const std::string source = "resume state '" + path + "'";
+  const auto tensors = read_weights_archive(container.archive, source);
+  reading_container(source, [&] { restore_from(container.header, tensors, source); });
+  // Outside the translation: the host's own callback (Lua) reports its errors itself.
+  if (callbacks.restore_host_state && !host_state.is_null()) callbacks.restore_host_state(host_state);
+}
+
+void Trainer::State::restore_from(const nlohmann::json& header, const NamedTensors& tensors, const std::string& source) {
+  const auto stored = [&](const std::string& name) {
+    const auto found = tensors.find(name);
+    if (found == tensors.end()) throw EnvironmentError(source + " is damaged inside: it has no tensor '" + name + "'");
+    return found->second;
+  };
+  const auto& st = header.at("state");
+  load_model_tensors(model, tensors, "model.", source);
+  resumable_fields().load(st, source);
 
   const auto& opt = st.at("optimizer");
   optimizer = std::make_unique<Optimizer>(opt.at("kind").get<std::string>(), make_groups(options.lr));
-  std::map<std::string, torch::Tensor> tensors;
+  std::map<std::string, torch::Tensor> optimizer_tensors;
   for (const auto& key : st.at("optimizer_tensors")) {
-    torch::Tensor t;
-    archive.read("optimizer/" + key.get<std::string>(), t);
-    tensors[key.get<std::string>()] = t;
+    optimizer_tensors[key.get<std::string>()] = stored("optimizer/" + key.get<std::string>()).to(device);
   }
-  optimizer->load_state(opt, tensors);
+  optimizer->load_state(opt, optimizer_tensors);
 
   reset_hidden();
   for (std::size_t c = 0; c < hidden.size(); ++c) {
     for (std::size_t l = 0; l < hidden[c].size(); ++l) {
-      archive.read(fmt::format("hidden/{}/{}/h", c, l), hidden[c][l].first);
-      archive.read(fmt::format("hidden/{}/{}/c", c, l), hidden[c][l].second);
+      hidden[c][l].first = stored(fmt::format("hidden/{}/{}/h", c, l)).to(device);
+      hidden[c][l].second = stored(fmt::format("hidden/{}/{}/c", c, l)).to(device);
     }
   }
   {
-    torch::Tensor rng;
-    archive.read("rng/cpu", rng);
+    const auto rng = stored("rng/cpu");
     auto generator = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(generator.mutex());
-    generator.set_state(rng.to(torch::kCPU));
+    generator.set_state(rng);
   }
   const auto cuda_saved = st.at("cuda_generators").get<std::int64_t>();
   const std::int64_t cuda_now = torch::cuda::is_available() ? static_cast<std::int64_t>(torch::cuda::device_count()) : 0;
   for (std::int64_t i = 0; i < std::min(cuda_saved, cuda_now); ++i) {
-    torch::Tensor rng;
-    archive.read(fmt::format("rng/cuda{}", i), rng);
+    const auto rng = stored(fmt::format("rng/cuda{}", i));
     auto generator = at::globalContext().defaultGenerator(c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(i)));
     std::lock_guard<std::mutex> lock(generator.mutex());
-    generator.set_state(rng.to(torch::kCPU));
+    generator.set_state(rng);
   }
-  if (callbacks.restore_host_state && !host_state.is_null()) callbacks.restore_host_state(host_state);
 }
 
 std::int64_t Trainer::State::apply_frozen(const std::string& prefix, bool freeze) {

@@ -122,6 +122,9 @@ struct Trainer::State : RunPosition, LossTotals, BestModel, AveragingState, Fine
   void save_state(bool in_loop = false);
 
   void load_state();
+  // load_state's restoring of this state from the container's header and tensors (an error that
+  // is not lmkit's is translated by the caller).
+  void restore_from(const nlohmann::json& header, const NamedTensors& tensors, const std::string& source);
 
   // Every field of state.ckpt's header in one list: the parts' (run_progress.h), then those of the
   // objects with states of their own. in_loop: see save_state.

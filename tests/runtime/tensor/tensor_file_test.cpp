@@ -301,7 +301,7 @@ TEST_F(TensorFileTest, DamagedBytesDuplicatesAndNulNamesAreRefused) {
   // with correct CRCs, so that only the pickle is at fault).
   const MappedFile state(fixture("state.pt"));
   std::vector<std::pair<std::string, std::string>> members;
-  for (const auto& m : tensor_files::zip_members(state)) {
+  for (const auto& m : tensor_files::zip_members(state.span())) {
     std::string buffer;
     auto content = std::string(tensor_files::member_bytes(m, buffer, m.name));
     if (m.name.size() >= 8 && m.name.compare(m.name.size() - 8, 8, "data.pkl") == 0) {
