@@ -34,9 +34,15 @@ local report_files = require "presets.report_files"
 local function file_matrix(cfg)
   local name = cfg.entry ~= "" and cfg.entry or nil
   if not name then
-    local matrices = {}
+    local matrices, entries = {}, {}
     for _, e in ipairs(lmkit.list_tensors(cfg.logits)) do
       if #e.shape == 2 then matrices[#matrices + 1] = e.name end
+      entries[#entries + 1] = ("%s [%s]"):format(e.name, table.concat(e.shape, ", "))
+    end
+    if #matrices == 0 then
+      error(("hidden_size: '%s' holds no matrix (its entries: %s): the analysis needs an N×V matrix of logits or "
+             .. "log-probabilities; save one reshaped to 2-D, e.g. t.reshape(-1, t.shape[-1]) in PyTorch"):format(
+            cfg.logits, #entries > 0 and table.concat(entries, ", ") or "none"), 0)
     end
     if #matrices ~= 1 then
       error(("hidden_size: '%s' holds %d matrices (%s): name one with --set entry=NAME"):format(cfg.logits, #matrices,

@@ -522,6 +522,7 @@ local function submit(o)
     if key == "task" or key == "report_only" then
       fail(("lmkit batch: --set %s is the batch's own (each task gets its task=i); leave it out"):format(s))
     end
+    if key == "dry_run" then fail("lmkit batch: --set dry_run is lmkit run's; lmkit batch --dry-run shows what would run") end
     if key ~= "out" then sets[#sets + 1] = s end
   end
   -- out=DIR among o.sets names the folder also when submit is called from Lua (the command line's

@@ -101,14 +101,19 @@ end
 -- The resolved settings: the recipe's defaults (then `overrides`, e.g. from a test) with --set
 -- overrides on top (strict: unknown keys are errors), plus the runner's own settings.
 function Recipe:configure(overrides)
-  local defaults = {task = 0, out = "", report_only = false}
+  local defaults = {task = 0, out = "", report_only = false, dry_run = false}
   for k, v in pairs(self.settings) do defaults[k] = v end
   for k, v in pairs(overrides or {}) do
     if defaults[k] == nil then error(("recipe %s: unknown setting '%s'"):format(self.name, k), 2) end
     defaults[k] = v
   end
   local cfg = lmkit.configure(defaults)
-  if cfg.out == "" then cfg.out = ("runs/%s-%s"):format(self.name, tostring(cfg.scale or "default")) end
+  if cfg.out == "" then
+    -- Only a declared setting is read (the settings table refuses any other name): a recipe
+    -- without `scale` is named "default".
+    local scale = self.settings.scale ~= nil and cfg.scale or "default"
+    cfg.out = ("runs/%s-%s"):format(self.name, tostring(scale))
+  end
   return cfg
 end
 
@@ -214,6 +219,12 @@ end
 function Recipe:main(overrides)
   local cfg = self:configure(overrides)
   local cells = self:cells(cfg)
+  if cfg.dry_run then
+    -- The start of a run without running anything: settings resolved, cells planned, nothing written.
+    print(("recipe %s: %d cell%s, output folder %s"):format(self.name, #cells, #cells == 1 and "" or "s", cfg.out))
+    for _, cell in ipairs(cells) do print(("  %d  %s"):format(cell.index, cell.id)) end
+    return
+  end
   if cfg.task ~= 0 then
     local cell = cells[cfg.task]
     if not cell then error(("recipe %s: task %d is outside 1..%d"):format(self.name, cfg.task, #cells)) end
@@ -298,6 +309,7 @@ function recipe.settings_of(file)
   rows[#rows + 1] = {key = "out", default = "runs/" .. def.name .. "-<scale>", doc = "the output folder (results, report)"}
   rows[#rows + 1] = {key = "task", default = 0, doc = "> 0: run only cell I (a batch array task)"}
   rows[#rows + 1] = {key = "report_only", default = false, doc = "render the report from the cells that have finished"}
+  rows[#rows + 1] = {key = "dry_run", default = false, doc = "resolve the settings, list the cells and the output folder, run nothing"}
   return rows, def
 end
 

@@ -107,7 +107,14 @@ OutputLayerEntries find_output_layer(const std::vector<StoredTensor>& contents, 
   } else if (ends_with(found.decoder, "weight")) {
     // "x.weight" → "x.bias"; a lone "weight" → "bias".
     const auto* bias = named(contents, found.decoder.substr(0, found.decoder.size() - 6) + "bias");
-    if (bias && bias->shape == std::vector<std::int64_t>{found.words}) found.bias = bias->name;
+    // The decoder's own bias of another size is a damaged or mismatched file, not "no bias": the
+    // rank bound (d + 1 with a bias, d without) would be reported for the wrong model.
+    if (bias && bias->shape != std::vector<std::int64_t>{found.words}) {
+      throw UsageError("output layer: the decoder's bias '" + bias->name + "' has size " + format_shape(bias->shape) +
+                       ", but the decoder '" + found.decoder + "' has " + integer_text(found.words) +
+                       " rows: name the bias (--set bias=NAME), or analyse without one (--set bias=none)");
+    }
+    if (bias) found.bias = bias->name;
   }
   return found;
 }

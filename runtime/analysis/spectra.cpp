@@ -68,6 +68,11 @@ std::pair<torch::Tensor, torch::Tensor> normalized_cdf(const torch::Tensor& sv) 
 torch::Tensor projection_2d(const torch::Tensor& matrix) {
   check_matrix(matrix, "projection_2d");
   if (matrix.size(1) < 2) throw UsageError("projection_2d: the matrix needs at least 2 columns");
+  // Two directions need two singular vectors: min(rows, columns) of them exist.
+  if (matrix.size(0) < 2) {
+    throw UsageError("projection_2d: the matrix needs at least 2 rows (the points to project), got " +
+                     integer_text(matrix.size(0)));
+  }
   check_finite(matrix, "projection_2d");
   const auto centered = matrix - matrix.mean(0, true);
   const auto v = std::get<2>(torch::linalg_svd(centered, /*full_matrices=*/false));

@@ -155,6 +155,7 @@ SimilarityResult evaluate_similarity(const torch::Tensor& embedding, const Simil
   result.name = benchmark.name;
   result.pairs = static_cast<std::int64_t>(benchmark.pairs.size());
   std::vector<std::int64_t> first, second;
+  std::vector<const SimilarityPair*> kept_pairs;
   std::map<std::pair<std::int64_t, std::int64_t>, std::size_t> position;  // kept pair → its index
   for (const auto& pair : benchmark.pairs) {
     const auto a = lookup.find(pair.word1);
@@ -171,6 +172,7 @@ SimilarityResult evaluate_similarity(const torch::Tensor& embedding, const Simil
     }
     first.push_back(*a);
     second.push_back(*b);
+    kept_pairs.push_back(&pair);
     result.scores.push_back(pair.score);
   }
   result.kept = static_cast<std::int64_t>(first.size());
@@ -180,6 +182,19 @@ SimilarityResult evaluate_similarity(const torch::Tensor& embedding, const Simil
     const auto options = torch::TensorOptions().dtype(torch::kInt64);  // host: indices into e, on the CPU
     const auto u = e.index_select(0, torch::tensor(first, options));
     const auto v = e.index_select(0, torch::tensor(second, options));
+    // A NaN or ±Inf row has no direction: its cosine would be NaN (and read as 0 below), and ρ
+    // would be computed as if the word were known. Refused, naming the word.
+    const auto broken = torch::logical_or(u.isfinite().all(1).logical_not(), v.isfinite().all(1).logical_not());
+    if (broken.any().item<bool>()) {
+      const auto at = broken.nonzero()[0][0].item<std::int64_t>();
+      const auto& pair = *kept_pairs[static_cast<std::size_t>(at)];
+      const bool first_broken = !u[at].isfinite().all().item<bool>();
+      const auto& word = first_broken ? pair.word1 : pair.word2;
+      const auto row = first_broken ? first[static_cast<std::size_t>(at)] : second[static_cast<std::size_t>(at)];
+      throw UsageError("word similarity (" + benchmark.name + "): the embedding row of '" + word + "' (row " +
+                       integer_text(row + 1) + ") holds NaN or ±Inf: the model's embedding is damaged (a diverged run?), "
+                       "and its similarities mean nothing");
+    }
     const auto dot = (u * v).sum(1);
     const auto norms = ((u * u).sum(1) * (v * v).sum(1)).sqrt();
     const auto cos = torch::where(norms > 0, dot / norms.clamp_min(std::numeric_limits<double>::min()),

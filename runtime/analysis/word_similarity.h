@@ -109,7 +109,7 @@ inline auto declared_result(config::Tag<SimilarityResult>) {
       result_field("kept", &R::kept, "pairs with both words in the vocabulary"),
       result_field("skipped", &R::skipped, "lines with a word outside the vocabulary"),
       result_field("repeated", &R::repeated, "lines repeating a kept pair"),
-      result_field("spearman", &R::spearman, "ρ (nan when fewer than 2 pairs are kept)"),
+      result_field("spearman", &R::spearman, "ρ (nan when fewer than 2 pairs are kept, or all their cosines or all their scores are equal)"),
       result_field("p", &R::pvalue, "its two-sided p-value"));
 }
 inline auto declared_result(config::Tag<BenchmarkName>) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <regex>
 #include <sstream>
 
@@ -191,8 +192,23 @@ void load_model_tensors(LanguageModel& model, const NamedTensors& tensors, const
   load_module(*model, tensors, stored_prefix, "", source);
 }
 
+namespace {
+
+// A run's resume state has the container of a checkpoint and more: its model's weights sit under
+// "model." beside the optimizer's, and it is not what lmkit.load means.
+void refuse_resume_state(const nlohmann::json& header, const std::string& path) {
+  if (!header.is_object() || !header.contains("state")) return;
+  const auto folder = std::filesystem::path(path).parent_path().string();
+  throw EnvironmentError("'" + path + "' is a run's resume state (state.ckpt), not a model checkpoint: lmkit.resume(\"" +
+                         (folder.empty() ? "." : folder) + "\") continues the run, and the run's best.ckpt (or last.ckpt) "
+                         "holds its model");
+}
+
+}  // namespace
+
 Checkpoint load_checkpoint(const std::string& path) {
   const auto container = decode_container(read_file(path, "checkpoint"), path);
+  refuse_resume_state(container.header, path);
   Checkpoint result;
   result.header = container.header;
   result.model = model_from_header(container.header, path);
@@ -202,6 +218,7 @@ Checkpoint load_checkpoint(const std::string& path) {
 
 nlohmann::json load_weights(LanguageModel& model, const std::string& path) {
   const auto container = decode_container(read_file(path, "checkpoint"), path);
+  refuse_resume_state(container.header, path);
   load_archive(model, container.archive, path);
   return container.header;
 }

@@ -1,6 +1,7 @@
 #include "runtime/models/reference_checkpoint.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <regex>
 #include <set>
@@ -362,6 +363,15 @@ void export_reference_checkpoint(const LanguageModel& model, const std::string& 
     add("prior.weight", head->prior->weight);
     add("latent.0.weight", head->latent->weight);
     add("latent.0.bias", head->latent->bias);
+  }
+  if (!options.file_format) {
+    // Said here in export's words (its option is file_format; write_tensors' is format).
+    const auto extension = std::filesystem::path(path).extension().string();
+    if (extension != ".pt" && extension != ".pth" && extension != ".bin" && extension != ".safetensors" &&
+        extension != ".npz") {
+      throw UsageError("export: '" + path + "' has no extension that names a file format (.pt, .safetensors, .npz): "
+                       "give one, or the option file_format");
+    }
   }
   WriteTensorsOptions write;
   write.format = options.file_format;

@@ -77,22 +77,36 @@ Listed npz_member(const ZipMember& member, const std::string& where) {
           }};
 }
 
-// The tensors of a torch.save archive: described by its pickle, each read from the span of its
-// storage member that it covers (a view of a large storage does not copy the rest).
-std::vector<Listed> torch_save_entries(const std::string& where, const std::vector<ZipMember>& members, const ZipMember& pickle) {
+// The tensors of a torch.save archive: described by its pickle. A tensor alone on its storage is
+// read from the span of the storage it covers (a view of a large storage does not copy the rest);
+// tensors sharing a storage are views of one copy of it, as in PyTorch (2,000 views of a 4 MB
+// storage cost 4 MB, not 8 GB). `file_bytes`: the size of the file the archive came from, for the
+// pickle's build budget.
+std::vector<Listed> torch_save_entries(const std::string& where, const std::vector<ZipMember>& members, const ZipMember& pickle,
+                                       std::uint64_t file_bytes) {
   const auto prefix = pickle.name.substr(0, pickle.name.size() - std::string("data.pkl").size());
   // torch.save stores its pickle uncompressed, kilobytes to megabytes: a larger one is not a model's.
   if (pickle.size > (std::uint64_t{1} << 30)) throw EnvironmentError(where + ": its data.pkl claims more than 1 GiB: it is damaged");
+  if (pickle.size > build_budget(file_bytes)) {
+    throw EnvironmentError(where + ": its data.pkl inflates to " + integer_text(pickle.size) + " bytes from " +
+                           integer_text(file_bytes) + " bytes of file, more than lmkit builds from a file that size "
+                           "(64 MiB plus 64 bytes per byte of file): it is damaged or hostile");
+  }
   std::map<std::string, const ZipMember*> by_name;
   for (const auto& member : members) by_name[member.name] = &member;
   // A tensor named several times (tied weights) is read once and shared; a storage's CRC-32 is
   // checked once, however many views read it.
   auto read_once = std::make_shared<std::map<std::int64_t, torch::Tensor>>();
   auto checked_storages = std::make_shared<std::set<std::string>>();
+  // Whole storages read once for the tensors that share them, by storage member and dtype.
+  auto whole_storages = std::make_shared<std::map<std::pair<std::string, int>, torch::Tensor>>();
   std::string pickle_buffer;
   std::vector<Listed> listed;
   std::set<std::string> names;
-  for (auto& t : pickled_tensors(member_bytes(pickle, pickle_buffer, where), where)) {
+  const auto pickled = pickled_tensors(member_bytes(pickle, pickle_buffer, where), where, file_bytes);
+  std::map<std::string, std::set<std::int64_t>> tensors_on;  // storage key → the tensors (identities) over it
+  for (const auto& t : pickled) tensors_on[t.storage_key].insert(t.identity);
+  for (auto& t : pickled) {
     // A tensor saved alone (torch.save(t)) has the empty path as its name; a NUL is never a name's.
     if (t.name.find('\0') != std::string::npos) check_stored_name(t.name, where);
     if (!names.insert(t.name).second) {
@@ -127,13 +141,23 @@ std::vector<Listed> torch_save_entries(const std::string& where, const std::vect
                              integer_text(storage->size) + " (an expanded tensor): save it with .contiguous()");
     }
     StoredTensor description{t.name, dtype_name(t.dtype), t.shape, static_cast<std::int64_t>(byte_count)};
-    listed.push_back({std::move(description), [member = *storage, t, last, byte_count, element, tensor_where, read_once,
-                                               checked_storages] {
+    const bool shared = tensors_on[t.storage_key].size() > 1;
+    listed.push_back({std::move(description), [member = *storage, t, last, byte_count, element, storage_numel, shared,
+                                               tensor_where, read_once, checked_storages, whole_storages] {
                         auto& known = (*read_once)[t.identity];
                         if (known.defined()) return known;
                         if (byte_count == 0) return known = tensor_from_bytes({}, t.shape, t.dtype);
                         std::string buffer;
                         const bool check = checked_storages->insert(member.name).second;
+                        if (shared) {
+                          auto& whole = (*whole_storages)[{member.name, static_cast<int>(t.dtype)}];
+                          if (!whole.defined()) {
+                            const auto bytes = member_bytes(member, buffer, tensor_where, UINT64_MAX, check);
+                            whole = tensor_from_bytes(bytes.substr(0, static_cast<std::size_t>(storage_numel * element)),
+                                                      {storage_numel}, t.dtype);
+                          }
+                          return known = whole.as_strided(t.shape, t.stride, t.storage_offset);
+                        }
                         const auto bytes = member_bytes(member, buffer, tensor_where, UINT64_MAX, check);
                         const auto span = last - t.storage_offset + 1;
                         const auto covered = tensor_from_bytes(
@@ -163,7 +187,7 @@ std::vector<Listed> open_entries(const MappedFile& file) {
   if (looks_like_zip(file.span())) {
     const auto members = zip_members(file.span());
     const auto pickle = find_pickle(members);
-    if (pickle != members.end()) return torch_save_entries("torch.save file '" + file.path() + "'", members, *pickle);
+    if (pickle != members.end()) return torch_save_entries("torch.save file '" + file.path() + "'", members, *pickle, file.size());
     std::set<std::string> names;
     for (const auto& member : members) {
       if (!names.insert(member.name).second) {
@@ -282,7 +306,9 @@ std::map<std::string, torch::Tensor> read_tensor_archive(const ByteSpan& archive
   const auto pickle = find_pickle(members);
   if (pickle == members.end()) throw EnvironmentError(where + " has no data.pkl: it is damaged");
   std::map<std::string, torch::Tensor> tensors;
-  for (const auto& listed : torch_save_entries(where, members, *pickle)) tensors[listed.description.name] = listed.read();
+  for (const auto& listed : torch_save_entries(where, members, *pickle, archive.size())) {
+    tensors[listed.description.name] = listed.read();
+  }
   return tensors;
 }
 

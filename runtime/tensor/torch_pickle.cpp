@@ -38,9 +38,29 @@ const std::map<std::string, torch::ScalarType>& storage_types() {
   return types;
 }
 
+// The bytes a pickle has made lmkit build so far, against its budget.
+class BuildBudget {
+ public:
+  BuildBudget(std::string where, std::uint64_t file_bytes)
+      : where_(std::move(where)), file_bytes_(file_bytes), limit_(build_budget(file_bytes)) {}
+  void spend(std::uint64_t bytes) {
+    used_ += bytes;
+    if (used_ > limit_) {
+      throw EnvironmentError(where_ + ": its pickle (data.pkl) builds more than " + integer_text(limit_) + " bytes from " +
+                             integer_text(file_bytes_) + " bytes of file (lmkit allows 64 MiB plus 256 bytes per byte "
+                             "of file): it is damaged or hostile, not a model's");
+    }
+  }
+
+ private:
+  std::string where_;
+  std::uint64_t file_bytes_, limit_, used_ = 0;
+};
+
 class PickleReader {
  public:
-  PickleReader(std::string_view bytes, std::string where) : bytes_(bytes), where_(std::move(where)) {}
+  PickleReader(std::string_view bytes, std::string where, BuildBudget& budget)
+      : bytes_(bytes), where_(std::move(where)), budget_(budget) {}
   // A damaged pickle can put a list inside itself: the containers are emptied here, so that no
   // cycle of shared pointers outlives the reader.
   ~PickleReader() {
@@ -90,9 +110,7 @@ class PickleReader {
         case 'c': push(global()); break;                              // GLOBAL
         case 0x93: {                                                  // STACK_GLOBAL
           const auto name = pop(), module = pop();
-          auto g = make(Value::Kind::Global);
-          g->text = module->text + "." + name->text;
-          push(g);
+          push(qualified_name(module->text, name->text));
           break;
         }
         case 'Q': push(persistent(pop())); break;                     // BINPERSID
@@ -113,9 +131,9 @@ class PickleReader {
           break;
         }
         case 'b': build(pop()); break;                                // BUILD
-        case 'q': memo_[unsigned_value(1)] = top(); break;            // BINPUT
-        case 'r': memo_[unsigned_value(4)] = top(); break;            // LONG_BINPUT
-        case 0x94: memo_[memo_.size()] = top(); break;                // MEMOIZE
+        case 'q': remember(unsigned_value(1)); break;                 // BINPUT
+        case 'r': remember(unsigned_value(4)); break;                 // LONG_BINPUT
+        case 0x94: remember(memo_.size()); break;                     // MEMOIZE
         case 'h': push(memo(unsigned_value(1))); break;               // BINGET
         case 'j': push(memo(unsigned_value(4))); break;               // LONG_BINGET
         case '0': pop(); break;                                       // POP
@@ -130,7 +148,8 @@ class PickleReader {
   // Values are counted (a state_dict's pickle makes ~10 per tensor) so that a small hostile pickle
   // cannot make billions; containers are kept for the destructor's cycle breaking.
   Ref make(Value::Kind kind) {
-    if (++values_ > kMaxValues) fail("more than " + integer_text(kMaxValues) + " values (not a state_dict)");
+    ++values_;
+    budget_.spend(sizeof(Value) + 2 * sizeof(Ref));  // the value, its control block, its place on the stack or in a container
     auto value = std::make_shared<Value>();
     value->kind = kind;
     if (kind == Value::Kind::Tuple || kind == Value::Kind::List || kind == Value::Kind::Dict || kind == Value::Kind::Opaque) {
@@ -184,8 +203,19 @@ class PickleReader {
   }
   Ref string(std::uint64_t length, Value::Kind kind) {
     auto v = make(kind);
-    v->text = std::string(take(length));
+    const auto text = take(length);
+    budget_.spend(text.size());
+    v->text = std::string(text);
     return v;
+  }
+  // "module.name" of a GLOBAL or STACK_GLOBAL, counted before it is made (memoized strings
+  // concatenated again and again double at each step).
+  Ref qualified_name(std::string_view module, std::string_view name) {
+    auto g = make(Value::Kind::Global);
+    budget_.spend(module.size() + 1 + name.size());
+    g->text.reserve(module.size() + 1 + name.size());
+    g->text.append(module).append(".").append(name);
+    return g;
   }
   Ref global() {
     const auto line = [&] {
@@ -194,10 +224,9 @@ class PickleReader {
       const auto length = end - at_;
       return std::string(take(length + 1).substr(0, length));
     };
-    auto g = make(Value::Kind::Global);
     const auto module = line();
-    g->text = module + "." + line();
-    return g;
+    const auto name = line();
+    return qualified_name(module, name);
   }
   void push(Ref value) {
     if (stack_.size() > bytes_.size()) fail("a stack larger than the pickle");
@@ -226,6 +255,10 @@ class PickleReader {
     stack_.resize(mark);
     return values;
   }
+  void remember(std::uint64_t key) {
+    budget_.spend(4 * sizeof(void*) + sizeof(std::uint64_t) + sizeof(Ref));  // a map node
+    memo_[key] = top();
+  }
   Ref memo(std::uint64_t key) {
     const auto found = memo_.find(key);
     if (found == memo_.end()) fail("a memo entry never stored (" + integer_text(key) + ")");
@@ -244,19 +277,24 @@ class PickleReader {
   void append(std::vector<Ref> items) {
     auto target = top();
     if (target->kind != Value::Kind::List) return;  // appending to an opaque object: not ours to know
+    budget_.spend(items.size() * sizeof(Ref));
     for (auto& item : items) target->items.push_back(std::move(item));
   }
   void set_items(std::vector<Ref> items) {
     if (items.size() % 2 != 0) fail("SETITEMS with an odd count");
     auto target = top();
     if (target->kind != Value::Kind::Dict) return;
+    budget_.spend(items.size() * sizeof(Ref));
     for (std::size_t i = 0; i < items.size(); i += 2) target->entries.emplace_back(items[i], items[i + 1]);
   }
   // An object's state: kept for an opaque object (an nn.Module's __dict__, whose _parameters,
   // _buffers and _modules hold its tensors); an OrderedDict's (its _metadata) is not needed.
   void build(const Ref& state) {
     auto object = top();
-    if (object->kind == Value::Kind::Opaque && state->kind == Value::Kind::Dict) object->entries = state->entries;
+    if (object->kind == Value::Kind::Opaque && state->kind == Value::Kind::Dict) {
+      budget_.spend(state->entries.size() * 2 * sizeof(Ref));
+      object->entries = state->entries;
+    }
   }
   // ('storage', torch.<Type>Storage, key, location, numel)
   Ref persistent(const Ref& id) {
@@ -267,6 +305,7 @@ class PickleReader {
     if (type == storage_types().end()) fail("a storage of type " + id->items[1]->text + ", which lmkit does not read");
     auto storage = make(Value::Kind::Storage);
     storage->tensor.dtype = type->second;
+    budget_.spend(id->items[2]->text.size());
     storage->tensor.storage_key = id->items[2]->text;
     storage->tensor.storage_numel = id->items[4]->integer;
     return storage;
@@ -291,6 +330,7 @@ class PickleReader {
       t->tensor = args[0]->tensor;
       t->tensor.identity = static_cast<std::int64_t>(values_);
       t->tensor.storage_offset = args[1]->integer;
+      budget_.spend((args[2]->items.size() + args[3]->items.size()) * sizeof(std::int64_t) + t->tensor.storage_key.size());
       t->tensor.shape = integers(args[2]);
       t->tensor.stride = integers(args[3]);
       if (t->tensor.shape.size() != t->tensor.stride.size()) fail("sizes and strides of different lengths");
@@ -313,34 +353,44 @@ class PickleReader {
   std::vector<std::size_t> marks_;
   std::map<std::uint64_t, Ref> memo_;
   std::vector<Ref> made_;
-  static constexpr std::uint64_t kMaxValues = 50'000'000;
-  std::uint64_t values_ = 0;
+  BuildBudget& budget_;
+  std::uint64_t values_ = 0;  // a tensor's identity: the count of values made before it
 };
 
 constexpr std::size_t kMaxNames = 1'000'000;
 
 // Tensors are listed under every path that reaches them (tied weights have two names); a container
 // reached again is not walked again (the memo can make a small pickle an exponentially large tree).
-void collect(const Ref& value, const std::string& path, std::vector<PickledTensor>& out, std::set<const Value*>& walked, int depth) {
-  const auto joined = [&](const std::string& step) { return path.empty() ? step : path + "." + step; };
+void collect(const Ref& value, const std::string& path, std::vector<PickledTensor>& out, std::set<const Value*>& walked, int depth,
+             BuildBudget& budget) {
+  const auto joined = [&](const std::string& step) {
+    budget.spend(path.size() + 1 + step.size());  // a name: long keys nested deep make long names
+    return path.empty() ? step : path + "." + step;
+  };
+  const auto collect = [&](const Ref& item, const std::string& item_path) {
+    lmkit::tensor_files::collect(item, item_path, out, walked, depth + 1, budget);
+  };
   if (value->kind == Value::Kind::Tensor) {
     if (out.size() >= kMaxNames) {
       throw EnvironmentError("a torch.save pickle naming more than 1,000,000 tensors is damaged or hostile, not a model");
     }
+    budget.spend(sizeof(PickledTensor) + value->tensor.storage_key.size() +
+                 (value->tensor.shape.size() + value->tensor.stride.size()) * sizeof(std::int64_t));
     out.push_back(value->tensor);
     out.back().name = path;
     return;
   }
   // A state_dict is a few levels deep; a damaged pickle may nest a million lists.
   if (depth > 100 || !walked.insert(value.get()).second) return;
+  budget.spend(3 * sizeof(void*));  // its place in `walked`
   if (value->kind == Value::Kind::Dict) {
     for (const auto& [key, item] : value->entries) {
-      if (key->kind == Value::Kind::String) collect(item, joined(key->text), out, walked, depth + 1);
-      if (key->kind == Value::Kind::Integer) collect(item, joined(integer_text(key->integer)), out, walked, depth + 1);
+      if (key->kind == Value::Kind::String) collect(item, joined(key->text));
+      if (key->kind == Value::Kind::Integer) collect(item, joined(integer_text(key->integer)));
     }
   } else if (value->kind == Value::Kind::Opaque && value->script_object) {
     for (const auto& [key, item] : value->entries) {
-      if (key->kind == Value::Kind::String) collect(item, joined(key->text), out, walked, depth + 1);
+      if (key->kind == Value::Kind::String) collect(item, joined(key->text));
     }
   } else if (value->kind == Value::Kind::Opaque) {
     // A whole nn.Module (torch.save(model)): its parameters, buffers and submodules, named as its
@@ -348,20 +398,26 @@ void collect(const Ref& value, const std::string& path, std::vector<PickledTenso
     // (AWD-LSTM's WeightDrop keeps the last dropped-out weight there, which is no parameter).
     for (const auto& [key, item] : value->entries) {
       if (key->kind != Value::Kind::String) continue;
-      if (key->text == "_parameters" || key->text == "_buffers" || key->text == "_modules") collect(item, path, out, walked, depth + 1);
+      if (key->text == "_parameters" || key->text == "_buffers" || key->text == "_modules") collect(item, path);
     }
   } else if (value->kind == Value::Kind::List || value->kind == Value::Kind::Tuple) {
-    for (std::size_t i = 0; i < value->items.size(); ++i) collect(value->items[i], joined(integer_text(i)), out, walked, depth + 1);
+    for (std::size_t i = 0; i < value->items.size(); ++i) collect(value->items[i], joined(integer_text(i)));
   }
 }
 
 }  // namespace
 
-std::vector<PickledTensor> pickled_tensors(std::string_view pickle, const std::string& where) {
-  PickleReader reader(pickle, where);
+std::uint64_t build_budget(std::uint64_t file_bytes) {
+  constexpr std::uint64_t kFloor = std::uint64_t{64} << 20, kPerFileByte = 64, kCap = std::uint64_t{4} << 30;
+  return file_bytes >= (kCap - kFloor) / kPerFileByte ? kCap : kFloor + kPerFileByte * file_bytes;
+}
+
+std::vector<PickledTensor> pickled_tensors(std::string_view pickle, const std::string& where, std::uint64_t file_bytes) {
+  BuildBudget budget(where, file_bytes);
+  PickleReader reader(pickle, where, budget);
   std::vector<PickledTensor> tensors;
   std::set<const Value*> walked;
-  collect(reader.run(), "", tensors, walked, 0);
+  collect(reader.run(), "", tensors, walked, 0, budget);
   return tensors;
 }
 

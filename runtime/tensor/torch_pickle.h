@@ -31,9 +31,19 @@ struct PickledTensor {
   std::int64_t identity = 0;  // one number per tensor object: names of one tensor (tied weights) share it
 };
 
+// What reading a file may make lmkit build, in bytes: 64 MiB plus 64 bytes per byte of the file,
+// at most 4 GiB. A legal torch.save file's pickle is a small part of it (the tensors' bytes are the
+// rest) and makes ~30 bytes of values per pickled byte; a hostile one can make any amount (a
+// 586-byte pickle doubling a memoized string asked for 2.4 GB after 26 doublings; 40 million
+// NONE opcodes, 39 KB deflated, ~12 GB of values).
+std::uint64_t build_budget(std::uint64_t file_bytes);
+
 // Every tensor reachable from the pickle's value through dicts, lists and tuples, in order (at most
-// 1,000,000 names: more is a damaged or hostile pickle, not a model).
-// EnvironmentError naming `where` for a damaged or unsupported pickle.
-std::vector<PickledTensor> pickled_tensors(std::string_view pickle, const std::string& where);
+// 1,000,000 names: more is a damaged or hostile pickle, not a model). Everything the pickle makes —
+// values, strings, containers' slots, the names of the tensors — is counted in bytes as it is made,
+// against build_budget(file_bytes), `file_bytes` being the size of the file it came from; going over
+// is an EnvironmentError "<where>: its pickle (data.pkl) builds more than N bytes from M bytes of
+// file", never an allocation. EnvironmentError naming `where` for a damaged or unsupported pickle.
+std::vector<PickledTensor> pickled_tensors(std::string_view pickle, const std::string& where, std::uint64_t file_bytes);
 
 }  // namespace lmkit::tensor_files

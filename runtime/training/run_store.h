@@ -1,7 +1,8 @@
 // A run's directory: everything a training run leaves behind, in files a person or a script can
 // read without lmkit.
 //
-//   config.json     the fully resolved configuration (model, corpus, training options)
+//   config.json     the fully resolved configuration (model, corpus, training options) and the
+//                   run's id (made at creation; state.ckpt carries it too)
 //   metrics.jsonl   one JSON object per line: {"type": "step", ...} per log interval and
 //                   {"type": "epoch", ...} per epoch (see docs/training.md)
 //   best.ckpt       the model with the best validation loss (lmkit.load reads it)

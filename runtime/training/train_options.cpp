@@ -58,14 +58,56 @@ json to_json(const TrainOptions& o) { return bound().to_json(o); }
 
 TrainOptions train_options_from_json(const json& j) { return bound().from_json(j); }
 
+namespace {
+
+// A rate or coefficient reaches float32 tensors (the weights' dtype, as a rule): beyond float32's
+// range it overflows there (Torch: "value cannot be converted to type float without overflow",
+// naming no option), and a rate below its smallest normal number trains nothing.
+void check_float32_range(const char* name, double value, bool rate) {
+  const double largest = std::numeric_limits<float>::max(), smallest = std::numeric_limits<float>::min();
+  if (value > largest) {
+    throw UsageError(fmt::format("training option '{}' = {} is beyond float32's range (at most {:.7g}), the weights' "
+                                 "dtype: give a value the training can compute with",
+                                 name, describe_number(value), largest));
+  }
+  if (rate && value < smallest) {
+    throw UsageError(fmt::format("training option '{}' = {} is below float32's smallest normal number ({:.7g}): "
+                                 "a step of that rate changes no weight (the run would train nothing)",
+                                 name, describe_number(value), smallest));
+  }
+}
+
+}  // namespace
+
 void check_train_options(const TrainOptions& o) {
   train_options_schema().read(to_json(o));
+  check_float32_range("lr", o.lr, true);
+  if (o.own_lr) check_float32_range("own_lr", *o.own_lr, true);
+  check_float32_range("wdecay", o.wdecay, false);
+  check_float32_range("clip", o.clip, false);
+  if (o.min_lr) check_float32_range("min_lr", *o.min_lr, false);
+  if (o.flood) check_float32_range("flood", *o.flood, false);
+  if (o.min_lr && *o.min_lr > o.lr) {
+    throw UsageError(fmt::format("training option 'min_lr' = {} is above lr = {}: the schedule's floor must not exceed "
+                                 "its starting rate (the cosine would raise the rate {:.3g}x instead of decaying it)",
+                                 describe_number(*o.min_lr), describe_number(o.lr), *o.min_lr / o.lr));
+  }
   const auto small = o.small_batch_size == 0 ? o.batch_size : o.small_batch_size;
   if (o.batch_size % small != 0) {
     throw UsageError("training option 'small_batch_size' (" + integer_text(small) + ") must divide batch_size (" +
                      integer_text(o.batch_size) + ")");
   }
   SwitchPolicy(o.switch_policy, o.nonmono, o.switch_epoch);  // validates
+}
+
+std::optional<std::string> window_warning(const TrainOptions& o) {
+  if (o.windows.value_or("variable") == "variable" && o.bptt < 5) {
+    return fmt::format("bptt={} with AWD-LSTM's random window lengths (a normal draw of sd 5 tokens around bptt): "
+                       "windows of typically 1 to {} tokens, each step's rate scaled by its length / bptt (up to {}x); for "
+                       "windows this short use windows=\"fixed\"",
+                       o.bptt, o.bptt + 10, o.bptt + 10);
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> switch_warning(const TrainOptions& o) {

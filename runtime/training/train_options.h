@@ -62,5 +62,8 @@ void check_train_options(const TrainOptions& options);
 
 // A switch the run's length cannot reach, said before hours are spent; nullopt when it is reachable.
 std::optional<std::string> switch_warning(const TrainOptions& options);
+// The warning for a bptt below AWD-LSTM's shortest window (5 tokens), or nothing: the shortest
+// window is lowered to bptt, but a length drawn with sd 5 still scales the rate several-fold.
+std::optional<std::string> window_warning(const TrainOptions& options);
 
 }  // namespace lmkit::training

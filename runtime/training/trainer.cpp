@@ -1,3 +1,5 @@
+#include <random>
+
 #include "runtime/core/number_text.h"
 #include "runtime/training/trainer_state.h"
 
@@ -29,6 +31,14 @@ void check_split_fits(const char* split, const torch::Tensor& tokens, const char
       largest >= 1 ? fmt::format("Set the training option {} to at most {}, or use a larger {} split.", option,
                                  integer_text(largest), split)
                    : fmt::format("Use a {} split of at least {} tokens.", split, integer_text(rows))));
+}
+
+// A run's identity, written into config.json when it is created and into every state it saves: a
+// state.ckpt copied in from another run (same options, another seed or history) is told apart.
+std::string new_run_id() {
+  std::random_device device;
+  const std::uint64_t high = device(), low = device();
+  return fmt::format("{:016x}", (high << 32) ^ low ^ static_cast<std::uint64_t>(Clock::now().time_since_epoch().count()));
 }
 
 }  // namespace
@@ -186,8 +196,10 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
     sampler_options.p_full = 1.0;
     sampler_options.sd = 0.0;
     sampler_options.max_delta = 0;
-    sampler_options.min_len = std::min<std::int64_t>(sampler_options.min_len, s.options.bptt);
   }
+  // AWD-LSTM's shortest window is 5 tokens; a shorter bptt lowers it (window_warning says what
+  // such windows do to the rate).
+  sampler_options.min_len = std::min<std::int64_t>(sampler_options.min_len, s.options.bptt);
   sampler_options.seed = s.options.seed;
   s.sampler = std::make_unique<data::BpttSampler>(s.train_source, sampler_options);
   s.policy = std::make_unique<SwitchPolicy>(s.options.switch_policy, s.options.nonmono, s.options.switch_epoch);
@@ -204,6 +216,8 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
     if (corpus_content_differs(stored.value("corpus", json::object()), s.config.at("corpus"))) {
       throw UsageError(corpus_changed_message(s.store.dir().string(), stored.at("corpus"), s.config.at("corpus")));
     }
+    // The run keeps its identity (a run created before identities has none: null, not compared).
+    s.config["run_id"] = stored.value("run_id", json());
     const auto differences = describe_differences(stored, s.config);
     if (!differences.empty()) {
       throw UsageError("run directory '" + s.store.dir().string() + "' holds a run with another configuration:" +
@@ -223,6 +237,7 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
     s.log(fmt::format("Resuming {} from {} epoch {}, step {}", s.store.dir().string(), s.stage, s.epoch + 1, s.step));
   } else {
     s.store.truncate_metrics(0);  // a run that died before its first checkpoint starts over
+    s.config["run_id"] = new_run_id();
     s.store.write_json("config.json", s.config);
     seed_torch(s.options.seed);
     s.optimizer = std::make_unique<Optimizer>(s.options.optimizer, s.make_groups(s.options.lr));
@@ -251,6 +266,7 @@ json Trainer::run() {
                       s.store.dir().string()));
   }
   if (const auto warning = switch_warning(s.options)) s.log("warning: " + *warning);
+  if (const auto warning = window_warning(s.options)) s.log("warning: " + *warning);
   bool running = true;
   while (running && s.stage == "train" && s.epoch < s.options.epochs) {
     if (!s.train_epoch() || !s.end_of_training_epoch()) {

@@ -33,6 +33,7 @@ ResumableFields Trainer::State::resumable_fields(bool in_loop) {
 
 void Trainer::State::save_state(bool in_loop) {
   json header = checkpoint_header(model);
+  header["run_id"] = config.value("run_id", json());
   header["state"] = resumable_fields(in_loop).save();
   // The optimizer's JSON and the archive's tensors (model, optimizer, hidden state, generators).
   header["state"]["optimizer"] = optimizer->state_json();
@@ -74,6 +75,15 @@ void Trainer::State::load_state() {
   const auto path = store.path("state.ckpt");
   const auto container = decode_container(read_file(path, "resume state"), path);
   const std::string source = "resume state '" + path + "'";
+  // A state of another run (copied in by hand) resumed "silently" mixed two histories.
+  const auto stored_id = container.header.is_object() ? container.header.value("run_id", json()) : json();
+  const auto own_id = config.value("run_id", json());
+  if (stored_id.is_string() && own_id.is_string() && stored_id != own_id) {
+    throw UsageError(source + " belongs to another run (run id " + stored_id.get<std::string>() + ") than run directory '" +
+                     store.dir().string() + "' (run id " + own_id.get<std::string>() + ", in its config.json): it was "
+                     "copied in from elsewhere. Put this run's own state.ckpt back, or delete the state.ckpt to start "
+                     "this run over");
+  }
   const auto tensors = read_weights_archive(container.archive, source);
   reading_container(source, [&] { restore_from(container.header, tensors, source); });
   // Outside the translation: the host's own callback (Lua) reports its errors itself.

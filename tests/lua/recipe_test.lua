@@ -138,5 +138,48 @@ T.test("every recipe of lmkit declares every setting with its doc", function()
   end
 end)
 
+-- Every .lua file of lmkit's recipes folder (listed, not named here: a new recipe is covered).
+local function catalog_files()
+  local dir = (os.getenv("LMKIT_SOURCE_DIR") or "..") .. "/recipes"
+  local files = {}
+  local listing = io.popen("ls '" .. dir .. "'")
+  for name in listing:lines() do
+    if name:match("%.lua$") then files[#files + 1] = dir .. "/" .. name end
+  end
+  listing:close()
+  return files
+end
+
+T.test("every recipe of the catalog starts with no setting given (a dry run plans it, writes nothing)", function()
+  local started = 0
+  local print_ = print
+  for _, entry in ipairs(recipe.catalog(catalog_files())) do
+    if entry.kind == "recipe" then
+      local lines = {}
+      print = function(...) lines[#lines + 1] = table.concat({...}, " ") end  -- luacheck: ignore
+      local def = dofile(entry.file)
+      local ok, err = pcall(def.main, def, {dry_run = true})
+      print = print_  -- luacheck: ignore
+      T.truthy(ok, ("lmkit run %s cannot start by default: %s"):format(entry.name, tostring(err)))
+      if ok then
+        started = started + 1
+        T.truthy((lines[1] or ""):find(("recipe %s: %%d+ cells?, output folder runs/%s%%-"):format(entry.name, entry.name)),
+                 entry.name .. ": " .. tostring(lines[1]))
+        T.eq(lmkit.fs.exists("runs/" .. entry.name .. "-" .. tostring(def.settings.scale or "default")), false)
+      end
+    end
+  end
+  T.truthy(started >= 20, ("only %d recipes started"):format(started))
+end)
+
+T.test("hidden_size on a file without a matrix lists what the file holds", function()
+  lmkit.fs.mkdir(root)
+  local path = root .. "/cube.npy"
+  lmkit.write_tensors(path, {logits = lmkit.zeros(2, 3, 4)})
+  local def = dofile((os.getenv("LMKIT_SOURCE_DIR") or "..") .. "/recipes/hidden_size.lua")
+  T.raises(function() def:main{logits = path, out = root .. "/hidden_size"} end,
+           "holds no matrix (its entries: cube [2, 3, 4]): the analysis needs an N×V matrix")
+end)
+
 T.run()
 os.execute("rm -rf '" .. root .. "'")

@@ -65,6 +65,9 @@ T.test("a reference AWD-LSTM or MoS state_dict imports as a model, and a model e
   T.raises(function() lmkit.import_checkpoint(models .. "mos_reference.pt", {format = "awd-lstm"}) end,
            "use format = \"mos\"")
   T.raises(function() m:export(out .. "/x.pt", {format = "awd-lstm"}) end, "this model's head is mos")
+  -- export's option is file_format (write_tensors' is format): its message names its own.
+  T.raises(function() m:export(out .. "/x.h5", {format = "mos"}) end,
+           "has no extension that names a file format (.pt, .safetensors, .npz): give one, or the option file_format")
   os.remove(out)
 end)
 

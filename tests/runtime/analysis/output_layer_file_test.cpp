@@ -34,8 +34,15 @@ TEST(OutputLayerFileTest, CommonLayoutsAreFoundWithTheirBias) {
   // GPT-2 stores its tied output layer once, as the input embedding.
   EXPECT_EQ(find_output_layer({entry("transformer.wte.weight", {30, 6}), entry("transformer.wpe.weight", {12, 6})}, {}).decoder,
             "transformer.wte.weight");
-  // A bias of the wrong length is not taken for the decoder's.
-  EXPECT_FALSE(find_output_layer({entry("decoder.weight", {10, 4}), entry("decoder.bias", {4})}, {}).bias);
+  // The decoder's own bias of the wrong length is named, not dropped (the report said "bias: none"
+  // and gave the rank bound of a model without one).
+  try {
+    find_output_layer({entry("decoder.weight", {10, 4}), entry("decoder.bias", {4})}, {});
+    ADD_FAILURE() << "a bias of the wrong length was accepted or dropped";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "output layer: the decoder's bias 'decoder.bias' has size 4, but the decoder 'decoder.weight' "
+                           "has 10 rows: name the bias (--set bias=NAME), or analyse without one (--set bias=none)");
+  }
   // "bias = none" leaves it out; a named bias must fit.
   OutputLayerRequest no_bias;
   no_bias.bias = "none";

@@ -298,6 +298,15 @@ TEST(SpectraTest, ProjectionOfPointsOnALineKeepsTheirSpread) {
   EXPECT_LT(p.select(1, 1).abs().max().item<double>(), 1e-12);
   const auto expected = (t - t.mean()) * 3.0;
   EXPECT_TRUE(torch::allclose(p.select(1, 0).abs(), expected.abs(), 1e-12, 1e-12));
+  // One point has one singular vector: refused in lmkit's words, not Torch's "start (0) + length (2)
+  // exceeds dimension size (1)".
+  try {
+    projection_2d(torch::randn({1, 3}, kDouble));
+    ADD_FAILURE() << "one row was projected";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "projection_2d: the matrix needs at least 2 rows (the points to project), got 1");
+  }
+  EXPECT_EQ(projection_2d(torch::randn({2, 3}, kDouble)).sizes(), torch::IntArrayRef({2, 2}));
 }
 
 TEST(SpectraTest, PairwiseKlClosedForms) {

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 
 #include "runtime/core/error.h"
@@ -108,6 +109,26 @@ TEST(WordSimilarityTest, ZeroRowHasCosineZeroAndDegenerateResultsAreNaN) {
   EXPECT_EQ(empty.skipped, 1);
   EXPECT_TRUE(std::isnan(empty.spearman));
   EXPECT_THROW(evaluate_similarity(torch::ones({8}), lookup, none), UsageError);
+}
+
+TEST(WordSimilarityTest, ANonFiniteRowIsRefusedNamingItsWord) {
+  // A NaN row read as a zero vector gave cosine 0 and a ρ as if the word were known.
+  TempDir dir;
+  const auto vocab = fake_vocab();
+  const auto benchmark = read_similarity_benchmark(dir.write("bench.txt", kBenchmark), "bench");
+  auto embedding = fake_embedding();
+  embedding[3][1] = std::numeric_limits<float>::quiet_NaN();  // car
+  try {
+    evaluate_similarity(embedding, SimilarityLookup(vocab), benchmark);
+    ADD_FAILURE() << "a NaN row was used";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "word similarity (bench): the embedding row of 'car' (row 4) holds NaN or ±Inf: the model's "
+                           "embedding is damaged (a diverged run?), and its similarities mean nothing");
+  }
+  // A word the benchmark never reaches may be anything.
+  embedding = fake_embedding();
+  embedding[7][0] = std::numeric_limits<float>::infinity();  // Bank
+  EXPECT_NO_THROW(evaluate_similarity(embedding, SimilarityLookup(vocab), benchmark));
 }
 
 TEST(WordSimilarityTest, CaseRules) {

@@ -149,6 +149,34 @@ TEST_F(CheckpointDamageTest, ADamagedObjectTableWithARightCrcIsRefusedInLmkitsWo
   EXPECT_GT(refused, 0);
 }
 
+TEST_F(CheckpointDamageTest, AResumeStateIsNamedAsOneWithTheWayToIt) {
+  // A run's state.ckpt: a checkpoint's container with the run's state beside the config.
+  auto header = container_.header;
+  header["state"] = nlohmann::json::object();
+  const auto state = dir("state.ckpt");
+  {
+    std::ofstream out(state, std::ios::binary);
+    out << encode_container(header, container_.archive);
+  }
+  for (int way = 0; way < 2; ++way) {
+    try {
+      if (way == 0) {
+        load_checkpoint(state);
+      } else {
+        auto model = load_checkpoint(path_).model;
+        load_weights(model, state);
+      }
+      ADD_FAILURE() << "a resume state was loaded as a model";
+    } catch (const EnvironmentError& e) {
+      const std::string text = e.what();
+      EXPECT_NE(text.find("'" + state + "' is a run's resume state (state.ckpt), not a model checkpoint: lmkit.resume(\"" +
+                          root_.string() + "\")"),
+                std::string::npos)
+          << text;
+    }
+  }
+}
+
 TEST(DamagedContainerTest, AHeaderWithoutAnEntryOrOfTheWrongTypeIsNamedAsSuch) {
   try {
     reading_container("resume state 'run/state.ckpt'", [] { return nlohmann::json::object().at("state"); });

@@ -2,6 +2,8 @@
 // after a preemption signal, flooding, divergence handling, the run store and evaluation.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -531,6 +533,28 @@ TEST_F(TrainerTest, TimeLimitStopsResumably) {
   EXPECT_TRUE(fs::exists(fs::path(dir("budget")) / "state.ckpt"));
 }
 
+TEST_F(TrainerTest, AStateCopiedInFromAnotherRunIsRefusedNamingBothRuns) {
+  // The state.ckpt of a seed-99 run copied into a stopped seed-7 run: resumed silently, the summary
+  // mixed both runs.
+  auto options = tiny_options();
+  options.max_seconds = 1e-9;
+  options.seed = 99;
+  Trainer(tiny_model(), tiny_corpus(), options, dir("other")).run();
+  options.seed = 7;
+  Trainer(tiny_model(), tiny_corpus(), options, dir("own")).run();
+  fs::copy_file(fs::path(dir("other")) / "state.ckpt", fs::path(dir("own")) / "state.ckpt",
+                fs::copy_options::overwrite_existing);
+  options.max_seconds = 0;
+  try {
+    Trainer(tiny_model(), tiny_corpus(), options, dir("own"));
+    ADD_FAILURE() << "another run's state was resumed";
+  } catch (const UsageError& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("belongs to another run (run id "), std::string::npos) << text;
+    EXPECT_NE(text.find("than run directory '" + dir("own") + "' (run id "), std::string::npos) << text;
+  }
+}
+
 TEST_F(TrainerTest, FloodingKeepsTheTrainingLossNearTheFloodLevel) {
   auto options = tiny_options();
   options.switch_policy = "none";
@@ -830,6 +854,48 @@ TEST(TrainOptionsTest, SwitchWarningHoldsForEveryNonmono) {
   o.epochs = 0;
   o.nonmono = 0;
   EXPECT_TRUE(switch_warning(o).has_value());
+}
+
+TEST(TrainOptionsTest, RatesOutsideFloat32AndAFloorAboveTheRateAreRefusedByName) {
+  const auto refusal = [](const std::function<void(TrainOptions&)>& edit) {
+    TrainOptions o;
+    edit(o);
+    try {
+      check_train_options(o);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  // 1e-320 is a positive double but no float32: the run trained nothing.
+  EXPECT_NE(refusal([](TrainOptions& o) { o.lr = 1e-320; }).find("training option 'lr' = 1e-320 is below float32's smallest normal"),
+            std::string::npos);
+  EXPECT_NE(refusal([](TrainOptions& o) { o.own_lr = 1e-39; }).find("'own_lr'"), std::string::npos);
+  // 1e300 overflowed inside Torch, naming no option.
+  EXPECT_NE(refusal([](TrainOptions& o) { o.lr = 1e300; }).find("training option 'lr' = 1e+300 is beyond float32's range"),
+            std::string::npos);
+  EXPECT_NE(refusal([](TrainOptions& o) { o.clip = 1e39; }).find("'clip'"), std::string::npos);
+  EXPECT_NE(refusal([](TrainOptions& o) { o.wdecay = 1e39; }).find("'wdecay'"), std::string::npos);
+  // The cosine's floor above its start made the "decay" rise 100x.
+  const auto floor = refusal([](TrainOptions& o) {
+    o.schedule = "cosine";
+    o.lr = 1e-3;
+    o.min_lr = 0.1;
+  });
+  EXPECT_NE(floor.find("training option 'min_lr' = 0.1 is above lr = 0.001"), std::string::npos) << floor;
+  EXPECT_EQ(refusal([](TrainOptions& o) { o.lr = 1e-30; }), "(accepted)");
+  EXPECT_EQ(refusal([](TrainOptions& o) { o.min_lr = o.lr; }), "(accepted)");
+}
+
+TEST(TrainOptionsTest, ABpttBelowTheShortestWindowIsStated) {
+  TrainOptions o;
+  o.bptt = 5;
+  EXPECT_FALSE(window_warning(o).has_value());
+  o.bptt = 1;
+  ASSERT_TRUE(window_warning(o).has_value());
+  EXPECT_NE(window_warning(o)->find("bptt=1 with AWD-LSTM's random window lengths"), std::string::npos) << *window_warning(o);
+  o.windows = "fixed";
+  EXPECT_FALSE(window_warning(o).has_value());
 }
 
 TEST(TrainOptionsTest, IntegerOptionsRejectFractionsAndOutOfRangeValues) {
