@@ -22,7 +22,9 @@ function(lmkit_add_gtest_suites)
   cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;FILTER;TEST_LIST" "SEPARATE")
   set(output "${CMAKE_CURRENT_BINARY_DIR}/${arg_TARGET}_suites.cmake")
   list(JOIN arg_SEPARATE "," separate)
-  add_custom_command(TARGET ${arg_TARGET} POST_BUILD
+  # Rewritten whenever the program is relinked, this script changes or the arguments change (ninja
+  # compares the command line), as part of the default build.
+  add_custom_command(OUTPUT "${output}"
     COMMAND "${CMAKE_COMMAND}"
             "-DTEST_EXECUTABLE=$<TARGET_FILE:${arg_TARGET}>"
             "-DTEST_FILTER=${arg_FILTER}"
@@ -30,9 +32,10 @@ function(lmkit_add_gtest_suites)
             "-DTEST_LIST=${arg_TEST_LIST}"
             "-DOUTPUT=${output}"
             -P "${_lmkit_gtest_suites_script}"
-    BYPRODUCTS "${output}"
+    DEPENDS ${arg_TARGET} "${_lmkit_gtest_suites_script}"
     COMMENT "Listing the GoogleTest suites of ${arg_TARGET}"
     VERBATIM)
+  add_custom_target(${arg_TARGET}_suites ALL DEPENDS "${output}")
   # Until the first build there is nothing to include; CTest then says the suites are missing.
   set(loader "${CMAKE_CURRENT_BINARY_DIR}/${arg_TARGET}_suites_include.cmake")
   file(WRITE "${loader}"

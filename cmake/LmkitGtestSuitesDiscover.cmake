@@ -58,9 +58,9 @@ foreach(suite IN LISTS suites)
       list(JOIN own ":" excluded)
       set(filter "${filter}-${excluded}")
     endif()
-    # A suite whose every case skipped (its data missing, say) is reported as skipped, not passed.
-    string(APPEND script "add_test([==[${suite}]==] [==[${TEST_EXECUTABLE}]==] [==[--gtest_filter=${filter}]==])\n"
-                         "set_tests_properties([==[${suite}]==] PROPERTIES SKIP_REGULAR_EXPRESSION [==[\\[  PASSED  \\] 0 tests]==])\n")
+    # No skip pattern: GoogleTest prints "[  PASSED  ] 0 tests." when every case failed too, and a
+    # skip pattern wins over the exit code. A suite passes when none of its cases failed.
+    string(APPEND script "add_test([==[${suite}]==] [==[${TEST_EXECUTABLE}]==] [==[--gtest_filter=${filter}]==])\n")
     list(APPEND names "${suite}")
   endif()
 endforeach()

@@ -54,7 +54,7 @@ function recipe.define(spec)
   check(spec, "run", "function")
   check(spec, "report", "function")
   local declared = spec.settings or {}
-  for _, reserved in ipairs{"task", "out", "report_only"} do
+  for _, reserved in ipairs{"task", "out", "report_only", "dry_run"} do
     if declared[reserved] ~= nil then
       error(("recipe.define: setting '%s' is the runner's; choose another name"):format(reserved), 2)
     end

@@ -182,6 +182,8 @@ void throw_damaged_container(const std::string& source, std::exception_ptr error
     message = e.what();
   } catch (...) {
   }
+  // Memory running out while restoring is no damage of the file: Torch's own report stands.
+  if (message.find("out of memory") != std::string::npos) std::rethrow_exception(error);
   throw EnvironmentError(source + " is damaged inside: " + damaged_part(message) +
                          ". Its checksum matches, so it was written this way (by another program, or edited), not "
                          "damaged on disk; use another checkpoint of the run (best.ckpt, state.ckpt) or train again");

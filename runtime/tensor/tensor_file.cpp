@@ -83,7 +83,7 @@ Listed npz_member(const ZipMember& member, const std::string& where) {
 // storage cost 4 MB, not 8 GB). `file_bytes`: the size of the file the archive came from, for the
 // pickle's build budget.
 std::vector<Listed> torch_save_entries(const std::string& where, const std::vector<ZipMember>& members, const ZipMember& pickle,
-                                       std::uint64_t file_bytes) {
+                                       std::uint64_t file_bytes, const std::vector<std::string>& wanted = {}) {
   const auto prefix = pickle.name.substr(0, pickle.name.size() - std::string("data.pkl").size());
   // torch.save stores its pickle uncompressed, kilobytes to megabytes: a larger one is not a model's.
   if (pickle.size > (std::uint64_t{1} << 30)) throw EnvironmentError(where + ": its data.pkl claims more than 1 GiB: it is damaged");
@@ -104,8 +104,14 @@ std::vector<Listed> torch_save_entries(const std::string& where, const std::vect
   std::vector<Listed> listed;
   std::set<std::string> names;
   const auto pickled = pickled_tensors(member_bytes(pickle, pickle_buffer, where), where, file_bytes);
-  std::map<std::string, std::set<std::int64_t>> tensors_on;  // storage key → the tensors (identities) over it
-  for (const auto& t : pickled) tensors_on[t.storage_key].insert(t.identity);
+  // Storage key → the tensors (identities) over it that will be read: when only some names are
+  // asked for, a storage they do not share is read only in the span each covers.
+  std::map<std::string, std::set<std::int64_t>> tensors_on;
+  for (const auto& t : pickled) {
+    if (wanted.empty() || std::find(wanted.begin(), wanted.end(), t.name) != wanted.end()) {
+      tensors_on[t.storage_key].insert(t.identity);
+    }
+  }
   for (auto& t : pickled) {
     // A tensor saved alone (torch.save(t)) has the empty path as its name; a NUL is never a name's.
     if (t.name.find('\0') != std::string::npos) check_stored_name(t.name, where);
@@ -175,7 +181,9 @@ std::vector<ZipMember>::const_iterator find_pickle(const std::vector<ZipMember>&
   });
 }
 
-std::vector<Listed> open_entries(const MappedFile& file) {
+// `wanted`: the names that will be read (empty: all), for the torch.save reader's choice between
+// a span of a storage and one copy of it shared by views.
+std::vector<Listed> open_entries(const MappedFile& file, const std::vector<std::string>& wanted = {}) {
   const std::string where = "tensor file '" + file.path() + "'";
   const auto first = file.bytes(0, std::min<std::uint64_t>(file.size(), 8), "its first bytes");
   if (looks_like_npy(first)) {
@@ -187,7 +195,9 @@ std::vector<Listed> open_entries(const MappedFile& file) {
   if (looks_like_zip(file.span())) {
     const auto members = zip_members(file.span());
     const auto pickle = find_pickle(members);
-    if (pickle != members.end()) return torch_save_entries("torch.save file '" + file.path() + "'", members, *pickle, file.size());
+    if (pickle != members.end()) {
+      return torch_save_entries("torch.save file '" + file.path() + "'", members, *pickle, file.size(), wanted);
+    }
     std::set<std::string> names;
     for (const auto& member : members) {
       if (!names.insert(member.name).second) {
@@ -282,7 +292,7 @@ std::map<std::string, torch::Tensor> read_tensor_file(const std::string& path, c
   const torch::ScalarType dtype = convert ? parse_dtype(*options.dtype) : torch::kFloat32;
   MappedFile file(path, "tensor file");
   return unchanged_while(file, [&] {
-    const auto entries = open_entries(file);
+    const auto entries = open_entries(file, options.names);
     std::vector<std::string> names;
     for (const auto& listed : entries) names.push_back(listed.description.name);
     for (const auto& wanted : options.names) {

@@ -50,8 +50,9 @@ const config::BoundOptions<WriteTensorsOptions>& declared_options(config::Tag<Wr
 // The entries of a tensor file, in the file's order (safetensors: by data offset).
 std::vector<StoredTensor> tensor_file_contents(const std::string& path);
 
-// The entries (all, or options.names), each a contiguous CPU tensor of its stored dtype unless
-// options.dtype names another. A .npy file's one array is named after the file ("w.npy" → "w").
+// The entries (all, or options.names), each a CPU tensor of its stored dtype unless options.dtype
+// names another: contiguous, except that tensors a torch.save file stores as views of one storage
+// and that are read together stay views of one copy of it (as torch.load gives them). A .npy file's one array is named after the file ("w.npy" → "w").
 std::map<std::string, torch::Tensor> read_tensor_file(const std::string& path, const ReadTensorsOptions& options);
 
 // The tensors of a torch.save-format zip archive held in memory — the weights archive inside an

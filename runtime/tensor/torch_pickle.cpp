@@ -47,7 +47,7 @@ class BuildBudget {
     used_ += bytes;
     if (used_ > limit_) {
       throw EnvironmentError(where_ + ": its pickle (data.pkl) builds more than " + integer_text(limit_) + " bytes from " +
-                             integer_text(file_bytes_) + " bytes of file (lmkit allows 64 MiB plus 256 bytes per byte "
+                             integer_text(file_bytes_) + " bytes of file (lmkit allows 64 MiB plus 64 bytes per byte "
                              "of file): it is damaged or hostile, not a model's");
     }
   }

@@ -111,8 +111,20 @@ void Trainer::State::restore_from(const nlohmann::json& header, const NamedTenso
   reset_hidden();
   for (std::size_t c = 0; c < hidden.size(); ++c) {
     for (std::size_t l = 0; l < hidden[c].size(); ++l) {
-      hidden[c][l].first = stored(fmt::format("hidden/{}/{}/h", c, l)).to(device);
-      hidden[c][l].second = stored(fmt::format("hidden/{}/{}/c", c, l)).to(device);
+      // Of the dtype the model keeps (the LSTM's: also its shape; a Transformer's carried tokens
+      // vary in length): an edited state fails here, not at the first forward pass.
+      const auto restored = [&](const std::string& name, const torch::Tensor& fresh) {
+        auto t = stored(name);
+        const bool fits = t.scalar_type() == fresh.scalar_type() &&
+                          (!fresh.is_floating_point() || fresh.numel() == 0 || t.sizes() == fresh.sizes());
+        if (!fits) {
+          throw EnvironmentError(source + " is damaged inside: its tensor '" + name + "' is not the hidden state this "
+                                 "run keeps (another dtype or size)");
+        }
+        return t.to(device);
+      };
+      hidden[c][l].first = restored(fmt::format("hidden/{}/{}/h", c, l), hidden[c][l].first);
+      hidden[c][l].second = restored(fmt::format("hidden/{}/{}/c", c, l), hidden[c][l].second);
     }
   }
   {

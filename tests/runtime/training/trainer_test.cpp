@@ -160,6 +160,14 @@ TEST_F(TrainerTest, AResumeStateOfAnotherShapeIsRefusedNamingFileParameterAndSha
   fs::remove(fs::path(dir("narrow")) / "summary.json");
   fs::copy_file(fs::path(dir("wide")) / "state.ckpt", fs::path(dir("narrow")) / "state.ckpt",
                 fs::copy_options::overwrite_existing);
+  // The same run id, as if this run's own state had another shape: the shapes are what is refused
+  // (a state of another run is refused before, by its id: AStateCopiedInFromAnotherRun...).
+  {
+    const auto read = [](const fs::path& path) { return nlohmann::json::parse(std::ifstream(path)); };
+    auto config = read(fs::path(dir("narrow")) / "config.json");
+    config["run_id"] = read(fs::path(dir("wide")) / "config.json").at("run_id");
+    std::ofstream(fs::path(dir("narrow")) / "config.json") << config.dump();
+  }
   options.epochs = 2;
   try {
     Trainer(tiny_model(), tiny_corpus(), options, dir("narrow"));
