@@ -14,11 +14,13 @@ namespace lmkit::testing {
 
 class TemporaryFolderTest : public ::testing::Test {
  protected:
-  explicit TemporaryFolderTest(std::string prefix) : prefix_(std::move(prefix)) {}
+  // `create`: the folder exists when the test starts (otherwise the test makes it as it needs).
+  explicit TemporaryFolderTest(std::string prefix, bool create = false) : prefix_(std::move(prefix)), create_(create) {}
   void SetUp() override {
     root_ = std::filesystem::temp_directory_path() /
             (prefix_ + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(root_);
+    if (create_) std::filesystem::create_directories(root_);
   }
   void TearDown() override { std::filesystem::remove_all(root_); }
   std::string dir(const std::string& name) const { return (root_ / name).string(); }
@@ -27,6 +29,7 @@ class TemporaryFolderTest : public ::testing::Test {
 
  private:
   std::string prefix_;
+  bool create_;
 };
 
 }  // namespace lmkit::testing

@@ -19,9 +19,8 @@ namespace {
 
 class MappedFileTest : public testing::TemporaryFolderTest {
  protected:
-  MappedFileTest() : TemporaryFolderTest("lmkit_mapped_file_test_") {}
+  MappedFileTest() : TemporaryFolderTest("lmkit_mapped_file_test_", /*create=*/true) {}
   std::string write(const std::string& name, const std::string& bytes) {
-    std::filesystem::create_directories(root_);
     const auto path = dir(name);
     std::ofstream(path, std::ios::binary) << bytes;
     return path;

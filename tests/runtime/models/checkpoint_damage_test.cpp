@@ -24,11 +24,10 @@ namespace {
 
 class CheckpointDamageTest : public testing::TemporaryFolderTest {
  protected:
-  CheckpointDamageTest() : TemporaryFolderTest("lmkit_checkpoint_damage_test_") {}
+  CheckpointDamageTest() : TemporaryFolderTest("lmkit_checkpoint_damage_test_", /*create=*/true) {}
 
   void SetUp() override {
     TemporaryFolderTest::SetUp();
-    std::filesystem::create_directories(root_);
     path_ = dir("model.ckpt");
     LanguageModelOptions options;
     options.encoder(AwdLstmOptions().vocab_size(20).emb(6).nhid(8).nhidlast(6).nlayers(2));

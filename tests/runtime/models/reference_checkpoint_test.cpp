@@ -60,11 +60,7 @@ double largest_parameter_difference(const LanguageModel& a, const LanguageModel&
 
 class ReferenceCheckpointTest : public testing::TemporaryFolderTest {
  protected:
-  ReferenceCheckpointTest() : TemporaryFolderTest("lmkit_reference_checkpoint_") {}
-  void SetUp() override {
-    TemporaryFolderTest::SetUp();
-    std::filesystem::create_directories(root_);
-  }
+  ReferenceCheckpointTest() : TemporaryFolderTest("lmkit_reference_checkpoint_", /*create=*/true) {}
   // The fixture `name` with `change` applied to its entries, written as a file of this test.
   std::string altered(const std::string& name, const std::function<void(std::map<std::string, torch::Tensor>&)>& change) {
     auto entries = read_tensor_file(fixture(name), {});

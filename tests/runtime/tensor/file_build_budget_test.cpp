@@ -52,11 +52,7 @@ struct Pickle {
 
 class FileBuildBudgetTest : public testing::TemporaryFolderTest {
  protected:
-  FileBuildBudgetTest() : TemporaryFolderTest("lmkit_file_build_budget_") {}
-  void SetUp() override {
-    TemporaryFolderTest::SetUp();
-    std::filesystem::create_directories(root_);
-  }
+  FileBuildBudgetTest() : TemporaryFolderTest("lmkit_file_build_budget_", /*create=*/true) {}
   // A torch.save archive holding `pickle` as its data.pkl and the storages given.
   std::string torch_save(const std::string& name, const Pickle& pickle,
                          std::vector<std::pair<std::string, std::string>> storages = {}) {

@@ -75,11 +75,7 @@ struct Seed {
 
 class TensorFileFuzzTest : public testing::TemporaryFolderTest {
  protected:
-  TensorFileFuzzTest() : TemporaryFolderTest("lmkit_tensor_file_fuzz_") {}
-  void SetUp() override {
-    TemporaryFolderTest::SetUp();
-    std::filesystem::create_directories(root_);
-  }
+  TensorFileFuzzTest() : TemporaryFolderTest("lmkit_tensor_file_fuzz_", /*create=*/true) {}
 
   std::vector<Seed> seeds() {
     std::vector<Seed> out;

@@ -41,11 +41,7 @@ using testing::failure;
 
 class TensorFileTest : public testing::TemporaryFolderTest {
  protected:
-  TensorFileTest() : TemporaryFolderTest("lmkit_tensor_file_") {}
-  void SetUp() override {
-    TemporaryFolderTest::SetUp();
-    std::filesystem::create_directories(root_);
-  }
+  TensorFileTest() : TemporaryFolderTest("lmkit_tensor_file_", /*create=*/true) {}
   // A copy of `bytes` as a file of this test.
   std::string file(const std::string& name, const std::string& bytes) {
     const auto path = dir(name);
