@@ -259,7 +259,8 @@ PY
       ;;
     build_lmkit)
       # The executable alone first: the doctor can run before the tests and the rest are compiled.
-      cmake --build "$build" -j "$LMKIT_GPU_CORES" --target lmkit
+      # -k 0: past a failed file, the others are still compiled, so one run names every error.
+      cmake --build "$build" -j "$LMKIT_GPU_CORES" --target lmkit -- -k 0
       "$build/lmkit" --version
       echo 'print("lmkit.device(): " .. lmkit.device())' >"$build/print_device.lua"
       "$build/lmkit" run "$build/print_device.lua"
@@ -268,12 +269,12 @@ PY
       ;;
     build_tests)
       # The GoogleTest executable, which holds the GPU tests (tests/CMakeLists.txt: label gpu).
-      cmake --build "$build" -j "$LMKIT_GPU_CORES" --target lmkit_tests
+      cmake --build "$build" -j "$LMKIT_GPU_CORES" --target lmkit_tests -- -k 0
       ctest --test-dir "$build" -L gpu -N
       echo "result: $(ctest --test-dir "$build" -L gpu -N | grep -oE 'Total Tests: [0-9]+' | sed 's/Total Tests: //') GPU tests"
       ;;
     build)
-      cmake --build "$build" -j "$LMKIT_GPU_CORES"
+      cmake --build "$build" -j "$LMKIT_GPU_CORES" -- -k 0
       ;;
     doctor)
       # The user's first check on a new machine: versions, each fused kernel against ATen, a
@@ -281,7 +282,9 @@ PY
       "$build/lmkit" doctor --device "$LMKIT_GPU_DEVICE"
       ;;
     gpu_tests)
-      ctest --test-dir "$build" -L gpu --output-on-failure --timeout 300
+      # Four at a time: each is its own process on the one GPU (no test depends on another's
+      # timing or memory), and most of a test's time is the process's Torch and CUDA start.
+      ctest --test-dir "$build" -L gpu --output-on-failure --timeout 300 -j 4
       ;;
     diagnose)
       diagnose
