@@ -159,15 +159,24 @@ PY
           [ -n "$debugger" ] || { found+=("no gdb or cuda-gdb"); continue; }
           gdb_log=$dir/$file.gdb.log
           echo "== $name ($status): ${debugger##*/} -batch, at most ${cap}s -> logs/diagnose/${gdb_log##*/}"
+          # Besides the backtraces, the words on top of the stopped thread's stack, as symbols: when
+          # the program counter is 0 (a call through a null pointer) or the unwinder gives up, the
+          # first of them that names a function is the return address, the caller.
           timeout --kill-after=10 "$cap" sh "$rerun" "$debugger" -batch -ex 'set pagination off' \
-            -ex 'set print thread-events off' -ex run -ex 'thread apply all bt 15' --args >"$gdb_log" 2>&1
+            -ex 'set print thread-events off' -ex 'set print asm-demangle on' -ex run -ex 'echo == stack words\n' -ex 'x/24a $sp' \
+            -ex 'echo == end of stack words\n' -ex 'thread apply all bt 15' --args >"$gdb_log" 2>&1
           rc=$?
           signal=$(grep -m1 -oE 'received signal SIG[A-Z0-9]+' "$gdb_log" | sed 's/received signal //')
           if [ -n "$signal" ]; then
             # The first frame after the signal: where it stopped.
             frame=$(sed -n '/received signal/,$p' "$gdb_log" | grep -m1 -E '^#0 ' |
               sed -E 's/^#0 +(0x[0-9a-f]+ in )?//; s/ \(.*//')
-            found+=("${debugger##*/}: $signal in ${frame:-?}")
+            caller=""
+            if [ -z "$frame" ] || [ "$frame" = "??" ]; then
+              caller=$(sed -n '/^== stack words/,/^== end of stack words/p' "$gdb_log" | grep -oE '<[^>]+>' | head -1)
+            fi
+            found+=("${debugger##*/}: $signal in ${frame:-?}${caller:+, called from $caller (first function word on the stack)}")
+            sed -n '/^== stack words/,/^== end of stack words/p' "$gdb_log" | head -26
             sed -n '/received signal/,/^$/p' "$gdb_log" | head -3
             grep -m1 -B1 -A16 -E '^#0 ' <(sed -n '/received signal/,$p' "$gdb_log")
           elif [ $rc = 124 ] || [ $rc = 137 ]; then

@@ -17,8 +17,13 @@ class TemporaryFolderTest : public ::testing::Test {
   // `create`: the folder exists when the test starts (otherwise the test makes it as it needs).
   explicit TemporaryFolderTest(std::string prefix, bool create = false) : prefix_(std::move(prefix)), create_(create) {}
   void SetUp() override {
-    root_ = std::filesystem::temp_directory_path() /
-            (prefix_ + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    // A parameterized test's name holds a '/' ("Case/param"): one folder per test, not a folder in
+    // another that outlives it.
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (auto& c : name) {
+      if (c == '/') c = '_';
+    }
+    root_ = std::filesystem::temp_directory_path() / (prefix_ + std::to_string(::getpid()) + "_" + name);
     std::filesystem::remove_all(root_);
     if (create_) std::filesystem::create_directories(root_);
   }

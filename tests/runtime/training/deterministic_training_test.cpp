@@ -7,6 +7,7 @@
 // environment: CUDA's, Torch's and cuBLAS's threads read it.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -32,7 +33,10 @@ std::optional<std::string> environment_value(const char* name) {
 class DeterminismTest : public testing::TemporaryFolderTest {
  protected:
   DeterminismTest() : TemporaryFolderTest("lmkit_determinism_test_") {}
-  ~DeterminismTest() override { set_deterministic(false); }
+  ~DeterminismTest() override {
+    set_deterministic(false);
+    if (torch::cuda::is_available()) std::fprintf(stderr, "[ milestone ] deterministic mode off\n");
+  }
 };
 
 TEST_F(DeterminismTest, AsksTorchForDeterministicKernelsAndLeavesTheEnvironmentAlone) {
@@ -76,16 +80,24 @@ TEST_P(CudaDeterminismTest, TwoRunsFromOneSeedGiveTheSameMetricsBitForBit) {
   options.log_interval = 10;
   options.seed = 11;
   const auto head = GetParam();
+  // Milestones on stderr (unbuffered): this test once died with SIGSEGV on a GPU after its runs had
+  // printed their last line, and a milestone log says which part of its end it reached.
+  const auto milestone = [](const std::string& what) { std::fprintf(stderr, "[ milestone ] %s\n", what.c_str()); };
   std::vector<std::vector<nlohmann::json>> runs;
   for (const char* name : {"a", "b"}) {
-    auto model = small_model(head);
-    model->to(torch::kCUDA);
-    Trainer trainer(model, small_corpus(), options, dir(head.at("kind").get<std::string>() + name));
-    trainer.run();
-    runs.push_back(comparable_metrics(trainer.store().metrics()));
+    {
+      auto model = small_model(head);
+      model->to(torch::kCUDA);
+      Trainer trainer(model, small_corpus(), options, dir(head.at("kind").get<std::string>() + name));
+      trainer.run();
+      milestone(std::string("run ") + name + " trained");
+      runs.push_back(comparable_metrics(trainer.store().metrics()));
+    }
+    milestone(std::string("run ") + name + "'s trainer and model destroyed");
   }
   ASSERT_FALSE(runs[0].empty());
   EXPECT_EQ(runs[0], runs[1]) << head.dump();
+  milestone("metrics compared");
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryFusedKernel, CudaDeterminismTest,
