@@ -32,7 +32,7 @@ void open_fs(lua_State* L, int module_index) {
       entry<&make_folder>("lmkit.fs", "mkdir", "path", "Creates the folder and its parents (nothing to do when it exists); an error names the path and the reason."),
       entry<&path_exists>("lmkit.fs", "exists", "path", "True when something (file, folder, ...) is at path."),
       entry<&is_folder>("lmkit.fs", "is_dir", "path", "True when path is a folder (or a link to one)."),
-      {"with_lock", with_lock, "lmkit.fs.with_lock(path, fn[, purpose]) -> fn's results\nCalls fn() holding an exclusive lock on the file path (created if missing), released when fn returns or raises, or when the process ends however it ends. Another holder, in this process or another, makes it an error naming the holder's pid, host, start time and purpose."},
+      {"with_lock", with_lock, "lmkit.fs.with_lock(path, fn[, purpose]) -> fn's results\nCalls fn() holding an exclusive lock on path: on the folder itself and its record file path/.lock when path is a folder (deleting the record frees nothing on this machine), else on the file (created if missing); released when fn returns or raises, or when the process ends however it ends. Another holder, in this process or another, makes it an error naming the holder's pid, host, start time and purpose."},
   };
   module_index = lua_absindex(L, module_index);
   lua_newtable(L);

@@ -15,6 +15,7 @@
 #include "runtime/core/device.h"
 #include "runtime/core/number_text.h"
 #include "runtime/core/version.h"
+#include "runtime/core/work_progress.h"
 #include "runtime/training/device_smoke_test.h"
 
 namespace lmkit::repl {
@@ -144,7 +145,15 @@ int run_doctor(const DoctorOptions& options) {
     print_section(fmt::format("training, {} steps on {} against the CPU (no dropout, same seed)", options.steps, device.str()));
     training::SmokeTestOptions smoke;
     smoke.steps = options.steps;
-    for (const auto& r : training::device_smoke_test(device, smoke)) {
+    // Each head's line as soon as it has run, and a progress line on a terminal meanwhile.
+    // The bar never reaches its own end (which would print a final line between two heads' lines):
+    // the last head's line replaces it.
+    if (auto progress = work_progress("lmkit doctor: training check", "steps")) {
+      smoke.on_step = [progress](std::int64_t done, std::int64_t total) { progress(done, total + 1); };
+    }
+    const bool progress_shown = static_cast<bool>(smoke.on_step);
+    smoke.on_result = [&](const training::SmokeTestResult& r) {
+      if (progress_shown) std::cerr << "\r\033[K" << std::flush;  // the result line replaces the progress line
       std::string detail;
       if (!r.failure.empty()) {
         detail = r.failure;
@@ -154,9 +163,11 @@ int run_doctor(const DoctorOptions& options) {
         if (r.first_exceeding_step > 0) detail += fmt::format("; first over the tolerance at step {}", r.first_exceeding_step);
       }
       std::cout << fmt::format("  {:<20} {}  {}\n", r.head, r.passed ? "pass" : "FAIL", detail);
+      std::cout << std::flush;
       verdicts.push_back({"training " + r.head, r.passed ? "pass" : "FAIL",
                           r.failure.empty() ? fmt::format("max |Δloss| {:.2e}", r.max_difference) : r.failure});
-    }
+    };
+    training::device_smoke_test(device, smoke);
   }
 
   print_section("verdict");

@@ -11,6 +11,7 @@ namespace {
 
 lua_State* g_running_state = nullptr;
 struct sigaction g_previous_action;
+volatile std::sig_atomic_t g_lua_stopped = 0;  // a Ctrl-C stopped Lua code (not C++ work that polls)
 
 void stop_hook(lua_State* L, lua_Debug*) {
   lua_sethook(L, nullptr, 0, 0);
@@ -25,11 +26,14 @@ void on_sigint(int signal_number) {
     return;
   }
   std::signal(signal_number, SIG_DFL);  // a second Ctrl-C ends the process
+  g_lua_stopped = 1;
   // lua_sethook is safe in a signal handler (Lua's own interpreter relies on it).
   if (g_running_state) lua_sethook(g_running_state, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 
 }  // namespace
+
+bool interrupted_by_user() { return g_lua_stopped != 0 || was_interrupted(); }
 
 InterruptGuard::InterruptGuard(lua_State* L) {
   g_running_state = L;

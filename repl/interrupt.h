@@ -10,6 +10,10 @@
 
 namespace lmkit::repl {
 
+// Whether a Ctrl-C stopped anything since the process started, Lua code or C++ work (for the
+// exit status: 130, the shell's 128 + SIGINT, wherever it landed).
+bool interrupted_by_user();
+
 class InterruptGuard {
  public:
   explicit InterruptGuard(lua_State* L);

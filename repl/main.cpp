@@ -106,6 +106,26 @@ CLI::Validator at_least(long long low) {
       "INT ≥ " + lmkit::integer_text(low));
 }
 
+// An integer option's range, with why its upper end is there.
+CLI::Validator within(long long low, long long high, const std::string& why) {
+  return CLI::Validator(
+      [low, high, why](std::string& text) -> std::string {
+        long long value = 0;
+        std::size_t used = 0;
+        try {
+          value = std::stoll(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size() || value < low || value > high) {
+          return "must be an integer from " + lmkit::integer_text(low) + " to " + lmkit::integer_text(high) + " (" +
+                 why + "), got " + text;
+        }
+        return std::string();
+      },
+      "INT in " + lmkit::integer_text(low) + ".." + lmkit::integer_text(high));
+}
+
 void add_set_option(CLI::App* command, std::vector<std::string>& sets, const std::string& doc) {
   command->add_option("--set", sets, doc)->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
@@ -165,7 +185,8 @@ CLI::App* add_doctor_command(CLI::App& app, lmkit::repl::DoctorOptions& d) {
   auto* doctor = app.add_subcommand("doctor", "Check this machine: versions, build, each fused kernel against ATen, "
                                               "a short training run on the device against the CPU; exit 0 when all pass");
   doctor->add_option("--device", d.device, "cpu, cuda or cuda:N (default: cuda when usable, else cpu)");
-  doctor->add_option("--steps", d.steps, "Steps of the training comparison")->check(at_least(1));
+  doctor->add_option("--steps", d.steps, "Steps of the training comparison, per head and per device")
+      ->check(within(1, 100000, "its tiny models need 20; 100000 takes minutes per head"));
   return doctor;
 }
 

@@ -116,7 +116,12 @@ int run_terminal(lua_State* L, const ReplOptions& options) {
     const auto read = read_terminal_line(evaluator.pending() ? kContinuationPrompt : kPrompt, line);
     if (read == ReadResult::EndOfInput) {
       std::cout << "\n";
-      break;
+      if (!evaluator.pending()) break;
+      // Ctrl-D inside a statement: it is dropped, said so, and the session goes on (a second
+      // Ctrl-D at the prompt quits), where a silent exit would lose the session's state.
+      std::cerr << "lmkit: input ended inside an unfinished statement: dropped it (Ctrl-D at the prompt quits)\n";
+      evaluator.reset();
+      continue;
     }
     if (read == ReadResult::Interrupted) {
       evaluator.reset();

@@ -81,7 +81,7 @@ int run_script(const ScriptOptions& options) {
   if (status != LUA_OK) {
     std::cerr << "lmkit: " << lua::describe_value(L, -1) << "\n";
     // Ctrl-C: the shell's convention (128 + SIGINT), so that a job script does not requeue it.
-    if (was_interrupted()) return 128 + SIGINT;
+    if (interrupted_by_user()) return 128 + SIGINT;
     // A preempted training run saved its state: tell the batch system to requeue, not to fail.
     return training::was_preempted() ? training::kPreemptedExitStatus : 1;
   }
@@ -113,7 +113,7 @@ int call_lmkit_function(const char* module, const char* function, const nlohmann
   std::fflush(stdout);
   if (status != LUA_OK) {
     std::cerr << "lmkit: " << lua::describe_value(L, -1) << "\n";
-    return 1;
+    return interrupted_by_user() ? 128 + SIGINT : 1;
   }
   return lua_isinteger(L, -1) ? static_cast<int>(lua_tointeger(L, -1)) : 0;
 }

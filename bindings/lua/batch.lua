@@ -56,7 +56,8 @@ end
 
 local function paths(out)
   local b = out .. "/batch"
-  return {batch = b, lock = b .. "/lock", manifest = b .. "/manifest.json", tasks = b .. "/tasks", logs = b .. "/logs",
+  -- lock: the batch folder itself (its holder's record in batch/.lock; deleting that changes nothing)
+  return {batch = b, lock = b, manifest = b .. "/manifest.json", tasks = b .. "/tasks", logs = b .. "/logs",
           slurm = b .. "/slurm"}
 end
 
@@ -89,6 +90,45 @@ local function same_list(a, b)
   return true
 end
 
+-- A cell id as a folder under cells/: a relative path that stays inside (no "..", not absolute).
+local function safe_cell_id(id)
+  if type(id) ~= "string" or id == "" or id:sub(1, 1) == "/" or id:find("%z") then return false end
+  for part in id:gmatch("[^/]+") do
+    if part == ".." or part == "." then return false end
+  end
+  return true
+end
+
+-- The manifest's fields a person may have edited, checked so that status, report and batch name the
+-- file and the key instead of failing inside this file. Returns nil or the problem in words.
+local function manifest_problem(manifest)
+  if type(manifest) ~= "table" then return "it is not a JSON object" end
+  if type(manifest.recipe) ~= "string" or manifest.recipe == "" then return "'recipe' is not a script's path" end
+  if type(manifest.sets) ~= "table" then return "'sets' is not a list" end
+  for i, s in ipairs(manifest.sets) do
+    if type(s) ~= "string" or not s:find("=", 1, true) then return ("'sets'[%d] is not a KEY=VALUE string"):format(i) end
+  end
+  if type(manifest.tasks) ~= "table" or #manifest.tasks == 0 then return "'tasks' is not a non-empty list" end
+  for i, t in ipairs(manifest.tasks) do
+    if type(t) ~= "table" or not safe_cell_id(t.id) then
+      return ("'tasks'[%d] has no cell id that names a folder under cells/"):format(i)
+    end
+  end
+  if manifest.name ~= nil and type(manifest.name) ~= "string" then return "'name' is not a string" end
+  if manifest.slurm_jobs ~= nil then
+    if type(manifest.slurm_jobs) ~= "table" then return "'slurm_jobs' is not a list" end
+    for i, job in ipairs(manifest.slurm_jobs) do
+      if type(job) ~= "table" or job.job == nil or (job.tasks ~= nil and type(job.tasks) ~= "table") then
+        return ("'slurm_jobs'[%d] is not a submission ({job=, tasks=})"):format(i)
+      end
+    end
+  end
+  return nil
+end
+
+-- The folder's manifest. A batch folder is its own wherever it lies: every path is taken from the
+-- folder it was read from (a copied or moved folder's status, report and batch are the copy's), never
+-- from what an older lmkit wrote into it.
 function batch.read_manifest(dir)
   local file = paths(dir).manifest
   local manifest, problem = read_json(file)
@@ -98,12 +138,24 @@ function batch.read_manifest(dir)
                   or ("lmkit: %s is not a batch folder (no %s); `lmkit batch RECIPE --set out=%s` makes one")
                         :format(dir, file, dir))
   end
-  if type(manifest.recipe) ~= "string" or type(manifest.sets) ~= "table" then
-    fail(("lmkit: %s lacks 'recipe' or 'sets'; `lmkit batch` with the same recipe and settings rewrites it"):format(file))
+  problem = manifest_problem(manifest)
+  if problem then
+    fail(("lmkit: %s: %s; `lmkit batch` with the same recipe and settings in a new folder (--set out=DIR) starts afresh")
+           :format(file, problem))
   end
-  manifest.out = manifest.out or dir
+  manifest.out = dir
+  manifest.name = manifest.name or manifest.recipe:match("([^/]+)%.lua$") or manifest.recipe
   manifest.slurm_jobs = manifest.slurm_jobs or {}
   return manifest
+end
+
+-- The manifest as written: everything but the folder's own path, which is wherever it is read from.
+local function write_manifest(manifest)
+  local copy = {}
+  for k, v in pairs(manifest) do
+    if k ~= "out" then copy[k] = v end
+  end
+  write_json(paths(manifest.out).manifest, copy)
 end
 
 -- The manifest for this recipe, settings and grid: a new one, or the folder's, which must agree.
@@ -114,8 +166,16 @@ local function reconcile_manifest(spec, out, sets, cells, backend)
     ids[i] = cell.id
   end
   local file = paths(out).manifest
-  local existing = read_json(file)
+  local existing, damaged = read_json(file)
+  if damaged then
+    fail(("lmkit batch: %s: the batch manifest is damaged (%s); move the folder aside or use another one (--set out=DIR)")
+           :format(file, damaged))
+  end
   if existing then
+    local problem = manifest_problem(existing)
+    if problem then
+      fail(("lmkit batch: %s: %s; move the folder aside or use another one (--set out=DIR)"):format(file, problem))
+    end
     local old_ids = {}
     for i, t in ipairs(existing.tasks or {}) do old_ids[i] = t.id end
     local old_sets = existing.sets or {}
@@ -128,6 +188,7 @@ local function reconcile_manifest(spec, out, sets, cells, backend)
     existing.backend = backend
     existing.lmkit = lmkit.process.executable()  -- the job script runs the lmkit that submitted it
     existing.slurm_jobs = existing.slurm_jobs or {}
+    existing.out = out  -- this folder, wherever the manifest was first written
     return existing
   end
   return {format = 1, recipe = spec.path, name = spec.name, description = spec.description, out = out,
@@ -182,8 +243,14 @@ function batch.task_states(manifest)
     local slurm_id = slurm_id_of(manifest, i)
     local in_queue = queue and slurm_id and queue[slurm_id]
     s.slurm_id = slurm_id
-    if read_json(out .. "/cells/" .. t.id .. "/result.json") then
+    local result_file = out .. "/cells/" .. t.id .. "/result.json"
+    local result, damaged = read_json(result_file)
+    if result then
       s.state = "done"
+    elseif damaged and not in_queue then
+      -- Edited or cut short by hand: named, and run again by the next `lmkit batch`.
+      s.state = "failed"
+      s.problem = ("%s is damaged (%s); `lmkit batch` runs the task again"):format(result_file, damaged)
     elseif in_queue then
       if QUEUED[in_queue] then
         s.state = record and record.state == "preempted" and "requeued" or "queued"
@@ -240,6 +307,7 @@ local function detail(s)
     if r and r.started and r.finished then return ("%d s"):format(r.finished - r.started) end
     return ""
   elseif s.state == "failed" then
+    if s.problem then return s.problem end
     return first_line(r and r.error) .. " (log: " .. s.log .. ")"
   elseif s.state == "lost" then
     return "ended without recording why (killed? out of memory? time limit?): see " .. s.log
@@ -452,7 +520,7 @@ local function submit_slurm(manifest, to_run, o)
   end
   manifest.slurm_jobs[#manifest.slurm_jobs + 1] = {job = job, tasks = to_run, array = array,
                                                     submitted = os.date("!%Y-%m-%dT%H:%M:%SZ")}
-  write_json(paths(manifest.out).manifest, manifest)
+  write_manifest(manifest)
   print(("submitted Slurm array job %s: tasks %s (script %s)"):format(job, array, script))
   return 0
 end
@@ -545,7 +613,7 @@ local function submit(o)
     return submit_locked(value, out, sets, cells, backend, o)
   end, "lmkit batch " .. path)
   if locked then return result end
-  if type(result) == "string" and result:find("is in use: its lock", 1, true) then
+  if type(result) == "string" and result:find("' is in use: ", 1, true) then
     fail(("lmkit batch: %s\n`lmkit status %s` follows the batch that holds it."):format(result, out))
   end
   error(result, 0)
@@ -557,7 +625,7 @@ submit_locked = function(value, out, sets, cells, backend, o)
   local p = paths(out)
   mkdir(p.tasks)
   mkdir(p.logs)
-  write_json(p.manifest, manifest)
+  write_manifest(manifest)
 
   local states = batch.task_states(manifest)
   local to_run, busy, done = {}, 0, 0

@@ -192,6 +192,16 @@ end
 -- attempt number, host, pid, Slurm id and the error) so that `lmkit status` can tell what happened
 -- even when the process is gone.
 function Recipe:run_task(cfg, cell)
+  -- One process per task: the task's folder <out>/batch/tasks/<i>/ is locked (by the kernel, on the
+  -- folder itself) before its state is read or written, so a hand rerun (`--set task=I`) beside the
+  -- batch's own task I is refused naming the holder, and leaves the task's state as it was.
+  local folder = ("%s/batch/tasks/%d"):format(cfg.out, cell.index)
+  lmkit.fs.mkdir(folder)
+  return lmkit.fs.with_lock(folder, function() return self:run_task_locked(cfg, cell) end,
+                            ("batch task %d of recipe %s"):format(cell.index, self.name))
+end
+
+function Recipe:run_task_locked(cfg, cell)
   local file = recipe.task_state_file(cfg.out, cell.index)
   local previous = read_result(file) or {}
   local state = {task = cell.index, id = cell.id, attempt = (previous.attempt or 0) + 1,

@@ -35,7 +35,7 @@ std::string utc_now() {
   return text;
 }
 
-// What the holder wrote into the file, as words ("pid 123 on host h, since ..., training run").
+// What the holder wrote into its record, as words ("pid 123 on host h, since ..., training run").
 std::string holder_of(int fd) {
   std::string text;
   char buffer[1024];
@@ -57,51 +57,111 @@ std::string holder_of(int fd) {
 
 bool cannot_lock_here(int error) { return error == ENOSYS || error == EOPNOTSUPP || error == ENOLCK || error == EINVAL; }
 
+int try_lock(int fd) {
+  int result;
+  do {
+    result = ::flock(fd, LOCK_EX | LOCK_NB);
+  } while (result != 0 && errno == EINTR);
+  return result == 0 ? 0 : errno;
+}
+
+// The holder named from its record file (gone or unreadable: "another process", saying so).
+std::string holder_from_record(const std::string& record_path) {
+  const int fd = ::open(record_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return "another process (its record '" + record_path + "' is gone)";
+  const std::string holder = holder_of(fd);
+  ::close(fd);
+  return holder;
+}
+
+std::string holder_record(const std::string& purpose) {
+  return nlohmann::json{{"pid", static_cast<long long>(::getpid())},
+                        {"host", host_name()},
+                        {"started", utc_now()},
+                        {"purpose", purpose}}
+             .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+         "\n";  // a path need not be UTF-8: a bad byte is replaced in the record
+}
+
+// The record is for messages only: a failure to write it leaves the lock as good.
+void write_record(int fd, const std::string& record) {
+  if (::ftruncate(fd, 0) == 0) {
+    [[maybe_unused]] const auto written = ::pwrite(fd, record.data(), record.size(), 0);
+  }
+}
+
+[[noreturn]] void refuse(const std::string& folder, const std::string& lock, const std::string& holder) {
+  throw UsageError("'" + folder + "' is in use: " + (lock.empty() ? std::string("it") : "its lock '" + lock + "'") +
+                   " is held by " + holder + ". One lmkit process writes there at a time: wait for that one " +
+                   "to end (its lock goes with it, however it ends), or use another folder");
+}
+
 }  // namespace
 
 FileLock::FileLock(const std::string& path, const std::string& purpose) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) {
+    lock_file(path, purpose);
+    return;
+  }
+  // A folder: locked twice. The folder itself first, which no file a person may delete or edit can
+  // free; then its record file `.lock`, as before, because a network filesystem (NFS, Lustre) may
+  // take a folder's flock on this node only but the record file's on every node.
+  const std::string record_path = (std::filesystem::path(path) / ".lock").string();
+  const int folder_fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (folder_fd < 0) throw EnvironmentError("cannot open the folder '" + path + "' to lock it: " + std::strerror(errno));
+  const int error = try_lock(folder_fd);
+  if (error == EWOULDBLOCK) {
+    ::close(folder_fd);
+    refuse(path, "", holder_from_record(record_path));
+  }
+  if (error != 0) {
+    ::close(folder_fd);
+    // Not on this filesystem (NFS without a folder lock: EBADF): the record file alone.
+    if (error != EBADF && !cannot_lock_here(error)) {
+      throw EnvironmentError("cannot lock the folder '" + path + "': " + std::strerror(error));
+    }
+    lock_file(record_path, purpose);
+    return;
+  }
+  folder_fd_ = folder_fd;
+  try {
+    lock_file(record_path, purpose);
+  } catch (...) {
+    ::close(folder_fd_);
+    folder_fd_ = -1;
+    throw;
+  }
+}
+
+void FileLock::lock_file(const std::string& path, const std::string& purpose) {
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     throw EnvironmentError("cannot open the lock file '" + path + "': " + std::strerror(errno));
   }
-  int result;
-  do {
-    result = ::flock(fd_, LOCK_EX | LOCK_NB);
-  } while (result != 0 && errno == EINTR);
-  if (result != 0) {
-    const int error = errno;
+  const int error = try_lock(fd_);
+  if (error != 0) {
     if (error == EWOULDBLOCK) {
       const std::string holder = holder_of(fd_);
       ::close(fd_);
       fd_ = -1;
       const auto folder = std::filesystem::path(path).parent_path().string();
-      throw UsageError("'" + (folder.empty() ? std::string(".") : folder) + "' is in use: its lock '" + path +
-                       "' is held by " + holder + ". One lmkit process writes there at a time: wait for that one " +
-                       "to end (its lock goes with it, however it ends), or use another folder");
+      refuse(folder.empty() ? std::string(".") : folder, path, holder);
     }
-    if (!cannot_lock_here(error)) {
-      ::close(fd_);
-      fd_ = -1;
-      throw EnvironmentError("cannot lock '" + path + "': " + std::strerror(error));
-    }
+    ::close(fd_);
+    fd_ = -1;
+    if (!cannot_lock_here(error)) throw EnvironmentError("cannot lock '" + path + "': " + std::strerror(error));
     warn("cannot lock '" + path + "' on this filesystem (" + std::strerror(error) +
          "): one writer at a time is not enforced there (docs/cluster.md, \"One writer per run\")");
     return;
   }
-  const std::string record = nlohmann::json{{"pid", static_cast<long long>(::getpid())},
-                                            {"host", host_name()},
-                                            {"started", utc_now()},
-                                            {"purpose", purpose}}
-                                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
-                             "\n";  // a path need not be UTF-8: a bad byte is replaced in the record
-  // The record is for messages only: a failure to write it leaves the lock as good.
-  if (::ftruncate(fd_, 0) == 0) {
-    [[maybe_unused]] const auto written = ::pwrite(fd_, record.data(), record.size(), 0);
-  }
+  write_record(fd_, holder_record(purpose));
 }
 
 FileLock::~FileLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor of the open file releases the lock
+  // Closing the last descriptor of an open file releases its lock.
+  if (fd_ >= 0) ::close(fd_);
+  if (folder_fd_ >= 0) ::close(folder_fd_);
 }
 
 }  // namespace lmkit

@@ -4,6 +4,13 @@
 // start time, what it does) for the message a second writer gets. Locks taken through another
 // open of the same file conflict within one process too.
 //
+// A folder is locked through a descriptor of the folder itself and through its record file
+// `folder/.lock` (which holds the holder's pid, host and start): deleting or editing that file by
+// hand frees nothing on this machine (a second writer is still refused; it then names "another
+// process" if the record is gone), and the record file's lock is the one a network filesystem
+// (NFS, Lustre with -o flock) enforces across nodes — where a folder's flock may hold on one node
+// only, or fail (EBADF: then the record file alone is the lock).
+//
 // On filesystems without flock (Lustre mounted without -o flock or -o localflock, some FUSE
 // filesystems: ENOSYS, EOPNOTSUPP, ENOLCK) lmkit warns and goes on unlocked.
 #pragma once
@@ -14,16 +21,19 @@ namespace lmkit {
 
 class FileLock {
  public:
-  // Takes the lock on `path` (created if missing) for `purpose` (e.g. "training run"). Throws
+  // Takes the lock on `path` for `purpose` (e.g. "training run"): on the folder itself when `path` is
+  // an existing folder (its record in path/.lock), else on the file (created if missing). Throws
   // UsageError naming the path, the holder and the way out when another open of it holds the lock;
-  // EnvironmentError when the file cannot be opened.
+  // EnvironmentError when it cannot be opened.
   FileLock(const std::string& path, const std::string& purpose);
   ~FileLock();
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;
 
  private:
-  int fd_ = -1;
+  void lock_file(const std::string& path, const std::string& purpose);
+  int fd_ = -1;         // the locked file (a folder's record file, or the file asked for)
+  int folder_fd_ = -1;  // the locked folder, when a folder was asked for
 };
 
 }  // namespace lmkit

@@ -60,7 +60,8 @@ std::vector<ParameterGroup> smoke_groups(LanguageModel& model, double lr) {
 // every parameter is multiplied by (1 + noise·N(0, 1)) after each step (draws on the CPU from a
 // generator of its own, so the run's own random state is untouched).
 std::vector<double> train_losses(LanguageModel model, const SmokeSetup& setup, const torch::Tensor& source,
-                                 std::int64_t steps, double noise, std::uint64_t seed) {
+                                 std::int64_t steps, double noise, std::uint64_t seed,
+                                 const std::function<void()>& after_step) {
   model->train();
   std::vector<torch::Tensor> params;
   for (auto& p : model->parameters()) params.push_back(p);
@@ -91,6 +92,7 @@ std::vector<double> train_losses(LanguageModel model, const SmokeSetup& setup, c
         p.mul_((1 + noise * draw).to(p.device(), p.scalar_type()));
       }
     }
+    if (after_step) after_step();
   }
   return losses;
 }
@@ -130,12 +132,19 @@ std::vector<SmokeTestResult> device_smoke_test(const torch::Device& device, cons
   const auto tokens = data::SyntheticLanguage(language_options).generate(kBatch * (kBptt * 8 + 1), options.seed);
   const auto source = data::batchify(tokens, kBatch);
   std::vector<SmokeTestResult> results;
+  const std::int64_t total = static_cast<std::int64_t>(setups.size()) * options.steps * 2;
+  std::int64_t done = 0;
+  const std::function<void()> after_step = [&] {
+    ++done;
+    if (options.on_step) options.on_step(done, total);
+  };
   for (const auto& setup : setups) {
     SmokeTestResult r;
     r.head = setup.name;
     const auto start = std::chrono::steady_clock::now();
     try {
-      r.cpu_losses = train_losses(quiet_model(setup, options.seed), setup, source, options.steps, 0, options.seed);
+      r.cpu_losses =
+          train_losses(quiet_model(setup, options.seed), setup, source, options.steps, 0, options.seed, after_step);
       auto model = quiet_model(setup, options.seed);
       model->to(device);
       // TF32 (cuDNN's LSTM and cuBLAS on Ampere and later, on by default for cuDNN) rounds to 10
@@ -146,7 +155,7 @@ std::vector<SmokeTestResult> device_smoke_test(const torch::Device& device, cons
       context.setAllowTF32CuBLAS(false);
       try {
         r.device_losses =
-            train_losses(model, setup, source.to(device), options.steps, options.parameter_noise, options.seed);
+            train_losses(model, setup, source.to(device), options.steps, options.parameter_noise, options.seed, after_step);
       } catch (...) {
         context.setAllowTF32CuDNN(tf32_cudnn);
         context.setAllowTF32CuBLAS(tf32_cublas);
@@ -169,6 +178,9 @@ std::vector<SmokeTestResult> device_smoke_test(const torch::Device& device, cons
       r.failure = describe_exception(std::current_exception());  // Torch's text without its C++ backtrace
     }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    // A setup that failed part-way still counts its steps as done, so the progress reaches the end.
+    done = std::max(done, static_cast<std::int64_t>(results.size() + 1) * options.steps * 2);
+    if (options.on_result) options.on_result(r);
     results.push_back(std::move(r));
   }
   return results;

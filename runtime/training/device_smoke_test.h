@@ -12,6 +12,7 @@
 // device (docs/training.md, Reproducibility); its smoke setup has K = 100 and σ = 0.01.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,10 @@ struct SmokeTestOptions {
   // After each step of the run on `device`, every parameter p ← p·(1 + noise·N(0, 1)) from a
   // generator of its own: rounding-level perturbations, to show that a setup is well conditioned.
   double parameter_noise = 0;
+  // Called after every training step of either run (done, total over all setups and both runs),
+  // and with each setup's result as soon as it has one: what a long check shows as it goes.
+  std::function<void(std::int64_t, std::int64_t)> on_step;
+  std::function<void(const SmokeTestResult&)> on_result;
 };
 
 std::vector<SmokeTestResult> device_smoke_test(const torch::Device& device, const SmokeTestOptions& options = {});

@@ -289,6 +289,20 @@ json Trainer::run() {
     }
     s.log(fmt::format("| {} | best epoch {} | valid ppl {:.2f}{}", s.status, s.best_epoch, valid->perplexity,
                       test ? fmt::format(" | test ppl {:.2f}", test->perplexity) : std::string()));
+    // A best model worse than guessing every word alike learnt nothing useful: say so, in the log
+    // and in summary.json, rather than a bare "finished".
+    // Only for a run that ran its course: one stopped early (a callback, a time limit, Ctrl-C) may
+    // simply not have got there yet, and a diverged one says so already.
+    const auto words = s.model->vocab_size();
+    if (s.status == "finished" && valid->perplexity > static_cast<double>(words)) {
+      const std::string text = fmt::format(
+          "the run diverged: its best valid ppl {:.2f} is worse than a uniform guess over its {} words (ppl {}). "
+          "Lower lr, or check the optimizer and schedule against the encoder's (a Transformer trains with "
+          "optimizer = \"adamw\", lr about 1e-3 and a warmup: recipes/transformer_lineup.lua)",
+          valid->perplexity, words, words);
+      s.diagnostic += (s.diagnostic.empty() ? "" : " ") + text;
+      s.log("warning: " + text);
+    }
   }
   return s.write_summary(valid, test);
 }

@@ -63,7 +63,7 @@ std::int64_t peak_rss_bytes();
 struct Trainer::State : RunPosition, LossTotals, BestModel, AveragingState, FinetuneProgress, RunClocks {
   State(LanguageModel m, data::Corpus c, TrainOptions o, const std::string& dir, TrainCallbacks cb)
       : model(std::move(m)), corpus(std::move(c)), options(std::move(o)), store(dir),
-        writer(std::make_unique<FileLock>(store.path(".lock"), "training run " + store.dir().string())),
+        writer(std::make_unique<FileLock>(store.dir().string(), "training run " + store.dir().string())),
         callbacks(std::move(cb)),
         device(model->embedding().device()),
         progress(Progress::detect_mode(), [this](const std::string& line) { store.append_log(line); }) {}

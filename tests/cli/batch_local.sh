@@ -1,8 +1,9 @@
 #!/bin/bash
 # batch_local.sh LMKIT WORKDIR: `lmkit batch --backend local` runs a grid's cells as tasks; a failed
 # task is reported by `lmkit status` and rerun alone by the next `lmkit batch`; a finished batch runs
-# nothing; changed settings are refused; SIGTERM to the batch stops the tasks with their state saved
-# and the next `lmkit batch` resumes them to the result of an uninterrupted run.
+# nothing; changed settings are refused; a copied or moved batch folder is its own; SIGTERM to the
+# batch stops the tasks with their state saved and the next `lmkit batch` resumes them to the result
+# of an uninterrupted run.
 set -u
 lmkit=$1
 work=$2
@@ -45,6 +46,33 @@ grep -q '"attempt": 2' "$work/tiny/batch/tasks/2.json" || fail "task 2 was not r
 "$lmkit" batch "$here/tiny_recipe.lua" --set out="$work/tiny" >"$work/third.txt" 2>&1 || fail "third batch"
 grep -q "nothing to run" "$work/third.txt" || fail "a finished batch should run nothing"
 "$lmkit" report "$work/tiny" | grep -q "squares: 1 4" || fail "the full report"
+
+# 5. A batch folder is its own wherever it lies. A copy of an unfinished batch runs its remaining task
+# into the copy (not the original); a moved folder's status, batch and report are the moved one's;
+# an edited manifest or a damaged result is named, never a traceback.
+TINY_FAIL=2 "$lmkit" batch "$here/tiny_recipe.lua" --set out="$work/orig" >"$work/orig.txt" 2>&1
+cp -r "$work/orig" "$work/copy"
+grep -q "$work/orig" "$work/orig/batch/manifest.json" && fail "the manifest holds its folder's absolute path"
+"$lmkit" batch "$here/tiny_recipe.lua" --set out="$work/copy" >"$work/copy.txt" 2>&1 || fail "the copy's remaining task failed"
+grep -q "1 done, 0 running or queued, 1 to run" "$work/copy.txt" || fail "the copy should run its one remaining task"
+[ -f "$work/copy/cells/x=2/result.json" ] || fail "the copy's remaining cell did not land in the copy"
+[ -f "$work/orig/cells/x=2/result.json" ] && fail "the copy's remaining task wrote into the original"
+"$lmkit" status "$work/orig" >"$work/orig_status.txt" 2>&1
+grep -q "1 done, 1 failed" "$work/orig_status.txt" || fail "the original's status took the copy's results"
+mv "$work/copy" "$work/moved"
+"$lmkit" status "$work/moved" >"$work/moved_status.txt" 2>&1 || fail "status of a moved, finished folder"
+grep -q "tiny in $work/moved: 2 tasks — 2 done" "$work/moved_status.txt" || fail "status of the moved folder"
+"$lmkit" batch "$here/tiny_recipe.lua" --set out="$work/moved" >"$work/moved_batch.txt" 2>&1 || fail "batch on a moved folder"
+grep -q "nothing to run" "$work/moved_batch.txt" || fail "a moved, finished batch should run nothing"
+"$lmkit" report "$work/moved" | grep -q "squares: 1 4" || fail "the moved folder's report"
+echo '{"square": ' >"$work/moved/cells/x=2/result.json"
+"$lmkit" status "$work/moved" >"$work/damaged_result.txt" 2>&1
+grep -q "x=2/result.json is damaged" "$work/damaged_result.txt" || fail "a damaged result is not named"
+sed -i 's/"tasks"/"tasks_renamed"/' "$work/moved/batch/manifest.json"
+"$lmkit" status "$work/moved" >"$work/edited.txt" 2>&1
+[ $? = 2 ] || fail "status of an edited manifest should exit 2"
+grep -q "manifest.json: 'tasks' is not a non-empty list" "$work/edited.txt" || fail "the edited manifest's key is not named"
+grep -q "traceback" "$work/edited.txt" && fail "an edited manifest gave a traceback"
 
 # 4. SIGTERM to the batch: tasks save their state (exit 75); the next batch resumes both.
 "$lmkit" batch "$here/train_recipe.lua" --jobs 2 --threads 1 --set out="$work/train" --set step_delay=0.01 >"$work/train1.txt" 2>&1 &

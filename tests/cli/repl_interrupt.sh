@@ -3,7 +3,8 @@
 # at the next step boundary with its state saved (as SIGTERM does), returns to the prompt with the
 # session intact, and the same call then resumes it to the result of a run that never stopped
 # (lmkit.resume would too, but without the run's callbacks, which change its lr).
-# `lmkit run` interrupted the same way exits with 130 and resumes too.
+# `lmkit run` interrupted the same way exits with 130 and resumes too; so does one interrupted in a
+# Lua loop or in lmkit.process.sleep (interrupted_script.lua).
 set -u
 lmkit=$1
 work=$2
@@ -41,4 +42,18 @@ status=$?
 [ "$status" -eq 130 ] || { echo "expected exit status 130 after Ctrl-C, got $status:"; cat "$work/script.log"; exit 1; }
 "$lmkit" run "$here/preempt_run.lua" --set run_dir="$work/script" >"$work/script2.log" 2>&1 ||
   { echo "the resumed script run failed:"; cat "$work/script2.log"; exit 1; }
-"$lmkit" run "$here/compare_runs.lua" -- "$work/whole" "$work/script" && rm -rf "$work"
+"$lmkit" run "$here/compare_runs.lua" -- "$work/whole" "$work/script" || exit 1
+
+# Ctrl-C outside training, in a Lua loop or in lmkit.process.sleep: 130 too, and at once.
+for wait in loop sleep; do
+  start=$(date +%s)
+  "$lmkit" run "$here/interrupted_script.lua" --set wait=$wait >"$work/$wait.log" 2>&1
+  status=$?
+  [ "$status" -eq 130 ] || { echo "Ctrl-C in a $wait: expected exit status 130, got $status:"; cat "$work/$wait.log"; exit 1; }
+  [ $(( $(date +%s) - start )) -lt 20 ] || { echo "Ctrl-C in a $wait took effect only after the wait"; exit 1; }
+done
+grep -q "interrupted!" "$work/loop.log" || { echo "no 'interrupted!' for a Lua loop:"; cat "$work/loop.log"; exit 1; }
+grep -q "lmkit.process.sleep: waiting interrupted (Ctrl-C)" "$work/sleep.log" ||
+  { echo "no clear message for an interrupted sleep:"; cat "$work/sleep.log"; exit 1; }
+echo "interrupt ok"
+rm -rf "$work"

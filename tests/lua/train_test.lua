@@ -41,7 +41,7 @@ T.test("a run directory has one writer: a training started from inside another o
     end
   end
   lmkit.train(o)
-  T.truthy(nested_error:find("is in use: its lock", 1, true), nested_error)
+  T.truthy(nested_error:find("' is in use: it is held by pid", 1, true), nested_error)
   T.truthy(nested_error:find("training run", 1, true), nested_error)
   -- The lock went with the first run: resuming it now is allowed.
   T.eq(lmkit.resume(dir):summary().status, "finished")
@@ -56,6 +56,17 @@ T.test("a run directory has one writer: a training started from inside another o
   T.raises(function() lmkit.fs.with_lock(lock, function() error({code = 7}) end) end)
   T.eq(select(2, pcall(lmkit.fs.with_lock, lock, function() error({code = 7}) end)).code, 7)
   T.eq(lmkit.fs.with_lock(lock, function() return "free again" end), "free again")
+  -- On a folder: the lock is the folder's own, and deleting its record frees nothing.
+  local folder = root .. "/locked_folder"
+  lmkit.fs.mkdir(folder)
+  local held = T.raises(function()
+    lmkit.fs.with_lock(folder, function()
+      os.remove(folder .. "/.lock")
+      lmkit.fs.with_lock(folder, function() end)
+    end, "outer")
+  end, "locked_folder' is in use: it is held by another process (its record")
+  T.truthy(not held:find("its lock '", 1, true), held)
+  T.eq(lmkit.fs.with_lock(folder, function() return "free again" end), "free again")
 end)
 
 T.test("a best.ckpt of another model than the run's config.json is refused, not loaded as the run's", function()

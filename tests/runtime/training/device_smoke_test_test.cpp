@@ -8,6 +8,8 @@
 #include <iostream>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "runtime/heads/head_registry.h"
 #include "runtime/training/device_smoke_test.h"
@@ -34,6 +36,32 @@ TEST(DeviceSmokeTest, TheCpuRepeatsEverySetupBitForBit) {
     EXPECT_EQ(r.first_exceeding_step, -1) << r.head;
     EXPECT_EQ(r.device_losses.size(), 6u) << r.head;
   }
+}
+
+// What a long check shows as it goes: every step of both runs counted against one total, and each
+// setup's result handed over as soon as it has one (before the next setup trains).
+TEST(DeviceSmokeTest, ReportsEachStepAndEachResultAsItGoes) {
+  SmokeTestOptions options;
+  options.steps = 3;
+  const auto setups = default_smoke_setups();
+  options.setups = {setups.front(), setups.back()};
+  std::vector<std::pair<std::int64_t, std::int64_t>> steps;
+  std::vector<std::string> order;
+  options.on_step = [&](std::int64_t done, std::int64_t total) {
+    steps.emplace_back(done, total);
+    order.push_back("step");
+  };
+  options.on_result = [&](const SmokeTestResult& r) { order.push_back("result " + r.head); };
+  const auto results = device_smoke_test(kCpu, options);
+  ASSERT_EQ(results.size(), 2u);
+  ASSERT_EQ(steps.size(), 12u);  // 2 setups × 2 runs × 3 steps
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(steps[i].first, static_cast<std::int64_t>(i) + 1);
+    EXPECT_EQ(steps[i].second, 12);
+  }
+  const std::vector<std::string> expected = {"step", "step", "step", "step", "step", "step", "result " + setups.front().name,
+                                             "step", "step", "step", "step", "step", "step", "result " + setups.back().name};
+  EXPECT_EQ(order, expected);
 }
 
 TEST(DeviceSmokeTest, EveryHeadIsInsensitiveToRoundingNoise) {

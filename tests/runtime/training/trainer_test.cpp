@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -100,6 +101,30 @@ TEST_F(TrainerTest, EpochTriggeredSwitchHappensAtItsEpochAndIsRecorded) {
   EXPECT_NO_THROW(load_checkpoint(dir("et") + "/best.ckpt"));
 }
 
+// A best model worse than a uniform guess (ppl above the vocabulary's size) is called diverged in the
+// log and in summary.json; a run that learnt something is not. Validating on the training stream's
+// rarest word alone puts any trained model above the uniform perplexity.
+TEST_F(TrainerTest, ARunWorseThanAUniformGuessIsCalledDiverged) {
+  auto options = tiny_options();
+  options.epochs = 1;
+  const auto healthy = Trainer(quiet_model(), tiny_corpus(), options, dir("healthy")).run();
+  EXPECT_LT(healthy.at("valid_ppl").get<double>(), 30.0);
+  EXPECT_FALSE(healthy.contains("diagnostic")) << healthy.dump();
+
+  auto corpus = tiny_corpus();
+  const auto rarest = torch::bincount(corpus.train, {}, 30).argmin().item<std::int64_t>();
+  corpus.valid = torch::full_like(corpus.valid, rarest);
+  const auto summary = Trainer(quiet_model(), corpus, options, dir("uniform")).run();
+  ASSERT_GT(summary.at("valid_ppl").get<double>(), 30.0);
+  EXPECT_EQ(summary.at("status"), "finished");
+  const auto diagnostic = summary.value("diagnostic", std::string());
+  EXPECT_NE(diagnostic.find("the run diverged: its best valid ppl"), std::string::npos) << diagnostic;
+  EXPECT_NE(diagnostic.find("worse than a uniform guess over its 30 words (ppl 30)"), std::string::npos) << diagnostic;
+  std::ifstream log(dir("uniform") + "/log.txt");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("warning: the run diverged"), std::string::npos) << text;
+}
+
 TEST_F(TrainerTest, OneWriterPerRunDirectory) {
   Trainer first(tiny_model(), tiny_corpus(), tiny_options(), dir("one"));
   try {
@@ -107,10 +132,21 @@ TEST_F(TrainerTest, OneWriterPerRunDirectory) {
     ADD_FAILURE() << "a second trainer on a run directory in use was accepted";
   } catch (const UsageError& e) {
     const std::string text = e.what();
-    EXPECT_NE(text.find("one' is in use: its lock"), std::string::npos) << text;
-    EXPECT_NE(text.find("is held by pid " + std::to_string(::getpid()) + " on host"), std::string::npos) << text;
+    EXPECT_NE(text.find("one' is in use: it is held by pid " + std::to_string(::getpid()) + " on host"),
+              std::string::npos) << text;
     EXPECT_NE(text.find("training run"), std::string::npos) << text;
   }
+  // The lock is the folder's, not its record's: deleting the record by hand (or editing it) frees
+  // nothing, and the second writer is still refused, saying the record is gone.
+  ASSERT_TRUE(fs::remove(fs::path(dir("one")) / ".lock"));
+  try {
+    Trainer second(tiny_model(), tiny_corpus(), tiny_options(), dir("one"));
+    ADD_FAILURE() << "a second trainer was accepted once the lock's record was deleted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("one' is in use: it is held by another process (its record"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(fs::exists(fs::path(dir("one")) / "state.ckpt"));
   EXPECT_EQ(first.run().at("status"), "finished");
   EXPECT_THROW(first.run(), UsageError);  // a trainer runs once
   // The lock went with the run: the next trainer is refused for what the directory holds, not the lock.
