@@ -86,21 +86,26 @@ struct BatchArguments {
   }
 };
 
+// The whole of `text` as an integer, or nothing ("12x", "", a value beyond long long).
+std::optional<long long> whole_integer(const std::string& text) {
+  std::size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used == 0 || used != text.size()) return std::nullopt;
+  return value;
+}
+
 // An integer option's lower bound, said in words (CLI11's PositiveNumber prints the range of a
 // double, 2.22507e-308 to 1.79769e+308, for --jobs 0).
 CLI::Validator at_least(long long low) {
   return CLI::Validator(
       [low](std::string& text) -> std::string {
-        long long value = 0;
-        std::size_t used = 0;
-        try {
-          value = std::stoll(text, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used == 0 || used != text.size() || value < low) {
-          return "must be an integer ≥ " + lmkit::integer_text(low) + ", got " + text;
-        }
+        const auto value = whole_integer(text);
+        if (!value || *value < low) return "must be an integer ≥ " + lmkit::integer_text(low) + ", got " + text;
         return std::string();
       },
       "INT ≥ " + lmkit::integer_text(low));
@@ -110,14 +115,8 @@ CLI::Validator at_least(long long low) {
 CLI::Validator within(long long low, long long high, const std::string& why) {
   return CLI::Validator(
       [low, high, why](std::string& text) -> std::string {
-        long long value = 0;
-        std::size_t used = 0;
-        try {
-          value = std::stoll(text, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used == 0 || used != text.size() || value < low || value > high) {
+        const auto value = whole_integer(text);
+        if (!value || *value < low || *value > high) {
           return "must be an integer from " + lmkit::integer_text(low) + " to " + lmkit::integer_text(high) + " (" +
                  why + "), got " + text;
         }

@@ -56,8 +56,7 @@ end
 
 local function paths(out)
   local b = out .. "/batch"
-  -- lock: the batch folder itself (its holder's record in batch/.lock; deleting that changes nothing)
-  return {batch = b, lock = b, manifest = b .. "/manifest.json", tasks = b .. "/tasks", logs = b .. "/logs",
+  return {batch = b, manifest = b .. "/manifest.json", tasks = b .. "/tasks", logs = b .. "/logs",
           slurm = b .. "/slurm"}
 end
 
@@ -177,8 +176,8 @@ local function reconcile_manifest(spec, out, sets, cells, backend)
       fail(("lmkit batch: %s: %s; move the folder aside or use another one (--set out=DIR)"):format(file, problem))
     end
     local old_ids = {}
-    for i, t in ipairs(existing.tasks or {}) do old_ids[i] = t.id end
-    local old_sets = existing.sets or {}
+    for i, t in ipairs(existing.tasks) do old_ids[i] = t.id end
+    local old_sets = existing.sets
     if existing.recipe ~= spec.path or not same_list(old_ids, ids) or not same_list(old_sets, sets) then
       fail(("lmkit batch: %s already holds a batch of %s with %s (%d tasks); this one is %s with %s (%d tasks). "
              .. "Use another folder (--set out=DIR) or the same recipe and settings."):format(
@@ -609,7 +608,8 @@ local function submit(o)
   -- first still runs its tasks) is refused before it reads the tasks' states.
   local p = paths(out)
   mkdir(p.batch)
-  local locked, result = pcall(lmkit.fs.with_lock, p.lock, function()
+  -- The lock is the batch folder's own (with its record batch/.lock: lmkit.fs.with_lock on a folder).
+  local locked, result = pcall(lmkit.fs.with_lock, p.batch, function()
     return submit_locked(value, out, sets, cells, backend, o)
   end, "lmkit batch " .. path)
   if locked then return result end
