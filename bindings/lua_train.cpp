@@ -148,7 +148,7 @@ int lmkit_train(lua_State* L) {
   if (!args.model) throw ArgError(1, "option 'model' is required (an lmkit.model{...})");
   if (!args.corpus) throw ArgError(1, "option 'corpus' is required (lmkit.data.corpus(...) or a synthetic language's corpus)");
   if (args.run_dir.empty()) throw ArgError(1, "option 'run_dir' is required (the directory that keeps this run)");
-  auto trainer = std::make_shared<Trainer>(*args.model, *args.corpus, training::train_options_from_json(args.options),
+  auto trainer = std::make_shared<Trainer>(*args.model, *args.corpus, training::train_options_for(*args.model, args.options),
                                            args.run_dir, make_callbacks(L, args.callbacks, args.control));
   return run_trainer(L, std::move(trainer), args.control);
 }
@@ -179,7 +179,8 @@ const std::string& train_doc() {
     const auto signature = schema.signature();  // "{lr=30, ...}"
     return "lmkit.train{model=, corpus=, run_dir=, " + signature.substr(1, signature.size() - 2) +
            ", on_step=, on_epoch_end=, on_switch=, on_eval=} -> Run\n"
-           "Trains with the AWD-LSTM protocol (docs/training.md). Callbacks get (info, run): info is a table, "
+           "Trains with the AWD-LSTM protocol and the defaults below; a Transformer gets its own protocol (AdamW, warm-up "
+           "and cosine; docs/training.md) for each option not given. Callbacks get (info, run): info is a table, "
            "run:stop(), run:set_lr(), run:freeze() act on the run. A run_dir holding an unfinished run of the same "
            "configuration is resumed.\nTraining options:\n" +
            schema.describe();

@@ -97,14 +97,16 @@ nlohmann::json checkpoint_header(const LanguageModel& model) {
   return {{"lmkit", build_info().lmkit_version}, {"config", to_json(model->options)}};
 }
 
-void save_checkpoint(const LanguageModel& model, const std::string& path) {
+void save_checkpoint(const LanguageModel& model, const std::string& path, const std::string& run_id) {
+  auto header = checkpoint_header(model);
+  if (!run_id.empty()) header["run_id"] = run_id;
   std::ostringstream archive_bytes;
   {
     torch::serialize::OutputArchive archive;
     model->save(archive);
     archive.save_to(archive_bytes);
   }
-  write_file_atomically(path, encode_container(checkpoint_header(model), archive_bytes.str()));
+  write_file_atomically(path, encode_container(header, archive_bytes.str()));
 }
 
 namespace {
@@ -218,9 +220,14 @@ Checkpoint load_checkpoint(const std::string& path) {
   return result;
 }
 
-nlohmann::json load_weights(LanguageModel& model, const std::string& path) {
+nlohmann::json load_weights(LanguageModel& model, const std::string& path, const std::string& expected_run_id) {
   const auto container = decode_container(read_file(path, "checkpoint"), path);
   refuse_resume_state(container.header, path);
+  const auto stored_id = container.header.is_object() ? container.header.value("run_id", nlohmann::json()) : nlohmann::json();
+  if (!expected_run_id.empty() && stored_id.is_string() && stored_id.get<std::string>() != expected_run_id) {
+    throw UsageError("checkpoint '" + path + "' was written by another run (run id " + stored_id.get<std::string>() +
+                     ") than this one (run id " + expected_run_id + "): it was copied in from elsewhere");
+  }
   load_archive(model, container.archive, path);
   return container.header;
 }

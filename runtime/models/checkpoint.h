@@ -19,7 +19,9 @@
 
 namespace lmkit {
 
-void save_checkpoint(const LanguageModel& model, const std::string& path);
+// run_id: the training run that wrote it (runtime/training/trainer.cpp), stored in the header so
+// that a checkpoint copied in from another run is told apart; empty for a model saved by hand.
+void save_checkpoint(const LanguageModel& model, const std::string& path, const std::string& run_id = {});
 
 struct Checkpoint {
   nlohmann::json header;  // {"lmkit": version, "config": {...}}
@@ -43,8 +45,9 @@ nlohmann::json checkpoint_header(const LanguageModel& model);
 
 // Loads a checkpoint's weights into an existing model of the same structure (also one whose head
 // is written in Lua, which a config alone cannot rebuild), onto the model's device; returns the
-// header. Errors as load_checkpoint.
-nlohmann::json load_weights(LanguageModel& model, const std::string& path);
+// header. Errors as load_checkpoint. With expected_run_id, a checkpoint written by another run
+// (its header's run_id differs) is refused (UsageError naming both ids) before any weight changes.
+nlohmann::json load_weights(LanguageModel& model, const std::string& path, const std::string& expected_run_id = {});
 
 // The tensors of a container's weights archive by name (runtime/tensor/tensor_file.h's
 // read_tensor_archive: lmkit's own zip and pickle readers, every record checked, nothing of

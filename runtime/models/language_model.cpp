@@ -153,6 +153,10 @@ LanguageModelImpl::LanguageModelImpl(LanguageModelOptions opts, Head built_head)
   if (options.decoder_bias()) decoder_bias = register_parameter("decoder_bias", torch::zeros({vocab}));  // host: as decoder_weight
 }
 
+nlohmann::json LanguageModelImpl::training_defaults(const nlohmann::json& given) const {
+  return is_transformer() ? transformer->training_defaults(given) : nlohmann::json::object();
+}
+
 const torch::Tensor& LanguageModelImpl::embedding() const { return is_transformer() ? transformer->embedding : encoder->embedding; }
 
 LstmState LanguageModelImpl::init_hidden(int64_t batch_size) const {

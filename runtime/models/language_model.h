@@ -71,6 +71,9 @@ class LanguageModelImpl : public torch::nn::Module {
   // The input embedding [N, emb] (the decoder when tied), the parameter itself.
   const torch::Tensor& embedding() const;
   bool is_transformer() const { return !transformer.is_empty(); }
+  // The encoder's training protocol for the options a script leaves unset (`given`: those it set),
+  // as train options JSON: empty for the AWD-LSTM, whose protocol is TrainOptions' own defaults.
+  nlohmann::json training_defaults(const nlohmann::json& given) const;
 
   Decoder decoder() const;
   // {"embedding", "lstm", "decoder", "head", "total"} → number of parameters (frozen ones included);

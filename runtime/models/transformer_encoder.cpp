@@ -135,6 +135,13 @@ void TransformerEncoderImpl::reset_parameters() {
   final_norm->bias.zero_();
 }
 
+nlohmann::json TransformerEncoderImpl::training_defaults(const nlohmann::json& given) const {
+  const double lr = given.contains("lr") && given.at("lr").is_number() ? given.at("lr").get<double>() : 1e-3;
+  return {{"optimizer", "adamw"}, {"lr", 1e-3},       {"wdecay", 0.1},    {"clip", 1.0},
+          {"windows", "fixed"},   {"bptt", options.context}, {"schedule", "cosine"}, {"warmup", 100},
+          {"min_lr", lr / 10},    {"switch", "none"}};
+}
+
 torch::Tensor TransformerEncoderImpl::initial_state(std::int64_t batch_size) const {
   return torch::zeros({0, batch_size}, embedding.options().dtype(torch::kInt64).requires_grad(false));
 }

@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "runtime/config/bound_options.h"
 #include "runtime/core/torch.h"
 
@@ -61,6 +63,11 @@ class TransformerEncoderImpl : public torch::nn::Module {
   // ids: int64 [T, B] (T ≤ context); previous: int64 [P, B] from an earlier call or initial_state.
   TransformerOutput forward(const torch::Tensor& ids, const torch::Tensor& previous);
   torch::Tensor initial_state(std::int64_t batch_size) const;  // [0, B]
+  // The training protocol lmkit.train gives a Transformer for each option the script leaves unset
+  // (`given`: the options it set; JSON keys of train_options.h): AdamW at lr 1e-3 with weight decay
+  // 0.1 on matrices, a warm-up of 100 steps then a cosine to lr/10, clipping at 1, fixed windows of
+  // `context` tokens, no ASGD switch. SGD at the AWD-LSTM's lr 30 makes a Transformer diverge.
+  nlohmann::json training_defaults(const nlohmann::json& given) const;
   void reset_parameters();
   // The closed form above.
   static std::int64_t parameter_count(const TransformerOptions& options);

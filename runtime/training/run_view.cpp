@@ -32,9 +32,17 @@ LanguageModel RunView::best_model() const {
   if (trained_) return trained_;
   RunStore store(dir_);
   if (!store.exists("best.ckpt")) throw UsageError("run '" + dir_ + "' has no best.ckpt (no epoch finished)");
-  auto model = load_checkpoint(store.path("best.ckpt")).model;
+  auto checkpoint = load_checkpoint(store.path("best.ckpt"));
+  auto model = checkpoint.model;
   if (!store.exists("config.json")) return model;
   const auto config = store.read_json("config.json");
+  const auto own_id = config.is_object() ? config.value("run_id", nlohmann::json()) : nlohmann::json();
+  const auto stored_id = checkpoint.header.is_object() ? checkpoint.header.value("run_id", nlohmann::json()) : nlohmann::json();
+  if (own_id.is_string() && stored_id.is_string() && own_id != stored_id) {
+    throw UsageError("run '" + dir_ + "': best.ckpt was written by another run (run id " + stored_id.get<std::string>() +
+                     ") than this one (run id " + own_id.get<std::string>() + ", in its config.json); it was copied "
+                     "in from elsewhere. Put this run's own best.ckpt back, or read that file with lmkit.load(path)");
+  }
   const auto stored = config.find("model");
   if (stored == config.end() || !stored->is_object()) return model;
   auto loaded = to_json(model->options);

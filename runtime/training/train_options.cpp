@@ -58,6 +58,13 @@ json to_json(const TrainOptions& o) { return bound().to_json(o); }
 
 TrainOptions train_options_from_json(const json& j) { return bound().from_json(j); }
 
+TrainOptions train_options_for(const LanguageModel& model, const json& given) {
+  if (!given.is_object()) return train_options_from_json(given);  // from_json names the problem
+  auto options = model->training_defaults(given);
+  for (const auto& item : given.items()) options[item.key()] = item.value();
+  return train_options_from_json(options);
+}
+
 namespace {
 
 // A rate or coefficient reaches float32 tensors (the weights' dtype, as a rule): beyond float32's

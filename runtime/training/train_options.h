@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/config/option_schema.h"
+#include "runtime/models/language_model.h"
 
 namespace lmkit::training {
 
@@ -55,6 +56,11 @@ const config::OptionSchema& train_options_schema();
 // (ConfigError naming the key); null or a missing key is the default.
 nlohmann::json to_json(const TrainOptions& options);
 TrainOptions train_options_from_json(const nlohmann::json& json);
+
+// The options of a run of `model` as lmkit.train resolves them: those `given` (JSON, as from_json),
+// then, for each one not given, the model's encoder's training default
+// (LanguageModelImpl::training_defaults: a Transformer's AdamW protocol), then TrainOptions' own.
+TrainOptions train_options_for(const LanguageModel& model, const nlohmann::json& given);
 
 // Options built in C++: the schema's checks (ConfigError) and those across options (UsageError:
 // small_batch_size must divide batch_size).

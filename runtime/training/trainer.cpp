@@ -261,8 +261,9 @@ json Trainer::run() {
   s.session_start = Clock::now();
   const auto counts = s.model->parameter_count();
   if (!s.resumed) {
-    s.log(fmt::format("Training {} ({} parameters) on {} for {} epoch{}; run directory {}", s.model->head->kind(),
-                      counts.at("total"), s.corpus.name, s.options.epochs, s.options.epochs == 1 ? "" : "s",
+    s.log(fmt::format("Training {} ({} parameters) on {} for {} epoch{} with {} at lr {}; run directory {}",
+                      s.model->head->kind(), counts.at("total"), s.corpus.name, s.options.epochs,
+                      s.options.epochs == 1 ? "" : "s", s.options.optimizer, describe_number(s.options.lr),
                       s.store.dir().string()));
   }
   if (const auto warning = switch_warning(s.options)) s.log("warning: " + *warning);
@@ -297,8 +298,8 @@ json Trainer::run() {
     if (s.status == "finished" && valid->perplexity > static_cast<double>(words)) {
       const std::string text = fmt::format(
           "the run diverged: its best valid ppl {:.2f} is worse than a uniform guess over its {} words (ppl {}). "
-          "Lower lr, or check the optimizer and schedule against the encoder's (a Transformer trains with "
-          "optimizer = \"adamw\", lr about 1e-3 and a warmup: recipes/transformer_lineup.lua)",
+          "Lower lr, or check the optimizer and schedule against the encoder's (lmkit.train's defaults for a "
+          "Transformer: optimizer = \"adamw\", lr = 1e-3, a warmup and a cosine; docs/training.md)",
           valid->perplexity, words, words);
       s.diagnostic += (s.diagnostic.empty() ? "" : " ") + text;
       s.log("warning: " + text);

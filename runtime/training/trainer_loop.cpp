@@ -297,7 +297,7 @@ EvalResult Trainer::State::validate() {
 }
 
 void Trainer::State::save_best(double valid_loss) {
-  save_checkpoint(model, store.path("best.ckpt"));
+  save_checkpoint(model, store.path("best.ckpt"), run_id());
   best_valid = valid_loss;
   best_epoch = epoch;
   best_train_loss = last_train_loss;
@@ -310,8 +310,10 @@ bool Trainer::State::load_best(const std::string& needed_for) {
     problem = "is missing (deleted or moved while the run went on)";
   } else {
     try {
-      load_weights(model, path);
+      load_weights(model, path, run_id());
       return true;
+    } catch (const UsageError& e) {
+      problem = std::string("is not this run's: ") + e.what();  // copied in from another run
     } catch (const std::exception&) {
       problem = "cannot be read: " + describe_exception(std::current_exception());
     }
@@ -376,7 +378,7 @@ void Trainer::State::finish_epoch(const EvalResult& valid, double epoch_time, bo
                             {"valid_loss", valid.loss}, {"valid_ppl", valid.perplexity}, {"averaging", averaging},
                             {"switched", switched}, {"best", best}, {"epoch_seconds", epoch_time}});
   }
-  save_checkpoint(model, store.path("last.ckpt"));
+  save_checkpoint(model, store.path("last.ckpt"), run_id());
   if (callbacks.capture_host_state) host_state = callbacks.capture_host_state();
   save_state();
 }

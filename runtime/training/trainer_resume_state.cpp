@@ -84,6 +84,19 @@ void Trainer::State::load_state() {
                      "copied in from elsewhere. Put this run's own state.ckpt back, or delete the state.ckpt to start "
                      "this run over");
   }
+  // The same for metrics.jsonl: the resumed run continues its records, so they must be its own.
+  if (own_id.is_string()) {
+    const auto records = store.metrics();
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      const auto id = records[i].is_object() ? records[i].value("run_id", json()) : json();
+      if (id.is_string() && id != own_id) {
+        throw UsageError("metrics file '" + store.path("metrics.jsonl") + "' line " + integer_text(i + 1) +
+                         " belongs to another run (run id " + id.get<std::string>() + ") than run directory '" +
+                         store.dir().string() + "' (run id " + own_id.get<std::string>() + "): it was copied in from "
+                         "elsewhere. Put this run's own metrics.jsonl back, or delete the run directory to start over");
+      }
+    }
+  }
   const auto tensors = read_weights_archive(container.archive, source);
   reading_container(source, [&] { restore_from(container.header, tensors, source); });
   // Outside the translation: the host's own callback (Lua) reports its errors itself.

@@ -105,7 +105,17 @@ struct Trainer::State : RunPosition, LossTotals, BestModel, AveragingState, Fine
   std::int64_t chunk_size() const { return options.small_batch_size == 0 ? options.batch_size : options.small_batch_size; }
 
   void log(const std::string& line) { progress.line(line); }
-  void metric(const json& record) { store.append_metric(record); }
+  // The run's identity (config.json's run_id; empty for a run created before identities): written
+  // into every record and checkpoint the run writes, so that files copied in from another run are
+  // told apart on resume and when the best model is read.
+  std::string run_id() const {
+    const auto id = config.find("run_id");
+    return id != config.end() && id->is_string() ? id->get<std::string>() : std::string();
+  }
+  void metric(json record) {
+    if (const auto id = run_id(); !id.empty()) record["run_id"] = id;
+    store.append_metric(record);
+  }
 
   // ---- setup ----
 

@@ -27,6 +27,7 @@
 #include "runtime/training/evaluation.h"
 #include "runtime/training/preemption.h"
 #include "runtime/training/run_store.h"
+#include "runtime/training/run_view.h"
 #include "runtime/training/trainer.h"
 #include "tests/support/comparable_metrics.h"
 #include "tests/support/temporary_folder.h"
@@ -194,8 +195,9 @@ TEST_F(TrainerTest, AResumeStateOfAnotherShapeIsRefusedNamingFileParameterAndSha
   Trainer(LanguageModel(wide), tiny_corpus(), options, dir("wide")).run();
   // The narrow run, unfinished (no summary), holding the wide run's state.
   fs::remove(fs::path(dir("narrow")) / "summary.json");
-  fs::copy_file(fs::path(dir("wide")) / "state.ckpt", fs::path(dir("narrow")) / "state.ckpt",
-                fs::copy_options::overwrite_existing);
+  for (const char* file : {"state.ckpt", "metrics.jsonl"}) {
+    fs::copy_file(fs::path(dir("wide")) / file, fs::path(dir("narrow")) / file, fs::copy_options::overwrite_existing);
+  }
   // The same run id, as if this run's own state had another shape: the shapes are what is refused
   // (a state of another run is refused before, by its id: AStateCopiedInFromAnotherRun...).
   {
@@ -484,6 +486,44 @@ TEST_F(TrainerTest, ATransformerTrainsOnFixedWindowsWithAdamWAndItsSchedule) {
   EXPECT_LT(summary.at("valid_loss").get<double>(), std::log(30.0) - 0.1);
 }
 
+// lmkit.train's options for a Transformer: its own protocol for each option not given (SGD at the
+// AWD-LSTM's lr 30 diverged to a valid ppl of millions), the AWD-LSTM's defaults untouched.
+TEST_F(TrainerTest, ATransformerGetsItsOwnTrainingProtocolForEachOptionNotGiven) {
+  const auto defaults = train_options_for(tiny_transformer(), nlohmann::json::object());
+  EXPECT_EQ(defaults.optimizer, "adamw");
+  EXPECT_EQ(defaults.lr, 1e-3);
+  EXPECT_EQ(defaults.wdecay, 0.1);
+  EXPECT_EQ(defaults.clip, 1.0);
+  EXPECT_EQ(defaults.windows, "fixed");
+  EXPECT_EQ(defaults.bptt, 10) << "the model's context";
+  EXPECT_EQ(defaults.schedule, "cosine");
+  EXPECT_EQ(defaults.warmup, 100);
+  EXPECT_DOUBLE_EQ(defaults.min_lr.value_or(0), 1e-4);
+  EXPECT_EQ(defaults.switch_policy, "none");
+  EXPECT_EQ(defaults.epochs, TrainOptions().epochs) << "what the encoder does not declare keeps TrainOptions' default";
+  // What the script sets wins; min_lr follows the lr given.
+  const auto given = train_options_for(tiny_transformer(), {{"lr", 3e-3}, {"optimizer", "adam"}, {"bptt", 8}});
+  EXPECT_EQ(given.lr, 3e-3);
+  EXPECT_DOUBLE_EQ(given.min_lr.value_or(0), 3e-4);
+  EXPECT_EQ(given.optimizer, "adam");
+  EXPECT_EQ(given.bptt, 8);
+  EXPECT_EQ(given.schedule, "cosine");
+  // The AWD-LSTM's protocol is TrainOptions' own.
+  EXPECT_EQ(to_json(train_options_for(tiny_model(), nlohmann::json::object())), to_json(TrainOptions()));
+  EXPECT_THROW(train_options_for(tiny_transformer(), {{"lr", "fast"}}), ConfigError);
+
+  // Trained with those defaults (sizes for the tiny corpus given), it learns instead of diverging.
+  const auto tiny = tiny_options();
+  auto options = train_options_for(tiny_transformer(), {{"epochs", 2}, {"batch_size", tiny.batch_size},
+                                                         {"eval_batch_size", tiny.eval_batch_size},
+                                                         {"test_batch_size", tiny.test_batch_size},
+                                                         {"log_interval", 50}, {"warmup", 20}});
+  const auto summary = Trainer(tiny_transformer(), tiny_corpus(), options, dir("defaults")).run();
+  EXPECT_EQ(summary.at("status"), "finished");
+  EXPECT_FALSE(summary.contains("diagnostic")) << summary.dump();
+  EXPECT_LT(summary.at("valid_loss").get<double>(), std::log(30.0) - 0.1);
+}
+
 TEST_F(TrainerTest, ATransformersWindowsMustFitItsContext) {
   auto options = transformer_options();
   options.bptt = 11;
@@ -597,6 +637,67 @@ TEST_F(TrainerTest, AStateCopiedInFromAnotherRunIsRefusedNamingBothRuns) {
     EXPECT_NE(text.find("belongs to another run (run id "), std::string::npos) << text;
     EXPECT_NE(text.find("than run directory '" + dir("own") + "' (run id "), std::string::npos) << text;
   }
+}
+
+// Checkpoints and metrics carry the run's id too: another run's best.ckpt is not read as this run's
+// best model (at the end of the run, or by open_run), and another run's metrics.jsonl is not continued.
+TEST_F(TrainerTest, ACheckpointOrMetricsCopiedInFromAnotherRunAreRefused) {
+  auto options = tiny_options();
+  options.epochs = 1;
+  options.seed = 99;
+  Trainer(tiny_model(), tiny_corpus(), options, dir("other")).run();
+  options.epochs = 2;
+  options.seed = 7;
+  {
+    TrainCallbacks callbacks;
+    Trainer* running = nullptr;
+    callbacks.on_epoch_end = [&](const nlohmann::json&) { running->request_stop("after epoch 1"); };
+    Trainer trainer(tiny_model(), tiny_corpus(), options, dir("own"), callbacks);
+    running = &trainer;
+    EXPECT_EQ(trainer.run().at("status"), "stopped");
+  }
+  const auto own = fs::path(dir("own")), other = fs::path(dir("other"));
+  const auto own_id = RunStore(dir("own")).read_json("config.json").at("run_id").get<std::string>();
+  const auto other_id = RunStore(dir("other")).read_json("config.json").at("run_id").get<std::string>();
+  ASSERT_NE(own_id, other_id);
+  for (const auto& record : RunStore(dir("own")).metrics()) EXPECT_EQ(record.at("run_id"), own_id) << record.dump();
+  EXPECT_EQ(load_checkpoint((own / "best.ckpt").string()).header.at("run_id"), own_id);
+  EXPECT_EQ(load_checkpoint((own / "last.ckpt").string()).header.at("run_id"), own_id);
+
+  // Another run's metrics: refused on resume, naming the file, its line and both ids.
+  fs::copy_file(own / "metrics.jsonl", own / "metrics.jsonl.own");
+  fs::copy_file(other / "metrics.jsonl", own / "metrics.jsonl", fs::copy_options::overwrite_existing);
+  try {
+    Trainer(tiny_model(), tiny_corpus(), options, dir("own"));
+    ADD_FAILURE() << "another run's metrics were continued";
+  } catch (const UsageError& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("metrics.jsonl' line 1 belongs to another run (run id " + other_id + ")"), std::string::npos) << text;
+    EXPECT_NE(text.find("(run id " + own_id + ")"), std::string::npos) << text;
+  }
+  fs::rename(own / "metrics.jsonl.own", own / "metrics.jsonl");
+
+  // Another run's best.ckpt: the end of the run does not evaluate it as this run's best model.
+  fs::copy_file(other / "best.ckpt", own / "best.ckpt", fs::copy_options::overwrite_existing);
+  options.epochs = 1;  // the run has its epoch: resuming only finishes it, from best.ckpt
+  try {
+    Trainer(tiny_model(), tiny_corpus(), options, dir("own")).run();
+    ADD_FAILURE() << "another run's best.ckpt was evaluated as this run's";
+  } catch (const EnvironmentError& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("was written by another run (run id " + other_id + ") than this one (run id " + own_id + ")"),
+              std::string::npos) << text;
+  }
+  // ... nor does open_run's best_model; the file itself still loads as a model.
+  try {
+    open_run(dir("own"))->best_model();
+    ADD_FAILURE() << "open_run read another run's best.ckpt";
+  } catch (const UsageError& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("best.ckpt was written by another run (run id " + other_id + ")"), std::string::npos) << text;
+  }
+  EXPECT_NO_THROW(load_checkpoint((own / "best.ckpt").string()));
+  EXPECT_NO_THROW(open_run(dir("other"))->best_model());
 }
 
 TEST_F(TrainerTest, FloodingKeepsTheTrainingLossNearTheFloodLevel) {
@@ -752,7 +853,9 @@ TEST_F(TrainerTest, ARunWhoseBestCheckpointVanishedFailsNamingItInsteadOfFinishi
   options.epochs = 1;
   TrainCallbacks callbacks;
   // The end of epoch 1 has just written best.ckpt; a user (or a cleaner) removes it.
-  callbacks.on_epoch_end = [&](const nlohmann::json&) { fs::remove(fs::path(dir("vanished")) / "best.ckpt"); };
+  callbacks.on_epoch_end = [&](const nlohmann::json&) {
+    fs::rename(fs::path(dir("vanished")) / "best.ckpt", fs::path(dir("vanished")) / "best.ckpt.moved");
+  };
   Trainer trainer(tiny_model(), tiny_corpus(), options, dir("vanished"), callbacks);
   try {
     trainer.run();
@@ -770,11 +873,7 @@ TEST_F(TrainerTest, ARunWhoseBestCheckpointVanishedFailsNamingItInsteadOfFinishi
   EXPECT_NE(summary.at("diagnostic").get<std::string>().find("best.ckpt"), std::string::npos);
 
   // The way out the message names: the file back, the same command again; the run only finishes.
-  {
-    Trainer again(tiny_model(), tiny_corpus(), options, dir("reference"));
-    again.run();
-  }
-  fs::copy_file(fs::path(dir("reference")) / "best.ckpt", fs::path(dir("vanished")) / "best.ckpt");
+  fs::rename(fs::path(dir("vanished")) / "best.ckpt.moved", fs::path(dir("vanished")) / "best.ckpt");
   Trainer resumed(tiny_model(), tiny_corpus(), options, dir("vanished"));
   EXPECT_TRUE(resumed.resumed());
   const auto finished = resumed.run();
