@@ -5,6 +5,7 @@
 #include "bindings/entry_point.h"
 #include "runtime/analysis/argmaxable.h"
 #include "runtime/analysis/hidden_size.h"
+#include "runtime/analysis/rank_bound.h"
 #include "runtime/analysis/logp_matrix.h"
 #include "runtime/analysis/matrix_rank.h"
 #include "runtime/analysis/output_layer_file.h"
@@ -24,7 +25,8 @@ void open_analysis(lua_State* L, int module_index) {
   static const Function functions[] = {
       on<&analysis::svdvals>("svdvals", "Q", "Singular values of a matrix, descending, in its own precision (float64 on request); LAPACK gesdd on CPU, cuSOLVER on GPU — never through QᵀQ."),
       on<&analysis::press_rank>("press_rank", "sv, rows, cols, eps_dtype", "Number of singular values above 0.5·sqrt(rows+cols+1)·σ_max·eps(eps_dtype) (the thesis's rank; eps_dtype nil: float32's eps, as the reference computed it)."),
-      on<&analysis::estimate_hidden_size>("hidden_size", "sv", "A softmax model's hidden size d from the singular values of its log-probabilities alone (Finlayson et al. 2024): the largest ratio σ_r/σ_{r+1} ends the signal, d = r − 2 (r − 1 without a decoder bias); found = the gap reaches min_gap (a bottleneck's signature; heads that break the bottleneck leave none)."),
+      on<&analysis::estimate_hidden_size>("hidden_size", "sv", "A softmax model's hidden size d from the singular values of its log-probabilities alone (Finlayson et al. 2024): the largest ratio σ_r/σ_{r+1} ends the signal, d = r − 2 (r − 1 without a decoder bias, or with centred = m:output_centred() for a Transformer); found = the gap reaches min_gap (a bottleneck's signature; heads that break the bottleneck leave none)."),
+      on<&analysis::softmax_rank_bound>("rank_bound", "d, bias, centred, logits", "The softmax bottleneck's bound on the rank of a Softmax layer's outputs over any number of contexts: log P ≤ d + 2 with a bias, d + 1 without or when h is centred (a final LayerNorm: m:output_centred()); its logits (logits = true) one less."),
       on<&analysis::effective_rank>("effective_rank", "sv, eps", "Smallest k with Σ_{i≤k} σ_i² ≥ (1 − eps)·Σ σ_i²."),
       on<&analysis::logp_matrix>("logp_matrix", "model, tokens", "log P(·|c) for every context of the stream, in evaluation order: [contexts, vocab] (PTB test: 82,430 × 10,000)."),
       on<&analysis::logp_svdvals>("logp_svdvals", "model, tokens", "Singular values of the logP matrix (descending) and its size; the 4th result describes the method that ran, for reports."),

@@ -54,6 +54,7 @@ void open_model(lua_State* L, int module_index) {
   module_index = lua_absindex(L, module_index);
   static const std::vector<Function> methods = {
       method<&LanguageModelImpl::parameter_count>("parameter_count", "", "Number of parameters by part {total=, embedding=, lstm=, decoder=, head=} (frozen ones included); the decoder part is its bias (and its weight when untied)."),
+      method<&LanguageModelImpl::output_is_centred>("output_centred", "", "True when the encoder's output h is centred (a Transformer's final LayerNorm): a Softmax head's log P then has rank ≤ d + 1, not d + 2 (lmkit.analysis.hidden_size's centred option; docs/analysis.md)."),
       method<&forward_step>("forward", "ids, hidden", "Encoder output [T, B, nhidlast] (after the output dropout) for int64 token ids [T, B] (0-based ids). hidden: {{h, c}, ...} per layer, nil for zeros; the returned state is detached."),
       method<&log_probs_step>("log_probs", "ids, hidden", "Next-token log-probabilities [T·B, N] (row t·B + b is position t of sequence b)."),
       method<&loss_step>("loss", "ids, targets, hidden", "Mean NLL of targets (int64 [T, B] or [T·B]) as a scalar Tensor with autograd; the AR/TAR terms of this call are then m:ar() and m:tar()."),

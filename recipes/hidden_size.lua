@@ -22,8 +22,13 @@
 -- log-probabilities [contexts, words] that a user dumped from a model or an API) nothing is trained:
 -- the matrix's Press rank (eps of the file's dtype), ε-effective ranks and hidden size are reported.
 --   lmkit run hidden_size --set logits=outputs.npy [--set entry=NAME] [--set kind=logits] [--set bias=false]
+--                         [--set centred=true]
 -- The estimate is d = r − 2 for log-probabilities of a model with a bias (log P = W h + b − log Z),
 -- one less per term the matrix lacks: r − 1 for its logits, or for log-probabilities without a bias.
+-- A model whose h leaves a final LayerNorm (GPT-2, lmkit's Transformer; not an RMSNorm, which does not
+-- centre) has h centred: log P spans d + 1 dimensions with or without a bias, its logits d
+-- (docs/analysis.md, "The rank bound"); centred=true says so. A trained model declares it itself
+-- (m:output_centred()).
 local recipe = require "lmkit.recipe"
 local presets = require "presets.awd_lstm"
 local lineup = require "presets.lineup"
@@ -62,9 +67,10 @@ local function analyse_file(cfg)
   local sv = lmkit.analysis.svdvals(stored:double())
   local seconds = lmkit.clock() - started
   local rows, cols = stored:size(1), stored:size(2)
-  local e = lmkit.analysis.hidden_size(sv, {bias = true, min_gap = cfg.min_gap})
-  -- The estimator counts log P with a bias (d = r − 2); a matrix lacking a term has one dimension less.
-  local missing = (cfg.kind == "logits" and 1 or 0) + (cfg.bias and 0 or 1)
+  local e = lmkit.analysis.hidden_size(sv, {bias = cfg.bias, centred = cfg.centred, min_gap = cfg.min_gap})
+  -- The estimator counts log P (d = r − 2 with a bias, r − 1 without or centred); logits lack its
+  -- normalizer, one dimension less.
+  local missing = cfg.kind == "logits" and 1 or 0
   local eps_dtype = stored:dtype() == "float64" and "float64" or "float32"
   return {entry = name, rows = rows, cols = cols, dtype = stored:dtype(), eps_dtype = eps_dtype, seconds = seconds,
           rank = lmkit.analysis.press_rank(sv, rows, cols, eps_dtype), signal = e.signal, gap = e.gap, found = e.found,
@@ -96,7 +102,7 @@ local function file_report(results, ctx)
         estimated = x.found and x.estimated or nil, seconds = x.seconds}
   t:note(x.found and ("The spectrum falls by %.3g after σ_%d: the signature of a softmax bottleneck, d = %d (%s%s)."):format(
                        x.gap, x.signal, x.estimated, cfg.kind == "logits" and "logits: d = r − 1" or "log-probabilities: d = r − 2",
-                       cfg.bias and "" or ", no bias: one less")
+                       cfg.centred and ", h centred by a final LayerNorm: one less, bias or not" or (cfg.bias and "" or ", no bias: one less"))
                  or ("No gap of %g or more (the largest is %.3g after σ_%d): no bottleneck's signature; the outputs span " ..
                      "more dimensions than a softmax layer's d would give, or the contexts are fewer than d."):format(
                        cfg.min_gap, x.gap, x.signal))
@@ -123,6 +129,7 @@ return recipe.define{
     entry = recipe.setting("", "with logits: the matrix's entry (empty: the file's only matrix)"),
     kind = recipe.setting("logp", "with logits: \"logp\" (log-probabilities) or \"logits\""),
     bias = recipe.setting(true, "with logits: the model's output layer has a bias"),
+    centred = recipe.setting(false, "with logits: the model's h leaves a final LayerNorm (GPT-2's ln_f; not an RMSNorm): log P spans d + 1 dimensions, bias or not"),
   },
 
   grid = function(cfg)
@@ -156,7 +163,8 @@ return recipe.define{
     model:double()
     local sv, rows, cols, method = lmkit.analysis.logp_svdvals(model, corpus.test, {
       batch_size = 1, dtype = "float64", max_contexts = measure.contexts(cfg.max_contexts, cfg.dataset)})
-    local e = lmkit.analysis.hidden_size(sv, {bias = true, min_gap = cfg.min_gap})
+    -- The encoder says whether its output is centred (one dimension less: d = r − 1).
+    local e = lmkit.analysis.hidden_size(sv, {bias = true, centred = model:output_centred(), min_gap = cfg.min_gap})
     return {test_ppl = summary.test_ppl, contexts = rows, vocab = cols, rank_method = method,
             rank = lmkit.analysis.press_rank(sv, rows, cols, "float64"), signal = e.signal, estimated = e.hidden_size,
             gap = e.gap, found = e.found, spectrum = lmkit.analysis.normalized_spectrum(sv):totable()}

@@ -1,5 +1,5 @@
 -- Bring your own model: the output layer of a model lmkit did not train — a released LLM's
--- unembedding, a published AWD-LSTM/MoS decoder — read from its weight file (safetensors, NumPy
+-- unembedding, a published AWD-LSTM decoder — read from its weight file (safetensors, NumPy
 -- .npy/.npz, torch.save), and asked the softmax bottleneck's questions: its vocabulary size N and
 -- width d, the rank bound d + 1 of its logits (d without a bias), the decoder's spectrum, and which
 -- words can never be the top-1 prediction (exact, by linear programs; Demeter et al. 2020, Grivas
@@ -17,6 +17,13 @@
 -- vocab.json). Our choices (the papers are silent): the tolerance (a best lead ≤ 1e-6 nats counts as
 -- unargmaxable) and the box [−1, 1]^d (a tanh/LSTM output's range; a Transformer's final LayerNorm
 -- output is not bounded so, hence the free region beside it).
+--
+-- What it proves: the exact method covers a single-softmax decoder, P = softmax(W·h + b). For a
+-- mixture (MoS, MoC) the decoder W, b is what each component's softmax shares, and the words
+-- reported are those no single component can rank first; a mixture of components can still rank
+-- such a word first (an average of distributions can put on top a word that tops none of them), so
+-- for a mixture this is no proof of unargmaxability. The report says so for every decoder;
+-- lmkit.analysis.model_argmaxable(model, {tokens = ...}) checks a trained mixture on contexts.
 local recipe = require "lmkit.recipe"
 local lineup = require "presets.lineup"
 local report_files = require "presets.report_files"
@@ -73,6 +80,7 @@ return recipe.define{
     bound = recipe.setting(1, "the box's half-width"),
     tolerance = recipe.setting(1e-6, "a best lead at or below this (nats) counts as unargmaxable"),
     examples = recipe.setting(12, "unargmaxable tokens shown in the report"),
+    centred = recipe.setting(false, "h leaves a final LayerNorm (GPT-2's ln_f, lmkit's Transformer; not an RMSNorm): the rank bound is one less with a bias"),
   },
 
   grid = function(cfg)
@@ -150,15 +158,20 @@ return recipe.define{
     if not first.has_bias then
       t:note("Without a bias, scaling h does not change which word is the top-1: the box and ℝ^d give the same words.")
     end
-    local bound = first.has_bias and first.width + 1 or first.width
+    local bound = lmkit.analysis.rank_bound(first.width, first.has_bias, cfg.centred, true)
     t:note(("Rank bound (the softmax bottleneck): its logits over any number of contexts have rank ≤ %s = %d, " ..
-            "its log-probabilities ≤ %d (− log Z adds one), whatever N is."):format(first.has_bias and "d + 1" or "d (no bias)",
-            bound, bound + 1))
+            "its log-probabilities ≤ %d (− log Z adds one), whatever N is%s."):format(
+            bound == first.width and "d" or "d + 1", bound, lmkit.analysis.rank_bound(first.width, first.has_bias, cfg.centred, false),
+            cfg.centred and (" (h centred by a final LayerNorm, centred = true: its rows span d − 1 dimensions plus the " ..
+              "LayerNorm's shift" .. (first.has_bias and ", which merges with the bias)" or ")"))
+              or (first.has_bias and "" or " (no bias)")))
     t:note(("Decoder spectrum: σ_max = %.4g, σ_min = %.4g (σ_max/σ_min = %.3g), 99%%-energy rank %d of %d; SVD %.2f s, " ..
             "reading the file %.2f s."):format(first.sv_max, first.sv_min, first.sv_max / first.sv_min,
             first.effective_rank, math.min(first.words, first.width), first.svd_seconds, first.read_seconds))
     t:note(("A word is unargmaxable when no h makes it the strict top-1: its best lead over every other word is ≤ %g " ..
-            "nats (exact: linear programs, GLPK, for the words a scan of candidate h does not certify)."):format(cfg.tolerance))
+            "nats (exact: linear programs, GLPK, for the words a scan of candidate h does not certify). Exact for a " ..
+            "single-softmax decoder; for a mixture's shared decoder (MoS, MoC) these are the words no single " ..
+            "component can rank first, which the mixture still may: no proof for a mixture."):format(cfg.tolerance))
     report_files.print_and_save(t, ctx.out, "report")
     local plot_file = ctx.out .. "/spectrum.png"
     lmkit.plot.spectrum{out = plot_file, values = lmkit.tensor(first.spectrum), normalize = false,

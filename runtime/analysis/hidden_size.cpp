@@ -1,5 +1,7 @@
 #include "runtime/analysis/hidden_size.h"
 
+#include "runtime/analysis/rank_bound.h"
+
 #include <cmath>
 #include <limits>
 #include <string>
@@ -15,16 +17,17 @@ const config::BoundOptions<HiddenSizeOptions>& declared_options(config::Tag<Hidd
   static const config::BoundOptions<HiddenSizeOptions> options(
       "hidden_size",
       {{"bias", &HiddenSizeOptions::bias, "the model's logits have a bias"},
+       {"centred", &HiddenSizeOptions::centred, "the model's h is centred by a final LayerNorm (a Transformer's: m:output_centred()): log P's rank ≤ d + 1, so d = r − 1"},
        {"min_gap", &HiddenSizeOptions::min_gap, Range{1.0, std::nullopt, true, false},
         "the ratio σ_r/σ_{r+1} a gap must reach to count as the signature"}});
   return options;
 }
 
 HiddenSizeEstimate estimate_hidden_size(const torch::Tensor& singular_values, const HiddenSizeOptions& options) {
-  const bool bias = options.bias;
   const double min_gap = options.min_gap;
+  const auto offset = logp_rank_offset({options.bias, options.centred});  // log P's rank ≤ d + offset
   // r of d = 1: the first position the gap is searched at
-  const std::int64_t first = bias ? 3 : 2;
+  const std::int64_t first = offset + 1;
   if (singular_values.dim() != 1 || singular_values.size(0) < first + 1) {
     throw UsageError("hidden size: needs a 1-D tensor of at least " + integer_text(first + 1) +
                      " singular values, got size " + format_shape(singular_values.sizes()));
@@ -48,7 +51,7 @@ HiddenSizeEstimate estimate_hidden_size(const torch::Tensor& singular_values, co
     }
     if (s[r] == 0) break;
   }
-  estimate.hidden_size = estimate.signal - (bias ? 2 : 1);
+  estimate.hidden_size = estimate.signal - offset;
   estimate.found = estimate.gap >= min_gap;
   return estimate;
 }

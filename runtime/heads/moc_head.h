@@ -1,4 +1,4 @@
-// Mixture of Contexts MoC(K) (Yang et al. 2018, §3.3 and Table 5.6): the mixture moved inside
+// Mixture of Contexts MoC(K) (Yang et al. 2018, §2.5; Tables 5 and 6): the mixture moved inside
 // the softmax, which keeps the bottleneck:
 //   log P = log_softmax((Σ_k π_k h_k)·Eᵀ + b)
 // with h_k, π, dropoutl and parameters exactly as MoS (mos_head.h). When one prior dominates

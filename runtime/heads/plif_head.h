@@ -7,7 +7,8 @@
 // own_lr_parameters() returns {v} and own_lr() the rate, which the trainer uses unless its
 // own_lr option says otherwise. freeze = true keeps v at its initial value (LMS-PLIF†, Table
 // 5.16): v stays a parameter (counted, saved) but requires no gradient.
-// f-logits: ops::plif puts f(0) near 0 (f(−T) = −T·s₀); authors_offset = true shifts them by T·s₀
+// f-logits: ops::plif starts its curve at f(−T) = −T·s₀ (so f(0) = 0 only when every slope left of 0
+// is 1; with σ = 1 the slopes scatter and f(0) lands ±14 logits away); authors_offset = true shifts them by T·s₀
 // to the authors' f(−T) = 0 (b₀ = T·s₀), so that a Press rank of f-logits compares with theirs.
 // The shift is the same for every word, so log-probabilities do not change.
 // h [..., d] → [M, N].

@@ -153,6 +153,8 @@ LanguageModelImpl::LanguageModelImpl(LanguageModelOptions opts, Head built_head)
   if (options.decoder_bias()) decoder_bias = register_parameter("decoder_bias", torch::zeros({vocab}));  // host: as decoder_weight
 }
 
+bool LanguageModelImpl::output_is_centred() const { return is_transformer() && TransformerEncoderImpl::centred_output; }
+
 nlohmann::json LanguageModelImpl::training_defaults(const nlohmann::json& given) const {
   return is_transformer() ? transformer->training_defaults(given) : nlohmann::json::object();
 }

@@ -74,6 +74,9 @@ class LanguageModelImpl : public torch::nn::Module {
   // The encoder's training protocol for the options a script leaves unset (`given`: those it set),
   // as train options JSON: empty for the AWD-LSTM, whose protocol is TrainOptions' own defaults.
   nlohmann::json training_defaults(const nlohmann::json& given) const;
+  // Whether the encoder's output h is centred (TransformerEncoderImpl::centred_output); the
+  // AWD-LSTM's is not. It lowers a Softmax head's rank bound by one (analysis/rank_bound.h).
+  bool output_is_centred() const;
 
   Decoder decoder() const;
   // {"embedding", "lstm", "decoder", "head", "total"} → number of parameters (frozen ones included);

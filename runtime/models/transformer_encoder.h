@@ -68,6 +68,10 @@ class TransformerEncoderImpl : public torch::nn::Module {
   // 0.1 on matrices, a warm-up of 100 steps then a cosine to lr/10, clipping at 1, fixed windows of
   // `context` tokens, no ASGD switch. SGD at the AWD-LSTM's lr 30 makes a Transformer diverge.
   nlohmann::json training_defaults(const nlohmann::json& given) const;
+  // Its output ends in a LayerNorm: h = γ⊙n + β with n centred (1ᵀn = 0), so the rows of H span a
+  // (d − 1)-dimensional subspace plus the constant β, which merges with a decoder bias: a Softmax
+  // head's log P has rank ≤ d + 1, not the d + 2 of an uncentred h (analysis/rank_bound.h).
+  static constexpr bool centred_output = true;
   void reset_parameters();
   // The closed form above.
   static std::int64_t parameter_count(const TransformerOptions& options);

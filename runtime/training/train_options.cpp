@@ -22,7 +22,7 @@ const config::BoundOptions<TrainOptions>& bound() {
         {"optimizer", &TrainOptions::optimizer, config::OneOf{{"sgd", "adam", "adamw"}}, "\"sgd\" (switches to ASGD by the policy), \"adam\" or \"adamw\" (decoupled weight decay, none on biases and norms)"},
         {"wdecay", &TrainOptions::wdecay, Range::non_negative(), "weight decay"},
         {"clip", &TrainOptions::clip, Range::non_negative(), "gradient-norm clipping (0: off)"},
-        {"own_lr", &TrainOptions::own_lr, Range::positive(), "learning rate of a head's own-lr parameters (PLIF's slopes); nil: the head's own rate"},
+        {"own_lr", &TrainOptions::own_lr, Range::positive(), "learning rate of a head's own-lr parameters (PLIF's slopes); nil: the head's own rate under SGD, the main lr under adam/adamw"},
         {"batch_size", &TrainOptions::batch_size, Range::at_least(1), "columns of the training stream"},
         {"small_batch_size", &TrainOptions::small_batch_size, Range::non_negative(), "columns per chunk of gradient accumulation (0: batch_size, no accumulation)"},
         {"bptt", &TrainOptions::bptt, Range::at_least(1), "mean BPTT window length"},

@@ -119,13 +119,17 @@ json run_config(const LanguageModel& model, const data::Corpus& corpus, const Tr
 std::vector<ParameterGroup> Trainer::State::make_groups(double lr) {
   std::set<const void*> own;
   for (const auto& p : model->head->own_lr_parameters()) own.insert(p.unsafeGetTensorImpl());
-  ParameterGroup main{"main", {}, lr, options.wdecay};
-  // The training option, else the head's own rate (PLIF's 0.02), else the main one.
-  ParameterGroup own_group{"own_lr", {}, options.own_lr.value_or(model->head->own_lr().value_or(lr)), options.wdecay};
-  // AdamW decays matrices only: biases, LayerNorm gains and other vectors keep their scale (the
-  // usual rule for Transformers, e.g. GPT-2's and nanoGPT's).
-  ParameterGroup no_decay{"no_decay", {}, lr, 0.0};
+  const bool adaptive = options.optimizer != "sgd";
   const bool decoupled = options.optimizer == "adamw";
+  ParameterGroup main{"main", {}, lr, options.wdecay};
+  // The training option, else the head's own rate (PLIF's 0.02: an SGD rate, thesis §4.3.2.1; under
+  // Adam, whose steps do not scale with the gradient, it was 7-20× the main rate), else the main one.
+  const double own_lr = options.own_lr.value_or(adaptive ? lr : model->head->own_lr().value_or(lr));
+  // AdamW decays matrices only: biases, LayerNorm gains and other vectors — the own-lr parameters
+  // among them (PLIF's slope vector) — keep their scale (the usual rule for Transformers, e.g.
+  // GPT-2's and nanoGPT's).
+  ParameterGroup own_group{"own_lr", {}, own_lr, decoupled ? 0.0 : options.wdecay};
+  ParameterGroup no_decay{"no_decay", {}, lr, 0.0};
   for (const auto& p : params) {
     if (own.count(p.unsafeGetTensorImpl())) {
       own_group.params.push_back(p);

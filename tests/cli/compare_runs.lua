@@ -1,7 +1,7 @@
 -- lmkit run compare_runs.lua -- DIR_A DIR_B: the two runs' metrics and final numbers must agree
--- exactly, wall-clock fields aside.
+-- exactly, wall-clock fields and the runs' ids aside.
 local a, b = lmkit.open_run(arg[1]), lmkit.open_run(arg[2])
-local clock = {tokens_per_s = true, seconds = true, epoch_seconds = true}
+local clock = {tokens_per_s = true, seconds = true, epoch_seconds = true, run_id = true}
 local ma, mb = a:metrics(), b:metrics()
 assert(#ma == #mb, ("metrics differ in length: %d vs %d records"):format(#ma, #mb))
 for i = 1, #ma do

@@ -104,14 +104,27 @@ T.test("every model analysis takes a Transformer, its stream read as a sliding c
   local lang = lmkit.data.synthetic{vocab = 30, states = 8, dim = 4}
   local tokens = lang:generate(300)
   local m = lmkit.model{encoder = "transformer", vocab_size = 30, emb = 8, nlayers = 1, heads = 2, ff = 16, context = 16}
+  -- Every parameter moved off its initial value (the decoder bias and LayerNorm shifts start at 0,
+  -- which would leave the rank one below its bound).
+  lmkit.no_grad(function()
+    for _, p in ipairs(m:parameters()) do p:add_(lmkit.randn(table.unpack(p:size())), 0.3) end
+  end)
   -- The analyses' default windows (bptt 70) are read in chunks of the context.
   local q = lmkit.analysis.logp_matrix(m, tokens)
   T.eq(q:size(), {299, 30})
   T.near(q:exp():sum(2), lmkit.ones(299), 1e-4)
   local sv, rows, cols = lmkit.analysis.logp_svdvals(m, tokens, {dtype = "float64"})
   T.eq({rows, cols}, {299, 30})
-  T.truthy(lmkit.analysis.press_rank(sv, rows, cols) <= 8 + 2, "a softmax over d = 8 has rank ≤ d + 2")
-  T.eq(type(lmkit.analysis.hidden_size(sv).hidden_size), "number")
+  -- The final LayerNorm centres h: rank ≤ d + 1, and hidden_size, told so by the model, finds d.
+  T.eq(m:output_centred(), true)
+  T.eq(lmkit.model{vocab_size = 30, emb = 8, nhid = 8, nhidlast = 8, nlayers = 1}:output_centred(), false)
+  T.truthy(lmkit.analysis.press_rank(sv, rows, cols) <= 8 + 1, "a softmax over a centred d = 8 has rank ≤ d + 1")
+  T.eq({lmkit.analysis.rank_bound(8, true, false, false), lmkit.analysis.rank_bound(8, true, true, false),
+        lmkit.analysis.rank_bound(8, false, false, false), lmkit.analysis.rank_bound(8, false, true, true),
+        lmkit.analysis.rank_bound(8, true, false, true)}, {10, 9, 9, 8, 9})
+  T.raises(function() lmkit.analysis.rank_bound(0, true, false, false) end, "d must be at least 1")
+  local e = lmkit.analysis.hidden_size(sv, {centred = m:output_centred()})
+  T.eq({e.found, e.hidden_size}, {true, 8})
   T.raises(function() lmkit.analysis.model_argmaxable(m) end, "use region = \"free\"")
   local free = lmkit.analysis.model_argmaxable(m, {region = "free"})
   T.eq(free.method, "lp")

@@ -6,6 +6,9 @@
 #include <functional>
 #include <string>
 
+#include "runtime/analysis/hidden_size.h"
+#include "runtime/analysis/matrix_rank.h"
+#include "runtime/analysis/rank_bound.h"
 #include "runtime/core/error.h"
 #include "runtime/heads/head_registry.h"
 #include "runtime/models/checkpoint.h"
@@ -166,6 +169,51 @@ TEST(TransformerModelTest, TheConfigNamesItsEncoderAndRefusesTheOthersOptions) {
   auto zero_context = transformer_config({{"kind", "softmax"}});
   zero_context["context"] = 0;
   EXPECT_TRUE(contains(failure([&] { LanguageModel m(language_model_options_from_json(zero_context)); }), "context"));
+}
+
+// The rank bound per encoder, in float64: a Softmax head's log P over many contexts has rank d + 2
+// on the AWD-LSTM but d + 1 on the Transformer, whose final LayerNorm centres h (its β merging with
+// the decoder bias). Both with a non-zero bias and, for the Transformer, LayerNorm gains and shifts
+// away from their initial 1 and 0; hidden_size recovers d from each with the encoder's declaration.
+TEST(TransformerModelTest, ASoftmaxHeadsRankBoundIsDPlusOneAfterTheFinalLayerNormAndDPlusTwoOnTheAwdLstm) {
+  const std::int64_t d = 8, words = 60;
+  torch::manual_seed(23);
+  auto transformer_options = transformer_config({{"kind", "softmax"}});
+  transformer_options["vocab_size"] = words;
+  transformer_options["context"] = 16;
+  LanguageModel transformer(language_model_options_from_json(transformer_options));
+  const nlohmann::json awd_options = {{"vocab_size", words}, {"emb", d}, {"nhid", 16}, {"nhidlast", d}, {"nlayers", 2},
+                                      {"dropout", 0.0}, {"dropouth", 0.0}, {"dropouti", 0.0}, {"dropoute", 0.0},
+                                      {"wdrop", 0.0}, {"head", {{"kind", "softmax"}}}};
+  LanguageModel awd(language_model_options_from_json(awd_options));
+  EXPECT_TRUE(transformer->output_is_centred());
+  EXPECT_FALSE(awd->output_is_centred());
+  {
+    torch::NoGradGuard no_grad;
+    transformer->transformer->final_norm->weight.uniform_(0.5, 1.5);
+    transformer->transformer->final_norm->bias.normal_(0, 0.5);
+    for (auto* model : {&transformer, &awd}) (*model)->decoder_bias.normal_(0, 0.5);
+  }
+  const auto ids = torch::randint(0, words, {16, 20}, torch::kInt64);  // 320 contexts > 60 words
+  const std::vector<std::pair<LanguageModel*, std::int64_t>> cases{{&transformer, d + 1}, {&awd, d + 2}};
+  for (const auto& [model, bound] : cases) {
+    (*model)->to(torch::kFloat64);
+    (*model)->eval();
+    const auto q = log_probs_of(*model, ids);
+    const auto sv = torch::linalg_svdvals(q);
+    const auto facts = analysis::RankBoundFacts{true, (*model)->output_is_centred()};
+    EXPECT_EQ(d + analysis::logp_rank_offset(facts), bound);
+    EXPECT_EQ(analysis::press_rank(sv, q.size(0), q.size(1), torch::kFloat64), bound) << (*model)->options.encoder_kind();
+    // A real gap: σ_bound far above float64's noise, σ_bound+1 at it.
+    EXPECT_GT(sv[bound - 1].item<double>() / sv[0].item<double>(), 1e-8);
+    EXPECT_LT(sv[bound].item<double>() / sv[0].item<double>(), 1e-12);
+    analysis::HiddenSizeOptions options;
+    options.centred = (*model)->output_is_centred();
+    EXPECT_EQ(analysis::estimate_hidden_size(sv, options).hidden_size, d) << (*model)->options.encoder_kind();
+  }
+  // Read without the encoder's declaration, a Transformer's d comes out one too small.
+  const auto q = log_probs_of(transformer, ids);
+  EXPECT_EQ(analysis::estimate_hidden_size(torch::linalg_svdvals(q)).hidden_size, d - 1);
 }
 
 }  // namespace

@@ -261,7 +261,7 @@ TEST_F(TrainerTest, ResumeRemovesTemporariesOfKilledWritersOnly) {
   auto options = tiny_options();
   options.epochs = 1;
   Trainer(tiny_model(), tiny_corpus(), options, dir("leftovers")).run();
-  EXPECT_NE(read_text(dir("leftovers") + "/log.txt").find("on synthetic for 1 epoch; run directory"), std::string::npos);
+  EXPECT_NE(read_text(dir("leftovers") + "/log.txt").find("on synthetic for 1 epoch with sgd at lr 5; run directory"), std::string::npos);
   fs::remove(fs::path(dir("leftovers")) / "summary.json");  // as if killed before the end
   const auto stale = fs::path(dir("leftovers")) / ("state.ckpt.tmp." + std::to_string(dead_pid()));
   const auto live = fs::path(dir("leftovers")) / "last.ckpt.tmp.1";  // init runs: its writer may be alive
