@@ -297,6 +297,24 @@ TEST_F(TrainerTest, PlifSlopesTrainAtTheHeadsOwnRateUnlessTheOptionsSayOtherwise
   options.own_lr = 0.5;
   Trainer(plif_model(), tiny_corpus(), options, dir("plif-option")).run();
   EXPECT_EQ(group_rates("plif-option").at("own_lr"), 0.5);
+
+  // Under AdamW the head's 0.02 (an SGD rate) gives way to the main lr, and the slope vector, as
+  // every vector there, is not decayed (it sat in a decayed group at 7-20× the main rate).
+  options = tiny_options();
+  options.epochs = 1;
+  options.optimizer = "adamw";
+  options.lr = 2e-3;
+  options.wdecay = 0.1;
+  Trainer(plif_model(), tiny_corpus(), options, dir("plif-adamw")).run();
+  const auto path = dir("plif-adamw") + "/state.ckpt";
+  std::map<std::string, std::pair<double, double>> groups;
+  const auto optimizer = decode_container(read_file(path), path).header.at("state").at("optimizer");
+  for (const auto& g : optimizer.at("groups")) {
+    groups[g.at("name").get<std::string>()] = {g.at("lr").get<double>(), g.at("weight_decay").get<double>()};
+  }
+  EXPECT_EQ(groups.at("own_lr"), std::make_pair(2e-3, 0.0));
+  EXPECT_EQ(groups.at("main"), std::make_pair(2e-3, 0.1));
+  EXPECT_EQ(groups.at("no_decay").second, 0.0);
 }
 
 TEST_F(TrainerTest, TrainPplIsTheLoopLossOfTheBestValidationEpoch) {
