@@ -14,10 +14,10 @@
 --
 -- Our choices (the thesis trains no Transformer): the sizes of each scale below; AdamW (lr 3e−3 at
 -- tiny, 1e−3 above; weight decay 0.1 on matrices only), a linear warm-up then a cosine decay to
--- lr/10, gradient clipping at 1, fixed windows of the model's context (bptt = context). Validation
--- and test read the stream in non-overlapping windows of `context` tokens (each window starts
--- afresh: batch sizes 10 and 1, as the AWD-LSTM's), one prediction per token — the AWD-LSTM's
--- perplexity definition. The heads take the line-up's options (GSS (c, k) as the thesis chose per
+-- lr/10, gradient clipping at 1, fixed windows of the model's context (bptt = context), each read
+-- alone. Validation and test predict every token from exactly the `context` tokens before it (a
+-- sliding context of stride 1: batch sizes 10 and 1, as the AWD-LSTM's), one prediction per token —
+-- the AWD-LSTM's perplexity definition. The heads take the line-up's options (GSS (c, k) as the thesis chose per
 -- dataset, MoS's K and dropout of the scale's MoS configuration, Mixtape's defaults). LMS-PLIF's
 -- slopes train at the main lr (the head's own 0.02 is an SGD rate; under AdamW it was 7-20× the
 -- main rate) without weight decay, as every vector under AdamW.
@@ -160,7 +160,8 @@ return recipe.define{
     t:note(("Encoder: causal pre-LayerNorm Transformer, %d blocks, d = %d, %d heads, MLP %d, context %d, learned positions, " ..
             "dropout %.2g; AdamW (weight decay 0.1 on matrices), warm-up %d steps then cosine to lr/10 (lr %.3g; " ..
             "LMS-PLIF's slopes at the same lr, not decayed), clip 1, " ..
-            "fixed windows of %d tokens. Validation and test: non-overlapping windows of %d tokens (batch 10 and 1). " ..
+            "fixed windows of %d tokens, each read alone. Validation and test: every token predicted from exactly the %d " ..
+            "tokens before it (a sliding context; batch 10 and 1). " ..
             "p: two-sided Wilcoxon rank-sum against Softmax over the sampled seeds (the configuration's own seed, " ..
             "which several heads share, left out as the thesis's Table 4.9 does); t p: unpaired t-test."):format(
       s.model.nlayers, s.model.emb, s.model.heads, s.model.ff, s.model.context, s.model.dropout, s.train.warmup,

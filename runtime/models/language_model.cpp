@@ -170,23 +170,59 @@ Decoder LanguageModelImpl::decoder() const {
   return {options.tie_weights() ? embedding() : decoder_weight, decoder_bias};
 }
 
+namespace {
+
+// Token positions one forward pass of the per-position windows below may hold (bounds the memory of
+// reading a long window exactly: 2^16 positions of d floats per activation).
+constexpr std::int64_t kSlidingPositionsPerPass = std::int64_t{1} << 16;
+
+}  // namespace
+
+std::pair<torch::Tensor, torch::Tensor> sliding_context(TransformerEncoderImpl& encoder, const torch::Tensor& ids,
+                                                        const torch::Tensor& previous) {
+  if (ids.dim() != 2 || ids.scalar_type() != torch::kInt64) throw UsageError("Transformer input must be int64 token ids [T, B]");
+  if (previous.dim() != 2 || previous.size(1) != ids.size(1) || previous.scalar_type() != torch::kInt64) {
+    throw UsageError("Transformer state must be the int64 previous tokens [P, " + integer_text(ids.size(1)) +
+                     "] (use init_hidden(batch_size))");
+  }
+  const auto context = encoder.options.context;
+  const auto T = ids.size(0), B = ids.size(1);
+  const auto kept = std::min<std::int64_t>(previous.size(0), context - 1);
+  const auto tokens = torch::cat({previous.slice(0, previous.size(0) - kept).to(ids.device()), ids}, 0);  // [S, B]
+  const auto S = kept + T;
+  const auto next_state = tokens.slice(0, std::max<std::int64_t>(0, S - (context - 1))).detach();
+  std::vector<torch::Tensor> outputs;
+  // Stream positions j < context (of tokens) see every token from 0: one causal pass.
+  const auto first_end = std::min(S, context);
+  if (first_end > kept || T == 0) {
+    outputs.push_back(encoder.forward(tokens.slice(0, kept, first_end), tokens.slice(0, 0, kept)).output);
+  }
+  // Each later position j sees exactly tokens j − context + 1 … j, its own window from position 0:
+  // the windows ending at j = first_end … S − 1 side by side in the batch, as many per pass as the
+  // memory bound allows; the last position of each is j's output.
+  if (S > first_end) {
+    const auto windows = tokens.unfold(0, context, 1);  // [S − context + 1, B, context]: window w = tokens w … w + c − 1
+    const auto per_pass = std::max<std::int64_t>(1, kSlidingPositionsPerPass / (B * context));
+    for (std::int64_t end = first_end; end < S; end += per_pass) {
+      const auto last = std::min(S, end + per_pass);
+      const auto n = last - end;
+      auto batch = windows.slice(0, end - context + 1, last - context + 1)  // [n, B, c]
+                       .permute({2, 0, 1})
+                       .reshape({context, n * B});
+      auto out = encoder.forward(batch, encoder.initial_state(n * B)).output;  // [c, n·B, emb]
+      outputs.push_back(out.select(0, context - 1).reshape({n, B, out.size(2)}));
+    }
+  }
+  return {outputs.size() == 1 ? outputs.front() : torch::cat(outputs, 0), next_state};
+}
+
 AwdLstmOutput LanguageModelImpl::encode(const torch::Tensor& ids, const LstmState& hidden) {
   if (!is_transformer()) return encoder->forward(ids, hidden);
   if (hidden.size() != 1) {
     throw UsageError("a Transformer's state is one pair {previous tokens, {}}, got " + integer_text(hidden.size()) +
                      " (use init_hidden(batch_size))");
   }
-  // A window longer than the context is read in chunks of `context` tokens, each continuing from the
-  // tokens before it: the sliding context an evaluation with the AWD-LSTM's bptt 70 then sees.
-  const auto context = transformer->options.context;
-  auto state = hidden.front().first;
-  std::vector<torch::Tensor> outputs;
-  for (std::int64_t start = 0; start < ids.size(0) || outputs.empty(); start += context) {
-    auto out = transformer->forward(ids.slice(0, start, std::min(ids.size(0), start + context)), state);
-    outputs.push_back(out.output);
-    state = out.state;
-  }
-  auto output = outputs.size() == 1 ? outputs.front() : torch::cat(outputs, 0);
+  auto [output, state] = sliding_context(*transformer, ids, hidden.front().first);
   return {output, output, {{state, hidden.front().second}}};
 }
 

@@ -77,6 +77,10 @@ class LanguageModelImpl : public torch::nn::Module {
   // Whether the encoder's output h is centred (TransformerEncoderImpl::centred_output); the
   // AWD-LSTM's is not. It lowers a Softmax head's rank bound by one (analysis/rank_bound.h).
   bool output_is_centred() const;
+  // Whether training reads each window alone, from no earlier tokens (the Transformer's fixed-length
+  // contexts: its exact sliding context would cost a pass per position); the AWD-LSTM carries its
+  // state from window to window.
+  bool trains_on_separate_windows() const { return is_transformer(); }
 
   Decoder decoder() const;
   // {"embedding", "lstm", "decoder", "head", "total"} → number of parameters (frozen ones included);
@@ -95,6 +99,15 @@ class LanguageModelImpl : public torch::nn::Module {
 };
 
 TORCH_MODULE(LanguageModel);
+
+// A Transformer's reading of a stream: every position of `ids` [T, B] (any T) attends over exactly
+// the last `context` tokens up to itself — those of `previous` [P, B] (the stream before) and of
+// `ids` — with positions counted from the oldest of them, as reading the stream one token at a time
+// would. Positions whose window starts at the stream's first kept token share one causal pass;
+// each later one is its own window (up to `context`× the work of one pass: the price of the exact
+// sliding context). Returns the outputs [T, B, emb] and the next state: the last context − 1 tokens.
+std::pair<torch::Tensor, torch::Tensor> sliding_context(TransformerEncoderImpl& encoder, const torch::Tensor& ids,
+                                                        const torch::Tensor& previous);
 
 // The input embedding [vocab, emb] (the decoder's too when tied), detached.
 torch::Tensor input_embedding(const LanguageModel& model);

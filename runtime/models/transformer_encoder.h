@@ -14,10 +14,11 @@
 // Init (GPT-2): E, W_qkv, W_1 ~ N(0, 0.02²), P ~ N(0, 0.01²), the residual projections W_o and W_2
 // ~ N(0, (0.02/√(2·nlayers))²), biases 0, LayerNorm gains 1.
 //
-// The state carried between calls is the stream's previous tokens [P, B] (P < context): a call of T
-// tokens attends over its own and the last min(P, context − T) before them (positions 0 … counted
-// from the oldest kept), so a stream read in windows sees a sliding context of up to `context`
-// tokens; the next state keeps the last context − 1 tokens. Fixed-length training contexts start
+// forward(ids, previous) is one causal pass: a call of T ≤ context tokens attends over its own and
+// the last min(P, context − T) tokens of `previous` [P, B] (positions 0 … counted from the oldest
+// kept); the next state keeps the last context − 1 tokens. A stream is read with the exact sliding
+// context — every position over exactly the `context` tokens up to itself, whatever the windows —
+// by sliding_context (language_model.h), which LanguageModel's encode uses. Training windows start
 // from an empty state.
 #pragma once
 #include <cstdint>

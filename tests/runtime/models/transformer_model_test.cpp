@@ -89,26 +89,44 @@ TEST(TransformerModelTest, EveryHeadTrainsAFewStepsAndLowersTheLoss) {
   }
 }
 
-TEST(TransformerModelTest, AWindowLongerThanTheContextIsReadInChunksOfIt) {
+// Every position sees exactly the `context` tokens up to itself, whatever the windows the stream is
+// read in: one token at a time, windows of 3, 12 (longer than the context) or the whole stream at
+// once give the same log-probabilities (float64), and each equals the model run on that position's
+// own window from an empty state. A full window used to start afresh (0.13 nats off at context 4).
+TEST(TransformerModelTest, EveryPositionSeesExactlyItsContextWhateverTheWindows) {
   auto config = transformer_config({{"kind", "softmax"}});
-  config["context"] = 5;
+  config["context"] = 4;
   torch::manual_seed(6);
   LanguageModel model(language_model_options_from_json(config));
   model->to(torch::kFloat64);
   model->eval();
-  const auto ids = torch::randint(0, 13, {12, 2}, torch::kInt64);
+  const std::int64_t length = 30, context = 4;
+  const auto ids = torch::randint(0, 13, {length, 2}, torch::kInt64);
   torch::NoGradGuard no_grad;
-  const auto [whole, whole_state] = model->log_probs(ids, model->init_hidden(2));
-  auto state = model->init_hidden(2);
-  std::vector<torch::Tensor> parts;
-  for (const auto& [start, end] : std::vector<std::pair<std::int64_t, std::int64_t>>{{0, 5}, {5, 10}, {10, 12}}) {
-    auto [part, next] = model->log_probs(ids.slice(0, start, end), state);
-    parts.push_back(part);
-    state = next;
+  auto read_in_windows = [&](std::int64_t window) {
+    auto state = model->init_hidden(2);
+    std::vector<torch::Tensor> parts;
+    for (std::int64_t start = 0; start < length; start += window) {
+      auto [part, next] = model->log_probs(ids.slice(0, start, std::min(length, start + window)), state);
+      parts.push_back(part);
+      state = next;
+    }
+    EXPECT_EQ(state.front().first.size(0), context - 1);  // the last context − 1 tokens
+    EXPECT_TRUE(torch::equal(state.front().first, ids.slice(0, length - (context - 1))));
+    return torch::cat(parts, 0);
+  };
+  const auto one_at_a_time = read_in_windows(1);
+  for (const std::int64_t window : {3, 4, 12, 30}) {
+    const auto read = read_in_windows(window);
+    EXPECT_LT((read - one_at_a_time).abs().max().item<double>(), 1e-12) << "windows of " << window;
   }
-  EXPECT_TRUE(torch::equal(whole, torch::cat(parts, 0)));
-  EXPECT_TRUE(torch::equal(whole_state.front().first, state.front().first));
-  EXPECT_EQ(whole_state.front().first.size(0), 4);  // the last context − 1 tokens
+  // The definition itself: position t's log P is the model's on tokens max(0, t − 3) … t alone.
+  for (std::int64_t t = 0; t < length; ++t) {
+    const auto own = ids.slice(0, std::max<std::int64_t>(0, t - (context - 1)), t + 1);
+    const auto expected = model->log_probs(own, model->init_hidden(2)).first.slice(0, (own.size(0) - 1) * 2);
+    const auto got = one_at_a_time.slice(0, t * 2, (t + 1) * 2);
+    EXPECT_LT((got - expected).abs().max().item<double>(), 1e-12) << "position " << t;
+  }
 }
 
 class TransformerCheckpointTest : public testing::TemporaryFolderTest {
