@@ -357,7 +357,17 @@ end
 
 -- What `lmkit run` does with the value a script returns: a recipe is run, anything else ignored.
 function recipe.run_returned(value)
-  if recipe.is_recipe(value) then value:main() end
+  if not recipe.is_recipe(value) then return end
+  -- A recipe takes its settings from --set only: an argument after its name would be ignored (and a
+  -- run with "epochs=2" report the defaults' numbers as if it had taken it).
+  local args = rawget(_G, "arg")
+  if type(args) == "table" and args[1] ~= nil then
+    local given = tostring(args[1])
+    local hint = given:find("=", 1, true) and (" (did you mean --set %s?)"):format(given)
+      or " (a recipe takes its settings as --set key=value)"
+    error(("recipe %s: unexpected argument '%s'%s"):format(value.name, given, hint), 0)
+  end
+  value:main()
 end
 
 return recipe
