@@ -42,7 +42,8 @@ const std::string& model_doc() {
     const config::OptionSchema options("model", language_model_option_specs());
     const auto signature = options.signature();  // "{vocab_size=10000, ...}"
     return "lmkit.model" + signature.substr(0, signature.size() - 1) + ", head=lmkit.heads.softmax()} -> Model\n"
-           "An AWD-LSTM language model with the given output head (see docs/models.md); vocab_size is required.\n"
+           "A language model — an AWD-LSTM encoder (the default) or a causal Transformer (encoder = \"transformer\") — "
+           "with the given output head (see docs/models.md); vocab_size is required.\n"
            "Options:\n" + options.describe();
   }();
   return doc;
@@ -74,7 +75,7 @@ void open_model(lua_State* L, int module_index) {
       method<&to_float64>("double", "", "Converts the parameters to float64 (for gradient checks and exact rank analysis)."),
   };
   register_class<LanguageModelImpl>(L, methods,
-      "lmkit.Model — an AWD-LSTM language model with an output head (lmkit.model{...}, lmkit.load(path)).\n"
+      "lmkit.Model — a language model (an AWD-LSTM or a causal Transformer encoder) with an output head (lmkit.model{...}, lmkit.load(path)).\n"
       "Token ids are 0-based values (as Torch's embedding takes them), not Lua indices.");
   luaL_getmetatable(L, class_metatable<LanguageModelImpl>().c_str());
   lua_setfield(L, module_index, "Model");
