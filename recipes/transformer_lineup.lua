@@ -141,7 +141,7 @@ return recipe.define{
                               {key = "t_p", label = "t-test p", format = "%.2e"},
                             }),
     }
-    local significant = {}
+    local significant, lineup_outcome = {}, {}
     for _, h in ipairs(heads) do
       local line = lineup.head_row(h, all, expected, {})
       line.place = place[h]
@@ -152,6 +152,7 @@ return recipe.define{
         if line.p then
           -- The test is two-sided: a significant difference is better or worse than Softmax.
           significant[h] = line.p < 0.05 and means[h] < means.softmax
+          lineup_outcome[h] = line.p < 0.05 and means[h] > means.softmax and "worse" or nil
           line.significant = line.p >= 0.05 and "no" or (means[h] < means.softmax and "better" or "worse")
         end
       end
@@ -171,7 +172,10 @@ return recipe.define{
     local agree, disagree = {}, {}
     for _, h in ipairs{"sigsoftmax", "gss", "plif", "mos"} do
       if significant[h] ~= nil then
-        local label = ("%s %s"):format(lineup.label(h), significant[h] and "better" or "not significantly better")
+        -- The table's word for the head: better, worse (significantly, and so not better), or neither.
+        local outcome = significant[h] and "better"
+          or (lineup_outcome[h] == "worse" and "significantly worse" or "not significantly better")
+        local label = ("%s %s"):format(lineup.label(h), outcome)
         if significant[h] == thesis[h] then agree[#agree + 1] = label else disagree[#disagree + 1] = label end
       end
     end
