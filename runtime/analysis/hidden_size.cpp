@@ -1,11 +1,10 @@
 #include "runtime/analysis/hidden_size.h"
 
-#include "runtime/analysis/rank_bound.h"
-
 #include <cmath>
 #include <limits>
 #include <string>
 
+#include "runtime/analysis/rank_bound.h"
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
 #include "runtime/tensor/tensor_format.h"

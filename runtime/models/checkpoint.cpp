@@ -13,6 +13,7 @@
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
 #include "runtime/core/version.h"
+#include "runtime/models/run_id.h"
 #include "runtime/tensor/tensor_file.h"
 
 namespace lmkit {
@@ -223,9 +224,9 @@ Checkpoint load_checkpoint(const std::string& path) {
 nlohmann::json load_weights(LanguageModel& model, const std::string& path, const std::string& expected_run_id) {
   const auto container = decode_container(read_file(path, "checkpoint"), path);
   refuse_resume_state(container.header, path);
-  const auto stored_id = container.header.is_object() ? container.header.value("run_id", nlohmann::json()) : nlohmann::json();
-  if (!expected_run_id.empty() && stored_id.is_string() && stored_id.get<std::string>() != expected_run_id) {
-    throw UsageError("checkpoint '" + path + "' was written by another run (run id " + stored_id.get<std::string>() +
+  const auto stored_id = run_id_in(container.header);
+  if (!expected_run_id.empty() && !stored_id.empty() && stored_id != expected_run_id) {
+    throw UsageError("checkpoint '" + path + "' was written by another run (run id " + stored_id +
                      ") than this one (run id " + expected_run_id + "): it was copied in from elsewhere");
   }
   load_archive(model, container.archive, path);

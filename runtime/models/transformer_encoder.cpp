@@ -136,8 +136,9 @@ void TransformerEncoderImpl::reset_parameters() {
 }
 
 nlohmann::json TransformerEncoderImpl::training_defaults(const nlohmann::json& given) const {
-  const double lr = given.contains("lr") && given.at("lr").is_number() ? given.at("lr").get<double>() : 1e-3;
-  return {{"optimizer", "adamw"}, {"lr", 1e-3},       {"wdecay", 0.1},    {"clip", 1.0},
+  constexpr double kLr = 1e-3;
+  const double lr = given.contains("lr") && given.at("lr").is_number() ? given.at("lr").get<double>() : kLr;
+  return {{"optimizer", "adamw"}, {"lr", kLr},        {"wdecay", 0.1},    {"clip", 1.0},
           {"windows", "fixed"},   {"bptt", options.context}, {"schedule", "cosine"}, {"warmup", 100},
           {"min_lr", lr / 10},    {"switch", "none"}};
 }

@@ -5,6 +5,7 @@
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
 #include "runtime/models/checkpoint.h"
+#include "runtime/models/run_id.h"
 #include "runtime/training/run_store.h"
 
 namespace lmkit::training {
@@ -36,11 +37,10 @@ LanguageModel RunView::best_model() const {
   auto model = checkpoint.model;
   if (!store.exists("config.json")) return model;
   const auto config = store.read_json("config.json");
-  const auto own_id = config.is_object() ? config.value("run_id", nlohmann::json()) : nlohmann::json();
-  const auto stored_id = checkpoint.header.is_object() ? checkpoint.header.value("run_id", nlohmann::json()) : nlohmann::json();
-  if (own_id.is_string() && stored_id.is_string() && own_id != stored_id) {
-    throw UsageError("run '" + dir_ + "': best.ckpt was written by another run (run id " + stored_id.get<std::string>() +
-                     ") than this one (run id " + own_id.get<std::string>() + ", in its config.json); it was copied "
+  const auto own_id = run_id_in(config), stored_id = run_id_in(checkpoint.header);
+  if (!own_id.empty() && !stored_id.empty() && own_id != stored_id) {
+    throw UsageError("run '" + dir_ + "': best.ckpt was written by another run (run id " + stored_id +
+                     ") than this one (run id " + own_id + ", in its config.json); it was copied "
                      "in from elsewhere. Put this run's own best.ckpt back, or read that file with lmkit.load(path)");
   }
   const auto stored = config.find("model");

@@ -76,23 +76,22 @@ void Trainer::State::load_state() {
   const auto container = decode_container(read_file(path, "resume state"), path);
   const std::string source = "resume state '" + path + "'";
   // A state of another run (copied in by hand) resumed "silently" mixed two histories.
-  const auto stored_id = container.header.is_object() ? container.header.value("run_id", json()) : json();
-  const auto own_id = config.value("run_id", json());
-  if (stored_id.is_string() && own_id.is_string() && stored_id != own_id) {
-    throw UsageError(source + " belongs to another run (run id " + stored_id.get<std::string>() + ") than run directory '" +
-                     store.dir().string() + "' (run id " + own_id.get<std::string>() + ", in its config.json): it was "
+  const auto stored_id = run_id_in(container.header), own_id = run_id();
+  if (!stored_id.empty() && !own_id.empty() && stored_id != own_id) {
+    throw UsageError(source + " belongs to another run (run id " + stored_id + ") than run directory '" +
+                     store.dir().string() + "' (run id " + own_id + ", in its config.json): it was "
                      "copied in from elsewhere. Put this run's own state.ckpt back, or delete the state.ckpt to start "
                      "this run over");
   }
   // The same for metrics.jsonl: the resumed run continues its records, so they must be its own.
-  if (own_id.is_string()) {
+  if (!own_id.empty()) {
     const auto records = store.metrics();
     for (std::size_t i = 0; i < records.size(); ++i) {
-      const auto id = records[i].is_object() ? records[i].value("run_id", json()) : json();
-      if (id.is_string() && id != own_id) {
+      const auto id = run_id_in(records[i]);
+      if (!id.empty() && id != own_id) {
         throw UsageError("metrics file '" + store.path("metrics.jsonl") + "' line " + integer_text(i + 1) +
-                         " belongs to another run (run id " + id.get<std::string>() + ") than run directory '" +
-                         store.dir().string() + "' (run id " + own_id.get<std::string>() + "): it was copied in from "
+                         " belongs to another run (run id " + id + ") than run directory '" +
+                         store.dir().string() + "' (run id " + own_id + "): it was copied in from "
                          "elsewhere. Put this run's own metrics.jsonl back, or delete the run directory to start over");
       }
     }

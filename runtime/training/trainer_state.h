@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/models/run_id.h"
 #include "runtime/training/trainer.h"
 #include "runtime/core/atomic_file.h"
 #include "runtime/core/device.h"
@@ -108,10 +109,7 @@ struct Trainer::State : RunPosition, LossTotals, BestModel, AveragingState, Fine
   // The run's identity (config.json's run_id; empty for a run created before identities): written
   // into every record and checkpoint the run writes, so that files copied in from another run are
   // told apart on resume and when the best model is read.
-  std::string run_id() const {
-    const auto id = config.find("run_id");
-    return id != config.end() && id->is_string() ? id->get<std::string>() : std::string();
-  }
+  std::string run_id() const { return run_id_in(config); }
   void metric(json record) {
     if (const auto id = run_id(); !id.empty()) record["run_id"] = id;
     store.append_metric(record);
