@@ -82,7 +82,7 @@ void open_model(lua_State* L, int module_index) {
   static const Function functions[] = {
       {"model", lmkit_model, model_doc().c_str()},
       entry<&load_model>("lmkit", "load", "path", "A model saved with m:save(path), and the lmkit version that wrote it. Truncated, corrupted or foreign files fail with an error naming the file."),
-      entry<&import_reference_checkpoint>("lmkit", "import_checkpoint", "path", "The model of a state_dict saved by the reference code (format \"awd-lstm\": Merity et al.'s awd-lstm-lm; \"mos\": Yang et al.'s MoS code), sizes read from its shapes, in evaluation mode: its log-probabilities are the reference model's (see docs/analysis.md, Your own model)."),
+      entry<&import_reference_checkpoint>("lmkit", "import_checkpoint", "path", "The model of a state_dict saved by the reference code (format \"awd-lstm\": Merity et al.'s awd-lstm-lm; \"mos\": Yang et al.'s MoS code; \"thesis\": the thesis's code, its top_model a head), sizes read from its shapes, in evaluation mode: its log-probabilities are the reference model's (see docs/analysis.md, Your own model)."),
   };
   set_functions(L, module_index, "lmkit", functions);
 }

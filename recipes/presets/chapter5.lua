@@ -64,6 +64,8 @@ function chapter5.settings(own)
     models = recipe.setting("", "a folder to share trained models between recipes (\"\": each cell's own)"),
     import = recipe.setting("", "models read from the reference code's checkpoints instead of trained: key=PATH[,key=PATH] " ..
                                 "(softmax: an awd-lstm-lm state_dict; mos, mos_nt: a MoS code state_dict; docs/analysis.md)"),
+    import_floor = recipe.setting(0, "an imported MoS model's log(p + floor): 0 is log p exactly, as the thesis's code " ..
+                                     "computes it (our choice); 1e-8 is the MoS code's own computation"),
   }
   for k, v in pairs(own or {}) do s[k] = v end
   return s
@@ -143,8 +145,10 @@ end
 
 -- A reference checkpoint as the model of `entry`, with the valid/test perplexities of a run summary
 -- measured here on the corpus (the preset's evaluation batch sizes), since no run trained it.
-local function imported_model(entry, path, corpus, p)
-  local model = lmkit.import_checkpoint(path, {format = IMPORT_FORMATS[entry.key]})
+local function imported_model(entry, path, corpus, p, cfg)
+  local format = IMPORT_FORMATS[entry.key]
+  local floor = format == "mos" and (cfg.import_floor or 0) > 0 and cfg.import_floor or nil
+  local model = lmkit.import_checkpoint(path, {format = format, floor = floor})
   local n = corpus.vocab:size()
   local config = lmkit.json_decode(model:config())
   if config.vocab_size ~= n then
@@ -175,7 +179,7 @@ function chapter5.train(o)
   end
   local import_path = chapter5.imports(cfg)[entry.key]
   if import_path then
-    local model, summary = imported_model(entry, import_path, corpus, p)
+    local model, summary = imported_model(entry, import_path, corpus, p, cfg)
     return model, summary, corpus, p
   end
   local train = train_options(entry, p, cfg)
@@ -221,6 +225,10 @@ function chapter5.switch_note(results, cfg)
     local text = "NT-ASGD"
     if imports[entry.key] then
       text = "imported from the reference code's checkpoint " .. imports[entry.key] .. ", not trained here"
+      if IMPORT_FORMATS[entry.key] == "mos" then
+        text = text .. ((cfg.import_floor or 0) > 0 and (", log(p + %g) as the MoS code computes it"):format(cfg.import_floor)
+                                             or ", log p exactly (the MoS code's log(p + 1e-8): --set import_floor=1e-8)")
+      end
     elseif entry.switch == "et" then
       local p = presets.resolve{family = entry.family, dataset = cfg.dataset, scale = cfg.scale}
       text = ("ET-ASGD averaging after epoch %d"):format(presets.et_epoch(cfg, cfg.epochs > 0 and cfg.epochs or p.train.epochs))

@@ -3,11 +3,19 @@
 // lmkit.heads.* functions with their doc strings, the error messages and the test lists are all
 // derived from these declarations, so adding a head is one file with one LMKIT_REGISTER_HEAD.
 //
+// A head's options are a struct with TORCH_ARG fields whose declared_options() binds each one
+// (bound_options.h); declared_head_kind derives the schema and the factory from it:
+//
+//   const config::BoundOptions<GssHeadOptions>& declared_options(config::Tag<GssHeadOptions>) {
+//     static const config::BoundOptions<GssHeadOptions> options(
+//         "gss", {LMKIT_BOUND_ACCESSOR(GssHeadOptions, c, Number, double, any(), "the bending point"), ...});
+//     return options;
+//   }
 //   LMKIT_REGISTER_HEAD(gss) {
-//     return {"gss", "Generalized SigSoftmax: ...",
-//             {{"c", OptionType::Number, 0.0, Range::any(), "the knee"}, ...},
-//             HeadCapabilities{/*projects=*/false, /*pointwise=*/true, /*monotone=*/true},
-//             [](const HeadSettings& s) { return make_head_of<GssHeadImpl>(...); }};
+//     return declared_head_kind<GssHeadImpl, GssHeadOptions>(
+//         "gss", "Generalized SigSoftmax: ...",
+//         HeadCapabilities{/*projects=*/false, /*pointwise=*/true, /*monotone=*/true},
+//         {{{"c", -0.5}, {"k", 2.5}}});  // examples the every-head tests run
 //   }
 #pragma once
 #include <functional>

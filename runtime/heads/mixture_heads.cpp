@@ -1,5 +1,7 @@
 // MoS, MoSS and MoC: the heads that mix K latent contexts (one shared implementation of the
 // latents and priors; they differ in where the mixture is taken).
+#include <cmath>
+
 #include "ops/mixture_nll.h"
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
@@ -28,7 +30,9 @@ const config::BoundOptions<MosHeadOptions>& declared_options(config::Tag<MosHead
   static const config::BoundOptions<MosHeadOptions> options(
       "mos", {LMKIT_BOUND_ACCESSOR(MosHeadOptions, K, Integer, int64_t, at_least(1), "the number of mixture components"),
               LMKIT_BOUND_ACCESSOR(MosHeadOptions, dropoutl, Number, double, from_up_to(0, 1),
-                                   "locked dropout on the latent contexts h_k")});
+                                   "locked dropout on the latent contexts h_k"),
+              LMKIT_BOUND_ACCESSOR(MosHeadOptions, floor, Number, double, from_up_to(0, 1),
+                                   "log(P + floor) instead of log P (the MoS code's 1e-8); 0: exact")});
   return options;
 }
 
@@ -39,15 +43,22 @@ std::tuple<torch::Tensor, torch::Tensor> MosHeadImpl::mixture(const torch::Tenso
   return {hk.reshape({-1, options.K(), options.latent_dim()}), log_prior};
 }
 
+torch::Tensor MosHeadImpl::floored(const torch::Tensor& log_p) const {
+  if (options.floor() <= 0) return log_p;
+  // logaddexp, not log(exp(log P) + floor): exact where P underflows.
+  return torch::logaddexp(log_p, torch::full({}, std::log(options.floor()), log_p.options()));
+}
+
 torch::Tensor MosHeadImpl::log_probs(const torch::Tensor& h, const Decoder& decoder) {
   auto [hk, log_prior] = mixture(h);
-  return ops::mixture_log_probs(hk, log_prior, decoder.weight, decoder.bias, component_c_, component_kappa_);
+  return floored(ops::mixture_log_probs(hk, log_prior, decoder.weight, decoder.bias, component_c_, component_kappa_));
 }
 
 torch::Tensor MosHeadImpl::nll(const torch::Tensor& h, const torch::Tensor& targets, const Decoder& decoder) {
   auto [hk, log_prior] = mixture(h);
-  return ops::mixture_nll(hk, log_prior, decoder.weight, decoder.bias, targets.reshape({-1}),
-                          component_c_, component_kappa_);
+  const auto nll = ops::mixture_nll(hk, log_prior, decoder.weight, decoder.bias, targets.reshape({-1}),
+                                    component_c_, component_kappa_);
+  return options.floor() > 0 ? -floored(-nll) : nll;
 }
 
 MossHeadImpl::MossHeadImpl(MosHeadOptions o) : MosHeadImpl(o) {
@@ -60,13 +71,14 @@ MocHeadImpl::MocHeadImpl(MosHeadOptions o) : MosHeadImpl(o) {}
 torch::Tensor MocHeadImpl::log_probs(const torch::Tensor& h, const Decoder& decoder) {
   auto [hk, log_prior] = mixture(h);
   auto context = (hk * log_prior.exp().unsqueeze(2)).sum(1);  // Σ_k π_k h_k  [M, d]
-  return torch::log_softmax(decoder.logits(context), 1);
+  return floored(torch::log_softmax(decoder.logits(context), 1));
 }
 
 torch::Tensor MocHeadImpl::nll(const torch::Tensor& h, const torch::Tensor& targets, const Decoder& decoder) {
   auto [hk, log_prior] = mixture(h);
   auto l = decoder.logits((hk * log_prior.exp().unsqueeze(2)).sum(1));
-  return torch::logsumexp(l, 1) - l.gather(1, targets.reshape({-1, 1})).squeeze(1);
+  const auto nll = torch::logsumexp(l, 1) - l.gather(1, targets.reshape({-1, 1})).squeeze(1);
+  return options.floor() > 0 ? -floored(-nll) : nll;
 }
 
 // The three mixtures share their options and capabilities; they differ in the summary and the class.

@@ -5,6 +5,10 @@
 //   log P = log Σ_k π_k softmax(h_k·Eᵀ + b)   = logsumexp_k(log π_k + log_softmax(h_k·Eᵀ + b))
 // Never log of a sum of probabilities. nll() uses ops::mixture_nll, which never holds the
 // [M, K, N] tensor. K = 1 is Softmax on tanh(W·h) (log π = 0). Parameters: K·d·nhidlast + K·d + K·nhidlast.
+// floor > 0 computes log(P + floor) = logaddexp(log P, log floor) instead, as the MoS code does
+// (zihangdai/mos model.py: log(prob + 1e-8)): every word's probability rises by `floor`, so they sum
+// to 1 + N·floor, and log P never falls under log floor. Off (0) by default: the thesis's MoS and
+// the paper's equation take log P exactly. The same option holds for MoSS and MoC.
 // MoSS (mixture of SigSoftmaxes) is this head with GSS(0, 2) components (moss_head.h).
 // h [..., nhidlast] → [M, N].
 #pragma once
@@ -20,6 +24,7 @@ struct MosHeadOptions {
   TORCH_ARG(int64_t, latent_dim) = 0;
   TORCH_ARG(int64_t, K) = 15;
   TORCH_ARG(double, dropoutl) = 0.29;
+  TORCH_ARG(double, floor) = 0.0;
 };
 // The options a config and lmkit.heads.<kind>{...} set (bound_options.h).
 const config::BoundOptions<MosHeadOptions>& declared_options(config::Tag<MosHeadOptions>);
@@ -34,6 +39,8 @@ class MosHeadImpl : public HeadImpl {
 
   // The dropped latents [M, K, d] and log priors [M, K] for h.
   std::tuple<torch::Tensor, torch::Tensor> mixture(const torch::Tensor& h);
+  // log(P + floor) from log P [M, N] (unchanged when floor is 0).
+  torch::Tensor floored(const torch::Tensor& log_p) const;
 
   MosHeadOptions options;
   torch::nn::Linear latent{nullptr};  // W and its bias

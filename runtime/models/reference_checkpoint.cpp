@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -19,8 +20,9 @@ const config::BoundOptions<ImportCheckpointOptions>& declared_options(config::Ta
   using config::Range;
   static const config::BoundOptions<O> options("import_checkpoint", [] {
     std::vector<config::BoundOption<O>> list;
-    list.push_back(config::BoundOption<O>("format", &O::format, config::OneOf{{"awd-lstm", "mos"}},
-                                          "whose code saved it: awd-lstm (Merity et al.) or mos (Yang et al.)")
+    list.push_back(config::BoundOption<O>("format", &O::format, config::OneOf{{"awd-lstm", "mos", "thesis"}},
+                                          "whose code saved it: awd-lstm (Merity et al.), mos (Yang et al.) or thesis "
+                                          "(quettabit/awd-lstm-lmkit: base_model./top_model. names)")
                        .required());
     const auto rate = Range::from_up_to(0, 1);
     list.emplace_back("dropout", &O::dropout, rate, "dropout on the last layer's output (nil: 0.4)");
@@ -29,6 +31,15 @@ const config::BoundOptions<ImportCheckpointOptions>& declared_options(config::Ta
     list.emplace_back("dropoute", &O::dropoute, rate, "dropout of whole words (nil: 0.1)");
     list.emplace_back("wdrop", &O::wdrop, rate, "DropConnect on the hidden-to-hidden weights (nil: 0.5)");
     list.emplace_back("dropoutl", &O::dropoutl, rate, "mos: dropout on the latent contexts (nil: 0.29)");
+    list.emplace_back("floor", &O::floor, Range::from_up_to(0, 1),
+                      "a mixture head's log(p + floor): 1e-8 is the MoS code's computation (nil: 0, log p exactly)");
+    list.emplace_back("top_model", &O::top_model, config::OneOf{{"smax", "gs_smax", "s_smax", "adv_smax", "plif_smax", "mos", "moc"}},
+                      "thesis: the code's --top_model (nil: plif_smax with plif_w, smax without head layers; "
+                      "mos or moc must be said)");
+    list.emplace_back("gs_smax_c", &O::gs_smax_c, "thesis gs_smax: the bending point c (nil: 0)");
+    list.emplace_back("gs_smax_k", &O::gs_smax_k, Range::positive(), "thesis gs_smax: the slope k (nil: 2)");
+    list.emplace_back("plif_smax_t", &O::plif_smax_t, Range::positive(), "thesis plif_smax: the interval [-t, t] (nil: 20)");
+    list.emplace_back("adv_smax_alpha", &O::adv_smax_alpha, Range::at_least(0), "thesis adv_smax: the word-norm factor alpha (nil: 0.005)");
     return list;
   }());
   return options;
@@ -70,9 +81,19 @@ const std::regex& layer_entry_pattern() {
   return pattern;
 }
 
+// The head's own entries a format's files may hold (the thesis's without their top_model. prefix).
 const std::set<std::string>& head_entries(const std::string& format) {
-  static const std::set<std::string> none, mos{"prior.weight", "latent.0.weight", "latent.0.bias"};
-  return format == "mos" ? mos : none;
+  static const std::set<std::string> none, mos{"prior.weight", "latent.0.weight", "latent.0.bias"},
+      thesis{"prior.weight", "latent.0.weight", "latent.0.bias", "plif_w"};
+  return format == "mos" ? mos : format == "thesis" ? thesis : none;
+}
+
+bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+
+// The thesis's code keeps the encoder under base_model. and the decoder and head under top_model.
+const std::string kBasePrefix = "base_model.", kTopPrefix = "top_model.";
+bool is_top_model_entry(const std::string& name) {
+  return starts_with(name, "decoder.") || head_entries("thesis").count(name) > 0;
 }
 
 ReferenceEntries sort_entries(std::map<std::string, torch::Tensor> read, const std::string& format) {
@@ -81,7 +102,17 @@ ReferenceEntries sort_entries(std::map<std::string, torch::Tensor> read, const s
     return item.first.rfind("module.", 0) == 0;
   });
   for (auto& [file_name, tensor] : read) {
-    const auto name = data_parallel ? file_name.substr(7) : file_name;
+    auto name = data_parallel ? file_name.substr(7) : file_name;
+    if (format == "thesis") {
+      // Each name under the prefix of its part: an encoder entry under top_model. is no thesis name.
+      const bool base = starts_with(name, kBasePrefix), top = starts_with(name, kTopPrefix);
+      const auto bare = base ? name.substr(kBasePrefix.size()) : top ? name.substr(kTopPrefix.size()) : name;
+      if ((!base && !top) || is_top_model_entry(bare) != top) {
+        entries.unexpected.push_back(file_name);
+        continue;
+      }
+      name = bare;
+    }
     entries.file_names[name] = file_name;
     entries.tensors[name] = std::move(tensor);
     std::smatch match;
@@ -135,7 +166,7 @@ class ReferenceReader {
   // read from the file and returned through the reference).
   const torch::Tensor& matrix(const std::string& name, std::int64_t& rows, std::int64_t& cols, const std::string& shape_doc) const {
     const auto it = entries_.tensors.find(name);
-    if (it == entries_.tensors.end()) fail("no entry '" + name + "' " + shape_doc + missing_hint(name));
+    if (it == entries_.tensors.end()) fail("no entry '" + file_name(name) + "' " + shape_doc + missing_hint(name));
     const auto& t = it->second;
     const bool fits = t.dim() == 2 && (rows < 0 || t.size(0) == rows) && (cols < 0 || t.size(1) == cols);
     if (!fits) fail("entry '" + file_name(name) + "' is " + bracketed(t.sizes()) + ", expected " + shape_doc);
@@ -143,19 +174,24 @@ class ReferenceReader {
     cols = t.size(1);
     return t;
   }
+  // A vector of `size` entries (size < 0: of any size but 0).
   const torch::Tensor& vector(const std::string& name, std::int64_t size, const std::string& shape_doc) const {
     const auto it = entries_.tensors.find(name);
-    if (it == entries_.tensors.end()) fail("no entry '" + name + "' " + shape_doc + missing_hint(name));
+    if (it == entries_.tensors.end()) fail("no entry '" + file_name(name) + "' " + shape_doc + missing_hint(name));
     const auto& t = it->second;
-    if (t.dim() != 1 || t.size(0) != size) {
+    if (t.dim() != 1 || (size >= 0 ? t.size(0) != size : t.size(0) == 0)) {
       fail("entry '" + file_name(name) + "' is " + bracketed(t.sizes()) + ", expected " + shape_doc);
     }
     return t;
   }
 
+  // The file's name of an entry: as read (with a DataParallel prefix), or as a file of this format
+  // names it (the thesis's prefixes) when the file lacks it.
   std::string file_name(const std::string& name) const {
     const auto it = entries_.file_names.find(name);
-    return it == entries_.file_names.end() ? name : it->second;
+    if (it != entries_.file_names.end()) return it->second;
+    if (format_ == "thesis") return (is_top_model_entry(name) ? kTopPrefix : kBasePrefix) + name;
+    return name;
   }
 
   const ReferenceEntries& entries() const { return entries_; }
@@ -164,6 +200,9 @@ class ReferenceReader {
   std::string missing_hint(const std::string& name) const {
     if (format_ == "mos" && head_entries("mos").count(name) && !has("prior.weight") && !has("latent.0.weight")) {
       return " (no MoS layers at all: a softmax AWD-LSTM? use format = \"awd-lstm\")";
+    }
+    if (format_ == "thesis" && head_entries("thesis").count(name)) {
+      return " (the top model says which entries the file holds: is top_model right?)";
     }
     if (entries_.tensors.empty()) return " (the file holds no tensors)";
     return " (the file has: " + listed([this] {
@@ -179,25 +218,114 @@ class ReferenceReader {
 
 double chosen(const std::optional<double>& value, double fallback) { return value ? *value : fallback; }
 
+// The thesis options given with another format, or a setting of another top model: a mistake said
+// before the file is read.
+void check_options_fit(const ImportCheckpointOptions& options) {
+  const std::vector<std::pair<const char*, bool>> thesis_only{
+      {"top_model", options.top_model.has_value()},       {"gs_smax_c", options.gs_smax_c.has_value()},
+      {"gs_smax_k", options.gs_smax_k.has_value()},       {"plif_smax_t", options.plif_smax_t.has_value()},
+      {"adv_smax_alpha", options.adv_smax_alpha.has_value()}};
+  for (const auto& [name, given] : thesis_only) {
+    if (given && options.format != "thesis") {
+      throw UsageError(std::string("import_checkpoint: ") + name + " is an option of format \"thesis\" (the thesis's code), "
+                       "not of \"" + options.format + "\"");
+    }
+  }
+  if (!options.top_model) return;
+  const auto& top = *options.top_model;
+  const std::vector<std::pair<const char*, const char*>> owner{
+      {"gs_smax_c", "gs_smax"}, {"gs_smax_k", "gs_smax"}, {"plif_smax_t", "plif_smax"}, {"adv_smax_alpha", "adv_smax"}};
+  for (const auto& [name, top_of] : owner) {
+    const bool given = std::any_of(thesis_only.begin(), thesis_only.end(), [name = name](const auto& o) {
+      return std::string(o.first) == name && o.second;
+    });
+    if (given && top != top_of) {
+      throw UsageError(std::string("import_checkpoint: ") + name + " is a setting of top_model \"" + top_of +
+                       "\", and top_model is \"" + top + "\"");
+    }
+  }
+}
+
+// The thesis's top model of the file: the one given, else what its entries show.
+std::string thesis_top_model(const ReferenceReader& file, const ImportCheckpointOptions& options) {
+  const bool has_plif = file.has("plif_w");
+  const bool has_mixture = file.has("prior.weight") || file.has("latent.0.weight") || file.has("latent.0.bias");
+  const auto top = options.top_model ? *options.top_model
+                   : has_plif        ? std::string("plif_smax")
+                   : has_mixture     ? std::string()
+                                     : std::string("smax");
+  if (top.empty()) {
+    file.fail("top_model.prior and top_model.latent are the layers of a mixture: say which, top_model = \"mos\" "
+              "(mixture of softmaxes) or \"moc\" (mixture of contexts); the file does not record it");
+  }
+  const bool mixture = top == "mos" || top == "moc";
+  if (has_plif && top != "plif_smax") {
+    file.fail("entry '" + file.file_name("plif_w") + "' is plif_smax's, and top_model is \"" + top +
+              "\" (leave top_model out, or give the checkpoint of a " + top + " model)");
+  }
+  if (has_mixture && !mixture) {
+    file.fail("top_model.prior/latent layers are a mixture's (mos or moc), and top_model is \"" + top + "\"");
+  }
+  return top;
+}
+
+// The lmkit head of a thesis top model (K: the mixture's or PLIF's, read from the file).
+nlohmann::json thesis_head(const std::string& top, const ImportCheckpointOptions& options, std::int64_t K) {
+  if (top == "gs_smax") return {{"kind", "gss"}, {"c", chosen(options.gs_smax_c, 0.0)}, {"k", chosen(options.gs_smax_k, 2.0)}};
+  if (top == "s_smax") return {{"kind", "sigsoftmax"}};
+  // The thesis's AdvSoft: ε = alpha·‖e_t‖ where cos(h, e_t) > 0 (advsoft_head.h).
+  if (top == "adv_smax") {
+    return {{"kind", "advsoft"}, {"eps", chosen(options.adv_smax_alpha, 0.005)}, {"relative", true}, {"aligned_only", true}};
+  }
+  if (top == "plif_smax") return {{"kind", "plif"}, {"K", K}, {"T", chosen(options.plif_smax_t, 20.0)}};
+  if (top == "mos" || top == "moc") {
+    return {{"kind", top}, {"K", K}, {"dropoutl", chosen(options.dropoutl, 0.29)}, {"floor", chosen(options.floor, 0.0)}};
+  }
+  return {{"kind", "softmax"}};
+}
+
 }  // namespace
 
 LanguageModel import_reference_checkpoint(const std::string& path, const ImportCheckpointOptions& options) {
   const auto& format = options.format;
-  if (format != "awd-lstm" && format != "mos") {
-    throw UsageError("import_checkpoint: format must be \"awd-lstm\" or \"mos\", got \"" + format + "\"");
+  if (format != "awd-lstm" && format != "mos" && format != "thesis") {
+    throw UsageError("import_checkpoint: format must be \"awd-lstm\", \"mos\" or \"thesis\", got \"" + format + "\"");
   }
+  check_options_fit(options);
+  const bool thesis = format == "thesis";
   ReferenceReader file(path, format, sort_entries(read_tensor_file(path, {}), format));
   const auto& entries = file.entries();
   if (!entries.unexpected.empty()) {
-    const bool looks_mos = format == "awd-lstm" && std::any_of(entries.unexpected.begin(), entries.unexpected.end(), [](const std::string& n) {
+    const auto any_unexpected = [&](const std::function<bool(const std::string&)>& test) {
+      return std::any_of(entries.unexpected.begin(), entries.unexpected.end(), test);
+    };
+    const bool looks_mos = format == "awd-lstm" && any_unexpected([](const std::string& n) {
       return n.find("prior.weight") != std::string::npos || n.find("latent.0.") != std::string::npos;
     });
-    file.fail("entries that are not part of " + std::string(format == "mos" ? "a MoS" : "an AWD-LSTM") + " state_dict: " +
-              listed(entries.unexpected) +
-              (looks_mos ? " (prior and latent layers: a MoS checkpoint, use format = \"mos\")"
-                         : " (expected encoder.weight, rnns.L[.module].weight_ih_l0/weight_hh_l0[_raw]/bias_ih_l0/bias_hh_l0, "
-                           "decoder.weight, decoder.bias" + std::string(format == "mos" ? ", prior.weight, latent.0.weight/bias" : "") +
-                           "; a QRNN model is not supported)"));
+    const bool looks_thesis = !thesis && any_unexpected([](const std::string& n) {
+      return n.find(kBasePrefix) != std::string::npos || n.find(kTopPrefix) != std::string::npos;
+    });
+    const bool unprefixed = thesis && file.entries().tensors.empty();
+    const auto family = thesis ? "a thesis-code" : format == "mos" ? "a MoS" : "an AWD-LSTM";
+    const auto base = thesis ? kBasePrefix : std::string(), top = thesis ? kTopPrefix : std::string();
+    const auto expected =
+        " (expected " + base + "encoder.weight, " + base + "rnns.L[.module].weight_ih_l0/weight_hh_l0[_raw]/bias_ih_l0/bias_hh_l0, " +
+        top + "decoder.weight, " + top + "decoder.bias" +
+        (format == "mos" ? ", prior.weight, latent.0.weight/bias"
+                         : thesis ? ", and top_model.plif_w (plif_smax) or top_model.prior.weight, top_model.latent.0.weight/bias (mos, moc)"
+                                  : "") +
+        "; a QRNN model is not supported" + (thesis ? ", nor spectrum control's SvdEmbed" : "") + ")";
+    file.fail(std::string("entries that are not part of ") + family + " state_dict: " + listed(entries.unexpected) +
+              (looks_thesis  ? " (base_model. and top_model. names: the thesis's code saved it, use format = \"thesis\")"
+               : unprefixed  ? " (no base_model./top_model. names: saved by awd-lstm-lm or the MoS code? use format = \"awd-lstm\" or \"mos\")"
+               : looks_mos   ? " (prior and latent layers: a MoS checkpoint, use format = \"mos\")"
+                             : expected));
+  }
+  const auto top = thesis ? thesis_top_model(file, options) : std::string();
+  const bool mixture = format == "mos" || top == "mos" || top == "moc";
+  if (options.floor && !mixture) {
+    throw UsageError("import_checkpoint: floor is a mixture head's (format \"mos\", or \"thesis\" with top_model mos or moc); "
+                     "this checkpoint's head takes log_softmax, which needs none");
   }
 
   std::int64_t vocab = -1, emb = -1;
@@ -248,10 +376,14 @@ LanguageModel import_reference_checkpoint(const std::string& path, const ImportC
     }
   }
 
-  // The MoS layers, then the decoder, whose width is emb (MoS) or nhidlast.
+  // The head's layers, then the decoder, whose width is emb (a mixture) or nhidlast.
   std::int64_t K = -1;
-  torch::Tensor prior, latent_weight, latent_bias;
-  if (format == "mos") {
+  torch::Tensor prior, latent_weight, latent_bias, plif_w;
+  if (top == "plif_smax") {
+    plif_w = file.vector("plif_w", -1, "[K] (the slopes' parameters, one per piece)");
+    K = plif_w.size(0);
+  }
+  if (mixture) {
     std::int64_t prior_cols = nhidlast;
     prior = file.matrix("prior.weight", K, prior_cols, "[K, " + integer_text(nhidlast) + "] (K × nhidlast)");
     std::int64_t latent_rows = K * emb, latent_cols = nhidlast;
@@ -259,18 +391,18 @@ LanguageModel import_reference_checkpoint(const std::string& path, const ImportC
                                 "[" + integer_text(K * emb) + ", " + integer_text(nhidlast) + "] (K·emb × nhidlast)");
     latent_bias = file.vector("latent.0.bias", K * emb, "[" + integer_text(K * emb) + "] (K·emb)");
   }
-  const std::int64_t width = format == "mos" ? emb : nhidlast;
+  const std::int64_t width = mixture ? emb : nhidlast;
   std::int64_t decoder_rows = vocab, decoder_cols = width;
   const auto& decoder_weight = file.matrix(
       "decoder.weight", decoder_rows, decoder_cols,
-      "[" + integer_text(vocab) + ", " + integer_text(width) + "] (vocabulary × " + (format == "mos" ? "emb" : "nhidlast") + ")");
+      "[" + integer_text(vocab) + ", " + integer_text(width) + "] (vocabulary × " + (mixture ? "emb" : "nhidlast") + ")");
   const bool tied = width == emb && torch::equal(decoder_weight, embedding);
   const bool has_bias = file.has("decoder.bias");
   torch::Tensor decoder_bias;
   if (has_bias) decoder_bias = file.vector("decoder.bias", vocab, "[" + integer_text(vocab) + "] (vocabulary)");
 
   LanguageModelOptions model_options;
-  const bool mos = format == "mos";
+  const bool mos = mixture;
   model_options.encoder(AwdLstmOptions()
                             .vocab_size(vocab)
                             .emb(emb)
@@ -283,8 +415,10 @@ LanguageModel import_reference_checkpoint(const std::string& path, const ImportC
                             .dropoute(chosen(options.dropoute, 0.1))
                             .wdrop(chosen(options.wdrop, 0.5)));
   model_options.tie_weights(tied).decoder_bias(has_bias);
-  model_options.head(mos ? nlohmann::json{{"kind", "mos"}, {"K", K}, {"dropoutl", chosen(options.dropoutl, 0.29)}}
-                         : nlohmann::json{{"kind", "softmax"}});
+  model_options.head(thesis ? thesis_head(top, options, K)
+                     : mos  ? nlohmann::json{{"kind", "mos"}, {"K", K}, {"dropoutl", chosen(options.dropoutl, 0.29)},
+                                            {"floor", chosen(options.floor, 0.0)}}
+                            : nlohmann::json{{"kind", "softmax"}});
   LanguageModel model = [&] {
     try {
       return LanguageModel(model_options);
@@ -308,6 +442,7 @@ LanguageModel import_reference_checkpoint(const std::string& path, const ImportC
   }
   if (!tied) values["decoder_weight"] = decoder_weight;
   if (has_bias) values["decoder_bias"] = decoder_bias;
+  if (plif_w.defined()) values["head.v"] = plif_w;
   if (mos) {
     values["head.prior.weight"] = prior;
     values["head.latent.weight"] = latent_weight;

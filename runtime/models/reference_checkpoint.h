@@ -1,6 +1,7 @@
 // Checkpoints of the reference code, in and out: a state_dict saved from Merity et al.'s awd-lstm-lm
-// ("awd-lstm") or Yang et al.'s MoS code ("mos") becomes an lmkit model, and an lmkit model becomes
-// such a state_dict (torch.load + load_state_dict read it into the reference structure).
+// ("awd-lstm"), Yang et al.'s MoS code ("mos") or the thesis's code (quettabit/awd-lstm-lmkit,
+// "thesis") becomes an lmkit model, and an lmkit model becomes an awd-lstm or mos state_dict
+// (torch.load + load_state_dict read it into the reference structure).
 //
 //   reference name                         lmkit parameter
 //   encoder.weight            [N, emb]     encoder.embedding
@@ -18,8 +19,17 @@
 // training forward) beside `weight_hh_l0_raw`: the raw one is the model's weight, the other is
 // ignored. A state_dict saved from nn.DataParallel ("module." before every name) is read too.
 //
+// The thesis's code keeps the same names under two prefixes: `base_model.` (encoder.weight, rnns.L…)
+// and `top_model.` (decoder.weight/bias, and per top model plif_w [K] or prior/latent.0). Its top
+// models (--top_model) become lmkit heads: smax → softmax, gs_smax → gss(c, k), s_smax → sigsoftmax,
+// adv_smax → advsoft(eps = alpha, relative, aligned_only), plif_smax → plif(K, T; v = plif_w),
+// mos → mos, moc → moc. A state_dict does not hold c, k, T or alpha (options below; nil: the thesis
+// code's defaults), nor whether prior/latent layers mix softmaxes or contexts (top_model says).
+//
 // The MoS code takes log(p + 1e-8) of the mixture probability p; lmkit computes log p exactly
-// (logsumexp over the components): the two differ by log(1 + 1e-8/p), under 1e-5 where p > 1e-3.
+// (logsumexp over the components): the two differ by log(1 + 1e-8/p), under 1e-5 where p > 1e-3,
+// and by up to 18 nats where p underflows. `floor = 1e-8` imports the MoS code's computation (the
+// MoS head's floor option). The thesis's MoS takes log p without a floor.
 #pragma once
 #include <optional>
 #include <string>
@@ -30,10 +40,17 @@
 namespace lmkit {
 
 struct ImportCheckpointOptions {
-  std::string format;  // "awd-lstm" or "mos"
+  std::string format;  // "awd-lstm", "mos" or "thesis"
   // Dropout rates of the imported model (its weights do not record them): by default SPEC Table
   // 4.3's PTB column of the format's family. They matter only when the model is trained further.
   std::optional<double> dropout, dropouth, dropouti, dropoute, wdrop, dropoutl;
+  // A mixture head's floor: log(p + floor) (the MoS code's 1e-8); nil: 0, log p exactly.
+  std::optional<double> floor;
+  // format "thesis": the code's --top_model (nil: plif_smax where the file has plif_w, smax where it
+  // has no head layers; a file with prior/latent layers must say mos or moc), and the settings of
+  // its head that the file does not hold (nil: that code's defaults).
+  std::optional<std::string> top_model;
+  std::optional<double> gs_smax_c, gs_smax_k, plif_smax_t, adv_smax_alpha;
 };
 const config::BoundOptions<ImportCheckpointOptions>& declared_options(config::Tag<ImportCheckpointOptions>);
 

@@ -208,6 +208,12 @@ T.test("chapter 5's recipes analyse a model imported from a reference checkpoint
   T.truthy(model:log_probs(corpus.test:view(-1, 1):narrow(1, 1, 5)) == own:log_probs(corpus.test:view(-1, 1):narrow(1, 1, 5)))
   local note = chapter5.switch_note({{cell = {model = "softmax"}}, {cell = {model = "gss"}}}, cfg)
   T.truthy(note:find("imported from the reference code's checkpoint " .. dir .. "/softmax.pt, not trained here", 1, true), note)
+  local mos_note = chapter5.switch_note({{cell = {model = "mos"}}}, {import = "mos=m.pt", import_floor = 0, dataset = "ptb",
+                                                                    scale = "tiny", epochs = 0})
+  T.truthy(mos_note:find("log p exactly (the MoS code's log(p + 1e-8): --set import_floor=1e-8)", 1, true), mos_note)
+  mos_note = chapter5.switch_note({{cell = {model = "mos"}}}, {import = "mos=m.pt", import_floor = 1e-8, dataset = "ptb",
+                                                               scale = "tiny", epochs = 0})
+  T.truthy(mos_note:find("log(p + 1e-08) as the MoS code computes it", 1, true), mos_note)
   T.raises(function() chapter5.imports{import = "gss=x.pt"} end, "model 'gss' has no reference checkpoint")
   T.raises(function() chapter5.imports{import = "mos"} end, "is not key=PATH")
   T.raises(function() chapter5.imports{import = "mosx=a.pt"} end, "no model 'mosx'")

@@ -46,7 +46,7 @@ T.test("written files read back; bad names and files are errors naming them", fu
   for _, name in ipairs({"x.safetensors", "x.npz", "x.pt"}) do os.remove(out .. "/" .. name) end
 end)
 
-T.test("a reference AWD-LSTM or MoS state_dict imports as a model, and a model exports as one", function()
+T.test("a reference AWD-LSTM, MoS or thesis-code state_dict imports as a model, and a model exports as one", function()
   local models = (os.getenv("LMKIT_SOURCE_DIR") or "..") .. "/tests/runtime/models/files/"
   local expected = lmkit.read_tensors(models .. "reference_outputs.pt")
   local m = lmkit.import_checkpoint(models .. "mos_reference.pt", {format = "mos"})
@@ -65,6 +65,17 @@ T.test("a reference AWD-LSTM or MoS state_dict imports as a model, and a model e
   T.raises(function() lmkit.import_checkpoint(models .. "mos_reference.pt", {format = "awd-lstm"}) end,
            "use format = \"mos\"")
   T.raises(function() m:export(out .. "/x.pt", {format = "awd-lstm"}) end, "this model's head is mos")
+  -- The MoS code's floor, and the thesis's code with the settings its file does not hold.
+  local floored = lmkit.import_checkpoint(models .. "mos_floor_reference.pt", {format = "mos", floor = 1e-8})
+  T.truthy((floored:log_probs(expected.ids) - expected.mos_floor_log_probs):abs():max():item() <= 1e-4)
+  T.eq(lmkit.json_decode(floored:config()).head.floor, 1e-8)
+  local thesis = lmkit.read_tensors(models .. "thesis_outputs.pt")
+  local gss = lmkit.import_checkpoint(models .. "thesis_smax.pt", {format = "thesis", top_model = "gs_smax", gs_smax_c = 0.5,
+                                                                   gs_smax_k = 2.5})
+  T.truthy((gss:log_probs(thesis.ids) - thesis.gs_smax_log_probs):abs():max():item() <= 1e-5)
+  T.raises(function() lmkit.import_checkpoint(models .. "thesis_mos.pt", {format = "thesis", top_model = "mox"}) end,
+           "top_model")
+  T.raises(function() lmkit.import_checkpoint(models .. "thesis_mos.pt", {format = "thesis", floor = -1}) end, "floor")
   -- export's option is file_format (write_tensors' is format): its message names its own.
   T.raises(function() m:export(out .. "/x.h5", {format = "mos"}) end,
            "has no extension that names a file format (.pt, .safetensors, .npz): give one, or the option file_format")

@@ -244,6 +244,32 @@ TEST(HeadTest, MosWithOneComponentIsSoftmaxOnTanhProjection) {
   EXPECT_TRUE(torch::allclose(head->log_probs(f.h, f.decoder), expected, 1e-12, 1e-12));
 }
 
+// The MoS code's log(P + floor): in float64 against log of the probabilities plus the floor, for the
+// log-probabilities and the loss alike, and for each mixture head; floor 0 is the exact log P.
+TEST(HeadTest, AMixtureFloorIsLogOfTheProbabilityPlusTheFloor) {
+  auto f = random_fixture(3, 4, 5, 25, 4.0);
+  const auto targets = torch::randint(25, {12}, torch::kInt64);
+  for (const std::string kind : {"mos", "moss", "moc"}) {
+    SCOPED_TRACE(kind);
+    torch::manual_seed(11);
+    auto exact = build({{"kind", kind}, {"K", 3}}, 5);
+    torch::manual_seed(11);
+    auto floored = build({{"kind", kind}, {"K", 3}, {"floor", 1e-3}}, 5);
+    torch::NoGradGuard no_grad;
+    const auto log_p = exact->log_probs(f.h, f.decoder);
+    const auto want = torch::log(log_p.exp() + 1e-3);
+    // Wide logits put some probabilities far under the floor: the floor changes them by nats.
+    EXPECT_GT((want - log_p).max().item<double>(), 1.0);
+    EXPECT_TRUE(torch::allclose(floored->log_probs(f.h, f.decoder), want, 1e-10, 1e-10));
+    const auto nll = floored->nll(f.h, targets, f.decoder);
+    EXPECT_TRUE(torch::allclose(nll, -want.gather(1, targets.reshape({-1, 1})).squeeze(1), 1e-10, 1e-10));
+    EXPECT_TRUE(torch::allclose(exact->nll(f.h, targets, f.decoder), -log_p.gather(1, targets.reshape({-1, 1})).squeeze(1),
+                                1e-10, 1e-10));
+    EXPECT_EQ(floored->config().at("floor"), 1e-3);
+    EXPECT_EQ(exact->config().at("floor"), 0.0);
+  }
+}
+
 TEST(HeadTest, MocAndMosAgreeWhenOnePriorDominates) {
   auto f = random_fixture(3, 4, 5, 25);
   f.h.select(2, 0).fill_(1.0);  // a constant feature the prior can key on

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -113,6 +114,113 @@ TEST_F(ReferenceCheckpointTest, AMosStateDictAndAWholeSavedModelGiveTheReference
   }
 }
 
+// The MoS code's log(p + 1e-8), on a model whose words reach p < 1e-8: imported exact by default,
+// as the MoS code computes it with floor = 1e-8; the two references differ by up to 18 nats.
+TEST_F(ReferenceCheckpointTest, TheMosCodesFloorIsImportedWhenAskedAndExactLogPOtherwise) {
+  const auto outputs = reference_outputs();
+  const auto& exact = outputs.at("mos_floor_exact_log_probs");
+  const auto& floored = outputs.at("mos_floor_log_probs");
+  EXPECT_GT((floored - exact).max().item<double>(), 10.0);
+  auto model = import_reference_checkpoint(fixture("mos_floor_reference.pt"), import_as("mos"));
+  EXPECT_EQ(model->options.head().at("floor"), 0.0);
+  // float32 log-probabilities down to −37: 1e-5 relative.
+  const auto near = [](const torch::Tensor& got, const torch::Tensor& want) {
+    return ((got - want).abs() / want.abs().clamp_min(1.0)).max().item<double>();
+  };
+  EXPECT_LE(near(log_probs_of(model, outputs.at("ids")), exact), 1e-5);
+  auto options = import_as("mos");
+  options.floor = 1e-8;
+  auto with_floor = import_reference_checkpoint(fixture("mos_floor_reference.pt"), options);
+  EXPECT_EQ(with_floor->options.head().at("floor"), 1e-8);
+  EXPECT_LE(near(log_probs_of(with_floor, outputs.at("ids")), floored), 1e-5);
+
+  auto softmax = import_as("awd-lstm");
+  softmax.floor = 1e-8;
+  EXPECT_TRUE(contains(failure([&] { import_reference_checkpoint(fixture("awd_lstm_reference.pt"), softmax); }),
+                       "floor is a mixture head's"));
+}
+
+// The thesis's code: base_model./top_model. names, each top model's head, against the
+// log-probabilities its computation gives (files/make_reference_checkpoints.py).
+TEST_F(ReferenceCheckpointTest, EveryTopModelOfTheThesisCodeGivesItsLogProbabilities) {
+  const auto outputs = read_tensor_file(fixture("thesis_outputs.pt"), {});
+  struct Case {
+    std::string top, file, kind;
+    std::optional<std::string> given;  // top_model, when the file does not say
+  };
+  const std::vector<Case> cases{{"smax", "thesis_smax.pt", "softmax", std::nullopt},
+                                {"gs_smax", "thesis_smax.pt", "gss", "gs_smax"},
+                                {"s_smax", "thesis_smax.pt", "sigsoftmax", "s_smax"},
+                                {"adv_smax", "thesis_smax.pt", "advsoft", "adv_smax"},
+                                {"plif_smax", "thesis_plif_smax.pt", "plif", std::nullopt},
+                                {"mos", "thesis_mos.pt", "mos", "mos"},
+                                {"moc", "thesis_mos.pt", "moc", "moc"}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.top);
+    auto options = import_as("thesis");
+    options.top_model = c.given;
+    if (c.top == "gs_smax") {
+      options.gs_smax_c = 0.5;
+      options.gs_smax_k = 2.5;
+    }
+    if (c.top == "plif_smax") options.plif_smax_t = 4.0;
+    auto model = import_reference_checkpoint(fixture(c.file), options);
+    EXPECT_EQ(model->head->kind(), c.kind);
+    EXPECT_TRUE(model->options.tie_weights());
+    const auto want = outputs.at(c.top + "_log_probs");
+    EXPECT_LE((log_probs_of(model, outputs.at("ids")) - want).abs().max().item<double>(), 1e-5);
+    EXPECT_GT((want.max() - want.min()).item<double>(), 2.0);
+    if (c.top == "plif_smax") EXPECT_EQ(model->options.head().at("K"), 40);
+    if (c.top == "mos") EXPECT_EQ(model->options.head().at("K"), 3);
+    if (c.top == "adv_smax") {
+      EXPECT_EQ(model->options.head().at("eps"), 0.005);
+      EXPECT_EQ(model->options.head().at("relative"), true);
+    }
+  }
+  // The same weights under another computation are another model: each case's settings matter.
+  EXPECT_GT((outputs.at("gs_smax_log_probs") - outputs.at("smax_log_probs")).abs().max().item<double>(), 0.1);
+  EXPECT_GT((outputs.at("moc_log_probs") - outputs.at("mos_log_probs")).abs().max().item<double>(), 1e-3);
+}
+
+TEST_F(ReferenceCheckpointTest, AThesisCheckpointSaysWhatItLacksAndOtherFormatsPointToIt) {
+  auto text = failure([] { import_reference_checkpoint(fixture("thesis_mos.pt"), import_as("thesis")); });
+  EXPECT_TRUE(contains(text, "top_model = \"mos\"")) << text;
+  EXPECT_TRUE(contains(text, "\"moc\"")) << text;
+  auto smax = import_as("thesis");
+  smax.top_model = "smax";
+  text = failure([&] { import_reference_checkpoint(fixture("thesis_plif_smax.pt"), smax); });
+  EXPECT_TRUE(contains(text, "'top_model.plif_w' is plif_smax's")) << text;
+  auto plif = import_as("thesis");
+  plif.top_model = "plif_smax";
+  text = failure([&] { import_reference_checkpoint(fixture("thesis_smax.pt"), plif); });
+  EXPECT_TRUE(contains(text, "no entry 'top_model.plif_w'")) << text;
+  EXPECT_TRUE(contains(text, "is top_model right?")) << text;
+
+  EXPECT_TRUE(contains(failure([] { import_reference_checkpoint(fixture("thesis_smax.pt"), import_as("awd-lstm")); }),
+                       "use format = \"thesis\""));
+  EXPECT_TRUE(contains(failure([] { import_reference_checkpoint(fixture("awd_lstm_reference.pt"), import_as("thesis")); }),
+                       "use format = \"awd-lstm\" or \"mos\""));
+  const auto moved = altered("thesis_smax.pt", [](auto& e) {
+    e["top_model.encoder.weight"] = e.at("base_model.encoder.weight");
+    e.erase("base_model.encoder.weight");
+  });
+  text = failure([&] { import_reference_checkpoint(moved, import_as("thesis")); });
+  EXPECT_TRUE(contains(text, "not part of a thesis-code state_dict: top_model.encoder.weight")) << text;
+  const auto missing = altered("thesis_smax.pt", [](auto& e) { e.erase("base_model.rnns.2.module.bias_ih_l0"); });
+  text = failure([&] { import_reference_checkpoint(missing, import_as("thesis")); });
+  EXPECT_TRUE(contains(text, "no entry 'base_model.rnns.2.module.bias_ih_l0'")) << text;
+
+  auto stray = import_as("mos");
+  stray.top_model = "mos";
+  EXPECT_TRUE(contains(failure([&] { import_reference_checkpoint(fixture("mos_reference.pt"), stray); }),
+                       "top_model is an option of format \"thesis\""));
+  auto mismatched = import_as("thesis");
+  mismatched.top_model = "smax";
+  mismatched.gs_smax_c = 1.0;
+  EXPECT_TRUE(contains(failure([&] { import_reference_checkpoint(fixture("thesis_smax.pt"), mismatched); }),
+                       "gs_smax_c is a setting of top_model \"gs_smax\""));
+}
+
 TEST_F(ReferenceCheckpointTest, AnExportHasTheReferenceNamesAndShapesAndImportsBackExactly) {
   for (const std::string format : {"awd-lstm", "mos"}) {
     SCOPED_TRACE(format);
@@ -178,7 +286,7 @@ TEST_F(ReferenceCheckpointTest, TheWrongFormatIsNamedWithTheRightOne) {
   EXPECT_TRUE(contains(failure([] { import_reference_checkpoint(fixture("awd_lstm_reference.pt"), import_as("mos")); }),
                        "use format = \"awd-lstm\""));
   EXPECT_TRUE(contains(failure([] { import_reference_checkpoint(fixture("mos_reference.pt"), import_as("gpt")); }),
-                       "format must be \"awd-lstm\" or \"mos\""));
+                       "format must be \"awd-lstm\", \"mos\" or \"thesis\""));
 }
 
 TEST_F(ReferenceCheckpointTest, MissingMisshapenAndUnexpectedEntriesAreNamed) {
