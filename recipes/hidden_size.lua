@@ -20,7 +20,8 @@
 --
 -- Any model's outputs: with logits=PATH (a file lmkit.read_tensors reads — e.g. logits or
 -- log-probabilities [contexts, words] that a user dumped from a model or an API) nothing is trained:
--- the matrix's Press rank (eps of the file's dtype), ε-effective ranks and hidden size are reported.
+-- the matrix's Press rank (eps of the file's dtype; float32's for a float64 matrix that carries float32's
+-- rounding noise, which is said; --set eps= chooses), ε-effective ranks and hidden size are reported.
 --   lmkit run hidden_size --set logits=outputs.npy [--set entry=NAME] [--set kind=logits] [--set bias=false]
 --                         [--set centred=true]
 -- The estimate is d = r − 2 for log-probabilities of a model with a bias (log P = W h + b − log Z),
@@ -71,9 +72,16 @@ local function analyse_file(cfg)
   -- The estimator counts log P (d = r − 2 with a bias, r − 1 without or centred); logits lack its
   -- normalizer, one dimension less.
   local missing = cfg.kind == "logits" and 1 or 0
-  local eps_dtype = stored:dtype() == "float64" and "float64" or "float32"
+  -- Press rank's eps: the file's precision, unless a float64 matrix carries float32's rounding noise
+  -- (computed in float32, stored as float64), whose float64 rank would count that noise.
+  local float32_floor = stored:dtype() == "float64" and lmkit.analysis.has_float32_noise_floor(sv, rows, cols)
+  local eps_dtype = cfg.eps
+  if eps_dtype == "auto" then eps_dtype = (stored:dtype() == "float64" and not float32_floor) and "float64" or "float32" end
   return {entry = name, rows = rows, cols = cols, dtype = stored:dtype(), eps_dtype = eps_dtype, seconds = seconds,
-          rank = lmkit.analysis.press_rank(sv, rows, cols, eps_dtype), signal = e.signal, gap = e.gap, found = e.found,
+          rank = lmkit.analysis.press_rank(sv, rows, cols, eps_dtype), float32_floor = float32_floor,
+          rank_float32 = lmkit.analysis.press_rank(sv, rows, cols, "float32"),
+          rank_float64 = lmkit.analysis.press_rank(sv, rows, cols, "float64"),
+          signal = e.signal, gap = e.gap, found = e.found,
           estimated = e.hidden_size + missing,
           eps_ranks = {lmkit.analysis.effective_rank(sv, 1e-3), lmkit.analysis.effective_rank(sv, 1e-4),
                        lmkit.analysis.effective_rank(sv, 1e-5)},
@@ -106,8 +114,18 @@ local function file_report(results, ctx)
                  or ("No gap of %g or more (the largest is %.3g after σ_%d): no bottleneck's signature; the outputs span " ..
                      "more dimensions than a softmax layer's d would give, or the contexts are fewer than d."):format(
                        cfg.min_gap, x.gap, x.signal))
-  t:note(("Press rank: singular values above 0.5·√(m+n+1)·σ_max·eps, eps of the file's %s; ε-rank: the smallest k " ..
-          "holding 1 − ε of Σσ². Computed in float64."):format(x.dtype))
+  local eps_source = cfg.eps ~= "auto" and "as set (--set eps)"
+                     or x.float32_floor and ("float32's: the file's %s matrix carries float32's rounding noise"):format(x.dtype)
+                     or ("the file's %s"):format(x.dtype)
+  t:note(("Press rank: singular values above 0.5·√(m+n+1)·σ_max·eps, eps of %s (%s); ε-rank: the smallest k " ..
+          "holding 1 − ε of Σσ². Computed in float64."):format(x.eps_dtype, eps_source))
+  if x.float32_floor then
+    local warning = ("%s's %s matrix has float32's noise floor (singular values just under float32's Press tolerance, " ..
+                     "far above float64's): it was computed in float32. Press rank %d with float32's eps, %d with " ..
+                     "float64's, which counts rounding noise."):format(x.entry, x.dtype, x.rank_float32, x.rank_float64)
+    t:note(warning)
+    io.stderr:write("warning: " .. warning .. (cfg.eps == "auto" and " Counted with float32's eps." or "") .. "\n")
+  end
   report_files.print_and_save(t, ctx.out, "report")
   local plot_file = ctx.out .. "/spectrum.png"
   lmkit.plot.spectrum{out = plot_file, values = lmkit.tensor(x.spectrum), normalize = false, ylabel = "σ_i / σ_1",
@@ -130,12 +148,17 @@ return recipe.define{
     kind = recipe.setting("logp", "with logits: \"logp\" (log-probabilities) or \"logits\""),
     bias = recipe.setting(true, "with logits: the model's output layer has a bias"),
     centred = recipe.setting(false, "with logits: the model's h leaves a final LayerNorm (GPT-2's ln_f; not an RMSNorm): log P spans d + 1 dimensions, bias or not"),
+    eps = recipe.setting("auto", "with logits: Press rank's eps, \"float32\", \"float64\" or \"auto\" (the file's " ..
+                                 "dtype; float32's for a float64 matrix with float32's noise floor)"),
   },
 
   grid = function(cfg)
     if cfg.logits ~= "" then
       if cfg.kind ~= "logp" and cfg.kind ~= "logits" then
         error(("hidden_size: kind must be \"logp\" or \"logits\", got %q"):format(cfg.kind), 0)
+      end
+      if cfg.eps ~= "auto" and cfg.eps ~= "float32" and cfg.eps ~= "float64" then
+        error(("hidden_size: eps must be \"auto\", \"float32\" or \"float64\", got %q"):format(cfg.eps), 0)
       end
       return {{file = "matrix"}}
     end

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "repl/batch_command.h"
+#include "repl/run_folder_command.h"
 #include "repl/doctor_command.h"
 #include "repl/head_catalog.h"
 #include "repl/recipe_catalog.h"
@@ -198,10 +199,12 @@ Commands add_commands(CLI::App& app, ScriptArguments& a, BatchArguments& b, std:
   c.heads->add_option("kind", head_kind, "One kind: its options with their ranges, defaults and docs");
   c.repl = add_repl_command(app, a);
   c.batch = add_batch_command(app, a, b);
-  c.status = app.add_subcommand("status", "Show each task of a batch folder: done, running, queued, failed, ...");
-  c.status->add_option("dir", batch_dir, "The batch folder (the recipe's out)")->required();
-  c.report = app.add_subcommand("report", "Render a batch's report from the tasks that have finished (missing cells marked)");
-  c.report->add_option("dir", batch_dir, "The batch folder (the recipe's out)")->required();
+  c.status = app.add_subcommand("status", "Where a batch folder's tasks, a recipe's cells or a training run stand: "
+                                          "done, running (epoch, best valid ppl, ETA), failed, ...");
+  c.status->add_option("dir", batch_dir, "A batch or recipe output folder (the recipe's out), or a run directory")->required();
+  c.report = app.add_subcommand("report", "Render the report of a batch or recipe folder from the cells that have finished "
+                                          "(missing ones marked), or a run directory's epochs and learning curve");
+  c.report->add_option("dir", batch_dir, "A batch or recipe output folder, or a run directory")->required();
   c.doctor = add_doctor_command(app, d);
   return c;
 }
@@ -220,8 +223,8 @@ int run_command(const CLI::App& app, const Commands& c, const ScriptArguments& a
     return lmkit::repl::run_script(options);
   }
   if (*c.batch) return lmkit::repl::run_batch({lmkit::repl::resolve_recipe(a.script), a.sets, b.to_json()});
-  if (*c.status) return lmkit::repl::show_batch_status(batch_dir);
-  if (*c.report) return lmkit::repl::report_batch(batch_dir);
+  if (*c.status) return lmkit::repl::show_folder_status(batch_dir);
+  if (*c.report) return lmkit::repl::report_folder(batch_dir);
   if (*c.doctor) return lmkit::repl::run_doctor(d);
   if (*c.repl || isatty(STDIN_FILENO)) {
     lmkit::repl::ReplOptions options;

@@ -16,7 +16,9 @@
 -- `lmkit run recipes/gss_grid.lua` runs every cell in order, then the report. Each cell has its own
 -- folder <out>/cells/<id> (ctx.dir: give it to lmkit.train as run_dir) and leaves result.json there;
 -- a cell whose result.json exists is never run again, so an interrupted recipe continues where it
--- stopped. `--set task=I` runs only cell I (1-based; what a batch system's array task does), and
+-- stopped. Beside it, settings.json records the settings the result was made with: a run (or report)
+-- with other settings that meets such a cell is refused, naming what differs, instead of serving
+-- another configuration's numbers as its own. `--set task=I` runs only cell I (1-based; what a batch system's array task does), and
 -- `--set report_only=true` renders the report from whatever cells have finished, marking the rest.
 -- The output folder is `--set out=DIR` (default runs/<name>-<scale>).
 local lmkit = require "lmkit"
@@ -151,27 +153,95 @@ function Recipe:context(cfg, cell)
   return {cfg = cfg, dir = dir, out = cfg.out, recipe = self}
 end
 
--- Runs one cell unless its result.json is already there; returns the result.
+-- The runner's own settings: where and how to run, not what a cell computes.
+local RUNNER_SETTINGS = {task = true, out = true, report_only = true, dry_run = true}
+
+-- The recipe's declared settings as this run resolved them: what a cell's result depends on.
+function Recipe:result_settings(cfg)
+  local values = {}
+  for key in pairs(self.settings) do
+    if not RUNNER_SETTINGS[key] then values[key] = cfg[key] end
+  end
+  return values
+end
+
+local function setting_text(value)
+  return type(value) == "string" and ("%q"):format(value) or tostring(value)
+end
+
+-- Refuses a finished cell whose settings.json records other settings than `cfg`'s. A cell from
+-- before settings were recorded (no settings.json) is taken as it is.
+function Recipe:check_cell_settings(cfg, cell, ctx)
+  local recorded = read_result(ctx.dir .. "/settings.json")
+  if not recorded or type(recorded.settings) ~= "table" then return end
+  local now, differ, suffix = self:result_settings(cfg), {}, {}
+  local keys = {}
+  for key in pairs(now) do keys[#keys + 1] = key end
+  table.sort(keys)
+  for _, key in ipairs(keys) do
+    local then_value = recorded.settings[key]
+    if then_value ~= nil and then_value ~= now[key] then
+      differ[#differ + 1] = ("%s = %s there, %s now"):format(key, setting_text(then_value), setting_text(now[key]))
+      suffix[#suffix + 1] = ("%s%s"):format(key, tostring(now[key]):gsub("[^%w%.%-]", ""))
+    end
+  end
+  if #differ == 0 then return end
+  error(("recipe %s: cell %s in %s holds a result made with other settings (%s); it would be reported as this " ..
+         "run's. Use another output folder (--set out=%s-%s), the folder's settings, or remove %s to run it again.")
+        :format(self.name, cell.id, cfg.out, table.concat(differ, "; "), cfg.out, table.concat(suffix, "-"), ctx.dir), 0)
+end
+
+-- <out>/recipe.json: the recipe file, its settings and its cells, so that `lmkit status OUT` can list
+-- the cells and `lmkit report OUT` render the report with these settings. A batch folder has its
+-- manifest instead.
+function Recipe:write_record(cfg, cells)
+  local ids = {}
+  for i, cell in ipairs(cells) do ids[i] = cell.id end
+  local args = rawget(_G, "arg")
+  local path = type(args) == "table" and args[0] and lmkit.process.absolute(tostring(args[0])) or nil
+  lmkit.fs.mkdir(cfg.out)
+  lmkit.write_file(cfg.out .. "/recipe.json", lmkit.json_encode({recipe = path, name = self.name,
+                                                                 settings = self:result_settings(cfg), cells = ids}, true))
+end
+
+-- `lmkit report RUN_DIR`'s plot: the run's learning curve beside its files.
+function recipe.plot_run(o)
+  local out = o.dir .. "/learning_curve.png"
+  lmkit.plot.learning_curve{out = out, run = o.dir, title = "Learning curve of " .. o.dir}
+  print("plot: " .. out)
+  return 0
+end
+
+-- Runs one cell unless its result.json is already there (made with these settings); returns the result.
 function Recipe:run_cell(cfg, cell)
   local ctx = self:context(cfg, cell)
   local result_file = ctx.dir .. "/result.json"
   local done = read_result(result_file)
-  if done then return done, true end
+  if done then
+    self:check_cell_settings(cfg, cell, ctx)
+    return done, true
+  end
   lmkit.fs.mkdir(ctx.dir)
   print(("== %s: cell %d (%s)"):format(self.name, cell.index, cell.id))
   local result = self.run(cell, ctx)
   if type(result) ~= "table" then
     error(("recipe %s: run() must return a table of results for cell %s, got %s"):format(self.name, cell.id, type(result)))
   end
+  -- The settings first: a result.json is never left without the record of how it was made.
+  lmkit.write_file(ctx.dir .. "/settings.json",
+                   lmkit.json_encode({recipe = self.name, cell = cell.id, settings = self:result_settings(cfg)}, true))
   lmkit.write_file(result_file, lmkit.json_encode(result, true))
   return result, false
 end
 
--- The finished cells' results (missing ones as {cell=, result=nil}).
+-- The finished cells' results (missing ones as {cell=, result=nil}); a cell of other settings is refused.
 function Recipe:collect(cfg, cells)
   local results = {}
   for i, cell in ipairs(cells) do
-    results[i] = {cell = cell, result = read_result(self:context(cfg, cell).dir .. "/result.json")}
+    local ctx = self:context(cfg, cell)
+    local result = read_result(ctx.dir .. "/result.json")
+    if result then self:check_cell_settings(cfg, cell, ctx) end
+    results[i] = {cell = cell, result = result}
   end
   return results
 end
@@ -238,10 +308,12 @@ function Recipe:main(overrides)
   if cfg.task ~= 0 then
     local cell = cells[cfg.task]
     if not cell then error(("recipe %s: task %d is outside 1..%d"):format(self.name, cfg.task, #cells)) end
+    self:write_record(cfg, cells)
     self:run_task(cfg, cell)
     return
   end
   if not cfg.report_only then
+    self:write_record(cfg, cells)
     for _, cell in ipairs(cells) do self:run_cell(cfg, cell) end
   end
   local results = self:collect(cfg, cells)

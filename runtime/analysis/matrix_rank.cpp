@@ -77,6 +77,16 @@ std::int64_t press_rank(const torch::Tensor& singular_values, std::int64_t rows,
   return (sv > tol).sum().item<std::int64_t>();
 }
 
+bool has_float32_noise_floor(const torch::Tensor& singular_values, std::int64_t rows, std::int64_t cols) {
+  const auto sv = check_singular_values(singular_values);
+  const auto float32_rank = press_rank(sv, rows, cols, torch::kFloat32);
+  if (press_rank(sv, rows, cols, torch::kFloat64) <= float32_rank) return false;
+  // The largest value under float32's tolerance (sv may come in any order).
+  const double tolerance = press_tolerance(sv.max().item<double>(), rows, cols, torch::kFloat32);
+  const auto below = sv.masked_select(sv <= tolerance);
+  return below.numel() > 0 && below.max().item<double>() >= 1e-5 * tolerance;
+}
+
 std::int64_t effective_rank(const torch::Tensor& singular_values, double epsilon) {
   if (!(epsilon > 0.0 && epsilon < 1.0)) throw UsageError("ε must lie in (0, 1), got " + describe_number(epsilon));
   const auto sv = check_singular_values(singular_values);

@@ -14,10 +14,17 @@ torch::Device parse_device(const std::string& name) {
   if (name != "cpu" && !is_cuda) {
     throw UsageError("unknown device '" + name + "' (expected \"cpu\", \"cuda\" or \"cuda:N\")");
   }
+  if (is_cuda && !at::hasCUDA()) {
+    // No device can help a Torch built without CUDA (Debian's libtorch): only another build can.
+    throw UsageError("device '" + name +
+                     "' is not usable here: this lmkit is built against a Torch without CUDA (see `lmkit --version`); "
+                     "rebuild it against a PyTorch with CUDA, `bash scripts/setup.sh --torch PYTHON` on the GPU machine "
+                     "(docs/development.md), or use \"cpu\"");
+  }
   if (is_cuda && !torch::cuda::is_available()) {
     throw UsageError("device '" + name +
                      "' is not usable here: no CUDA device is visible to this Torch build "
-                     "(see `lmkit --version`); use \"cpu\" or lmkit.device()");
+                     "(see `lmkit --version`; CUDA_VISIBLE_DEVICES, the driver: nvidia-smi); use \"cpu\" or lmkit.device()");
   }
   try {
     torch::Device device(name);

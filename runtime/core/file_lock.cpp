@@ -10,6 +10,7 @@
 #include <ctime>
 #include <filesystem>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -156,6 +157,21 @@ void FileLock::lock_file(const std::string& path, const std::string& purpose) {
     return;
   }
   write_record(fd_, holder_record(purpose));
+}
+
+std::optional<std::string> FileLock::holder(const std::string& path) {
+  const std::string record_path = (std::filesystem::path(path) / ".lock").string();
+  // The folder's lock, else (a filesystem without folder locks) its record file's. A lock taken here
+  // for the probe goes with the descriptor, at once.
+  for (const auto& [target, flags] : {std::pair{path, O_RDONLY | O_DIRECTORY | O_CLOEXEC}, std::pair{record_path, O_RDONLY | O_CLOEXEC}}) {
+    const int fd = ::open(target.c_str(), flags);
+    if (fd < 0) continue;
+    const int error = try_lock(fd);
+    ::close(fd);
+    if (error == EWOULDBLOCK) return holder_from_record(record_path);
+    if (error == 0) return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 FileLock::~FileLock() {

@@ -15,6 +15,7 @@
 // filesystems: ENOSYS, EOPNOTSUPP, ENOLCK) lmkit warns and goes on unlocked.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace lmkit {
@@ -29,6 +30,10 @@ class FileLock {
   ~FileLock();
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;
+
+  // Who holds the lock on the folder `path` now ("pid 123 on host h, since …: training run …"), or
+  // nullopt when nobody does (or the filesystem has no locks). Takes nothing and writes nothing.
+  static std::optional<std::string> holder(const std::string& path);
 
  private:
   void lock_file(const std::string& path, const std::string& purpose);

@@ -119,9 +119,12 @@ std::optional<std::string> window_warning(const TrainOptions& o) {
 
 std::optional<std::string> switch_warning(const TrainOptions& o) {
   if (o.switch_policy == "et" && o.switch_epoch >= o.epochs) {
+    // switch_epoch is at least 1: a one-epoch run has no epoch after any switch.
+    const auto advice = o.epochs >= 2 ? fmt::format("set switch_epoch below {}", o.epochs)
+                                      : std::string("train 2 epochs or more to average, or set switch=\"none\"");
     return fmt::format("switch=\"et\" averages from the epoch after switch_epoch={}, but the run has epochs={}: "
-                       "it will never switch to ASGD (set switch_epoch below {})",
-                       o.switch_epoch, o.epochs, o.epochs);
+                       "it will never switch to ASGD ({})",
+                       o.switch_epoch, o.epochs, advice);
   }
   // NT compares an epoch's loss with more than nonmono earlier ones: its first chance is after
   // epoch nonmono + 2, and averaging then needs one more epoch.

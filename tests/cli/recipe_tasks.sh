@@ -1,6 +1,7 @@
 #!/bin/bash
 # recipe_tasks.sh LMKIT WORKDIR: task 2 alone, then the report marks task 1 missing; a full run
-# fills it in; --set overrides reach the grid.
+# fills it in; --set overrides reach the grid; a setting that changes results, not cells, is refused
+# in a folder whose cells were made without it (a run and a report alike), and runs in its own.
 set -u
 lmkit=$1
 work=$2
@@ -12,4 +13,19 @@ rm -rf "$work"
   { echo "report_only did not mark task 1 missing"; exit 1; }
 "$lmkit" run "$here/tiny_recipe.lua" --set out="$work" --set base=3 | grep -q "squares: 9 16" ||
   { echo "--set base=3 did not reach the grid"; exit 1; }
-"$lmkit" run "$here/tiny_recipe.lua" --set out="$work" && rm -rf "$work"
+"$lmkit" run "$here/tiny_recipe.lua" --set out="$work" | grep -q "squares: 1 4" || { echo "the full run failed"; exit 1; }
+for mode in "" "--set report_only=true"; do
+  # shellcheck disable=SC2086
+  out=$("$lmkit" run "$here/tiny_recipe.lua" --set out="$work" --set offset=5 $mode 2>&1) &&
+    { echo "offset=5 ($mode) was served the results of offset=0: $out"; exit 1; }
+  echo "$out" | grep -qF "cell x=1 in $work holds a result made with other settings (offset = 0 there, 5 now)" ||
+    { echo "no settings message ($mode): $out"; exit 1; }
+  echo "$out" | grep -qF -- "--set out=$work-offset5" || { echo "no folder suggested ($mode): $out"; exit 1; }
+done
+[ "$(cat "$work/cells/x=1/result.json" | tr -d ' \n')" = '{"square":1}' ] || { echo "a refused run changed a result"; exit 1; }
+"$lmkit" run "$here/tiny_recipe.lua" --set out="$work-offset5" --set offset=5 | grep -q "squares: 6 9" ||
+  { echo "offset=5 in its own folder failed"; exit 1; }
+rm -rf "$work-offset5"
+"$lmkit" run "$here/tiny_recipe.lua" --set out="$work" | grep -q "squares: 1 4" || { echo "the rerun failed"; exit 1; }
+rm -rf "$work"
+echo "recipe tasks: every check passed"

@@ -14,7 +14,7 @@ T.test("Torch's errors reach Lua in lmkit's words: 1-based shapes, memory asked,
   T.raises(function() return lmkit.zeros(1e6, 1e6) end,
            "lmkit.zeros: out of memory: it asked for 3725.3 GiB (4000000000000 bytes) at once, and this machine has ")
   T.raises(function() return lmkit.model{vocab_size = 100, emb = 8, nhid = 16, nhidlast = 8, head = lmkit.heads.mos{K = 1e9}} end,
-           'lmkit.model: making the head {"K":1000000000,"dropoutl":0.29,"kind":"mos"}: out of memory: it asked for')
+           'lmkit.model: making the head {"K":1000000000,"dropoutl":0.29,"floor":0.0,"kind":"mos"}: out of memory: it asked for')
   T.raises(function() lmkit.ones(2):sum():backward() end, "Tensor:backward: nothing to differentiate")
   T.raises(function()
     local a = lmkit.ones(2, {requires_grad = true})

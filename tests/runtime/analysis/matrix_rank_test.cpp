@@ -37,6 +37,31 @@ TEST(MatrixRankTest, RankOfAProductWithTinyNoise) {
   EXPECT_EQ(press_rank(svdvals(q.to(torch::kFloat32)), 500, 400, torch::kFloat32), 12);
 }
 
+// The log-probabilities of a rank-d softmax layer, computed once in float32 and once in float64, both
+// stored as float64: only the first carries float32's rounding noise, and its float64 Press rank
+// counts that noise (every column) where float32's counts d + 2.
+TEST(MatrixRankTest, AFloat32ComputationStoredAsFloat64ShowsFloat32sNoiseFloor) {
+  torch::manual_seed(3);
+  const std::int64_t m = 60, n = 50, d = 8;
+  const auto h = torch::randn({m, d}, torch::kFloat64), e = torch::randn({n, d}, torch::kFloat64);
+  const auto b = torch::randn({n}, torch::kFloat64);
+  const auto exact = torch::log_softmax(h.matmul(e.t()) + b, 1);
+  const auto via_float32 =
+      torch::log_softmax(h.to(torch::kFloat32).matmul(e.to(torch::kFloat32).t()) + b.to(torch::kFloat32), 1).to(torch::kFloat64);
+  const auto noisy = svdvals(via_float32), clean = svdvals(exact);
+  EXPECT_EQ(press_rank(noisy, m, n, torch::kFloat32), d + 2);
+  EXPECT_EQ(press_rank(noisy, m, n, torch::kFloat64), n);
+  EXPECT_TRUE(has_float32_noise_floor(noisy, m, n));
+  EXPECT_EQ(press_rank(clean, m, n, torch::kFloat64), d + 2);
+  EXPECT_FALSE(has_float32_noise_floor(clean, m, n));
+  // Values between the two tolerances far under float32's rounding: signal, not float32's noise.
+  const double tol_ratio = 0.5 * std::sqrt(m + n + 1.0) * std::numeric_limits<float>::epsilon();
+  const auto s = torch::cat({torch::linspace(10, 1, 10, torch::kFloat64), torch::full({3}, 10 * tol_ratio * 1e-7, torch::kFloat64)});
+  const auto fine = svdvals(with_singular_values(s, m, n));
+  EXPECT_EQ(press_rank(fine, m, n, torch::kFloat64), 13);
+  EXPECT_FALSE(has_float32_noise_floor(fine, m, n));
+}
+
 TEST(MatrixRankTest, NegativeSingularValuesAreRefused) {
   // Eigenvalues of a symmetric matrix, or a difference of two spectra, are not singular values.
   const auto values = torch::tensor({3.0, 1.0, -0.5, 0.25}, torch::kFloat64);

@@ -1017,6 +1017,25 @@ TEST(TrainOptionsTest, SwitchWarningHoldsForEveryNonmono) {
   EXPECT_TRUE(switch_warning(o).has_value());
 }
 
+// ET's advice is one the options accept: switch_epoch ≥ 1, so a one-epoch run is told to train longer
+// or not to switch, not to "set switch_epoch below 1".
+TEST(TrainOptionsTest, EtsSwitchWarningGivesAdviceTheOptionsAccept) {
+  TrainOptions o;
+  o.switch_policy = "et";
+  o.switch_epoch = 4;
+  o.epochs = 3;
+  ASSERT_TRUE(switch_warning(o).has_value());
+  EXPECT_NE(switch_warning(o)->find("(set switch_epoch below 3)"), std::string::npos) << *switch_warning(o);
+  o.epochs = 1;
+  o.switch_epoch = 1;
+  ASSERT_TRUE(switch_warning(o).has_value());
+  EXPECT_EQ(switch_warning(o)->find("below 1"), std::string::npos) << *switch_warning(o);
+  EXPECT_NE(switch_warning(o)->find("train 2 epochs or more to average, or set switch=\"none\""), std::string::npos)
+      << *switch_warning(o);
+  o.epochs = 2;
+  EXPECT_FALSE(switch_warning(o).has_value());
+}
+
 TEST(TrainOptionsTest, RatesOutsideFloat32AndAFloorAboveTheRateAreRefusedByName) {
   const auto refusal = [](const std::function<void(TrainOptions&)>& edit) {
     TrainOptions o;

@@ -101,4 +101,9 @@ rng = np.random.default_rng(4)
 logits = rng.standard_normal((100, 4)) @ rng.standard_normal((4, 30)) + rng.standard_normal(30)
 logp = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
 np.save(path("softmax_logp.npy"), logp.astype(np.float32))
+# The same layer computed in float32 and stored as float64: float32's rounding noise under a float64
+# dtype (hidden_size counts its Press rank with float32's eps and says so).
+logits32 = logits.astype(np.float32)
+logp32 = logits32 - np.log(np.exp(logits32).sum(axis=1, keepdims=True))
+np.save(path("softmax_logp_float32_in_float64.npy"), logp32.astype(np.float64))
 print("wrote", sorted(n for n in os.listdir(HERE) if not n.endswith(".py")))

@@ -1,0 +1,217 @@
+#include "repl/run_folder_command.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "repl/batch_command.h"
+#include "repl/script_runner.h"
+#include "runtime/core/error.h"
+#include "runtime/training/run_status.h"
+#include "runtime/training/run_store.h"
+
+namespace lmkit::repl {
+namespace {
+
+namespace fs = std::filesystem;
+
+enum class FolderKind { kBatch, kRecipe, kRun };
+
+// What lmkit wrote the folder as; UsageError naming the three marks otherwise.
+FolderKind folder_kind(const std::string& dir) {
+  const fs::path path(dir);
+  if (fs::exists(path / "batch" / "manifest.json")) return FolderKind::kBatch;
+  if (fs::exists(path / "recipe.json")) return FolderKind::kRecipe;
+  if (fs::exists(path / "config.json")) return FolderKind::kRun;
+  throw UsageError("'" + dir + "' is no folder lmkit writes results into: it holds no batch/manifest.json (`lmkit batch " +
+                   "RECIPE --set out=DIR` makes one), no recipe.json (`lmkit run RECIPE`) and no config.json (a training " +
+                   "run: lmkit.train's run_dir)" + (fs::is_directory(path) ? "" : "; it does not exist"));
+}
+
+nlohmann::json read_json_file(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto value = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded() || !value.is_object()) {
+    throw EnvironmentError("'" + path.string() + "' is not a JSON object: was it cut short? `lmkit run` of the recipe rewrites it");
+  }
+  return value;
+}
+
+// A recipe folder's record: the recipe file, its settings and its cells' ids.
+struct RecipeRecord {
+  std::string recipe, name;
+  nlohmann::json settings;
+  std::vector<std::string> cells;
+};
+
+RecipeRecord recipe_record(const std::string& dir) {
+  const auto file = fs::path(dir) / "recipe.json";
+  const auto json = read_json_file(file);
+  RecipeRecord record;
+  const auto recipe = json.find("recipe"), cells = json.find("cells"), settings = json.find("settings");
+  if (recipe == json.end() || !recipe->is_string() || cells == json.end() || !cells->is_array() ||
+      settings == json.end() || !settings->is_object()) {
+    throw EnvironmentError("'" + file.string() + "' lacks its recipe, settings or cells; `lmkit run` of the recipe rewrites it");
+  }
+  record.recipe = recipe->get<std::string>();
+  record.name = json.value("name", record.recipe);
+  record.settings = *settings;
+  for (const auto& cell : *cells) {
+    if (cell.is_string()) record.cells.push_back(cell.get<std::string>());
+  }
+  return record;
+}
+
+int run_folder_status(const std::string& dir) {
+  const auto status = training::run_status(dir);
+  for (const auto& line : status.lines()) std::cout << line << "\n";
+  if (status.done()) return 0;
+  return status.failed() ? 1 : 3;
+}
+
+int recipe_folder_status(const std::string& dir) {
+  const auto record = recipe_record(dir);
+  std::cout << fmt::format("Recipe {} ({}) in {}: {} cell{}\n", record.name, record.recipe, dir, record.cells.size(),
+                           record.cells.size() == 1 ? "" : "s");
+  std::size_t done = 0, failed = 0, width = 4;
+  for (const auto& id : record.cells) width = std::max(width, id.size());
+  std::cout << fmt::format("  {:>4}  {:<{}}  {:<9}  {}\n", "cell", "id", width, "state", "detail");
+  for (std::size_t i = 0; i < record.cells.size(); ++i) {
+    const auto cell = fs::path(dir) / "cells" / record.cells[i];
+    std::string state = "pending", detail;
+    if (fs::exists(cell / "result.json")) {
+      state = "done";
+      ++done;
+    } else if (fs::exists(cell / "run" / "config.json")) {
+      const auto run = training::run_status((cell / "run").string());
+      state = run.state == "finished" ? "trained" : run.state;  // its result not written yet
+      detail = run.epochs > 0 ? fmt::format("epoch {} of {}", run.epoch, run.epochs) : fmt::format("epoch {}", run.epoch);
+      if (run.best_valid_ppl) detail += fmt::format(", best valid ppl {:.2f}", *run.best_valid_ppl);
+      if (run.eta_seconds) detail += ", about " + training::duration_text(*run.eta_seconds) + " left";
+      if (run.failed()) ++failed;
+    } else if (fs::exists(cell)) {
+      state = "started";
+    }
+    auto line = fmt::format("  {:>4}  {:<{}}  {:<9}  {}", i + 1, record.cells[i], width, state, detail);
+    line.erase(line.find_last_not_of(' ') + 1);
+    std::cout << line << "\n";
+  }
+  std::cout << fmt::format("{} of {} cells done", done, record.cells.size());
+  if (done == record.cells.size()) std::cout << fmt::format(": `lmkit report {}` renders the report", dir);
+  std::cout << "\n";
+  if (done == record.cells.size()) return 0;
+  return failed > 0 ? 1 : 3;
+}
+
+// --set key=value as `lmkit run` reads it back: strings JSON-quoted, so that "141" stays a string.
+std::string set_argument(const std::string& key, const nlohmann::json& value) {
+  return key + "=" + value.dump();
+}
+
+int run_child(const std::vector<std::string>& arguments) {
+  std::vector<char*> argv;
+  for (const auto& a : arguments) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::cout.flush();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw EnvironmentError(std::string("cannot start the report's lmkit: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::execv(argv[0], argv.data());
+    std::cerr << "cannot run " << arguments[0] << ": " << std::strerror(errno) << "\n";
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+// The recipe's report over its finished cells: `lmkit run RECIPE --set <its settings> --set out=DIR
+// --set report_only=true` in a child lmkit (a fresh Lua state, as `lmkit run` would have).
+int recipe_folder_report(const std::string& dir) {
+  const auto record = recipe_record(dir);
+  if (!fs::exists(record.recipe)) {
+    throw UsageError("the recipe of '" + dir + "', " + record.recipe + ", is gone: run `lmkit run RECIPE --set out=" + dir +
+                     " --set report_only=true` with the recipe's file and the settings in " + dir + "/recipe.json");
+  }
+  std::vector<std::string> arguments{fs::read_symlink("/proc/self/exe").string(), "run", record.recipe};
+  for (auto it = record.settings.begin(); it != record.settings.end(); ++it) {
+    arguments.push_back("--set");
+    arguments.push_back(set_argument(it.key(), it.value()));
+  }
+  for (const auto& extra : {"out=" + dir, std::string("report_only=true")}) {
+    arguments.push_back("--set");
+    arguments.push_back(extra);
+  }
+  return run_child(arguments);
+}
+
+// A training run's report: its status, one line per epoch, and its learning curve beside its files.
+int run_folder_report(const std::string& dir) {
+  const auto status = training::run_status(dir);
+  for (const auto& line : status.lines()) std::cout << line << "\n";
+  std::cout << fmt::format("  {:>5}  {:>10}  {:>10}  {:>9}\n", "epoch", "train ppl", "valid ppl", "seconds");
+  for (const auto& record : training::RunStore(dir).metrics()) {
+    if (record.value("type", std::string()) != "epoch") continue;
+    const auto number = [&](const char* key) {
+      const auto it = record.find(key);
+      return it != record.end() && it->is_number() ? fmt::format("{:.2f}", it->get<double>()) : std::string("-");
+    };
+    std::cout << fmt::format("  {:>5}  {:>10}  {:>10}  {:>9}{}\n", record.value("epoch", 0), number("train_ppl"),
+                             number("valid_ppl"), number("epoch_seconds"),
+                             record.value("stage", std::string("train")) == "finetune" ? "  (finetune)" : "");
+  }
+  if (status.epoch == 0) return 0;
+  return call_lmkit_function("lmkit.recipe", "plot_run", nlohmann::json{{"dir", dir}}, {}, "");
+}
+
+int as_command(int (*fn)(const std::string&), const std::string& dir) {
+  try {
+    return fn(dir);
+  } catch (const UsageError& e) {
+    std::cerr << "lmkit: " << e.what() << "\n";
+    return 2;
+  } catch (const EnvironmentError& e) {
+    std::cerr << "lmkit: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace
+
+int show_folder_status(const std::string& dir) {
+  return as_command([](const std::string& d) {
+    switch (folder_kind(d)) {
+      case FolderKind::kBatch: return show_batch_status(d);
+      case FolderKind::kRecipe: return recipe_folder_status(d);
+      case FolderKind::kRun: return run_folder_status(d);
+    }
+    return 2;
+  }, dir);
+}
+
+int report_folder(const std::string& dir) {
+  return as_command([](const std::string& d) {
+    switch (folder_kind(d)) {
+      case FolderKind::kBatch: return report_batch(d);
+      case FolderKind::kRecipe: return recipe_folder_report(d);
+      case FolderKind::kRun: return run_folder_report(d);
+    }
+    return 2;
+  }, dir);
+}
+
+}  // namespace lmkit::repl

@@ -1,0 +1,100 @@
+#include "runtime/training/run_status.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "runtime/core/error.h"
+#include "runtime/core/file_lock.h"
+#include "runtime/training/run_store.h"
+
+namespace lmkit::training {
+namespace {
+
+std::optional<double> number_at(const nlohmann::json& object, const char* key) {
+  const auto it = object.find(key);
+  if (it == object.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+}  // namespace
+
+std::string duration_text(double seconds) {
+  if (!(seconds >= 0) || !std::isfinite(seconds)) return "?";
+  if (seconds < 10) return fmt::format("{:.2f}s", seconds);
+  const auto total = static_cast<std::int64_t>(std::llround(seconds));
+  if (total < 60) return fmt::format("{}s", total);
+  if (total < 3600) return fmt::format("{}m {:02}s", total / 60, total % 60);
+  return fmt::format("{}h {:02}m", total / 3600, (total % 3600) / 60);
+}
+
+RunStatus run_status(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(dir) || !fs::exists(fs::path(dir) / "config.json")) {
+    throw UsageError("'" + dir + "' is not a run directory (no config.json)");
+  }
+  RunStatus status;
+  status.dir = dir;
+  RunStore store(dir);
+  const auto config = store.read_json("config.json");
+  if (const auto train = config.find("train"); train != config.end() && train->is_object()) {
+    if (const auto epochs = number_at(*train, "epochs")) status.epochs = static_cast<std::int64_t>(*epochs);
+  }
+  double seconds = 0;
+  std::int64_t timed = 0;
+  for (const auto& record : store.metrics()) {
+    if (record.value("type", std::string()) != "epoch") continue;
+    if (const auto epoch = number_at(record, "epoch")) status.epoch = static_cast<std::int64_t>(*epoch);
+    const auto valid = number_at(record, "valid_ppl");
+    if (valid) {
+      status.last_valid_ppl = valid;
+      if (!status.best_valid_ppl || *valid < *status.best_valid_ppl) {
+        status.best_valid_ppl = valid;
+        status.best_epoch = status.epoch;
+      }
+    }
+    if (const auto s = number_at(record, "epoch_seconds")) seconds += *s, ++timed;
+  }
+  if (timed > 0) status.seconds_per_epoch = seconds / static_cast<double>(timed);
+
+  status.holder = FileLock::holder(dir);
+  if (status.holder) {
+    status.state = "running";
+  } else if (store.exists("summary.json")) {
+    const auto summary = store.read_json("summary.json");
+    status.state = summary.value("status", std::string("ended"));
+    status.test_ppl = number_at(summary, "test_ppl");
+    if (const auto reason = summary.find("stop_reason"); reason != summary.end() && reason->is_string()) {
+      status.stop_reason = reason->get<std::string>();
+    }
+  } else {
+    status.state = "stopped";
+  }
+  status.resumable = !status.done() && store.exists("state.ckpt");
+  if (status.state == "running" && status.seconds_per_epoch && status.epochs > status.epoch) {
+    status.eta_seconds = *status.seconds_per_epoch * static_cast<double>(status.epochs - status.epoch);
+  }
+  return status;
+}
+
+std::vector<std::string> RunStatus::lines() const {
+  std::vector<std::string> out;
+  std::string head = "Run " + dir + ": " + state;
+  head += epochs > 0 ? fmt::format(", epoch {} of {}", epoch, epochs) : fmt::format(", epoch {}", epoch);
+  if (best_valid_ppl) head += fmt::format(", best valid ppl {:.2f} (epoch {})", *best_valid_ppl, best_epoch);
+  if (test_ppl) head += fmt::format(", test ppl {:.2f}", *test_ppl);
+  out.push_back(head);
+  if (holder) out.push_back("  training in " + *holder);
+  if (seconds_per_epoch) {
+    out.push_back(fmt::format("  {} per epoch{}", duration_text(*seconds_per_epoch),
+                              eta_seconds ? ", about " + duration_text(*eta_seconds) + " left" : std::string()));
+  }
+  if (stop_reason) out.push_back("  " + *stop_reason);
+  if (state == "stopped") out.push_back("  no process is training it and it left no summary: it was killed or lost its machine");
+  if (resumable && state != "running") out.push_back("  lmkit.resume(\"" + dir + "\") continues it from its state.ckpt");
+  return out;
+}
+
+}  // namespace lmkit::training

@@ -1,0 +1,41 @@
+// Where a training run stands, read from its directory alone (`lmkit status DIR`): running (its
+// directory's lock is held: training_state.h takes it), ended (summary.json's status) or stopped
+// without a summary (a killed process; state.ckpt resumes it), with its epochs, best validation
+// perplexity and, while it runs, an ETA from the epochs' mean duration.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lmkit::training {
+
+struct RunStatus {
+  std::string dir;
+  // "running", "stopped" (no summary, nobody training) or summary.json's status ("finished",
+  // "diverged", "interrupted", "preempted", ...).
+  std::string state;
+  std::optional<std::string> holder;  // the process training it, when running
+  std::optional<std::string> stop_reason;
+  std::int64_t epoch = 0;   // the last epoch that finished (0: none yet)
+  std::int64_t epochs = 0;  // the epochs the run was started for (0: not recorded)
+  std::optional<double> best_valid_ppl, last_valid_ppl, test_ppl;
+  std::int64_t best_epoch = 0;
+  std::optional<double> seconds_per_epoch;  // the finished epochs' mean
+  std::optional<double> eta_seconds;        // running: the epochs left at that rate
+  bool resumable = false;                   // not finished, with a state.ckpt: lmkit.resume continues it
+
+  bool done() const { return state == "finished"; }
+  bool failed() const { return state == "diverged" || state == "failed"; }
+  // "running: epoch 3 of 40, best valid ppl 81.2 (epoch 3), 12.4 s per epoch, about 7m 25s left" and more
+  // lines: what `lmkit status` prints.
+  std::vector<std::string> lines() const;
+};
+
+// The status of the run directory `dir` (one with a config.json); UsageError naming it otherwise.
+RunStatus run_status(const std::string& dir);
+
+// "7m 25s", "2h 03m", "41s", "0.37s".
+std::string duration_text(double seconds);
+
+}  // namespace lmkit::training

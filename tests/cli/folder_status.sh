@@ -1,0 +1,49 @@
+#!/bin/bash
+# folder_status.sh LMKIT WORKDIR: `lmkit status` and `lmkit report` on a recipe's output folder (its
+# cells), on a cell's training run (finished, running, stopped) and on a folder that is neither.
+set -u
+lmkit=$1
+work=$2
+here=$(cd "$(dirname "$0")" && pwd)
+fail() { echo "folder status: $1"; exit 1; }
+rm -rf "$work"
+
+"$lmkit" run "$here/train_recipe.lua" --set out="$work" --set epochs=2 --set task=1 >/dev/null || fail "task 1 failed"
+out=$("$lmkit" status "$work"); rc=$?
+[ "$rc" = 3 ] || fail "a recipe folder with a pending cell: exit $rc, not 3: $out"
+echo "$out" | grep -Eq "^ +1  seed=1 +done$" || fail "cell 1 not done: $out"
+echo "$out" | grep -Eq "^ +2  seed=2 +pending$" || fail "cell 2 not pending: $out"
+echo "$out" | grep -q "1 of 2 cells done" || fail "no count: $out"
+# The report with the folder's own settings (epochs=2, recorded in recipe.json).
+out=$("$lmkit" report "$work") || fail "report failed: $out"
+echo "$out" | grep -Eq "^test ppl: [0-9.]+ -$" || fail "report: $out"
+
+run="$work/cells/seed=1/run"
+out=$("$lmkit" status "$run"); rc=$?
+[ "$rc" = 0 ] || fail "a finished run: exit $rc: $out"
+echo "$out" | grep -Eq "^Run $run: finished, epoch 2 of 2, best valid ppl [0-9.]+ \(epoch [12]\), test ppl [0-9.]+$" ||
+  fail "finished run: $out"
+out=$("$lmkit" report "$run") || fail "run report failed: $out"
+echo "$out" | grep -Eq "^ +2 +[0-9.]+ +[0-9.]+ +[0-9.]+$" || fail "no epoch 2 line: $out"
+echo "$out" | grep -qF "plot: $run/learning_curve.png" || fail "no plot: $out"
+[ -s "$run/learning_curve.png" ] || fail "learning_curve.png is empty or missing"
+
+# Running: another process holds the run directory's lock, as a training run does.
+out=$("$lmkit" run "$here/hold_run_lock.lua" -- "$lmkit" "$run")
+echo "$out" | grep -qF "Run $run: running, epoch 2 of 2" || fail "a locked run is not running: $out"
+echo "$out" | grep -Eq "training in pid [0-9]+ on host .*: training run $run" || fail "no holder named: $out"
+echo "$out" | grep -q "^exit 3$" || fail "a running run: not exit 3: $out"
+
+# Stopped: no summary and nobody training it (a killed process), its state.ckpt still there.
+mv "$run/summary.json" "$run/summary.moved"
+out=$("$lmkit" status "$run"); rc=$?
+mv "$run/summary.moved" "$run/summary.json"
+[ "$rc" = 3 ] || fail "a stopped run: exit $rc: $out"
+echo "$out" | grep -qF "Run $run: stopped, epoch 2 of 2" || fail "not stopped: $out"
+echo "$out" | grep -qF "lmkit.resume(\"$run\") continues it" || fail "no way to continue: $out"
+
+out=$("$lmkit" status "$here" 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "a folder of no results: exit $rc: $out"
+echo "$out" | grep -qF "is no folder lmkit writes results into" || fail "no message: $out"
+rm -rf "$work"
+echo "folder status: every check passed"
