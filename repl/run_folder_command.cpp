@@ -61,13 +61,14 @@ RecipeRecord recipe_record(const std::string& dir) {
   const auto json = read_json_file(file);
   RecipeRecord record;
   const auto recipe = json.find("recipe"), cells = json.find("cells"), settings = json.find("settings");
-  if (recipe == json.end() || !recipe->is_string() || cells == json.end() || !cells->is_array() ||
-      settings == json.end() || !settings->is_object()) {
-    throw EnvironmentError("'" + file.string() + "' lacks its recipe, settings or cells; `lmkit run` of the recipe rewrites it");
+  // A recipe without settings wrote them as an empty JSON array (an empty Lua table).
+  const bool no_settings = settings != json.end() && settings->is_array() && settings->empty();
+  if (cells == json.end() || !cells->is_array() || settings == json.end() || !(settings->is_object() || no_settings)) {
+    throw EnvironmentError("'" + file.string() + "' lacks its settings or cells; `lmkit run` of the recipe rewrites it");
   }
-  record.recipe = recipe->get<std::string>();
-  record.name = json.value("name", record.recipe);
-  record.settings = *settings;
+  if (recipe != json.end() && recipe->is_string()) record.recipe = recipe->get<std::string>();
+  record.name = json.value("name", record.recipe.empty() ? std::string("?") : record.recipe);
+  record.settings = no_settings ? nlohmann::json::object() : *settings;
   for (const auto& cell : *cells) {
     if (cell.is_string()) record.cells.push_back(cell.get<std::string>());
   }
@@ -83,7 +84,7 @@ int run_folder_status(const std::string& dir) {
 
 int recipe_folder_status(const std::string& dir) {
   const auto record = recipe_record(dir);
-  std::cout << fmt::format("Recipe {} ({}) in {}: {} cell{}\n", record.name, record.recipe, dir, record.cells.size(),
+  std::cout << fmt::format("Recipe {} ({}) in {}: {} cell{}\n", record.name, record.recipe.empty() ? "file not recorded" : record.recipe, dir, record.cells.size(),
                            record.cells.size() == 1 ? "" : "s");
   std::size_t done = 0, failed = 0, width = 4;
   for (const auto& id : record.cells) width = std::max(width, id.size());
@@ -115,8 +116,15 @@ int recipe_folder_status(const std::string& dir) {
   return failed > 0 ? 1 : 3;
 }
 
-// --set key=value as `lmkit run` reads it back: strings JSON-quoted, so that "141" stays a string.
+// --set key=value as `lmkit run` reads it back: strings quoted, so that "141" stays a string. The
+// parser strips the quotes and unescapes nothing: a string with a quote or a backslash (which no
+// number or boolean has) goes bare.
 std::string set_argument(const std::string& key, const nlohmann::json& value) {
+  if (value.is_string()) {
+    const auto text = value.get<std::string>();
+    if (text.find_first_of("\"\\") != std::string::npos) return key + "=" + text;
+    return key + "=\"" + text + "\"";
+  }
   return key + "=" + value.dump();
 }
 
@@ -143,7 +151,7 @@ int run_child(const std::vector<std::string>& arguments) {
 // --set report_only=true` in a child lmkit (a fresh Lua state, as `lmkit run` would have).
 int recipe_folder_report(const std::string& dir) {
   const auto record = recipe_record(dir);
-  if (!fs::exists(record.recipe)) {
+  if (record.recipe.empty() || !fs::exists(record.recipe)) {
     throw UsageError("the recipe of '" + dir + "', " + record.recipe + ", is gone: run `lmkit run RECIPE --set out=" + dir +
                      " --set report_only=true` with the recipe's file and the settings in " + dir + "/recipe.json");
   }

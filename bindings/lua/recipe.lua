@@ -169,8 +169,38 @@ local function setting_text(value)
   return type(value) == "string" and ("%q"):format(value) or tostring(value)
 end
 
--- Refuses a finished cell whose settings.json records other settings than `cfg`'s. A cell from
--- before settings were recorded (no settings.json) is taken as it is.
+-- The cell ids of the grid under `cfg` with one setting changed, sorted and joined; nil when the
+-- grid cannot be made so.
+function Recipe:grid_ids_with(cfg, key, value)
+  local variant = {}
+  for k, v in pairs(cfg) do variant[k] = v end
+  variant[key] = value
+  local ok, cells = pcall(self.grid, variant)
+  if not ok or type(cells) ~= "table" then return nil end
+  local ids = {}
+  for i, cell in ipairs(cells) do
+    if type(cell) ~= "table" then return nil end
+    ids[i] = recipe.cell_id(cell)
+  end
+  table.sort(ids)
+  return table.concat(ids, "\n")
+end
+
+-- Whether setting `key` chooses which cells the grid has (heads, seeds, dims, a cell limit): a value
+-- that makes another grid than this run's. Such a setting leaves a cell's own result alone.
+function Recipe:selects_cells(cfg, key, value)
+  self.selecting_cache = self.selecting_cache or {}
+  local cache_key = key .. "=" .. tostring(value)
+  if self.selecting_cache[cache_key] == nil then
+    local now, other = self:grid_ids_with(cfg, key, cfg[key]), self:grid_ids_with(cfg, key, value)
+    self.selecting_cache[cache_key] = now ~= nil and other ~= nil and now ~= other
+  end
+  return self.selecting_cache[cache_key]
+end
+
+-- Refuses a finished cell whose settings.json records other settings than `cfg`'s, but for those
+-- that only choose the grid's cells. A cell from before settings were recorded (no settings.json)
+-- is taken as it is.
 function Recipe:check_cell_settings(cfg, cell, ctx)
   local recorded = read_result(ctx.dir .. "/settings.json")
   if not recorded or type(recorded.settings) ~= "table" then return end
@@ -180,7 +210,7 @@ function Recipe:check_cell_settings(cfg, cell, ctx)
   table.sort(keys)
   for _, key in ipairs(keys) do
     local then_value = recorded.settings[key]
-    if then_value ~= nil and then_value ~= now[key] then
+    if then_value ~= nil and then_value ~= now[key] and not self:selects_cells(cfg, key, then_value) then
       differ[#differ + 1] = ("%s = %s there, %s now"):format(key, setting_text(then_value), setting_text(now[key]))
       suffix[#suffix + 1] = ("%s%s"):format(key, tostring(now[key]):gsub("[^%w%.%-]", ""))
     end
@@ -189,6 +219,15 @@ function Recipe:check_cell_settings(cfg, cell, ctx)
   error(("recipe %s: cell %s in %s holds a result made with other settings (%s); it would be reported as this " ..
          "run's. Use another output folder (--set out=%s-%s), the folder's settings, or remove %s to run it again.")
         :format(self.name, cell.id, cfg.out, table.concat(differ, "; "), cfg.out, table.concat(suffix, "-"), ctx.dir), 0)
+end
+
+-- Every finished cell made with these settings (check_cell_settings), before anything is written
+-- or run: a run of other settings stops with nothing changed.
+function Recipe:check_finished_cells(cfg, cells)
+  for _, cell in ipairs(cells) do
+    local ctx = self:context(cfg, cell)
+    if read_result(ctx.dir .. "/result.json") then self:check_cell_settings(cfg, cell, ctx) end
+  end
 end
 
 -- <out>/recipe.json: the recipe file, its settings and its cells, so that `lmkit status OUT` can list
@@ -308,10 +347,15 @@ function Recipe:main(overrides)
   if cfg.task ~= 0 then
     local cell = cells[cfg.task]
     if not cell then error(("recipe %s: task %d is outside 1..%d"):format(self.name, cfg.task, #cells)) end
-    self:write_record(cfg, cells)
+    -- A hand-run task records the folder once; a batch's tasks (its manifest is the record) and
+    -- later tasks leave it alone, so that concurrent tasks never write it at once.
+    if not lmkit.fs.exists(cfg.out .. "/recipe.json") and not lmkit.fs.exists(cfg.out .. "/batch/manifest.json") then
+      pcall(self.write_record, self, cfg, cells)
+    end
     self:run_task(cfg, cell)
     return
   end
+  self:check_finished_cells(cfg, cells)
   if not cfg.report_only then
     self:write_record(cfg, cells)
     for _, cell in ipairs(cells) do self:run_cell(cfg, cell) end

@@ -81,10 +81,15 @@ bool has_float32_noise_floor(const torch::Tensor& singular_values, std::int64_t 
   const auto sv = check_singular_values(singular_values);
   const auto float32_rank = press_rank(sv, rows, cols, torch::kFloat32);
   if (press_rank(sv, rows, cols, torch::kFloat64) <= float32_rank) return false;
-  // The largest value under float32's tolerance (sv may come in any order).
-  const double tolerance = press_tolerance(sv.max().item<double>(), rows, cols, torch::kFloat32);
-  const auto below = sv.masked_select(sv <= tolerance);
-  return below.numel() > 0 && below.max().item<double>() >= 1e-5 * tolerance;
+  // The values between the two tolerances (sv may come in any order): rounding noise is a floor,
+  // high (within 1e5 of float32's tolerance) and flat (within 4 decades); a spectrum that decays
+  // smoothly through float32's tolerance towards float64's is neither.
+  const double sigma_max = sv.max().item<double>();
+  const double tolerance = press_tolerance(sigma_max, rows, cols, torch::kFloat32);
+  const auto between = sv.masked_select((sv <= tolerance) & (sv > press_tolerance(sigma_max, rows, cols, torch::kFloat64)));
+  if (between.numel() == 0) return false;
+  const double highest = between.max().item<double>(), lowest = between.min().item<double>();
+  return highest >= 1e-5 * tolerance && highest < 1e4 * lowest;
 }
 
 std::int64_t effective_rank(const torch::Tensor& singular_values, double epsilon) {

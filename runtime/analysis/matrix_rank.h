@@ -36,11 +36,12 @@ std::int64_t press_rank(const torch::Tensor& singular_values, std::int64_t rows,
 std::int64_t effective_rank(const torch::Tensor& singular_values, double epsilon);
 
 // Whether a float64 matrix's spectrum carries float32's rounding noise: singular values counted by
-// float64's Press tolerance but not by float32's, the largest of them within 1e5 of float32's
-// tolerance. A matrix computed in float32 (or from float32 logits) and stored as float64 has such a
-// floor, about 1e-2 of float32's tolerance and 1e7 times float64's: its float64 Press rank counts
-// rounding noise (min(m, n) where the float32 rank is d + 2). A matrix computed in float64 has its
-// noise near float64's tolerance, 1e-10 of float32's.
+// float64's Press tolerance but not by float32's that form a floor — the largest within 1e5 of
+// float32's tolerance, all within 4 decades of each other. A matrix computed in float32 (or from
+// float32 logits) and stored as float64 has such a floor, 1e-2 to 1e-5 of float32's tolerance and
+// 1e4 to 1e7 times float64's: its float64 Press rank counts rounding noise (min(m, n) where the
+// float32 rank is d + 2). A matrix computed in float64 has its noise near float64's tolerance; a
+// spectrum decaying smoothly past float32's tolerance spreads over many more decades.
 bool has_float32_noise_floor(const torch::Tensor& singular_values, std::int64_t rows, std::int64_t cols);
 
 struct EffectiveRank {

@@ -161,15 +161,17 @@ void FileLock::lock_file(const std::string& path, const std::string& purpose) {
 
 std::optional<std::string> FileLock::holder(const std::string& path) {
   const std::string record_path = (std::filesystem::path(path) / ".lock").string();
-  // The folder's lock, else (a filesystem without folder locks) its record file's. A lock taken here
-  // for the probe goes with the descriptor, at once.
-  for (const auto& [target, flags] : {std::pair{path, O_RDONLY | O_DIRECTORY | O_CLOEXEC}, std::pair{record_path, O_RDONLY | O_CLOEXEC}}) {
-    const int fd = ::open(target.c_str(), flags);
+  // The folder's lock and its record file's, both: on a network filesystem the folder's may hold on
+  // the writer's node only, and the record file's is the one every node sees (opened for writing,
+  // as NFS emulates flock with write locks; never created). A lock the probe takes is released at
+  // once with its descriptor; a writer starting in that instant is refused, naming this probe.
+  for (const auto& [target, flags] : {std::pair{path, O_RDONLY | O_DIRECTORY | O_CLOEXEC}, std::pair{record_path, O_RDWR | O_CLOEXEC}}) {
+    int fd = ::open(target.c_str(), flags);
+    if (fd < 0 && errno == EACCES && target == record_path) fd = ::open(target.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;
     const int error = try_lock(fd);
     ::close(fd);
     if (error == EWOULDBLOCK) return holder_from_record(record_path);
-    if (error == 0) return std::nullopt;
   }
   return std::nullopt;
 }

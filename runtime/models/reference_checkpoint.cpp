@@ -231,7 +231,15 @@ void check_options_fit(const ImportCheckpointOptions& options) {
                        "not of \"" + options.format + "\"");
     }
   }
-  if (!options.top_model) return;
+  if (!options.top_model) {
+    // Without top_model, the settings of one top model only (each names its top model).
+    const int named = (options.gs_smax_c || options.gs_smax_k) + options.plif_smax_t.has_value() + options.adv_smax_alpha.has_value();
+    if (named > 1) {
+      throw UsageError("import_checkpoint: settings of more than one top model (gs_smax_*, plif_smax_t, adv_smax_alpha); "
+                       "say which with top_model");
+    }
+    return;
+  }
   const auto& top = *options.top_model;
   const std::vector<std::pair<const char*, const char*>> owner{
       {"gs_smax_c", "gs_smax"}, {"gs_smax_k", "gs_smax"}, {"plif_smax_t", "plif_smax"}, {"adv_smax_alpha", "adv_smax"}};
@@ -250,10 +258,16 @@ void check_options_fit(const ImportCheckpointOptions& options) {
 std::string thesis_top_model(const ReferenceReader& file, const ImportCheckpointOptions& options) {
   const bool has_plif = file.has("plif_w");
   const bool has_mixture = file.has("prior.weight") || file.has("latent.0.weight") || file.has("latent.0.bias");
-  const auto top = options.top_model ? *options.top_model
-                   : has_plif        ? std::string("plif_smax")
-                   : has_mixture     ? std::string()
-                                     : std::string("smax");
+  // A setting of one top model names it: smax, gs_smax, s_smax and adv_smax files look alike.
+  const auto named_by_setting = options.gs_smax_c || options.gs_smax_k ? std::string("gs_smax")
+                                : options.plif_smax_t                  ? std::string("plif_smax")
+                                : options.adv_smax_alpha               ? std::string("adv_smax")
+                                                                       : std::string();
+  const auto top = options.top_model       ? *options.top_model
+                   : has_plif              ? std::string("plif_smax")
+                   : has_mixture           ? std::string()
+                   : !named_by_setting.empty() ? named_by_setting
+                                               : std::string("smax");
   if (top.empty()) {
     file.fail("top_model.prior and top_model.latent are the layers of a mixture: say which, top_model = \"mos\" "
               "(mixture of softmaxes) or \"moc\" (mixture of contexts); the file does not record it");
@@ -323,7 +337,7 @@ LanguageModel import_reference_checkpoint(const std::string& path, const ImportC
   }
   const auto top = thesis ? thesis_top_model(file, options) : std::string();
   const bool mixture = format == "mos" || top == "mos" || top == "moc";
-  if (options.floor && !mixture) {
+  if (options.floor && *options.floor > 0 && !mixture) {
     throw UsageError("import_checkpoint: floor is a mixture head's (format \"mos\", or \"thesis\" with top_model mos or moc); "
                      "this checkpoint's head takes log_softmax, which needs none");
   }

@@ -4,6 +4,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
+#include "runtime/heads/stored_head_config.h"
 #include "runtime/models/checkpoint.h"
 #include "runtime/models/run_id.h"
 #include "runtime/training/run_store.h"
@@ -49,7 +50,9 @@ LanguageModel RunView::best_model() const {
   loaded["head"] = model->head->config();
   for (auto it = stored->begin(); it != stored->end(); ++it) {
     const auto other = loaded.find(it.key());
-    if (other == loaded.end() || *other != it.value()) {
+    // A head option added since config.json was written: compared as its default.
+    const auto value = it.key() == "head" ? completed_head_config(it.value()) : it.value();
+    if (other == loaded.end() || *other != value) {
       throw UsageError("run '" + dir_ + "': best.ckpt holds another model than config.json describes (model." + it.key() +
                        ": " + it.value().dump() + " in config.json, " +
                        (other == loaded.end() ? std::string("absent") : other->dump()) +

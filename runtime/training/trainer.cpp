@@ -1,6 +1,7 @@
 #include <random>
 
 #include "runtime/core/number_text.h"
+#include "runtime/heads/stored_head_config.h"
 #include "runtime/training/trainer_state.h"
 
 namespace lmkit::training {
@@ -216,7 +217,11 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
                       s.store.dir().string()));
   }
   if (s.store.exists("state.ckpt")) {
-    const auto stored = s.store.read_json("config.json");
+    auto stored = s.store.read_json("config.json");
+    // A head option added since the run was written is compared as its default, which the run ran with.
+    if (stored.contains("model") && stored["model"].is_object() && stored["model"].contains("head")) {
+      stored["model"]["head"] = completed_head_config(stored["model"]["head"]);
+    }
     if (corpus_content_differs(stored.value("corpus", json::object()), s.config.at("corpus"))) {
       throw UsageError(corpus_changed_message(s.store.dir().string(), stored.at("corpus"), s.config.at("corpus")));
     }

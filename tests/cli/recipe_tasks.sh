@@ -1,7 +1,8 @@
 #!/bin/bash
 # recipe_tasks.sh LMKIT WORKDIR: task 2 alone, then the report marks task 1 missing; a full run
 # fills it in; --set overrides reach the grid; a setting that changes results, not cells, is refused
-# in a folder whose cells were made without it (a run and a report alike), and runs in its own.
+# in a folder whose cells were made without it (a run and a report alike, changing nothing), and runs
+# in its own; a setting that chooses cells shares the finished ones.
 set -u
 lmkit=$1
 work=$2
@@ -23,6 +24,11 @@ for mode in "" "--set report_only=true"; do
   echo "$out" | grep -qF -- "--set out=$work-offset5" || { echo "no folder suggested ($mode): $out"; exit 1; }
 done
 [ "$(cat "$work/cells/x=1/result.json" | tr -d ' \n')" = '{"square":1}' ] || { echo "a refused run changed a result"; exit 1; }
+# A refused run changed nothing either: the folder's report is still of its own settings.
+"$lmkit" report "$work" | grep -q "squares: 1 4" || { echo "the folder's report changed after a refused run"; exit 1; }
+# A setting that chooses the grid's cells (base) takes the finished cells it shares with their results.
+"$lmkit" run "$here/tiny_recipe.lua" --set out="$work" --set base=2 | grep -q "squares: 4 9" ||
+  { echo "base=2 refused cells it shares with base=1 and base=3"; exit 1; }
 "$lmkit" run "$here/tiny_recipe.lua" --set out="$work-offset5" --set offset=5 | grep -q "squares: 6 9" ||
   { echo "offset=5 in its own folder failed"; exit 1; }
 rm -rf "$work-offset5"

@@ -60,6 +60,14 @@ TEST(MatrixRankTest, AFloat32ComputationStoredAsFloat64ShowsFloat32sNoiseFloor) 
   const auto fine = svdvals(with_singular_values(s, m, n));
   EXPECT_EQ(press_rank(fine, m, n, torch::kFloat64), 13);
   EXPECT_FALSE(has_float32_noise_floor(fine, m, n));
+  // A spectrum decaying smoothly from 1 to 1e-13: values just under float32's tolerance, but no floor.
+  const auto smooth = svdvals(with_singular_values(torch::logspace(0, -13, 50, 10, torch::kFloat64), m, n));
+  EXPECT_GT(press_rank(smooth, m, n, torch::kFloat64), press_rank(smooth, m, n, torch::kFloat32));
+  EXPECT_FALSE(has_float32_noise_floor(smooth, m, n));
+  // The square case, where rounding noise's smallest values reach 1e-5 of float32's tolerance.
+  const auto square_h = torch::randn({200, d}, torch::kFloat64), square_e = torch::randn({200, d}, torch::kFloat64);
+  const auto square = torch::log_softmax(square_h.to(torch::kFloat32).matmul(square_e.to(torch::kFloat32).t()), 1).to(torch::kFloat64);
+  EXPECT_TRUE(has_float32_noise_floor(svdvals(square), 200, 200));
 }
 
 TEST(MatrixRankTest, NegativeSingularValuesAreRefused) {

@@ -138,6 +138,8 @@ TEST_F(ReferenceCheckpointTest, TheMosCodesFloorIsImportedWhenAskedAndExactLogPO
   softmax.floor = 1e-8;
   EXPECT_TRUE(contains(failure([&] { import_reference_checkpoint(fixture("awd_lstm_reference.pt"), softmax); }),
                        "floor is a mixture head's"));
+  softmax.floor = 0.0;  // no floor, said: nothing to refuse
+  EXPECT_EQ(import_reference_checkpoint(fixture("awd_lstm_reference.pt"), softmax)->head->kind(), "softmax");
 }
 
 // The thesis's code: base_model./top_model. names, each top model's head, against the
@@ -214,6 +216,14 @@ TEST_F(ReferenceCheckpointTest, AThesisCheckpointSaysWhatItLacksAndOtherFormatsP
   stray.top_model = "mos";
   EXPECT_TRUE(contains(failure([&] { import_reference_checkpoint(fixture("mos_reference.pt"), stray); }),
                        "top_model is an option of format \"thesis\""));
+  // A setting of one top model names it when top_model is not given: gs_smax files look like smax's.
+  auto named = import_as("thesis");
+  named.gs_smax_c = 0.5;
+  named.gs_smax_k = 2.5;
+  EXPECT_EQ(import_reference_checkpoint(fixture("thesis_smax.pt"), named)->head->kind(), "gss");
+  named.adv_smax_alpha = 0.01;
+  EXPECT_TRUE(contains(failure([&] { import_reference_checkpoint(fixture("thesis_smax.pt"), named); }),
+                       "settings of more than one top model"));
   auto mismatched = import_as("thesis");
   mismatched.top_model = "smax";
   mismatched.gs_smax_c = 1.0;
