@@ -39,10 +39,12 @@ end
 local Setting = {}
 Setting.__index = Setting
 
-function recipe.setting(default, doc)
+-- `choices` (optional): the values it may take, checked before anything runs or is written.
+function recipe.setting(default, doc, choices)
   if default == nil then error("recipe.setting: a setting needs a default (its type)", 2) end
   if type(doc) ~= "string" then error("recipe.setting: the doc must be a string", 2) end
-  return setmetatable({default = default, doc = doc}, Setting)
+  if choices ~= nil and type(choices) ~= "table" then error("recipe.setting: choices must be a list of values", 2) end
+  return setmetatable({default = default, doc = doc, choices = choices}, Setting)
 end
 
 function recipe.is_setting(value)
@@ -67,7 +69,7 @@ function recipe.define(spec)
   local keys = {}
   for key in pairs(declared) do keys[#keys + 1] = key end
   table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-  spec.settings, spec.setting_docs = {}, {}
+  spec.settings, spec.setting_docs, spec.setting_choices = {}, {}, {}
   for _, key in ipairs(keys) do
     local value = declared[key]
     if not recipe.is_setting(value) then
@@ -77,6 +79,7 @@ function recipe.define(spec)
     end
     spec.settings[key] = value.default
     spec.setting_docs[key] = value.doc
+    spec.setting_choices[key] = value.choices
   end
   spec.description = spec.description or spec.name
   return setmetatable(spec, Recipe)
@@ -110,6 +113,17 @@ function Recipe:configure(overrides)
     defaults[k] = v
   end
   local cfg = lmkit.configure(defaults)
+  -- A value outside a setting's choices stops the run before any folder or cell.
+  for key, choices in pairs(self.setting_choices or {}) do
+    local allowed = false
+    for _, choice in ipairs(choices) do allowed = allowed or choice == cfg[key] end
+    if not allowed then
+      local shown = {}
+      for i, choice in ipairs(choices) do shown[i] = tostring(choice) end
+      error(("recipe %s: --set %s=%s is not one of its values: %s"):format(self.name, key, tostring(cfg[key]),
+                                                                         table.concat(shown, ", ")), 0)
+    end
+  end
   if cfg.out == "" then
     -- Only a declared setting is read (the settings table refuses any other name): a recipe
     -- without `scale` is named "default".
@@ -243,6 +257,71 @@ function Recipe:write_record(cfg, cells)
                                                                  settings = self:result_settings(cfg), cells = ids}, true))
 end
 
+-- A cell's grid fields: its scalar fields (those its id is made of).
+local function grid_fields(cell)
+  local fields = {}
+  for k, v in pairs(cell) do
+    if k ~= "index" and k ~= "id" and type(v) ~= "table" and type(v) ~= "function" then fields[k] = v end
+  end
+  return fields
+end
+
+-- A result's metrics as {name, value} rows: nested tables flattened with dots (rank.press, ranks.1);
+-- vectors longer than 32 values (spectra) stay in result.json only.
+local function metric_rows(value, prefix, rows)
+  local keys = {}
+  for k in pairs(value) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b)
+    if type(a) == type(b) then return a < b end
+    return type(a) == "number"
+  end)
+  for _, k in ipairs(keys) do
+    local v, name = value[k], prefix .. tostring(k)
+    if type(v) == "table" then
+      if #v <= 32 then metric_rows(v, name .. ".", rows) end
+    elseif type(v) == "number" or type(v) == "boolean" or type(v) == "string" then
+      rows[#rows + 1] = {name, v}
+    end
+  end
+  return rows
+end
+
+local function csv_field(v)
+  if type(v) == "number" then return math.type(v) == "integer" and tostring(v) or ("%.17g"):format(v) end
+  local text = tostring(v)
+  if text:find('[,"\n\r]') then text = '"' .. text:gsub('"', '""') .. '"' end
+  return text
+end
+
+-- <out>/results.csv, the tidy long table beside the report's formatted one: one row per finished
+-- cell and metric, with the cell's id and every grid field as columns, numbers as numbers (full
+-- precision), so that pandas or R read the whole recipe in one line.
+function Recipe:write_tidy(cfg, results)
+  local field_names, seen = {}, {}
+  for _, r in ipairs(results) do
+    for k in pairs(grid_fields(r.cell)) do
+      if not seen[k] then seen[k] = true; field_names[#field_names + 1] = k end
+    end
+  end
+  table.sort(field_names)
+  local header = {"cell"}
+  for _, k in ipairs(field_names) do header[#header + 1] = csv_field(k) end
+  header[#header + 1], header[#header + 2] = "metric", "value"
+  local lines = {table.concat(header, ",")}
+  for _, r in ipairs(results) do
+    if r.result then
+      local fields = grid_fields(r.cell)
+      for _, row in ipairs(metric_rows(r.result, "", {})) do
+        local line = {csv_field(r.cell.id)}
+        for _, k in ipairs(field_names) do line[#line + 1] = fields[k] ~= nil and csv_field(fields[k]) or "" end
+        line[#line + 1], line[#line + 2] = csv_field(row[1]), csv_field(row[2])
+        lines[#lines + 1] = table.concat(line, ",")
+      end
+    end
+  end
+  lmkit.write_file(cfg.out .. "/results.csv", table.concat(lines, "\n") .. "\n")
+end
+
 -- `lmkit report RUN_DIR`'s plot: the run's learning curve beside its files.
 function recipe.plot_run(o)
   local out = o.dir .. "/learning_curve.png"
@@ -268,7 +347,8 @@ function Recipe:run_cell(cfg, cell)
   end
   -- The settings first: a result.json is never left without the record of how it was made.
   lmkit.write_file(ctx.dir .. "/settings.json",
-                   lmkit.json_encode({recipe = self.name, cell = cell.id, settings = self:result_settings(cfg)}, true))
+                   lmkit.json_encode({recipe = self.name, cell = cell.id, fields = grid_fields(cell),
+                                      settings = self:result_settings(cfg)}, true))
   lmkit.write_file(result_file, lmkit.json_encode(result, true))
   return result, false
 end
@@ -361,6 +441,7 @@ function Recipe:main(overrides)
     for _, cell in ipairs(cells) do self:run_cell(cfg, cell) end
   end
   local results = self:collect(cfg, cells)
+  self:write_tidy(cfg, results)
   local missing = 0
   for _, r in ipairs(results) do if not r.result then missing = missing + 1 end end
   if missing > 0 then print(("%d of %d cells have no result yet; the report marks them"):format(missing, #cells)) end

@@ -272,10 +272,10 @@ end
 --   }
 local recipe = require "lmkit.recipe"
 presets.SHARED_SETTINGS = {
-  scale = recipe.setting("tiny", "tiny | small | paper (recipes/presets/awd_lstm.lua)"),
-  dataset = recipe.setting("ptb", "ptb | wikitext-2"),
+  scale = recipe.setting("tiny", "tiny | small | paper (recipes/presets/awd_lstm.lua)", {"tiny", "small", "paper"}),
+  dataset = recipe.setting("ptb", "ptb | wikitext-2", {"ptb", "wikitext-2"}),
   epochs = recipe.setting(0, "> 0 overrides the scale's epoch count"),
-  switch = recipe.setting("et", "the ASGD switch of the thesis's table (SPEC §2): \"et\" or \"nt\""),
+  switch = recipe.setting("et", "the ASGD switch of the thesis's table (SPEC §2): \"et\" or \"nt\"", {"et", "nt"}),
   switch_epoch = recipe.setting(0, "> 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)"),
   seeds = recipe.setting(11, "the first is the configuration's own seed"),
 }
@@ -296,7 +296,7 @@ function presets.settings(spec)
     if type(key) == "string" then
       local shared = presets.SHARED_SETTINGS[key]
       -- A shared setting with the recipe's own default keeps the shared doc.
-      if shared and not recipe.is_setting(value) then value = recipe.setting(value, shared.doc) end
+      if shared and not recipe.is_setting(value) then value = recipe.setting(value, shared.doc, shared.choices) end
       out[key] = value
     end
   end

@@ -15,6 +15,9 @@ rm -rf "$work"
 "$lmkit" run "$here/tiny_recipe.lua" --set out="$work" --set base=3 | grep -q "squares: 9 16" ||
   { echo "--set base=3 did not reach the grid"; exit 1; }
 "$lmkit" run "$here/tiny_recipe.lua" --set out="$work" | grep -q "squares: 1 4" || { echo "the full run failed"; exit 1; }
+# The tidy table: one row per cell and metric, the grid field a column, numbers as numbers.
+[ "$(cat "$work/results.csv")" = "$(printf 'cell,x,metric,value\nx=1,1,square,1\nx=2,2,square,4')" ] ||
+  { echo "results.csv is not the tidy table:"; cat "$work/results.csv"; exit 1; }
 for mode in "" "--set report_only=true"; do
   # shellcheck disable=SC2086
   out=$("$lmkit" run "$here/tiny_recipe.lua" --set out="$work" --set offset=5 $mode 2>&1) &&

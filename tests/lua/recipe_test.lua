@@ -181,5 +181,23 @@ T.test("hidden_size on a file without a matrix lists what the file holds", funct
            "holds no matrix (its entries: cube [2, 3, 4]): the analysis needs an N×V matrix")
 end)
 
+T.test("a setting with choices refuses another value before any folder is made", function()
+  local r = recipe.define{
+    name = "chosen",
+    settings = {scale = recipe.setting("tiny", "the scale", {"tiny", "small", "paper"})},
+    grid = function() return {{x = 1}} end,
+    run = function() return {y = 1} end,
+    report = function() end,
+  }
+  local out = root .. "/chosen"
+  T.raises(function() r:main{out = out, scale = "tinyy"} end, "recipe chosen: --set scale=tinyy is not one of its values: tiny, small, paper")
+  T.eq(lmkit.fs.exists(out), false)
+  r:main{out = out, scale = "small"}
+  T.eq(lmkit.fs.exists(out .. "/cells/x=1/result.json"), true)
+  -- The shared settings of the presets carry theirs.
+  local presets = require "presets.awd_lstm"
+  T.eq(presets.settings{"scale", switch = "nt"}.switch.choices, {"et", "nt"})
+end)
+
 T.run()
 os.execute("rm -rf '" .. root .. "'")
