@@ -1,8 +1,10 @@
 #include "bindings/lua_call.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <new>
 #include <vector>
 
@@ -17,6 +19,9 @@ namespace {
 
 constexpr const char* kDocsKey = "lmkit.docs";          // registry: function → {name=, doc=}
 constexpr const char* kDocsByNameKey = "lmkit.docs_by_name";
+// registry: the message of the last error an lmkit function raised for a user's mistake (a wrong
+// value, option or file), which a script's failure then shows without a traceback.
+constexpr const char* kUserMistakeKey = "lmkit.user_mistake";
 
 // Pushes "file:line: bad argument #N to 'name' (message)" following Lua's own conventions.
 void push_argument_error(lua_State* L, const char* name, bool method, const ArgError& e) {
@@ -51,6 +56,28 @@ void push_failure(lua_State* L, const char* name, const char* what) {
   lua_concat(L, 2);
 }
 
+// Whether the exception is the user's mistake (lmkit's UsageError, ConfigError, EnvironmentError)
+// rather than a bug: its message is all a person needs.
+bool is_user_mistake(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const UsageError&) {
+    return true;
+  } catch (const ConfigError&) {
+    return true;
+  } catch (const EnvironmentError&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+// Remembers the message on top of the stack as a user's mistake (see kUserMistakeKey).
+void mark_user_mistake(lua_State* L) {
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, kUserMistakeKey);
+}
+
 // Runs the binding; on a C++ exception pushes its message and returns -1. All C++ objects of the
 // call are gone when this returns, so the caller may lua_error safely.
 int invoke(lua_State* L) noexcept {
@@ -63,8 +90,11 @@ int invoke(lua_State* L) noexcept {
     // the error value is already on top of the stack
   } catch (const ArgError& e) {
     push_argument_error(L, name, method, e);
+    mark_user_mistake(L);
   } catch (...) {
-    push_failure(L, name, describe_exception(std::current_exception()).c_str());
+    const auto error = std::current_exception();
+    push_failure(L, name, describe_exception(error).c_str());
+    if (is_user_mistake(error)) mark_user_mistake(L);
   }
   return -1;
 }
@@ -75,8 +105,36 @@ int trampoline(lua_State* L) {
   return results;
 }
 
+// Whether a message begins with a Lua position ("file.lua:12:", "[string \"...\"]:3:"): raised
+// with a level, where a traceback helps; a message without one was raised with level 0, written for
+// a person by whoever raised it.
+bool has_position(const char* message) {
+  const char* p = message;
+  if (*p == '[') {
+    p = std::strchr(p, ']');
+    if (p == nullptr) return false;
+    ++p;
+  } else {
+    while (*p != '\0' && *p != ':' && *p != ' ' && *p != '\n') ++p;
+  }
+  if (*p++ != ':' || !std::isdigit(static_cast<unsigned char>(*p))) return false;
+  while (std::isdigit(static_cast<unsigned char>(*p))) ++p;
+  return *p == ':';
+}
+
 int traceback_handler(lua_State* L) {
   const char* msg = lua_tostring(L, 1);
+  if (msg != nullptr && lua_type(L, 1) == LUA_TSTRING) {
+    // A user's mistake that an lmkit function named, or a message raised for a person (level 0):
+    // the message alone. A runtime error or a bug: with the traceback that finds it.
+    lua_getfield(L, LUA_REGISTRYINDEX, kUserMistakeKey);
+    const bool named_mistake = lua_rawequal(L, 1, -1);
+    lua_pop(L, 1);
+    if (named_mistake || !has_position(msg)) {
+      lua_pushvalue(L, 1);
+      return 1;
+    }
+  }
   if (msg == nullptr) {
     // An error object with a __tostring is shown by it (protected: it may raise itself).
     if (luaL_getmetafield(L, 1, "__tostring") != LUA_TNIL) {
