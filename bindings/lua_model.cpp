@@ -37,6 +37,25 @@ int lmkit_model(lua_State* L) {
   return 1;
 }
 
+// lmkit.load(path[, {head = spec}]): a checkpoint, or one whose head was written in Lua with that
+// head given again (the runtime checks its parameters against the file).
+int lmkit_load(lua_State* L) {
+  const auto path = entry_detail::read<std::string>(L, 1, entry_detail::Where{1, "path"});
+  if (lua_isnoneornil(L, 2)) {
+    return entry_detail::push(L, load_model(path));
+  }
+  if (lua_type(L, 2) != LUA_TTABLE) throw ArgError(2, "options table expected, e.g. {head = myhead}");
+  const config::OptionSchema schema("load", {});
+  entry_detail::read_options_table(L, 2, entry_detail::Where{2, ""}, schema, {"head"});
+  if (get_field_raw(L, 2, "head") == LUA_TNIL) throw ArgError(2, "option 'head' is the head the checkpoint was trained with");
+  auto options = checkpoint_options_for_head(path);
+  nlohmann::json head_config;
+  Head head = head_from_spec(L, -1, encoder_output_width(options), embedding_width(options), head_config);
+  lua_pop(L, 1);
+  options.head(head_config);
+  return entry_detail::push(L, load_into(LanguageModel(options, head), path));
+}
+
 const std::string& model_doc() {
   static const std::string doc = [] {
     const config::OptionSchema options("model", language_model_option_specs());
@@ -81,7 +100,12 @@ void open_model(lua_State* L, int module_index) {
   lua_setfield(L, module_index, "Model");
   static const Function functions[] = {
       {"model", lmkit_model, model_doc().c_str()},
-      entry<&load_model>("lmkit", "load", "path", "A model saved with m:save(path), and the lmkit version that wrote it. Truncated, corrupted or foreign files fail with an error naming the file."),
+      {"load", lmkit_load,
+       "lmkit.load(path[, {head = spec}]) -> Model, version\n"
+       "A model saved with m:save(path) (or a run's best.ckpt / last.ckpt), and the lmkit version that wrote it. "
+       "Truncated, corrupted or foreign files fail with an error naming the file. A model whose head was written in "
+       "Lua (lmkit.heads.custom / pointwise: code, which no file holds) loads with that head given again as head = "
+       "spec; its parameters are checked against the file by name and shape (docs/lua-heads.md)."},
       entry<&import_reference_checkpoint>("lmkit", "import_checkpoint", "path", "The model of a state_dict saved by the reference code (format \"awd-lstm\": Merity et al.'s awd-lstm-lm; \"mos\": Yang et al.'s MoS code; \"thesis\": the thesis's code, its top_model a head), sizes read from its shapes, in evaluation mode: its log-probabilities are the reference model's (see docs/analysis.md, Your own model)."),
   };
   set_functions(L, module_index, "lmkit", functions);

@@ -118,6 +118,15 @@ LanguageModel model_from_header(const nlohmann::json& header, const std::string&
   } catch (const nlohmann::json::exception& e) {
     throw EnvironmentError("checkpoint '" + path + "' has an unreadable header: " + e.what());
   } catch (const ConfigError& e) {
+    // A head written in Lua is code: the file holds its parameters, the script holds the head.
+    const auto head = header.at("config").value("head", nlohmann::json::object());
+    const auto kind = head.is_object() ? head.value("kind", std::string()) : std::string();
+    if (kind == "custom" || kind == "pointwise") {
+      throw UsageError("checkpoint '" + path + "' has a head written in Lua (" + kind +
+                       (head.contains("name") && head.at("name").is_string() ? " '" + head.at("name").get<std::string>() + "'" : std::string()) +
+                       "), which no file holds: load it with that head given again, lmkit.load(path, {head = myhead}) "
+                       "(docs/lua-heads.md)");
+    }
     throw EnvironmentError("checkpoint '" + path + "': " + e.what());
   }
 }

@@ -1,5 +1,6 @@
 #include "runtime/models/model_steps.h"
 
+#include "runtime/core/atomic_file.h"
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
@@ -119,6 +120,36 @@ void save_model(const LanguageModel& model, const std::string& path) {
     throw UsageError("a model with a head written in Lua (" + kind + ") cannot be saved: its code is not data");
   }
   save_checkpoint(model, path);
+}
+
+LanguageModelOptions checkpoint_options_for_head(const std::string& path) {
+  const auto container = decode_container(read_file(path, "checkpoint"), path);
+  try {
+    auto config = container.header.at("config");
+    config["head"] = nlohmann::json{{"kind", "softmax"}};
+    return language_model_options_from_json(config);
+  } catch (const nlohmann::json::exception& e) {
+    throw EnvironmentError("checkpoint '" + path + "' has an unreadable header: " + e.what());
+  } catch (const ConfigError& e) {
+    throw EnvironmentError("checkpoint '" + path + "': " + e.what());
+  }
+}
+
+LoadedModel load_into(LanguageModel model, const std::string& path) {
+  const auto container = decode_container(read_file(path, "checkpoint"), path);
+  const std::string source = "checkpoint '" + path + "'";
+  const auto tensors = read_weights_archive(container.archive, source);
+  std::string extra;
+  const auto own = model->named_parameters(/*recurse=*/true);
+  for (const auto& [name, tensor] : tensors) {
+    if (name.rfind("head.", 0) == 0 && own.find(name) == nullptr) extra += (extra.empty() ? "" : ", ") + name;
+  }
+  if (!extra.empty()) {
+    throw UsageError(source + " holds head parameters the given head does not have (" + extra +
+                     "): give the head it was trained with (the same parameters, in the same order)");
+  }
+  load_model_tensors(model, tensors, "", source);
+  return {model, container.header.value("lmkit", std::string("?"))};
 }
 
 LoadedModel load_model(const std::string& path) {

@@ -75,4 +75,12 @@ void save_model(const LanguageModel& model, const std::string& path);
 // The model in a checkpoint and the lmkit version that wrote it.
 LoadedModel load_model(const std::string& path);
 
+// A checkpoint whose head was written in Lua (code, which no file holds), loaded with the head given
+// again: lmkit.load(path, {head = spec}). checkpoint_options_for_head: the stored model options, the
+// head left to the caller (Softmax until it sets one). load_into: the checkpoint's weights into
+// `model` (built from those options and the given head); every parameter is checked against the
+// file by name and shape, and a head parameter the file holds but the given head lacks is refused.
+LanguageModelOptions checkpoint_options_for_head(const std::string& path);
+LoadedModel load_into(LanguageModel model, const std::string& path);
+
 }  // namespace lmkit

@@ -292,6 +292,40 @@ T.test("save and load round trip; damaged and foreign files are named", function
   os.remove(path)
 end)
 
+T.test("a model trained with a Lua head loads with that head given again, its parameters checked", function()
+  local language = lmkit.data.synthetic{vocab = 20, states = 6, dim = 3, seed = 5}
+  local corpus = language:corpus{train = 1200, valid = 300, test = 300}
+  local function biased_head(extra)
+    local u = lmkit.zeros(extra, {requires_grad = true})
+    return lmkit.heads.custom{name = "extra bias", parameters = {u}, forward = function(h, weight, bias)
+      return (h:matmul(weight:transpose(1, 2)) + bias + u):log_softmax()
+    end}
+  end
+  lmkit.seed(4)
+  local model = lmkit.model{vocab_size = 20, emb = 6, nhid = 8, nhidlast = 6, nlayers = 1, head = biased_head(20)}
+  local dir = os.tmpname()
+  os.remove(dir)
+  lmkit.train{model = model, corpus = corpus, run_dir = dir, epochs = 1, lr = 5, batch_size = 4, bptt = 8,
+              switch = "none", eval_batch_size = 4, test_batch_size = 2}
+  local best = dir .. "/best.ckpt"
+  T.raises(function() lmkit.load(best) end, "has a head written in Lua (custom 'extra bias'), which no file holds: " ..
+           "load it with that head given again, lmkit.load(path, {head = myhead})")
+  local loaded, version = lmkit.load(best, {head = biased_head(20)})
+  T.eq(version, lmkit.version().lmkit)
+  local ids = corpus.test:narrow(1, 1, 12):view(6, 2)
+  model:eval()
+  loaded:eval()
+  T.near(loaded:log_probs(ids), model:log_probs(ids), 0)
+  -- The head's parameter u was trained: the loaded model's is the trained one, not zeros.
+  T.truthy(loaded:log_probs(ids) ~= lmkit.model{vocab_size = 20, emb = 6, nhid = 8, nhidlast = 6, nlayers = 1}:log_probs(ids))
+  T.raises(function() lmkit.load(best, {head = biased_head(21)}) end, "head.")
+  T.raises(function() lmkit.load(best, {head = lmkit.heads.softmax()}) end,
+           "holds head parameters the given head does not have")
+  T.raises(function() lmkit.load(best, {hed = biased_head(20)}) end, "hed")
+  T.raises(function() lmkit.load(best, {}) end, "option 'head' is the head the checkpoint was trained with")
+  os.execute(("rm -rf '%s'"):format(dir))
+end)
+
 T.test("every Model method is documented with its signature", function()
   local n = 0
   for name, fn in pairs(lmkit.Model.methods) do
