@@ -182,7 +182,8 @@ const std::string& train_doc() {
            "Trains with the AWD-LSTM protocol and the defaults below; a Transformer gets its own protocol (AdamW, warm-up "
            "and cosine; docs/training.md) for each option not given. Callbacks get (info, run): info is a table, "
            "run:stop(), run:set_lr(), run:freeze() act on the run. A run_dir holding an unfinished run of the same "
-           "configuration is resumed.\nTraining options:\n" +
+           "configuration is resumed. When it returns, the model holds the best epoch's weights (best.ckpt's, by validation "
+           "loss), in evaluation mode.\nTraining options:\n" +
            schema.describe();
   }();
   return doc;

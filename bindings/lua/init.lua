@@ -129,6 +129,19 @@ return function(lmkit)
       return
     end
     local name, doc = lmkit.doc(x)
+    -- An object of an lmkit class (Run, Corpus, Vocab, SyntheticLanguage, ...): its class's doc and methods.
+    local class = type(x) == "userdata" and getmetatable(x)
+    if not name and type(class) == "table" then
+      name, doc = lmkit.doc(class)
+      if name then
+        print_doc(name, doc)
+        if type(rawget(class, "methods")) == "table" then
+          io.write("\n")
+          list_functions("Methods (x:name(...)):", rawget(class, "methods"), ":")
+        end
+        return
+      end
+    end
     if name then
       print_doc(name, doc)
     elseif type(x) == "table" then

@@ -27,6 +27,17 @@ T.test("help by name, for tensors and for everything", function()
   T.truthy(captured(function() help("no_such_thing") end):find("no documentation for 'no_such_thing'", 1, true))
 end)
 
+T.test("help on an object of an lmkit class shows its class and methods", function()
+  local language = lmkit.data.synthetic{vocab = 20, states = 6, dim = 3, seed = 5}
+  local corpus = language:corpus{train = 300, valid = 100, test = 100}
+  local language_help = captured(function() help(language) end)
+  T.truthy(language_help:find("lmkit.data.SyntheticLanguage", 1, true), language_help)
+  T.truthy(language_help:find("Methods (x:name(...)):", 1, true), language_help)
+  T.truthy(captured(function() help(corpus) end):find("lmkit.data.Corpus", 1, true))
+  T.truthy(captured(function() help(corpus.vocab) end):find("lmkit.data.Vocab", 1, true))
+  T.eq(captured(function() help(corpus) end):find("no documentation", 1, true), nil)
+end)
+
 T.test("your own functions can be documented", function()
   local function my_head(logits) return logits:log_softmax() end
   lmkit.document(my_head, "my_head", "my_head(logits) -> Tensor\nA plain softmax head.")
