@@ -130,7 +130,8 @@ int traceback_handler(lua_State* L) {
     lua_getfield(L, LUA_REGISTRYINDEX, kUserMistakeKey);
     const bool named_mistake = lua_rawequal(L, 1, -1);
     lua_pop(L, 1);
-    if (named_mistake || !has_position(msg)) {
+    // A message that already carries a traceback (a task's failure rethrown) keeps the one it has.
+    if (named_mistake || !has_position(msg) || std::strstr(msg, "\nstack traceback:") != nullptr) {
       lua_pushvalue(L, 1);
       return 1;
     }

@@ -30,12 +30,16 @@ enum class FolderKind { kBatch, kRecipe, kRun };
 // What lmkit wrote the folder as; UsageError naming the three marks otherwise.
 FolderKind folder_kind(const std::string& dir) {
   const fs::path path(dir);
+  std::error_code error;
+  if (!fs::exists(path, error)) throw UsageError("'" + dir + "' does not exist");
+  if (!fs::is_directory(path, error)) {
+    throw UsageError("'" + dir + "' is a file; give a folder: a batch's or a recipe's output folder, or a training run's directory");
+  }
   if (fs::exists(path / "batch" / "manifest.json")) return FolderKind::kBatch;
   if (fs::exists(path / "recipe.json")) return FolderKind::kRecipe;
   if (fs::exists(path / "config.json")) return FolderKind::kRun;
-  throw UsageError("'" + dir + "' is no folder lmkit writes results into: it holds no batch/manifest.json (`lmkit batch " +
-                   "RECIPE --set out=DIR` makes one), no recipe.json (`lmkit run RECIPE`) and no config.json (a training " +
-                   "run: lmkit.train's run_dir)" + (fs::is_directory(path) ? "" : "; it does not exist"));
+  throw UsageError("'" + dir + "' holds none of lmkit's results: no batch/manifest.json (`lmkit batch RECIPE --set out=DIR` " +
+                   "makes one), no recipe.json (`lmkit run RECIPE`) and no config.json (a training run's directory)");
 }
 
 nlohmann::json read_json_file(const fs::path& path) {
@@ -75,6 +79,18 @@ RecipeRecord recipe_record(const std::string& dir) {
   return record;
 }
 
+// --set key=value as `lmkit run` reads it back: strings quoted, so that "141" stays a string. The
+// parser strips the quotes and unescapes nothing: a string with a quote or a backslash (which no
+// number or boolean has) goes bare.
+std::string set_argument(const std::string& key, const nlohmann::json& value) {
+  if (value.is_string()) {
+    const auto text = value.get<std::string>();
+    if (text.find_first_of("\"\\") != std::string::npos) return key + "=" + text;
+    return key + "=\"" + text + "\"";
+  }
+  return key + "=" + value.dump();
+}
+
 int run_folder_status(const std::string& dir) {
   const auto status = training::run_status(dir);
   for (const auto& line : status.lines()) std::cout << line << "\n";
@@ -102,30 +118,38 @@ int recipe_folder_status(const std::string& dir) {
       if (run.best_valid_ppl) detail += fmt::format(", best valid ppl {:.2f}", *run.best_valid_ppl);
       if (run.eta_seconds) detail += ", about " + training::duration_text(*run.eta_seconds) + " left";
       if (run.failed()) ++failed;
+    } else if (fs::exists(cell / "failed.json")) {
+      // The cell's run raised: its message's first line (the file holds it whole, with its traceback).
+      state = "failed";
+      ++failed;
+      try {
+        const auto record = read_json_file(cell / "failed.json");
+        detail = record.value("error", std::string());
+        detail = detail.substr(0, detail.find('\n'));
+        if (detail.size() > 100) detail = detail.substr(0, 97) + "...";
+      } catch (const EnvironmentError&) {
+        detail = "failed.json is unreadable";
+      }
     } else if (fs::exists(cell)) {
-      state = "started";
+      state = "started";  // made, then stopped before its run began (or a recipe without runs)
     }
     auto line = fmt::format("  {:>4}  {:<{}}  {:<9}  {}", i + 1, record.cells[i], width, state, detail);
     line.erase(line.find_last_not_of(' ') + 1);
     std::cout << line << "\n";
   }
-  std::cout << fmt::format("{} of {} cells done", done, record.cells.size());
-  if (done == record.cells.size()) std::cout << fmt::format(": `lmkit report {}` renders the report", dir);
+  std::cout << fmt::format("{} of {} cell{} done", done, record.cells.size(), record.cells.size() == 1 ? "" : "s");
+  if (done == record.cells.size()) {
+    std::cout << fmt::format(": `lmkit report {}` renders the report", dir);
+  } else if (!record.recipe.empty()) {
+    // The rest runs by running the recipe again with the folder's settings (finished cells are kept).
+    std::cout << fmt::format("; the rest: lmkit run {} --set out={}", record.recipe, dir);
+    for (auto it = record.settings.begin(); it != record.settings.end(); ++it) {
+      std::cout << " --set " << set_argument(it.key(), it.value());
+    }
+  }
   std::cout << "\n";
   if (done == record.cells.size()) return 0;
   return failed > 0 ? 1 : 3;
-}
-
-// --set key=value as `lmkit run` reads it back: strings quoted, so that "141" stays a string. The
-// parser strips the quotes and unescapes nothing: a string with a quote or a backslash (which no
-// number or boolean has) goes bare.
-std::string set_argument(const std::string& key, const nlohmann::json& value) {
-  if (value.is_string()) {
-    const auto text = value.get<std::string>();
-    if (text.find_first_of("\"\\") != std::string::npos) return key + "=" + text;
-    return key + "=\"" + text + "\"";
-  }
-  return key + "=" + value.dump();
 }
 
 int run_child(const std::vector<std::string>& arguments) {

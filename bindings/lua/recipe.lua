@@ -112,7 +112,11 @@ function Recipe:configure(overrides)
     if defaults[k] == nil then error(("recipe %s: unknown setting '%s'"):format(self.name, k), 2) end
     defaults[k] = v
   end
-  local cfg = lmkit.configure(defaults)
+  -- lmkit.configure's refusal (an unknown or mistyped --set) names the recipe, not this file's line.
+  local configured, cfg = pcall(lmkit.configure, defaults)
+  if not configured then
+    error(("recipe %s: %s"):format(self.name, tostring(cfg):gsub("^[^\n]-:%d+: ", ""):gsub("^lmkit%.configure: ", "")), 0)
+  end
   -- A value outside a setting's choices stops the run before any folder or cell.
   for key, choices in pairs(self.setting_choices or {}) do
     local allowed = false
@@ -215,33 +219,61 @@ end
 -- Refuses a finished cell whose settings.json records other settings than `cfg`'s, but for those
 -- that only choose the grid's cells. A cell from before settings were recorded (no settings.json)
 -- is taken as it is.
-function Recipe:check_cell_settings(cfg, cell, ctx)
+-- The settings in which a finished cell's record differs from `cfg` (nil when none):
+-- {texts = {"epochs = 0 there, 1 now"}, sets = {"--set epochs=0"}, suffix = {"epochs1"}}.
+function Recipe:settings_differences(cfg, ctx)
   local recorded = read_result(ctx.dir .. "/settings.json")
-  if not recorded or type(recorded.settings) ~= "table" then return end
-  local now, differ, suffix = self:result_settings(cfg), {}, {}
+  if not recorded or type(recorded.settings) ~= "table" then return nil end
+  local now, found = self:result_settings(cfg), {texts = {}, sets = {}, suffix = {}}
   local keys = {}
   for key in pairs(now) do keys[#keys + 1] = key end
   table.sort(keys)
   for _, key in ipairs(keys) do
     local then_value = recorded.settings[key]
     if then_value ~= nil and then_value ~= now[key] and not self:selects_cells(cfg, key, then_value) then
-      differ[#differ + 1] = ("%s = %s there, %s now"):format(key, setting_text(then_value), setting_text(now[key]))
-      suffix[#suffix + 1] = ("%s%s"):format(key, tostring(now[key]):gsub("[^%w%.%-]", ""))
+      found.texts[#found.texts + 1] = ("%s = %s there, %s now"):format(key, setting_text(then_value), setting_text(now[key]))
+      found.sets[#found.sets + 1] = ("--set %s=%s"):format(key, tostring(then_value))
+      found.suffix[#found.suffix + 1] = ("%s%s"):format(key, tostring(now[key]):gsub("[^%w%.%-]", ""))
     end
   end
-  if #differ == 0 then return end
-  error(("recipe %s: cell %s in %s holds a result made with other settings (%s); it would be reported as this " ..
-         "run's. Use another output folder (--set out=%s-%s), the folder's settings, or remove %s to run it again.")
-        :format(self.name, cell.id, cfg.out, table.concat(differ, "; "), cfg.out, table.concat(suffix, "-"), ctx.dir), 0)
+  return #found.texts > 0 and found or nil
 end
 
--- Every finished cell made with these settings (check_cell_settings), before anything is written
--- or run: a run of other settings stops with nothing changed.
-function Recipe:check_finished_cells(cfg, cells)
+-- Refuses finished cells whose settings.json records other settings than `cfg`'s, but for those
+-- that only choose the grid's cells, naming the settings, how many cells, and the ways out. A cell
+-- from before settings were recorded (no settings.json) is taken as it is.
+function Recipe:check_cells_settings(cfg, cells)
+  local first, conflicting = nil, {}
   for _, cell in ipairs(cells) do
     local ctx = self:context(cfg, cell)
-    if read_result(ctx.dir .. "/result.json") then self:check_cell_settings(cfg, cell, ctx) end
+    if read_result(ctx.dir .. "/result.json") then
+      local found = self:settings_differences(cfg, ctx)
+      if found then
+        first = first or found
+        conflicting[#conflicting + 1] = cell.id
+      end
+    end
   end
+  if not first then return end
+  local which = #conflicting == 1 and ("cell " .. conflicting[1])
+                or ("%d cells (%s, ...)"):format(#conflicting, conflicting[1])
+  local way_out = cfg.report_only
+    and ("Report it with the folder's settings (%s), or rerun those cells with these settings in another folder.")
+        :format(table.concat(first.sets, " "))
+    or ("Use another output folder (--set out=%s-%s), the folder's settings (%s), or remove %s/cells to run every cell again.")
+        :format(cfg.out, table.concat(first.suffix, "-"), table.concat(first.sets, " "), cfg.out)
+  error(("recipe %s: %s in %s hold%s results made with other settings (%s); they would be reported as this run's. %s")
+        :format(self.name, which, cfg.out, #conflicting == 1 and "s" or "", table.concat(first.texts, "; "), way_out), 0)
+end
+
+function Recipe:check_cell_settings(cfg, cell)
+  self:check_cells_settings(cfg, {cell})
+end
+
+-- Every finished cell made with these settings (check_cells_settings), before anything is written
+-- or run: a run of other settings stops with nothing changed.
+function Recipe:check_finished_cells(cfg, cells)
+  self:check_cells_settings(cfg, cells)
 end
 
 -- <out>/recipe.json: the recipe file, its settings and its cells, so that `lmkit status OUT` can list
@@ -286,8 +318,18 @@ local function metric_rows(value, prefix, rows)
   return rows
 end
 
+-- The shortest text that reads back as the same double (60.37, not 60.369999999999997).
+local function number_text(v)
+  if math.type(v) == "integer" then return tostring(v) end
+  for digits = 15, 17 do
+    local text = ("%." .. digits .. "g"):format(v)
+    if tonumber(text) == v then return text end
+  end
+  return ("%.17g"):format(v)
+end
+
 local function csv_field(v)
-  if type(v) == "number" then return math.type(v) == "integer" and tostring(v) or ("%.17g"):format(v) end
+  if type(v) == "number" then return number_text(v) end
   local text = tostring(v)
   if text:find('[,"\n\r]') then text = '"' .. text:gsub('"', '""') .. '"' end
   return text
@@ -336,12 +378,23 @@ function Recipe:run_cell(cfg, cell)
   local result_file = ctx.dir .. "/result.json"
   local done = read_result(result_file)
   if done then
-    self:check_cell_settings(cfg, cell, ctx)
+    self:check_cell_settings(cfg, cell)
     return done, true
   end
   lmkit.fs.mkdir(ctx.dir)
   print(("== %s: cell %d (%s)"):format(self.name, cell.index, cell.id))
-  local result = self.run(cell, ctx)
+  -- A failure leaves failed.json (its message and where it happened) for `lmkit status`, and goes
+  -- on as it was raised (the same value); the next success removes the file.
+  local failed_file = ctx.dir .. "/failed.json"
+  local ok, result = xpcall(self.run, function(e)
+    pcall(function()
+      lmkit.write_file(failed_file, lmkit.json_encode({error = tostring(e), traceback = debug.traceback(tostring(e), 3),
+                                                       time = os.time()}, true))
+    end)
+    return e
+  end, cell, ctx)
+  if not ok then error(result, 0) end
+  os.remove(failed_file)
   if type(result) ~= "table" then
     error(("recipe %s: run() must return a table of results for cell %s, got %s"):format(self.name, cell.id, type(result)))
   end
@@ -353,14 +406,13 @@ function Recipe:run_cell(cfg, cell)
   return result, false
 end
 
--- The finished cells' results (missing ones as {cell=, result=nil}); a cell of other settings is refused.
+-- The finished cells' results (missing ones as {cell=, result=nil}); cells of other settings are refused.
 function Recipe:collect(cfg, cells)
+  self:check_cells_settings(cfg, cells)
   local results = {}
   for i, cell in ipairs(cells) do
     local ctx = self:context(cfg, cell)
-    local result = read_result(ctx.dir .. "/result.json")
-    if result then self:check_cell_settings(cfg, cell, ctx) end
-    results[i] = {cell = cell, result = result}
+    results[i] = {cell = cell, result = read_result(ctx.dir .. "/result.json")}
   end
   return results
 end
@@ -421,17 +473,17 @@ function Recipe:main(overrides)
   if cfg.dry_run then
     -- The start of a run without running anything: settings resolved, cells planned, nothing written.
     print(("recipe %s: %d cell%s, output folder %s"):format(self.name, #cells, #cells == 1 and "" or "s", cfg.out))
-    for _, cell in ipairs(cells) do print(("  %d  %s"):format(cell.index, cell.id)) end
+    local width = #tostring(#cells)
+    for _, cell in ipairs(cells) do print(("  %" .. width .. "d  %s"):format(cell.index, cell.id)) end
     return
   end
   if cfg.task ~= 0 then
     local cell = cells[cfg.task]
     if not cell then error(("recipe %s: task %d is outside 1..%d"):format(self.name, cfg.task, #cells)) end
-    -- A hand-run task records the folder once; a batch's tasks (its manifest is the record) and
-    -- later tasks leave it alone, so that concurrent tasks never write it at once.
-    if not lmkit.fs.exists(cfg.out .. "/recipe.json") and not lmkit.fs.exists(cfg.out .. "/batch/manifest.json") then
-      pcall(self.write_record, self, cfg, cells)
-    end
+    -- A hand-run task records the folder with its settings (concurrent tasks of one grid write the
+    -- same record, atomically; a failure to write it costs only `lmkit status`'s view); a batch's
+    -- tasks leave it alone: its manifest is the record.
+    if not lmkit.fs.exists(cfg.out .. "/batch/manifest.json") then pcall(self.write_record, self, cfg, cells) end
     self:run_task(cfg, cell)
     return
   end

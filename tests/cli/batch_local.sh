@@ -26,7 +26,7 @@ grep -q "squares: 1 -" "$work/report1.txt" || fail "the report does not mark the
 mkdir -p "$work/not_a_batch/batch"
 "$lmkit" report "$work/not_a_batch" >"$work/nobatch.txt" 2>&1
 [ $? = 2 ] || fail "report of a folder without a manifest should exit 2"
-grep -q "not_a_batch' is no folder lmkit writes results into: it holds no batch/manifest.json" "$work/nobatch.txt" || fail "no clear message for a folder without a manifest"
+grep -q "not_a_batch' holds none of lmkit's results: no batch/manifest.json" "$work/nobatch.txt" || fail "no clear message for a folder without a manifest"
 echo '{"recipe": ' >"$work/not_a_batch/batch/manifest.json"
 "$lmkit" report "$work/not_a_batch" >"$work/damaged.txt" 2>&1
 [ $? = 2 ] || fail "report of a damaged manifest should exit 2"

@@ -42,8 +42,17 @@ mv "$run/summary.moved" "$run/summary.json"
 echo "$out" | grep -qF "Run $run: stopped, epoch 2 of 2" || fail "not stopped: $out"
 echo "$out" | grep -qF "lmkit.resume(\"$run\") continues it" || fail "no way to continue: $out"
 
+# A cell whose run raised: failed, with its message; the rest is named as a command.
+TINY_FAIL=2 "$lmkit" run "$here/tiny_recipe.lua" --set out="$work-failed" >/dev/null 2>&1 && fail "TINY_FAIL=2 did not fail"
+out=$("$lmkit" status "$work-failed"); rc=$?
+[ "$rc" = 1 ] || fail "a recipe folder with a failed cell: exit $rc, not 1: $out"
+echo "$out" | grep -Eq "^ +2  x=2 +failed +.*cell x=2 fails on purpose" || fail "cell 2 not failed: $out"
+echo "$out" | grep -qF "1 of 2 cells done; the rest: lmkit run $here/tiny_recipe.lua --set out=$work-failed" ||
+  fail "no command for the rest: $out"
+rm -rf "$work-failed"
+
 out=$("$lmkit" status "$here" 2>&1); rc=$?
 [ "$rc" = 2 ] || fail "a folder of no results: exit $rc: $out"
-echo "$out" | grep -qF "is no folder lmkit writes results into" || fail "no message: $out"
+echo "$out" | grep -qF "holds none of lmkit's results" || fail "no message: $out"
 rm -rf "$work"
 echo "folder status: every check passed"
