@@ -44,6 +44,7 @@ FolderKind folder_kind(const std::string& dir) {
 
 nlohmann::json read_json_file(const fs::path& path) {
   std::ifstream in(path);
+  if (!in) throw EnvironmentError("cannot read '" + path.string() + "': " + std::strerror(errno));
   std::stringstream text;
   text << in.rdbuf();
   auto value = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
@@ -71,11 +72,21 @@ RecipeRecord recipe_record(const std::string& dir) {
     throw EnvironmentError("'" + file.string() + "' lacks its settings or cells; `lmkit run` of the recipe rewrites it");
   }
   if (recipe != json.end() && recipe->is_string()) record.recipe = recipe->get<std::string>();
-  record.name = json.value("name", record.recipe.empty() ? std::string("?") : record.recipe);
+  const auto name = json.find("name");
+  record.name = name != json.end() && name->is_string() ? name->get<std::string>()
+                : record.recipe.empty()                 ? std::string("?")
+                                                        : record.recipe;
   record.settings = no_settings ? nlohmann::json::object() : *settings;
   for (const auto& cell : *cells) {
-    if (cell.is_string()) record.cells.push_back(cell.get<std::string>());
+    // A cell id is one folder name under cells/, as lmkit makes it: never a path.
+    const auto id = cell.is_string() ? cell.get<std::string>() : std::string();
+    if (id.empty() || id == "." || id == ".." || id.find('/') != std::string::npos) {
+      throw EnvironmentError("'" + file.string() + "' lists a cell that is no cell id (" + cell.dump() +
+                             "); `lmkit run` of the recipe rewrites it");
+    }
+    record.cells.push_back(id);
   }
+  if (record.cells.empty()) throw EnvironmentError("'" + file.string() + "' lists no cells; `lmkit run` of the recipe rewrites it");
   return record;
 }
 
@@ -109,8 +120,14 @@ int recipe_folder_status(const std::string& dir) {
     const auto cell = fs::path(dir) / "cells" / record.cells[i];
     std::string state = "pending", detail;
     if (fs::exists(cell / "result.json")) {
-      state = "done";
-      ++done;
+      try {
+        read_json_file(cell / "result.json");
+        state = "done";
+        ++done;
+      } catch (const EnvironmentError&) {
+        state = "damaged";  // the report takes it as missing
+        detail = "result.json is not a JSON object: remove the cell's folder to run it again";
+      }
     } else if (fs::exists(cell / "run" / "config.json")) {
       const auto run = training::run_status((cell / "run").string());
       state = run.state == "finished" ? "trained" : run.state;  // its result not written yet
@@ -197,14 +214,15 @@ int run_folder_report(const std::string& dir) {
   for (const auto& line : status.lines()) std::cout << line << "\n";
   std::cout << fmt::format("  {:>5}  {:>10}  {:>10}  {:>9}\n", "epoch", "train ppl", "valid ppl", "seconds");
   for (const auto& record : training::RunStore(dir).metrics()) {
-    if (record.value("type", std::string()) != "epoch") continue;
-    const auto number = [&](const char* key) {
+    if (!record.is_object() || record.find("type") == record.end() || record.at("type") != "epoch") continue;
+    const auto number = [&](const char* key, int decimals) {
       const auto it = record.find(key);
-      return it != record.end() && it->is_number() ? fmt::format("{:.2f}", it->get<double>()) : std::string("-");
+      return it != record.end() && it->is_number() ? fmt::format("{:.{}f}", it->get<double>(), decimals) : std::string("-");
     };
-    std::cout << fmt::format("  {:>5}  {:>10}  {:>10}  {:>9}{}\n", record.value("epoch", 0), number("train_ppl"),
-                             number("valid_ppl"), number("epoch_seconds"),
-                             record.value("stage", std::string("train")) == "finetune" ? "  (finetune)" : "");
+    const auto stage = record.find("stage");
+    std::cout << fmt::format("  {:>5}  {:>10}  {:>10}  {:>9}{}\n", number("epoch", 0), number("train_ppl", 2),
+                             number("valid_ppl", 2), number("epoch_seconds", 2),
+                             stage != record.end() && *stage == "finetune" ? "  (finetune)" : "");
   }
   if (status.epoch == 0) return 0;
   return call_lmkit_function("lmkit.recipe", "plot_run", nlohmann::json{{"dir", dir}}, {}, "");
@@ -215,11 +233,16 @@ int as_command(int (*fn)(const std::string&), const std::string& dir) {
     return fn(dir);
   } catch (const UsageError& e) {
     std::cerr << "lmkit: " << e.what() << "\n";
-    return 2;
   } catch (const EnvironmentError& e) {
     std::cerr << "lmkit: " << e.what() << "\n";
-    return 2;
+  } catch (const fs::filesystem_error& e) {
+    std::cerr << "lmkit: cannot read '" << e.path1().string() << "': " << e.code().message() << "\n";
+  } catch (const nlohmann::json::exception& e) {
+    // A file lmkit wrote, edited since: an entry of another type than lmkit writes.
+    std::cerr << "lmkit: a file in '" << dir << "' has an entry of another type than lmkit writes (" << e.what()
+              << "); was it edited? Restore it, or remove the folder's damaged part\n";
   }
+  return 2;
 }
 
 }  // namespace

@@ -184,6 +184,7 @@ function Recipe:result_settings(cfg)
 end
 
 local function setting_text(value)
+  if type(value) == "table" then return lmkit.json_encode(value) end
   return type(value) == "string" and ("%q"):format(value) or tostring(value)
 end
 
@@ -222,9 +223,16 @@ end
 -- The settings in which a finished cell's record differs from `cfg` (nil when none):
 -- {texts = {"epochs = 0 there, 1 now"}, sets = {"--set epochs=0"}, suffix = {"epochs1"}}.
 function Recipe:settings_differences(cfg, ctx)
-  local recorded = read_result(ctx.dir .. "/settings.json")
-  if not recorded or type(recorded.settings) ~= "table" then return nil end
+  local file = ctx.dir .. "/settings.json"
+  local recorded = read_result(file)
+  if not recorded and not lmkit.fs.exists(file) then return nil end  -- a cell of an lmkit before settings were recorded
   local now, found = self:result_settings(cfg), {texts = {}, sets = {}, suffix = {}}
+  if not recorded or type(recorded.settings) ~= "table" then
+    -- A damaged record proves nothing: the result is not taken as this run's.
+    found.texts[1] = ("its settings.json is damaged, so its settings are unknown"):format()
+    found.sets[1], found.suffix[1] = "(unknown)", "new"
+    return found
+  end
   local keys = {}
   for key in pairs(now) do keys[#keys + 1] = key end
   table.sort(keys)
@@ -232,7 +240,8 @@ function Recipe:settings_differences(cfg, ctx)
     local then_value = recorded.settings[key]
     if then_value ~= nil and then_value ~= now[key] and not self:selects_cells(cfg, key, then_value) then
       found.texts[#found.texts + 1] = ("%s = %s there, %s now"):format(key, setting_text(then_value), setting_text(now[key]))
-      found.sets[#found.sets + 1] = ("--set %s=%s"):format(key, tostring(then_value))
+      found.sets[#found.sets + 1] = ("--set %s=%s"):format(key, type(then_value) == "table" and lmkit.json_encode(then_value)
+                                                              or tostring(then_value))
       found.suffix[#found.suffix + 1] = ("%s%s"):format(key, tostring(now[key]):gsub("[^%w%.%-]", ""))
     end
   end

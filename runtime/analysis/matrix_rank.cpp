@@ -1,5 +1,6 @@
 #include "runtime/analysis/matrix_rank.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -79,6 +80,10 @@ std::int64_t press_rank(const torch::Tensor& singular_values, std::int64_t rows,
 
 bool has_float32_noise_floor(const torch::Tensor& singular_values, std::int64_t rows, std::int64_t cols) {
   const auto sv = check_singular_values(singular_values);
+  if (rows < 0 || cols < 0 || sv.numel() > std::min(rows, cols)) {
+    throw UsageError("has_float32_noise_floor: " + integer_text(sv.numel()) + " singular values of a " + integer_text(rows) +
+                     " × " + integer_text(cols) + " matrix: a matrix has at most min(rows, cols) of them");
+  }
   const auto float32_rank = press_rank(sv, rows, cols, torch::kFloat32);
   if (press_rank(sv, rows, cols, torch::kFloat64) <= float32_rank) return false;
   // The values between the two tolerances (sv may come in any order): rounding noise is a floor,

@@ -170,6 +170,7 @@ class ReferenceReader {
     const auto& t = it->second;
     const bool fits = t.dim() == 2 && (rows < 0 || t.size(0) == rows) && (cols < 0 || t.size(1) == cols);
     if (!fits) fail("entry '" + file_name(name) + "' is " + bracketed(t.sizes()) + ", expected " + shape_doc);
+    require_floating_point(name, t);
     rows = t.size(0);
     cols = t.size(1);
     return t;
@@ -182,7 +183,15 @@ class ReferenceReader {
     if (t.dim() != 1 || (size >= 0 ? t.size(0) != size : t.size(0) == 0)) {
       fail("entry '" + file_name(name) + "' is " + bracketed(t.sizes()) + ", expected " + shape_doc);
     }
+    require_floating_point(name, t);
     return t;
+  }
+
+  // Weights are floating point: an integer or boolean entry is no weight (named as the file names it).
+  void require_floating_point(const std::string& name, const torch::Tensor& t) const {
+    if (!t.is_floating_point()) {
+      fail("entry '" + file_name(name) + "' holds " + std::string(c10::toString(t.scalar_type())) + ", not floating point weights");
+    }
   }
 
   // The file's name of an entry: as read (with a DataParallel prefix), or as a file of this format

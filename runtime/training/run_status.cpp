@@ -45,7 +45,8 @@ RunStatus run_status(const std::string& dir) {
   double seconds = 0;
   std::int64_t timed = 0;
   for (const auto& record : store.metrics()) {
-    if (record.value("type", std::string()) != "epoch") continue;
+    const auto type = record.is_object() ? record.find("type") : record.end();
+    if (type == record.end() || *type != "epoch") continue;
     if (const auto epoch = number_at(record, "epoch")) status.epoch = static_cast<std::int64_t>(*epoch);
     const auto valid = number_at(record, "valid_ppl");
     if (valid) {
@@ -64,9 +65,11 @@ RunStatus run_status(const std::string& dir) {
     status.state = "running";
   } else if (store.exists("summary.json")) {
     const auto summary = store.read_json("summary.json");
-    status.state = summary.value("status", std::string("ended"));
-    status.test_ppl = number_at(summary, "test_ppl");
-    if (const auto reason = summary.find("stop_reason"); reason != summary.end() && reason->is_string()) {
+    const auto state = summary.is_object() ? summary.find("status") : summary.end();
+    status.state = state != summary.end() && state->is_string() ? state->get<std::string>() : std::string("ended");
+    if (summary.is_object()) status.test_ppl = number_at(summary, "test_ppl");
+    if (const auto reason = summary.is_object() ? summary.find("stop_reason") : summary.end();
+        summary.is_object() && reason != summary.end() && reason->is_string()) {
       status.stop_reason = reason->get<std::string>();
     }
   } else {

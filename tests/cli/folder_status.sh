@@ -51,6 +51,19 @@ echo "$out" | grep -qF "1 of 2 cells done; the rest: lmkit run $here/tiny_recipe
   fail "no command for the rest: $out"
 rm -rf "$work-failed"
 
+# Damaged records: named in lmkit's words, never a library's message.
+mkdir -p "$work-damaged/cells/x=1"
+echo '{"recipe": "r.lua", "name": null, "settings": {}, "cells": ["x=1", "../../etc"]}' >"$work-damaged/recipe.json"
+out=$("$lmkit" status "$work-damaged" 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "a recipe.json with a path for a cell: exit $rc: $out"
+echo "$out" | grep -qF "lists a cell that is no cell id (\"../../etc\")" || fail "no message for a path as a cell: $out"
+echo '{"recipe": "r.lua", "name": null, "settings": {}, "cells": ["x=1"]}' >"$work-damaged/recipe.json"
+echo '[1' >"$work-damaged/cells/x=1/result.json"
+out=$("$lmkit" status "$work-damaged" 2>&1); rc=$?
+[ "$rc" = 3 ] || fail "a damaged result: exit $rc: $out"
+echo "$out" | grep -Eq "^ +1  x=1 +damaged +result.json is not a JSON object" || fail "a damaged result is not damaged: $out"
+rm -rf "$work-damaged"
+
 out=$("$lmkit" status "$here" 2>&1); rc=$?
 [ "$rc" = 2 ] || fail "a folder of no results: exit $rc: $out"
 echo "$out" | grep -qF "holds none of lmkit's results" || fail "no message: $out"

@@ -31,6 +31,12 @@ for mode in "" "--set report_only=true"; do
   fi
 done
 [ "$(cat "$work/cells/x=1/result.json" | tr -d ' \n')" = '{"square":1}' ] || { echo "a refused run changed a result"; exit 1; }
+# A damaged settings.json proves nothing: its cell is not taken as another run's.
+cp "$work/cells/x=1/settings.json" "$work/settings.kept"
+echo '{oops' >"$work/cells/x=1/settings.json"
+out=$("$lmkit" run "$here/tiny_recipe.lua" --set out="$work" 2>&1) && { echo "a damaged settings.json was taken: $out"; exit 1; }
+echo "$out" | grep -qF "its settings.json is damaged" || { echo "no damaged-settings message: $out"; exit 1; }
+mv "$work/settings.kept" "$work/cells/x=1/settings.json"
 # A refused run changed nothing either: the folder's report is still of its own settings.
 "$lmkit" report "$work" | grep -q "squares: 1 4" || { echo "the folder's report changed after a refused run"; exit 1; }
 # A setting that chooses the grid's cells (base) takes the finished cells it shares with their results.

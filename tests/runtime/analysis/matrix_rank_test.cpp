@@ -68,6 +68,8 @@ TEST(MatrixRankTest, AFloat32ComputationStoredAsFloat64ShowsFloat32sNoiseFloor) 
   const auto square_h = torch::randn({200, d}, torch::kFloat64), square_e = torch::randn({200, d}, torch::kFloat64);
   const auto square = torch::log_softmax(square_h.to(torch::kFloat32).matmul(square_e.to(torch::kFloat32).t()), 1).to(torch::kFloat64);
   EXPECT_TRUE(has_float32_noise_floor(svdvals(square), 200, 200));
+  // More singular values than the matrix can have: a mistake, said.
+  EXPECT_THROW(has_float32_noise_floor(noisy, 2, n), UsageError);
 }
 
 TEST(MatrixRankTest, NegativeSingularValuesAreRefused) {
