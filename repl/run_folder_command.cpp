@@ -17,6 +17,7 @@
 #include "repl/batch_command.h"
 #include "repl/script_runner.h"
 #include "runtime/core/error.h"
+#include "runtime/core/work_progress.h"
 #include "runtime/training/run_status.h"
 #include "runtime/training/run_store.h"
 
@@ -133,7 +134,7 @@ int recipe_folder_status(const std::string& dir) {
       state = run.state == "finished" ? "trained" : run.state;  // its result not written yet
       detail = run.epochs > 0 ? fmt::format("epoch {} of {}", run.epoch, run.epochs) : fmt::format("epoch {}", run.epoch);
       if (run.best_valid_ppl) detail += fmt::format(", best valid ppl {:.2f}", *run.best_valid_ppl);
-      if (run.eta_seconds) detail += ", about " + training::duration_text(*run.eta_seconds) + " left";
+      if (run.eta_seconds) detail += ", about " + format_duration(*run.eta_seconds) + " left";
       if (run.failed()) ++failed;
     } else if (fs::exists(cell / "failed.json")) {
       // The cell's run raised: its message's first line (the file holds it whole, with its traceback).
@@ -228,9 +229,16 @@ int run_folder_report(const std::string& dir) {
   return call_lmkit_function("lmkit.recipe", "plot_run", nlohmann::json{{"dir", dir}}, {}, "");
 }
 
-int as_command(int (*fn)(const std::string&), const std::string& dir) {
+// Runs the command for the kind of folder `dir` is; a mistake or an unreadable file is said in
+// lmkit's words (exit 2).
+int for_folder(const std::string& dir, int (*batch)(const std::string&), int (*recipe)(const std::string&),
+               int (*run)(const std::string&)) {
   try {
-    return fn(dir);
+    switch (folder_kind(dir)) {
+      case FolderKind::kBatch: return batch(dir);
+      case FolderKind::kRecipe: return recipe(dir);
+      case FolderKind::kRun: return run(dir);
+    }
   } catch (const UsageError& e) {
     std::cerr << "lmkit: " << e.what() << "\n";
   } catch (const EnvironmentError& e) {
@@ -248,25 +256,9 @@ int as_command(int (*fn)(const std::string&), const std::string& dir) {
 }  // namespace
 
 int show_folder_status(const std::string& dir) {
-  return as_command([](const std::string& d) {
-    switch (folder_kind(d)) {
-      case FolderKind::kBatch: return show_batch_status(d);
-      case FolderKind::kRecipe: return recipe_folder_status(d);
-      case FolderKind::kRun: return run_folder_status(d);
-    }
-    return 2;
-  }, dir);
+  return for_folder(dir, show_batch_status, recipe_folder_status, run_folder_status);
 }
 
-int report_folder(const std::string& dir) {
-  return as_command([](const std::string& d) {
-    switch (folder_kind(d)) {
-      case FolderKind::kBatch: return report_batch(d);
-      case FolderKind::kRecipe: return recipe_folder_report(d);
-      case FolderKind::kRun: return run_folder_report(d);
-    }
-    return 2;
-  }, dir);
-}
+int report_folder(const std::string& dir) { return for_folder(dir, report_batch, recipe_folder_report, run_folder_report); }
 
 }  // namespace lmkit::repl

@@ -229,7 +229,7 @@ function Recipe:settings_differences(cfg, ctx)
   local now, found = self:result_settings(cfg), {texts = {}, sets = {}, suffix = {}}
   if not recorded or type(recorded.settings) ~= "table" then
     -- A damaged record proves nothing: the result is not taken as this run's.
-    found.texts[1] = ("its settings.json is damaged, so its settings are unknown"):format()
+    found.texts[1] = "its settings.json is damaged, so its settings are unknown"
     found.sets[1], found.suffix[1] = "(unknown)", "new"
     return found
   end
@@ -275,15 +275,6 @@ function Recipe:check_cells_settings(cfg, cells)
         :format(self.name, which, cfg.out, #conflicting == 1 and "s" or "", table.concat(first.texts, "; "), way_out), 0)
 end
 
-function Recipe:check_cell_settings(cfg, cell)
-  self:check_cells_settings(cfg, {cell})
-end
-
--- Every finished cell made with these settings (check_cells_settings), before anything is written
--- or run: a run of other settings stops with nothing changed.
-function Recipe:check_finished_cells(cfg, cells)
-  self:check_cells_settings(cfg, cells)
-end
 
 -- <out>/recipe.json: the recipe file, its settings and its cells, so that `lmkit status OUT` can list
 -- the cells and `lmkit report OUT` render the report with these settings. A batch folder has its
@@ -387,7 +378,7 @@ function Recipe:run_cell(cfg, cell)
   local result_file = ctx.dir .. "/result.json"
   local done = read_result(result_file)
   if done then
-    self:check_cell_settings(cfg, cell)
+    self:check_cells_settings(cfg, {cell})
     return done, true
   end
   lmkit.fs.mkdir(ctx.dir)
@@ -415,9 +406,8 @@ function Recipe:run_cell(cfg, cell)
   return result, false
 end
 
--- The finished cells' results (missing ones as {cell=, result=nil}); cells of other settings are refused.
+-- The finished cells' results (missing ones as {cell=, result=nil}); main has checked their settings.
 function Recipe:collect(cfg, cells)
-  self:check_cells_settings(cfg, cells)
   local results = {}
   for i, cell in ipairs(cells) do
     local ctx = self:context(cfg, cell)
@@ -496,7 +486,9 @@ function Recipe:main(overrides)
     self:run_task(cfg, cell)
     return
   end
-  self:check_finished_cells(cfg, cells)
+  -- Every finished cell made with these settings, before anything is written or run: a run of
+  -- other settings stops with nothing changed.
+  self:check_cells_settings(cfg, cells)
   if not cfg.report_only then
     self:write_record(cfg, cells)
     for _, cell in ipairs(cells) do self:run_cell(cfg, cell) end

@@ -230,36 +230,35 @@ double chosen(const std::optional<double>& value, double fallback) { return valu
 // The thesis options given with another format, or a setting of another top model: a mistake said
 // before the file is read.
 void check_options_fit(const ImportCheckpointOptions& options) {
-  const std::vector<std::pair<const char*, bool>> thesis_only{
-      {"top_model", options.top_model.has_value()},       {"gs_smax_c", options.gs_smax_c.has_value()},
-      {"gs_smax_k", options.gs_smax_k.has_value()},       {"plif_smax_t", options.plif_smax_t.has_value()},
-      {"adv_smax_alpha", options.adv_smax_alpha.has_value()}};
-  for (const auto& [name, given] : thesis_only) {
-    if (given && options.format != "thesis") {
-      throw UsageError(std::string("import_checkpoint: ") + name + " is an option of format \"thesis\" (the thesis's code), "
+  // Each thesis option, whether it was given, and the top model whose setting it is (none: top_model).
+  struct ThesisOption {
+    const char* name;
+    bool given;
+    const char* top_model;
+  };
+  const ThesisOption thesis_options[] = {{"top_model", options.top_model.has_value(), nullptr},
+                                         {"gs_smax_c", options.gs_smax_c.has_value(), "gs_smax"},
+                                         {"gs_smax_k", options.gs_smax_k.has_value(), "gs_smax"},
+                                         {"plif_smax_t", options.plif_smax_t.has_value(), "plif_smax"},
+                                         {"adv_smax_alpha", options.adv_smax_alpha.has_value(), "adv_smax"}};
+  std::set<std::string> named;  // the top models the given settings belong to
+  for (const auto& option : thesis_options) {
+    if (!option.given) continue;
+    if (options.format != "thesis") {
+      throw UsageError(std::string("import_checkpoint: ") + option.name + " is an option of format \"thesis\" (the thesis's code), "
                        "not of \"" + options.format + "\"");
     }
-  }
-  if (!options.top_model) {
-    // Without top_model, the settings of one top model only (each names its top model).
-    const int named = (options.gs_smax_c || options.gs_smax_k) + options.plif_smax_t.has_value() + options.adv_smax_alpha.has_value();
-    if (named > 1) {
-      throw UsageError("import_checkpoint: settings of more than one top model (gs_smax_*, plif_smax_t, adv_smax_alpha); "
-                       "say which with top_model");
+    if (option.top_model == nullptr) continue;
+    named.insert(option.top_model);
+    if (options.top_model && *options.top_model != option.top_model) {
+      throw UsageError(std::string("import_checkpoint: ") + option.name + " is a setting of top_model \"" + option.top_model +
+                       "\", and top_model is \"" + *options.top_model + "\"");
     }
-    return;
   }
-  const auto& top = *options.top_model;
-  const std::vector<std::pair<const char*, const char*>> owner{
-      {"gs_smax_c", "gs_smax"}, {"gs_smax_k", "gs_smax"}, {"plif_smax_t", "plif_smax"}, {"adv_smax_alpha", "adv_smax"}};
-  for (const auto& [name, top_of] : owner) {
-    const bool given = std::any_of(thesis_only.begin(), thesis_only.end(), [name = name](const auto& o) {
-      return std::string(o.first) == name && o.second;
-    });
-    if (given && top != top_of) {
-      throw UsageError(std::string("import_checkpoint: ") + name + " is a setting of top_model \"" + top_of +
-                       "\", and top_model is \"" + top + "\"");
-    }
+  // Without top_model, the settings of one top model only (each names its top model).
+  if (named.size() > 1) {
+    throw UsageError("import_checkpoint: settings of more than one top model (gs_smax_*, plif_smax_t, adv_smax_alpha); "
+                     "say which with top_model");
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/core/file_lock.h"
+#include "runtime/core/work_progress.h"
 #include "runtime/training/run_store.h"
 
 namespace lmkit::training {
@@ -20,15 +21,6 @@ std::optional<double> number_at(const nlohmann::json& object, const char* key) {
 }
 
 }  // namespace
-
-std::string duration_text(double seconds) {
-  if (!(seconds >= 0) || !std::isfinite(seconds)) return "?";
-  if (seconds < 10) return fmt::format("{:.2f}s", seconds);
-  const auto total = static_cast<std::int64_t>(std::llround(seconds));
-  if (total < 60) return fmt::format("{}s", total);
-  if (total < 3600) return fmt::format("{}m {:02}s", total / 60, total % 60);
-  return fmt::format("{}h {:02}m", total / 3600, (total % 3600) / 60);
-}
 
 RunStatus run_status(const std::string& dir) {
   namespace fs = std::filesystem;
@@ -91,8 +83,8 @@ std::vector<std::string> RunStatus::lines() const {
   out.push_back(head);
   if (holder) out.push_back("  training in " + *holder);
   if (seconds_per_epoch) {
-    out.push_back(fmt::format("  {} per epoch{}", duration_text(*seconds_per_epoch),
-                              eta_seconds ? ", about " + duration_text(*eta_seconds) + " left" : std::string()));
+    out.push_back(fmt::format("  {:.2f} s per epoch{}", *seconds_per_epoch,
+                              eta_seconds ? ", about " + format_duration(*eta_seconds) + " left" : std::string()));
   }
   if (stop_reason) out.push_back("  " + *stop_reason);
   if (state == "stopped") out.push_back("  no process is training it and it left no summary: it was killed or lost its machine");

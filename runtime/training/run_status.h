@@ -35,7 +35,4 @@ struct RunStatus {
 // The status of the run directory `dir` (one with a config.json); UsageError naming it otherwise.
 RunStatus run_status(const std::string& dir);
 
-// "7m 25s", "2h 03m", "41s", "0.37s".
-std::string duration_text(double seconds);
-
 }  // namespace lmkit::training
