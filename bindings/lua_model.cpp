@@ -58,12 +58,11 @@ int lmkit_load(lua_State* L) {
 
 const std::string& model_doc() {
   static const std::string doc = [] {
-    const config::OptionSchema options("model", language_model_option_specs());
-    const auto signature = options.signature();  // "{vocab_size=10000, ...}"
+    const auto signature = language_model_signature();  // "{encoder="awd-lstm", vocab_size=10000, ...}"
     return "lmkit.model" + signature.substr(0, signature.size() - 1) + ", head=lmkit.heads.softmax()} -> Model\n"
-           "A language model — an AWD-LSTM encoder (the default) or a causal Transformer (encoder = \"transformer\") — "
-           "with the given output head (see docs/models.md); vocab_size is required.\n"
-           "Options:\n" + options.describe();
+           "A language model — an encoder (each with its options below) with the given output head (see "
+           "docs/models.md); vocab_size is required.\n" +
+           language_model_options_text();
   }();
   return doc;
 }

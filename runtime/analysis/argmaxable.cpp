@@ -296,11 +296,11 @@ ModelArgmaxable model_argmaxable(LanguageModel& model, const ArgmaxableOptions& 
   const auto kind = model->head->kind();
   const auto* registered = find_head_kind(kind);
   if (registered && registered->capabilities.monotone) {
-    if (model->is_transformer() && options.region == HiddenRegion::kBox) {
-      // The box is the image of an LSTM's tanh; a Transformer's h is a LayerNorm's output, whose
-      // coordinates reach γ_i·√(d − 1) + β_i: a box of bound 1 would count words the model can reach.
-      throw UsageError("a Transformer's h is a LayerNorm's output, not confined to the box [−bound, bound]^d of an "
-                       "LSTM: use region = \"free\" (any h in ℝ^d)");
+    if (!model->encoder->capabilities().bounded_output && options.region == HiddenRegion::kBox) {
+      // The box is the image of an LSTM's tanh; another encoder's h (a Transformer's LayerNorm output,
+      // whose coordinates reach γ_i·√(d − 1) + β_i) would count words the model cannot be shown to miss.
+      throw UsageError("a " + model->encoder->kind() + " encoder's h is not confined to the box [−bound, bound]^d of an "
+                       "LSTM's tanh: use region = \"free\" (any h in ℝ^d)");
     }
     const auto decoder = model->decoder();
     out.method = "lp";

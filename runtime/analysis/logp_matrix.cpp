@@ -46,7 +46,7 @@ std::int64_t for_each_window(LanguageModel& model, const torch::Tensor& tokens, 
   while (done < wanted && batches.next(batch)) {
     interruptible.poll("logp_matrix");
     auto encoded = model->encode(batch.input, hidden);
-    hidden = detach_state(encoded.hidden);
+    hidden = detach_state(encoded.state);
     torch::Tensor rows = o.f_logits ? model->head->f_logits(encoded.output, model->decoder())
                                     : model->head->log_probs(encoded.output, model->decoder());
     if (rows.size(0) > wanted - done) rows = rows.narrow(0, 0, wanted - done);

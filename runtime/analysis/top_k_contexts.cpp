@@ -186,7 +186,7 @@ std::vector<ContextPrediction> top_k_in_stream(LanguageModel& model, const data:
     const auto length = std::min(bptt, last_needed + 1 - start);
     auto input = flat.narrow(0, start, length).view({-1, 1}).to(device);
     auto encoded_window = model->encode(input, hidden);
-    hidden = detach_state(encoded_window.hidden);
+    hidden = detach_state(encoded_window.state);
     for (std::size_t i = 0; i < contexts.size(); ++i) {
       const auto at = positions[i];
       if (at < start || at >= start + length) continue;

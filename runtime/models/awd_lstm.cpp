@@ -13,6 +13,7 @@
 #include "runtime/core/host_memory.h"
 #include "runtime/core/number_text.h"
 #include "runtime/core/saturating.h"
+#include "runtime/models/encoder_registry.h"
 
 namespace lmkit {
 
@@ -57,7 +58,9 @@ const config::BoundOptions<AwdLstmOptions>& bound() {
        LMKIT_ENCODER_OPTION(dropouti, Number, double, from_up_to(0, 1), "dropout on the embedded input"),
        LMKIT_ENCODER_OPTION(dropoute, Number, double, from_up_to(0, 1), "dropout of whole words (embedding rows)"),
        LMKIT_ENCODER_OPTION(wdrop, Number, double, from_up_to(0, 1), "DropConnect on the hidden-to-hidden weights"),
-       LMKIT_ENCODER_OPTION(emb_noise, Number, double, any(), "Gaussian noise on the embeddings while training")});
+       LMKIT_ENCODER_OPTION(emb_noise, Number, double, any(), "Gaussian noise on the embeddings while training"),
+       LMKIT_ENCODER_OPTION(alpha, Number, double, any(), "activation regularization (AR) coefficient"),
+       LMKIT_ENCODER_OPTION(beta, Number, double, any(), "temporal activation regularization (TAR) coefficient")});
   return options;
 }
 
@@ -65,7 +68,15 @@ const config::BoundOptions<AwdLstmOptions>& bound() {
 
 }  // namespace
 
+const config::BoundOptions<AwdLstmOptions>& declared_options(config::Tag<AwdLstmOptions>) { return bound(); }
+
 const config::OptionSchema& awd_lstm_options_schema() { return bound().schema(); }
+
+EncoderWidths encoder_widths(const AwdLstmOptions& options) {
+  return {options.vocab_size(), options.emb(), options.nhidlast()};
+}
+
+nlohmann::json AwdLstmImpl::config() const { return to_json(options); }
 
 nlohmann::json to_json(const AwdLstmOptions& options) { return bound().to_json(options); }
 
@@ -88,7 +99,7 @@ AwdLstmImpl::AwdLstmImpl(AwdLstmOptions opts) : options(std::move(opts)) {
                       " for the encoder alone, more than this machine's memory (" + gibibytes(available) + ")");
   }
   // host: parameters made in the constructor; .to(device) moves the module with them
-  embedding = register_parameter("embedding", torch::empty({o.vocab_size(), o.emb()}));
+  embedding_weight = register_parameter("embedding", torch::empty({o.vocab_size(), o.emb()}));
   for (int64_t l = 0; l < o.nlayers(); ++l) {
     const int64_t in = l == 0 ? o.emb() : layer_size(l - 1);
     const int64_t h = layer_size(l);
@@ -175,23 +186,23 @@ int64_t AwdLstmImpl::layer_size(int64_t layer) const {
 
 void AwdLstmImpl::reset_parameters() {
   torch::NoGradGuard no_grad;
-  embedding.uniform_(-0.1, 0.1);
+  embedding_weight.uniform_(-0.1, 0.1);
   for (std::size_t l = 0; l < layers.size(); ++l) {
     const double bound = 1.0 / std::sqrt(static_cast<double>(layer_size(static_cast<int64_t>(l))));
     for (auto* w : {&layers[l].w_ih, &layers[l].w_hh, &layers[l].b_ih, &layers[l].b_hh}) w->uniform_(-bound, bound);
   }
 }
 
-LstmState AwdLstmImpl::init_hidden(int64_t batch_size) const {
-  LstmState state;
+EncoderState AwdLstmImpl::init_hidden(int64_t batch_size) const {
+  EncoderState state;
   for (int64_t l = 0; l < options.nlayers(); ++l) {
-    auto zeros = torch::zeros({1, batch_size, layer_size(l)}, embedding.options().requires_grad(false));
-    state.emplace_back(zeros, zeros.clone());
+    auto zeros = torch::zeros({1, batch_size, layer_size(l)}, embedding_weight.options().requires_grad(false));
+    state.push_back({zeros, zeros.clone()});
   }
   return state;
 }
 
-AwdLstmOutput AwdLstmImpl::forward(const torch::Tensor& ids, const LstmState& hidden) {
+EncoderOutput AwdLstmImpl::forward(const torch::Tensor& ids, const EncoderState& hidden) {
   if (ids.dim() != 2 || ids.scalar_type() != torch::kInt64) {
     throw UsageError("AWD-LSTM input must be int64 token ids [T, B]");
   }
@@ -199,15 +210,20 @@ AwdLstmOutput AwdLstmImpl::forward(const torch::Tensor& ids, const LstmState& hi
     throw UsageError("hidden state has " + integer_text(hidden.size()) + " layers, the model " +
                      integer_text(layers.size()) + " (use init_hidden(batch_size))");
   }
-  if (!CheckedTokenStream::active()) check_token_ids(ids, embedding.size(0), "the input ids");
+  if (!CheckedTokenStream::active()) check_token_ids(ids, embedding_weight.size(0), "the input ids");
   const bool train = is_training();
-  auto x = embedding_dropout(embedding, ids, options.dropoute(), train);
+  auto x = embedding_dropout(embedding_weight, ids, options.dropoute(), train);
   if (train && options.emb_noise() > 0) x = x + torch::randn_like(x) * options.emb_noise();
   x = locked_dropout(x, options.dropouti(), train);
-  AwdLstmOutput result;
+  EncoderOutput result;
   for (std::size_t l = 0; l < layers.size(); ++l) {
     const auto& w = layers[l];
-    const auto& [h0, c0] = hidden[l];
+    if (hidden[l].size() != 2) {
+      throw UsageError("hidden state of layer " + integer_text(l + 1) + " must be its pair {h, c}, got " +
+                       integer_text(hidden[l].size()) + " tensors (use init_hidden(batch_size))");
+    }
+    const auto& h0 = hidden[l][0];
+    const auto& c0 = hidden[l][1];
     if (h0.dim() != 3 || h0.size(1) != ids.size(1)) {
       throw UsageError("hidden state of layer " + integer_text(l + 1) + " does not match batch size " +
                        integer_text(ids.size(1)));
@@ -225,7 +241,7 @@ AwdLstmOutput AwdLstmImpl::forward(const torch::Tensor& ids, const LstmState& hi
                         /*num_layers=*/1, /*dropout=*/0.0, train, /*bidirectional=*/false,
                         /*batch_first=*/false);
     x = std::get<0>(out);
-    result.hidden.emplace_back(std::get<1>(out), std::get<2>(out));
+    result.state.push_back({std::get<1>(out), std::get<2>(out)});
     if (l + 1 < layers.size()) x = locked_dropout(x, options.dropouth(), train);
   }
   result.raw = x;
@@ -243,34 +259,36 @@ std::vector<torch::Tensor> contiguous_layer_weights(const torch::Tensor& w_ih, c
           parts[3].view(b_hh.sizes())};
 }
 
-void check_token_ids(const torch::Tensor& ids, int64_t vocab_size, const std::string& what) {
-  if (ids.numel() == 0) return;
-  const auto outside = (ids < 0).logical_or_(ids >= vocab_size);
-  if (!outside.any().item<bool>()) return;
-  const auto flat = outside.reshape({-1}).nonzero()[0][0].item<int64_t>();
-  const auto id = ids.reshape({-1})[flat].item<int64_t>();
-  std::string position;
-  for (int64_t d = ids.dim() - 1, rest = flat; d >= 0; --d) {  // flat index → 1-based coordinates
-    position = integer_text(rest % ids.size(d) + 1) + (position.empty() ? "" : ", ") + position;
-    rest /= ids.size(d);
-  }
-  throw UsageError("token id " + integer_text(id) + " at [" + position + "] of " + what +
-                   " is outside the model's vocabulary of " + integer_text(vocab_size) + " words (ids 0.." +
-                   integer_text(vocab_size - 1) + ")");
+
+EncoderRegularizers AwdLstmImpl::regularizers(const EncoderOutput& out) const {
+  const auto tar = out.raw.size(0) > 1 ? options.beta() * (out.raw.slice(0, 1) - out.raw.slice(0, 0, -1)).pow(2).mean()
+                                       : torch::zeros({}, out.raw.options());
+  return {options.alpha() * out.output.pow(2).mean(), tar};
 }
 
-namespace {
-thread_local int checked_token_streams = 0;
-}  // namespace
-
-CheckedTokenStream::CheckedTokenStream() { ++checked_token_streams; }
-CheckedTokenStream::~CheckedTokenStream() { --checked_token_streams; }
-bool CheckedTokenStream::active() { return checked_token_streams > 0; }
-
-LstmState detach_state(const LstmState& state) {
-  LstmState out;
-  for (const auto& [h, c] : state) out.emplace_back(h.detach(), c.detach());
-  return out;
+std::vector<std::pair<std::string, torch::Tensor>> AwdLstmImpl::reference_entries(bool weight_drop) const {
+  std::vector<std::pair<std::string, torch::Tensor>> entries{{"encoder.weight", embedding_weight}};
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const auto& layer = layers[l];
+    const auto p = "rnns." + integer_text(static_cast<std::int64_t>(l)) + (weight_drop ? ".module." : ".");
+    entries.emplace_back(p + "weight_ih_l0", layer.w_ih);
+    entries.emplace_back(p + (weight_drop ? "weight_hh_l0_raw" : "weight_hh_l0"), layer.w_hh);
+    entries.emplace_back(p + "bias_ih_l0", layer.b_ih);
+    entries.emplace_back(p + "bias_hh_l0", layer.b_hh);
+  }
+  return entries;
 }
 
 }  // namespace lmkit
+
+LMKIT_REGISTER_ENCODER(awd_lstm) {
+  return lmkit::declared_encoder_kind<lmkit::AwdLstmImpl, lmkit::AwdLstmOptions>(
+      "AWD-LSTM",
+      "the thesis's encoder (Merity et al. 2018): nlayers LSTM layers with DropConnect on the recurrent weights, "
+      "locked dropouts and AR/TAR; trained with SGD and NT-ASGD (docs/models.md)",
+      lmkit::EncoderCapabilities{/*bounded_output=*/true, /*centred_output=*/false, /*separate_windows=*/false},
+      {"encoder", "lstm", "nhidlast"}, {{{"emb", 6}, {"nhid", 8}, {"nhidlast", 6}, {"nlayers", 2}}},
+      {{{"emb", 16}, {"nhid", 24}, {"nhidlast", 16}, {"nlayers", 2}, {"dropout", 0}, {"dropouth", 0}, {"dropouti", 0},
+        {"dropoute", 0}, {"wdrop", 0}},
+       5.0});
+}

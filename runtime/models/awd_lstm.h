@@ -16,6 +16,8 @@
 // same gradients). The CPU's LSTM reads the tensors where they are and needs no such copy.
 // Init: embedding U(−0.1, 0.1); LSTM weights and biases U(−1/√h, 1/√h) (Torch's default).
 // Parameters per layer: 4h·(in + h) + 8h.
+// Training adds AR = α·mean(out²) on the dropped output and TAR = β·mean((raw_t − raw_{t−1})²) on the
+// undropped one to the loss (Merity et al.'s regularizers; α = 2, β = 1).
 #pragma once
 #include <cstdint>
 #include <utility>
@@ -23,8 +25,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/config/bound_options.h"
 #include "runtime/config/option_schema.h"
 #include "runtime/core/torch.h"
+#include "runtime/models/encoder.h"
 
 namespace lmkit {
 
@@ -40,7 +44,13 @@ struct AwdLstmOptions {
   TORCH_ARG(double, dropoute) = 0.1;
   TORCH_ARG(double, wdrop) = 0.5;
   TORCH_ARG(double, emb_noise) = 0.0;
+  TORCH_ARG(double, alpha) = 2.0;  // AR
+  TORCH_ARG(double, beta) = 1.0;   // TAR
 };
+const config::BoundOptions<AwdLstmOptions>& declared_options(config::Tag<AwdLstmOptions>);
+inline const char* encoder_kind_of(config::Tag<AwdLstmOptions>) { return "awd-lstm"; }
+struct EncoderWidths;
+EncoderWidths encoder_widths(const AwdLstmOptions& options);
 
 // The encoder's options declared once (owner "AWD-LSTM": "AWD-LSTM option 'dropout' must be in
 // [0, 1), got 1.5"), their JSON round trip (from_json: keys in `ignored` skipped, the rest checked,
@@ -49,21 +59,24 @@ const config::OptionSchema& awd_lstm_options_schema();
 nlohmann::json to_json(const AwdLstmOptions& options);
 AwdLstmOptions awd_lstm_options_from_json(const nlohmann::json& json, const std::vector<std::string>& ignored = {});
 
-// One (h, c) pair per layer, each [1, B, size].
-using LstmState = std::vector<std::pair<torch::Tensor, torch::Tensor>>;
-
-struct AwdLstmOutput {
-  torch::Tensor output;  // [T, B, nhidlast], after `dropout`
-  torch::Tensor raw;     // [T, B, nhidlast], before it (TAR)
-  LstmState hidden;      // the state after the last step (not detached)
-};
-
-class AwdLstmImpl : public torch::nn::Module {
+// Its state: {h, c} per layer, each [1, B, size]. Its output: [T, B, nhidlast] after `dropout`, and
+// raw before it (TAR).
+class AwdLstmImpl : public EncoderImpl {
  public:
   explicit AwdLstmImpl(AwdLstmOptions options);
   // ids: int64 [T, B] of token ids (0-based values); hidden from init_hidden or a previous call.
-  AwdLstmOutput forward(const torch::Tensor& ids, const LstmState& hidden);
-  LstmState init_hidden(int64_t batch_size) const;
+  EncoderOutput forward(const torch::Tensor& ids, const EncoderState& hidden);
+  EncoderState init_hidden(int64_t batch_size) const;
+
+  std::string kind() const override { return "awd-lstm"; }
+  nlohmann::json config() const override;
+  EncoderOutput encode(const torch::Tensor& ids, const EncoderState& state) override { return forward(ids, state); }
+  EncoderState initial_state(std::int64_t batch_size) const override { return init_hidden(batch_size); }
+  const torch::Tensor& embedding() const override { return embedding_weight; }
+  std::int64_t output_width() const override { return options.nhidlast(); }
+  // AR and TAR (alpha, beta).
+  EncoderRegularizers regularizers(const EncoderOutput& out) const override;
+  std::vector<std::pair<std::string, torch::Tensor>> reference_entries(bool weight_drop) const override;
   int64_t layer_size(int64_t layer) const;  // output width of layer (0-based)
   void reset_parameters();
 
@@ -75,7 +88,7 @@ class AwdLstmImpl : public torch::nn::Module {
   bool layer_is_flat(std::size_t layer) const;
 
   AwdLstmOptions options;
-  torch::Tensor embedding;  // [N, emb]
+  torch::Tensor embedding_weight;  // [N, emb]
   struct Layer {
     torch::Tensor w_ih, w_hh, b_ih, b_hh;
   };
@@ -92,11 +105,5 @@ TORCH_MODULE(AwdLstm);
 std::vector<torch::Tensor> contiguous_layer_weights(const torch::Tensor& w_ih, const torch::Tensor& w_hh,
                                                     const torch::Tensor& b_ih, const torch::Tensor& b_hh);
 
-// The state with its history cut (carried across batches without backpropagating into them).
-LstmState detach_state(const LstmState& state);
-
-// Token ids must lie in [0, vocab_size): an id outside is a UsageError naming `what`, the id, its
-// 1-based position and the vocabulary size (Torch's own message is "index out of range in self").
-void check_token_ids(const torch::Tensor& ids, int64_t vocab_size, const std::string& what);
 
 }  // namespace lmkit

@@ -17,33 +17,29 @@ void check_ids(const torch::Tensor& ids) {
   }
 }
 
-LstmState state_or_zeros(const LanguageModel& model, const torch::Tensor& ids, const std::optional<LstmState>& hidden) {
+EncoderState state_or_zeros(const LanguageModel& model, const torch::Tensor& ids, const std::optional<EncoderState>& hidden) {
   check_ids(ids);
   return hidden ? *hidden : model->init_hidden(ids.size(1));
 }
 
-LstmState detached(const LstmState& state) {
-  LstmState out;
-  for (const auto& [h, c] : state) out.emplace_back(h.detach(), c.detach());
-  return out;
-}
+EncoderState detached(const EncoderState& state) { return detach_state(state); }
 
 }  // namespace
 
 Step forward_step(LanguageModel& model, const torch::Tensor& ids,
-                                                 const std::optional<LstmState>& hidden) {
+                                                 const std::optional<EncoderState>& hidden) {
   auto out = model->encode(ids, state_or_zeros(model, ids, hidden));
-  return {out.output, detached(out.hidden)};
+  return {out.output, detached(out.state)};
 }
 
 Step log_probs_step(LanguageModel& model, const torch::Tensor& ids,
-                                                   const std::optional<LstmState>& hidden) {
+                                                   const std::optional<EncoderState>& hidden) {
   auto [logp, next] = model->log_probs(ids, state_or_zeros(model, ids, hidden));
   return {logp, detached(next)};
 }
 
 Step loss_step(LanguageModel& model, const torch::Tensor& ids, const torch::Tensor& targets,
-                                              const std::optional<LstmState>& hidden) {
+                                              const std::optional<EncoderState>& hidden) {
   auto out = model->loss(ids, targets, state_or_zeros(model, ids, hidden));
   model->last_ar = out.ar;
   model->last_tar = out.tar;
@@ -61,16 +57,16 @@ torch::Tensor last_tar(const LanguageModel& model) {
 }
 
 TopKStep top_k_step(LanguageModel& model, const torch::Tensor& ids,
-                                                               std::int64_t k, const std::optional<LstmState>& hidden) {
+                                                               std::int64_t k, const std::optional<EncoderState>& hidden) {
   const auto vocab = model->vocab_size();
   if (k < 1 || k > vocab) throw UsageError("k must be in [1, " + integer_text(vocab) + "], got " + integer_text(k));
   torch::NoGradGuard no_grad;
   auto out = model->encode(ids, state_or_zeros(model, ids, hidden));
   auto [values, indices] = model->head->top_k(out.output, model->decoder(), k);
-  return {values, indices, detached(out.hidden)};
+  return {values, indices, detached(out.state)};
 }
 
-LstmState zero_state(const LanguageModel& model, std::int64_t batch_size) {
+EncoderState zero_state(const LanguageModel& model, std::int64_t batch_size) {
   if (batch_size < 1) throw UsageError("batch size must be positive, got " + integer_text(batch_size));
   return model->init_hidden(batch_size);
 }

@@ -17,15 +17,15 @@ namespace lmkit {
 // A step's tensor and the state after it (detached).
 struct Step {
   torch::Tensor tensor;
-  LstmState hidden;
+  EncoderState hidden;
 };
 inline auto declared_result(config::Tag<Step>) {
   return config::result_values(config::result_field("tensor", &Step::tensor, "the step's result"),
-                               config::result_field("hidden", &Step::hidden, "the state after it: {{h, c}, ...} per layer"));
+                               config::result_field("hidden", &Step::hidden, "the state after it (the AWD-LSTM's {{h, c}, ...} per layer)"));
 }
 struct TopKStep {
   torch::Tensor log_probs, ids;
-  LstmState hidden;
+  EncoderState hidden;
 };
 inline auto declared_result(config::Tag<TopKStep>) {
   return config::result_values(config::result_field("log_probs", &TopKStep::log_probs, "[T·B, k]"),
@@ -43,19 +43,19 @@ inline auto declared_result(config::Tag<LoadedModel>) {
 
 // Encoder output [T, B, nhidlast] (after the output dropout) and the next state.
 Step forward_step(LanguageModel& model, const torch::Tensor& ids,
-                                                 const std::optional<LstmState>& hidden);
+                                                 const std::optional<EncoderState>& hidden);
 // Next-token log-probabilities [T·B, N] (row t·B + b is position t of sequence b).
 Step log_probs_step(LanguageModel& model, const torch::Tensor& ids,
-                                                   const std::optional<LstmState>& hidden);
+                                                   const std::optional<EncoderState>& hidden);
 // Mean NLL of targets ([T, B] or [T·B]) with autograd; the AR/TAR terms go to last_ar/last_tar.
 Step loss_step(LanguageModel& model, const torch::Tensor& ids, const torch::Tensor& targets,
-                                              const std::optional<LstmState>& hidden);
+                                              const std::optional<EncoderState>& hidden);
 torch::Tensor last_ar(const LanguageModel& model);
 torch::Tensor last_tar(const LanguageModel& model);
 // The k most likely next tokens per position: log-probabilities and ids [T·B, k], and the next state.
 TopKStep top_k_step(LanguageModel& model, const torch::Tensor& ids,
-                                                               std::int64_t k, const std::optional<LstmState>& hidden);
-LstmState zero_state(const LanguageModel& model, std::int64_t batch_size);
+                                                               std::int64_t k, const std::optional<EncoderState>& hidden);
+EncoderState zero_state(const LanguageModel& model, std::int64_t batch_size);
 
 std::vector<torch::Tensor> trainable_parameters(const LanguageModel& model);
 std::vector<torch::Tensor> own_lr_parameters(LanguageModel& model);

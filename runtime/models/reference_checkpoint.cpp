@@ -11,6 +11,7 @@
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
 #include "runtime/heads/mos_head.h"
+#include "runtime/models/awd_lstm.h"
 #include "runtime/tensor/tensor_file.h"
 
 namespace lmkit {
@@ -495,25 +496,12 @@ void export_reference_checkpoint(const LanguageModel& model, const std::string& 
     throw UsageError("export: format \"" + format + "\" is the reference structure of a " + wanted + " head, this model's head is " +
                      model->head->kind() + " (the reference code computes something else with these weights)");
   }
-  if (model->is_transformer()) {
-    throw UsageError("export: the reference code's structures are AWD-LSTMs; this model's encoder is a Transformer "
-                     "(m:save or lmkit.write_tensors keep its weights)");
-  }
-  const auto& e = model->options.encoder();
   std::map<std::string, torch::Tensor> tensors;
   const auto add = [&](const std::string& name, const torch::Tensor& value) { tensors[name] = value.detach().to(torch::kCPU).contiguous(); };
-  add("encoder.weight", model->encoder->embedding);
-  for (std::size_t l = 0; l < model->encoder->layers.size(); ++l) {
-    const auto& layer = model->encoder->layers[l];
-    const auto p = "rnns." + integer_text(l) + (options.weight_drop ? ".module." : ".");
-    add(p + "weight_ih_l0", layer.w_ih);
-    add(p + (options.weight_drop ? "weight_hh_l0_raw" : "weight_hh_l0"), layer.w_hh);
-    add(p + "bias_ih_l0", layer.b_ih);
-    add(p + "bias_hh_l0", layer.b_hh);
-  }
+  for (const auto& [name, value] : model->encoder->reference_entries(options.weight_drop)) add(name, value);
   const auto decoder = model->decoder();
   add("decoder.weight", decoder.weight);
-  add("decoder.bias", decoder.bias.defined() ? decoder.bias : torch::zeros({e.vocab_size()}, decoder.weight.options()));
+  add("decoder.bias", decoder.bias.defined() ? decoder.bias : torch::zeros({model->vocab_size()}, decoder.weight.options()));
   if (format == "mos") {
     const auto* head = dynamic_cast<const MosHeadImpl*>(model->head.get());
     if (head == nullptr) throw UsageError("export: format \"mos\" needs lmkit's MoS head");

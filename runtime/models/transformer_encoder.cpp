@@ -11,6 +11,7 @@
 #include "runtime/core/saturating.h"
 #include "runtime/models/awd_lstm.h"
 #include "runtime/models/checked_tokens.h"
+#include "runtime/models/encoder_registry.h"
 
 namespace lmkit {
 
@@ -54,6 +55,12 @@ void check(const TransformerOptions& o) {
 
 }  // namespace
 
+EncoderWidths encoder_widths(const TransformerOptions& options) { return {options.vocab_size, options.emb, options.emb}; }
+
+nlohmann::json TransformerEncoderImpl::config() const {
+  return declared_options(config::Tag<TransformerOptions>{}).to_json(options);
+}
+
 std::int64_t TransformerEncoderImpl::parameter_count(const TransformerOptions& o) {
   const auto d = o.emb;
   std::int64_t total = saturating_multiply_add(o.vocab_size, d, 0);
@@ -94,7 +101,7 @@ TransformerEncoderImpl::TransformerEncoderImpl(TransformerOptions opts) : option
   check(options);
   const auto& o = options;
   // host: parameters made in the constructor; .to(device) moves the module with them
-  embedding = register_parameter("embedding", torch::empty({o.vocab_size, o.emb}));
+  embedding_weight = register_parameter("embedding", torch::empty({o.vocab_size, o.emb}));
   if (o.positions == "learned") {
     position_embedding = register_parameter("positions", torch::empty({o.context, o.emb}));  // host: as embedding
   } else {
@@ -117,7 +124,7 @@ TransformerEncoderImpl::TransformerEncoderImpl(TransformerOptions opts) : option
 
 void TransformerEncoderImpl::reset_parameters() {
   torch::NoGradGuard no_grad;
-  embedding.normal_(0, 0.02);
+  embedding_weight.normal_(0, 0.02);
   if (options.positions == "learned") position_embedding.normal_(0, 0.01);
   const double residual_sd = 0.02 / std::sqrt(2.0 * static_cast<double>(options.nlayers));
   for (auto& b : blocks) {
@@ -143,8 +150,8 @@ nlohmann::json TransformerEncoderImpl::training_defaults(const nlohmann::json& g
           {"min_lr", lr / 10},    {"switch", "none"}};
 }
 
-torch::Tensor TransformerEncoderImpl::initial_state(std::int64_t batch_size) const {
-  return torch::zeros({0, batch_size}, embedding.options().dtype(torch::kInt64).requires_grad(false));
+torch::Tensor TransformerEncoderImpl::no_tokens(std::int64_t batch_size) const {
+  return torch::zeros({0, batch_size}, embedding_weight.options().dtype(torch::kInt64).requires_grad(false));
 }
 
 TransformerOutput TransformerEncoderImpl::forward(const torch::Tensor& ids, const torch::Tensor& previous) {
@@ -163,7 +170,7 @@ TransformerOutput TransformerEncoderImpl::forward(const torch::Tensor& ids, cons
   const auto tokens = torch::cat({previous.slice(0, previous.size(0) - kept).to(ids.device()), ids}, 0);  // [S, B]
   const auto S = tokens.size(0);
   const bool train = is_training();
-  auto x = torch::embedding(embedding, tokens.t()) + position_embedding.slice(0, 0, S).unsqueeze(0);  // [B, S, emb]
+  auto x = torch::embedding(embedding_weight, tokens.t()) + position_embedding.slice(0, 0, S).unsqueeze(0);  // [B, S, emb]
   x = torch::dropout(x, options.dropout, train);
   const auto H = options.heads, dh = options.emb / options.heads;
   for (auto& b : blocks) {
@@ -181,4 +188,74 @@ TransformerOutput TransformerEncoderImpl::forward(const torch::Tensor& ids, cons
   return out;
 }
 
+namespace {
+
+// Token positions one forward pass of the per-position windows below may hold (bounds the memory of
+// reading a long window exactly: 2^16 positions of d floats per activation).
+constexpr std::int64_t kSlidingPositionsPerPass = std::int64_t{1} << 16;
+
+}  // namespace
+
+std::pair<torch::Tensor, torch::Tensor> sliding_context(TransformerEncoderImpl& encoder, const torch::Tensor& ids,
+                                                        const torch::Tensor& previous) {
+  if (ids.dim() != 2 || ids.scalar_type() != torch::kInt64) throw UsageError("Transformer input must be int64 token ids [T, B]");
+  if (previous.dim() != 2 || previous.size(1) != ids.size(1) || previous.scalar_type() != torch::kInt64) {
+    throw UsageError("Transformer state must be the int64 previous tokens [P, " + integer_text(ids.size(1)) +
+                     "] (use init_hidden(batch_size))");
+  }
+  const auto context = encoder.options.context;
+  const auto T = ids.size(0), B = ids.size(1);
+  const auto kept = std::min<std::int64_t>(previous.size(0), context - 1);
+  const auto tokens = torch::cat({previous.slice(0, previous.size(0) - kept).to(ids.device()), ids}, 0);  // [S, B]
+  const auto S = kept + T;
+  const auto next_state = tokens.slice(0, std::max<std::int64_t>(0, S - (context - 1))).detach();
+  std::vector<torch::Tensor> outputs;
+  // Stream positions j < context (of tokens) see every token from 0: one causal pass.
+  const auto first_end = std::min(S, context);
+  if (first_end > kept || T == 0) {
+    outputs.push_back(encoder.forward(tokens.slice(0, kept, first_end), tokens.slice(0, 0, kept)).output);
+  }
+  // Each later position j sees exactly tokens j − context + 1 … j, its own window from position 0:
+  // the windows ending at j = first_end … S − 1 side by side in the batch, as many per pass as the
+  // memory bound allows; the last position of each is j's output.
+  if (S > first_end) {
+    const auto windows = tokens.unfold(0, context, 1);  // [S − context + 1, B, context]: window w = tokens w … w + c − 1
+    const auto per_pass = std::max<std::int64_t>(1, kSlidingPositionsPerPass / (B * context));
+    for (std::int64_t end = first_end; end < S; end += per_pass) {
+      const auto last = std::min(S, end + per_pass);
+      const auto n = last - end;
+      auto batch = windows.slice(0, end - context + 1, last - context + 1)  // [n, B, c]
+                       .permute({2, 0, 1})
+                       .reshape({context, n * B});
+      auto out = encoder.forward(batch, encoder.no_tokens(n * B)).output;  // [c, n·B, emb]
+      outputs.push_back(out.select(0, context - 1).reshape({n, B, out.size(2)}));
+    }
+  }
+  return {outputs.size() == 1 ? outputs.front() : torch::cat(outputs, 0), next_state};
+}
+
+EncoderOutput TransformerEncoderImpl::encode(const torch::Tensor& ids, const EncoderState& state) {
+  if (state.size() != 1 || state.front().size() != 1) {
+    throw UsageError("a Transformer's state is {{previous tokens}}, got " + integer_text(static_cast<std::int64_t>(state.size())) +
+                     " parts (use init_hidden(batch_size))");
+  }
+  auto [output, next] = sliding_context(*this, ids, state.front().front());
+  return {output, output, {{next}}};
+}
+
 }  // namespace lmkit
+
+// Its output ends in a LayerNorm: h = γ⊙n + β with n centred (1ᵀn = 0), so the rows of H span a
+// (d − 1)-dimensional subspace plus the constant β, which merges with a decoder bias.
+LMKIT_REGISTER_ENCODER(transformer) {
+  return lmkit::declared_encoder_kind<lmkit::TransformerEncoderImpl, lmkit::TransformerOptions>(
+      "Transformer",
+      "a causal pre-LayerNorm Transformer (GPT-2's layout) reading each position over its last `context` tokens; "
+      "trained with AdamW, a warm-up and a cosine decay (docs/models.md)",
+      lmkit::EncoderCapabilities{/*bounded_output=*/false, /*centred_output=*/true, /*separate_windows=*/true},
+      {"transformer", "transformer", "emb"},
+      {{{"emb", 8}, {"nlayers", 1}, {"heads", 2}, {"ff", 12}, {"context", 6}, {"dropout", 0.1}}},
+      {{{"emb", 16}, {"nlayers", 2}, {"heads", 2}, {"ff", 32}, {"context", 12}, {"dropout", 0}, {"attention_dropout", 0}}, 0.5},
+      // Written into Transformer configs before AR/TAR became the AWD-LSTM's options.
+      {{"alpha", 0.0}, {"beta", 0.0}});
+}

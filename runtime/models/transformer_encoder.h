@@ -18,8 +18,8 @@
 // the last min(P, context − T) tokens of `previous` [P, B] (positions 0 … counted from the oldest
 // kept); the next state keeps the last context − 1 tokens. A stream is read with the exact sliding
 // context — every position over exactly the `context` tokens up to itself, whatever the windows —
-// by sliding_context (language_model.h), which LanguageModel's encode uses. Training windows start
-// from an empty state.
+// by sliding_context below, which encode (the Encoder interface) uses. Training windows start
+// from an empty state. As an Encoder its state is {{previous tokens}}.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -29,6 +29,7 @@
 
 #include "runtime/config/bound_options.h"
 #include "runtime/core/torch.h"
+#include "runtime/models/encoder.h"
 
 namespace lmkit {
 
@@ -44,6 +45,9 @@ struct TransformerOptions {
   double attention_dropout = 0.1;     // on the attention weights
 };
 const config::BoundOptions<TransformerOptions>& declared_options(config::Tag<TransformerOptions>);
+inline const char* encoder_kind_of(config::Tag<TransformerOptions>) { return "transformer"; }
+struct EncoderWidths;
+EncoderWidths encoder_widths(const TransformerOptions& options);
 
 struct TransformerOutput {
   torch::Tensor output;  // [T, B, emb]
@@ -58,27 +62,33 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, c
 // The sinusoidal positions [length, width]: sin(pos / 10000^(2i/width)) at 2i, cos at 2i + 1.
 torch::Tensor sinusoidal_positions(std::int64_t length, std::int64_t width);
 
-class TransformerEncoderImpl : public torch::nn::Module {
+class TransformerEncoderImpl : public EncoderImpl {
  public:
   explicit TransformerEncoderImpl(TransformerOptions options);
-  // ids: int64 [T, B] (T ≤ context); previous: int64 [P, B] from an earlier call or initial_state.
+  // One causal pass. ids: int64 [T, B] (T ≤ context); previous: int64 [P, B] from an earlier call or
+  // no_tokens.
   TransformerOutput forward(const torch::Tensor& ids, const torch::Tensor& previous);
-  torch::Tensor initial_state(std::int64_t batch_size) const;  // [0, B]
+  torch::Tensor no_tokens(std::int64_t batch_size) const;  // [0, B]
+
+  std::string kind() const override { return "transformer"; }
+  nlohmann::json config() const override;
+  // Any number of positions, each over exactly its last `context` tokens (sliding_context).
+  EncoderOutput encode(const torch::Tensor& ids, const EncoderState& state) override;
+  EncoderState initial_state(std::int64_t batch_size) const override { return {{no_tokens(batch_size)}}; }
+  const torch::Tensor& embedding() const override { return embedding_weight; }
+  std::int64_t output_width() const override { return options.emb; }
+  std::int64_t longest_window() const override { return options.context; }
   // The training protocol lmkit.train gives a Transformer for each option the script leaves unset
   // (`given`: the options it set; JSON keys of train_options.h): AdamW at lr 1e-3 with weight decay
   // 0.1 on matrices, a warm-up of 100 steps then a cosine to lr/10, clipping at 1, fixed windows of
   // `context` tokens, no ASGD switch. SGD at the AWD-LSTM's lr 30 makes a Transformer diverge.
-  nlohmann::json training_defaults(const nlohmann::json& given) const;
-  // Its output ends in a LayerNorm: h = γ⊙n + β with n centred (1ᵀn = 0), so the rows of H span a
-  // (d − 1)-dimensional subspace plus the constant β, which merges with a decoder bias: a Softmax
-  // head's log P has rank ≤ d + 1, not the d + 2 of an uncentred h (analysis/rank_bound.h).
-  static constexpr bool centred_output = true;
+  nlohmann::json training_defaults(const nlohmann::json& given) const override;
   void reset_parameters();
   // The closed form above.
   static std::int64_t parameter_count(const TransformerOptions& options);
 
   TransformerOptions options;
-  torch::Tensor embedding;           // [N, emb]
+  torch::Tensor embedding_weight;    // [N, emb]
   torch::Tensor position_embedding;  // [context, emb]: a parameter (learned) or a constant buffer (sinusoidal)
   struct Block {
     torch::nn::LayerNorm attention_norm{nullptr}, mlp_norm{nullptr};
@@ -89,5 +99,14 @@ class TransformerEncoderImpl : public torch::nn::Module {
 };
 
 TORCH_MODULE(TransformerEncoder);
+
+// A Transformer's reading of a stream: every position of `ids` [T, B] (any T) attends over exactly
+// the last `context` tokens up to itself — those of `previous` [P, B] (the stream before) and of
+// `ids` — with positions counted from the oldest of them, as reading the stream one token at a time
+// would. Positions whose window starts at the stream's first kept token share one causal pass;
+// each later one is its own window (up to `context`× the work of one pass: the price of the exact
+// sliding context). Returns the outputs [T, B, emb] and the next state: the last context − 1 tokens.
+std::pair<torch::Tensor, torch::Tensor> sliding_context(TransformerEncoderImpl& encoder, const torch::Tensor& ids,
+                                                        const torch::Tensor& previous);
 
 }  // namespace lmkit

@@ -39,7 +39,7 @@ EvalResult cache_evaluate(LanguageModel& model, const torch::Tensor& tokens, con
   while (batches.next(batch)) {
     interruptible.poll("cache_evaluate");
     auto out = model->encode(batch.input, hidden);
-    hidden = detach_state(out.hidden);
+    hidden = detach_state(out.state);
     const auto T = batch.input.size(0);
     // log p_model(target) from the head, in double for the mixture
     auto log_p = (-model->head->nll(out.output, batch.target.reshape({-1}), model->decoder()))

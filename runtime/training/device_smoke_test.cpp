@@ -13,6 +13,7 @@
 #include "runtime/data/batching.h"
 #include "runtime/data/synthetic_language.h"
 #include "runtime/heads/head_registry.h"
+#include "runtime/models/encoder_registry.h"
 #include "runtime/models/language_model.h"
 #include "runtime/training/gradient_clipping.h"
 #include "runtime/training/optimizer.h"
@@ -24,24 +25,10 @@ constexpr std::int64_t kVocab = 50, kBatch = 4, kBptt = 12;
 
 LanguageModel quiet_model(const SmokeSetup& setup, std::uint64_t seed) {
   seed_torch(seed);
-  LanguageModelOptions o;
-  if (setup.transformer) {
-    TransformerOptions t;
-    t.vocab_size = kVocab;
-    t.emb = 16;
-    t.nlayers = 2;
-    t.heads = 2;
-    t.ff = 32;
-    t.context = kBptt;
-    t.dropout = 0;
-    t.attention_dropout = 0;
-    o.encoder_kind("transformer").transformer(t).alpha(0).beta(0);
-  } else {
-    o.encoder(AwdLstmOptions().vocab_size(kVocab).emb(16).nhid(24).nhidlast(16).nlayers(2)
-                  .dropout(0).dropouth(0).dropouti(0).dropoute(0).wdrop(0));
-  }
-  o.head(setup.head);
-  return LanguageModel(o);
+  auto config = setup.encoder;
+  config["vocab_size"] = kVocab;
+  config["head"] = setup.head;
+  return LanguageModel(language_model_options_from_json(config));
 }
 
 // The trainer's groups: the head's own-rate parameters (PLIF's slopes) at its rate, the rest at lr.
@@ -99,8 +86,16 @@ std::vector<double> train_losses(LanguageModel model, const SmokeSetup& setup, c
 
 }  // namespace
 
+nlohmann::json smoke_encoder(const std::string& name) {
+  const auto& kind = require_encoder_kind(name);
+  auto config = kind.smoke.options;
+  config["encoder"] = kind.kind;
+  return config;
+}
+
 std::vector<SmokeSetup> default_smoke_setups() {
   std::vector<SmokeSetup> setups;
+  const auto& default_encoder = require_encoder_kind(kDefaultEncoderKind);
   for (const auto* kind : registered_head_kinds()) {
     nlohmann::json head{{"kind", kind->kind}};
     for (const auto& option : kind->options) {
@@ -118,9 +113,12 @@ std::vector<SmokeSetup> default_smoke_setups() {
       head["K"] = 100;
       head["sigma"] = 0.01;
     }
-    setups.push_back({kind->kind, head, false, 5.0});
+    setups.push_back({kind->kind, head, smoke_encoder(default_encoder.kind), default_encoder.smoke.lr});
   }
-  setups.push_back({"transformer+softmax", {{"kind", "softmax"}}, true, 0.5});
+  for (const auto* kind : registered_encoder_kinds()) {
+    if (kind == &default_encoder) continue;
+    setups.push_back({kind->kind + "+softmax", {{"kind", "softmax"}}, smoke_encoder(kind->kind), kind->smoke.lr});
+  }
   return setups;
 }
 

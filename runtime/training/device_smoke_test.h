@@ -1,7 +1,8 @@
 // A short training run on a device beside the same run on the CPU, from the same seed, without
 // dropout (no random masks, whose generators differ by device) and without TF32: the losses must
 // agree step by step (1e-4 by default). `lmkit doctor` runs it on a new machine: every registered
-// head on the AWD-LSTM, and the Transformer encoder, each with the step's pieces (backward,
+// head on the default encoder (the AWD-LSTM), and every other registered encoder with Softmax, each
+// in its kind's smoke configuration (EncoderKind::smoke), each with the step's pieces (backward,
 // gradient norm and clipping, SGD at the main rate and the head's own rate) where they will run.
 //
 // A mismatch must mean a bug, not chaos: each setup is well conditioned, i.e. the same run under
@@ -22,16 +23,20 @@
 
 namespace lmkit::training {
 
-// One model and rate to train: a head on the small AWD-LSTM, or on the small Transformer.
+// One model and rate to train: a head on a small encoder without random masks.
 struct SmokeSetup {
   std::string name;            // "softmax", "plif", "transformer+softmax"
   nlohmann::json head;         // the head's config (dropouts off)
-  bool transformer = false;    // the encoder: the causal Transformer instead of the AWD-LSTM
+  // The encoder: {"encoder": kind, options...} (its smoke configuration; vocab_size is the test's).
+  nlohmann::json encoder = nlohmann::json::object();
   double lr = 5.0;             // SGD's main rate; the head's own-rate parameters train at its own
 };
 
-// Every registered head kind on the AWD-LSTM (its defaults, dropouts off, PLIF conditioned as
-// above), then the Transformer with Softmax.
+// {"encoder": kind, its smoke options}: the encoder of a kind's smoke setups.
+nlohmann::json smoke_encoder(const std::string& kind);
+
+// Every registered head kind on the default encoder (its defaults, dropouts off, PLIF conditioned
+// as above), then every other registered encoder with Softmax.
 std::vector<SmokeSetup> default_smoke_setups();
 
 struct SmokeTestResult {

@@ -60,7 +60,7 @@ TrainOptions train_options_from_json(const json& j) { return bound().from_json(j
 
 TrainOptions train_options_for(const LanguageModel& model, const json& given) {
   if (!given.is_object()) return train_options_from_json(given);  // from_json names the problem
-  auto options = model->training_defaults(given);
+  auto options = model->encoder->training_defaults(given);
   for (const auto& item : given.items()) options[item.key()] = item.value();
   return train_options_from_json(options);
 }

@@ -181,14 +181,13 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
   // (each a synchronisation with a GPU).
   check_token_ids(s.corpus.train, s.model->vocab_size(), "the training tokens");
   check_splits_fit_batches(s.corpus, s.options);
-  if (s.model->is_transformer()) {
-    // A window longer than the context cannot be read; said now, not at the first long window.
+  if (const auto context = s.model->encoder->longest_window(); context > 0) {
+    // A window longer than the encoder reads at once cannot be trained on; said now, not at the first long window.
     const bool fixed = s.options.windows.value_or("variable") == "fixed";
-    const auto context = s.model->options.transformer().context;
     const auto longest = fixed ? s.options.bptt : s.options.bptt + std::max<std::int64_t>(0, s.options.max_delta);
     if (s.options.bptt > context || (!fixed && longest > context)) {
       throw UsageError("training option bptt = " + integer_text(s.options.bptt) + (fixed ? "" : " (windows up to bptt + max_delta = " + integer_text(longest) + ")") +
-                       " is longer than the Transformer's context of " + integer_text(context) +
+                       " is longer than the " + s.model->encoder_title() + "'s context of " + integer_text(context) +
                        " tokens: set bptt to at most the context" + (fixed ? "" : ", with windows = \"fixed\""));
     }
   }

@@ -99,7 +99,7 @@ bool Trainer::State::train_step(const data::Batch& window) {
     auto target = window.target.narrow(1, c * chunk, chunk);
     // A Transformer's training windows start from no earlier tokens (reading them exactly costs a
     // pass per position: sliding_context); the AWD-LSTM carries its state, detached.
-    hidden[c] = model->trains_on_separate_windows() ? model->init_hidden(chunk) : detach_state(hidden[c]);
+    hidden[c] = model->encoder->capabilities().separate_windows ? model->init_hidden(chunk) : detach_state(hidden[c]);
     auto out = model->loss(input, target, hidden[c]);
     torch::Tensor nll = out.loss;
     if (options.flood) nll = (nll - *options.flood).abs() + *options.flood;

@@ -2,6 +2,15 @@
 #include "runtime/training/trainer_state.h"
 
 namespace lmkit::training {
+namespace {
+
+// The archive name of tensor t of part l of chunk c's encoder state: "hidden/c/l/h" and ".../c" for
+// the first two (an LSTM layer's h and c, the names of earlier resume files), ".../t" beyond.
+std::string hidden_entry(std::size_t c, std::size_t l, std::size_t t) {
+  return t == 0 ? fmt::format("hidden/{}/{}/h", c, l) : t == 1 ? fmt::format("hidden/{}/{}/c", c, l) : fmt::format("hidden/{}/{}/{}", c, l, t);
+}
+
+}  // namespace
 
 ResumableFields Trainer::State::resumable_fields(bool in_loop) {
   ResumableFields f;
@@ -50,8 +59,7 @@ void Trainer::State::save_state(bool in_loop) {
   header["state"]["optimizer_tensors"] = tensor_keys;
   for (std::size_t c = 0; c < hidden.size(); ++c) {
     for (std::size_t l = 0; l < hidden[c].size(); ++l) {
-      archive.write(fmt::format("hidden/{}/{}/h", c, l), hidden[c][l].first.detach());
-      archive.write(fmt::format("hidden/{}/{}/c", c, l), hidden[c][l].second.detach());
+      for (std::size_t t = 0; t < hidden[c][l].size(); ++t) archive.write(hidden_entry(c, l, t), hidden[c][l][t].detach());
     }
   }
   {
@@ -135,8 +143,7 @@ void Trainer::State::restore_from(const nlohmann::json& header, const NamedTenso
         }
         return t.to(device);
       };
-      hidden[c][l].first = restored(fmt::format("hidden/{}/{}/h", c, l), hidden[c][l].first);
-      hidden[c][l].second = restored(fmt::format("hidden/{}/{}/c", c, l), hidden[c][l].second);
+      for (std::size_t t = 0; t < hidden[c][l].size(); ++t) hidden[c][l][t] = restored(hidden_entry(c, l, t), hidden[c][l][t]);
     }
   }
   {

@@ -87,7 +87,7 @@ struct Trainer::State : RunPosition, LossTotals, BestModel, AveragingState, Fine
   std::unique_ptr<data::BpttSampler> sampler;
   std::unique_ptr<Optimizer> optimizer;
   std::unique_ptr<SwitchPolicy> policy;
-  std::vector<LstmState> hidden;        // one per small-batch chunk
+  std::vector<EncoderState> hidden;        // one per small-batch chunk
 
   // Steps and tokens since interval_start, for the rates: the interval's loss may span a resume
   // (its sums are part of the saved state), but the clock restarts with each session and epoch.

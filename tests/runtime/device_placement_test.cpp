@@ -141,9 +141,9 @@ TEST(DevicePlacementTest, TheTrainingStepsPiecesRunOnMeta) {
     for (const auto& p : params) EXPECT_TRUE(p.is_meta());
   }
   // The hidden-state carry.
-  LstmState state{{on_meta({1, 2, 3}).requires_grad_(), on_meta({1, 2, 3})}};
+  EncoderState state{{on_meta({1, 2, 3}).requires_grad_(), on_meta({1, 2, 3})}};
   const auto carried = detach_state(state);
-  EXPECT_TRUE(carried[0].first.is_meta() && !carried[0].first.requires_grad());
+  EXPECT_TRUE(carried[0][0].is_meta() && !carried[0][0].requires_grad());
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "runtime/core/device.h"
 #include "runtime/data/synthetic_language.h"
+#include "runtime/models/awd_lstm.h"
 #include "runtime/models/language_model.h"
 
 namespace lmkit::testing {

@@ -1,5 +1,6 @@
 // Argmaxable words against independent truths: LPs with closed-form optima, convex hulls computed
 // by Andrew's monotone chain, a closed-form 1-D box case, and brute force over a grid of h.
+#include "runtime/models/awd_lstm.h"
 #include "runtime/analysis/argmaxable.h"
 
 #include <gtest/gtest.h>

@@ -6,6 +6,7 @@
 #include <limits>
 #include <utility>
 
+#include "runtime/models/awd_lstm.h"
 #include "runtime/analysis/hidden_size.h"
 #include "runtime/analysis/lapack_svd.h"
 #include "runtime/analysis/logp_matrix.h"
@@ -28,7 +29,7 @@ LanguageModel random_model(nlohmann::json head = {{"kind", "softmax"}}, std::int
   LanguageModel model(o);
   torch::NoGradGuard no_grad;
   model->decoder_bias.normal_();
-  model->encoder->embedding.mul_(20);
+  model->embedding().mul_(20);
   return model;
 }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/heads/mos_head.h"
+#include "runtime/models/awd_lstm.h"
 #include "runtime/models/language_model.h"
 
 namespace lmkit {

@@ -14,6 +14,7 @@
 #include "repl/lua_state_handle.h"
 #include "runtime/core/error.h"
 #include "runtime/heads/head_registry.h"
+#include "runtime/models/awd_lstm.h"
 #include "runtime/models/language_model.h"
 #include "tests/support/temporary_folder.h"
 
@@ -100,7 +101,7 @@ TEST(RegisteredHeadTest, CapabilityListsInMessagesIncludeIt) {
 
 TEST(RegisteredHeadTest, ALanguageModelTrainsWithIt) {
   LanguageModelOptions o;
-  o.encoder().vocab_size(9).emb(4).nhid(5).nhidlast(4).nlayers(1);
+  o.encoder(AwdLstmOptions().vocab_size(9).emb(4).nhid(5).nhidlast(4).nlayers(1));
   o.head({{"kind", "test_scaled_softmax"}, {"a", 0.5}});
   LanguageModel model(o);
   auto tokens = torch::randint(9, {6, 2}, torch::kInt64);

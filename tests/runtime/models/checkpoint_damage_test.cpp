@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/models/awd_lstm.h"
 #include "runtime/core/byte_span.h"
 #include "runtime/core/error.h"
 #include "runtime/models/checkpoint.h"

@@ -15,6 +15,7 @@
 #include "ops/dropout.h"
 #include "runtime/core/device.h"
 #include "runtime/models/checkpoint.h"
+#include "runtime/models/awd_lstm.h"
 #include "runtime/models/language_model.h"
 
 namespace lmkit {
@@ -62,10 +63,10 @@ std::vector<torch::Tensor> copies(const std::vector<torch::Tensor>& tensors) {
 
 TEST(FlatLstmWeightsTest, ConstructionPutsEachLayerInOneBufferInCudnnOrder) {
   auto model = three_layer_model();
-  expect_flat_layers(*model->encoder, "after construction");
+  expect_flat_layers(model->encoder_as<AwdLstmImpl>(), "after construction");
   // The module still lists the same parameters by name, and they are what the layers hold.
   const auto named = model->encoder->named_parameters();
-  EXPECT_TRUE(named["lstm1_w_hh"].is_same(model->encoder->layers[1].w_hh));
+  EXPECT_TRUE(named["lstm1_w_hh"].is_same(model->encoder_as<AwdLstmImpl>().layers[1].w_hh));
 }
 
 TEST(FlatLstmWeightsTest, StaysFlatAfterToDtypeAndDeviceWithTheSameParameterObjects) {
@@ -75,7 +76,7 @@ TEST(FlatLstmWeightsTest, StaysFlatAfterToDtypeAndDeviceWithTheSameParameterObje
   for (const auto& p : model->parameters()) objects.push_back(p.unsafeGetTensorImpl());
 
   model->to(torch::kFloat64);
-  expect_flat_layers(*model->encoder, "after to(float64)");
+  expect_flat_layers(model->encoder_as<AwdLstmImpl>(), "after to(float64)");
   auto params = model->parameters();
   ASSERT_EQ(params.size(), before.size());
   for (std::size_t i = 0; i < params.size(); ++i) {
@@ -84,9 +85,9 @@ TEST(FlatLstmWeightsTest, StaysFlatAfterToDtypeAndDeviceWithTheSameParameterObje
     EXPECT_TRUE(torch::equal(params[i].to(torch::kFloat32), before[i])) << i;
   }
   model->to(torch::Device(torch::kCPU), torch::kFloat32);
-  expect_flat_layers(*model->encoder, "after to(cpu, float32)");
+  expect_flat_layers(model->encoder_as<AwdLstmImpl>(), "after to(cpu, float32)");
   model->to(torch::Device(torch::kCPU));
-  expect_flat_layers(*model->encoder, "after to(cpu)");
+  expect_flat_layers(model->encoder_as<AwdLstmImpl>(), "after to(cpu)");
   params = model->parameters();
   for (std::size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(torch::equal(params[i], before[i])) << i;
 }
@@ -102,13 +103,13 @@ TEST(FlatLstmWeightsTest, StaysFlatThroughCheckpointsAndInPlaceUpdates) {
     torch::NoGradGuard no_grad;
     for (auto& p : model->parameters()) p.add_(0.5);  // an optimizer's in-place step
   }
-  expect_flat_layers(*model->encoder, "after an in-place update");
+  expect_flat_layers(model->encoder_as<AwdLstmImpl>(), "after an in-place update");
   save_checkpoint(model, path);
   auto loaded = load_checkpoint(path).model;
-  expect_flat_layers(*loaded->encoder, "after load_checkpoint");
+  expect_flat_layers(loaded->encoder_as<AwdLstmImpl>(), "after load_checkpoint");
   auto other = three_layer_model();
   load_weights(other, path);
-  expect_flat_layers(*other->encoder, "after load_weights into a model");
+  expect_flat_layers(other->encoder_as<AwdLstmImpl>(), "after load_weights into a model");
   const auto a = model->parameters(), b = loaded->parameters(), c = other->parameters();
   for (std::size_t i = 0; i < a.size(); ++i) {
     EXPECT_TRUE(torch::equal(a[i], b[i])) << i;
@@ -119,22 +120,22 @@ TEST(FlatLstmWeightsTest, StaysFlatThroughCheckpointsAndInPlaceUpdates) {
 
 // The encoder as it was computed with four tensors of its own per layer: the same dropouts in the
 // same order from the same generator, each layer's weights passed as separate tensors.
-AwdLstmOutput separate_tensor_forward(const AwdLstmImpl& encoder, const std::vector<torch::Tensor>& embedding_and_layers,
-                                      const torch::Tensor& ids, const LstmState& hidden, bool train) {
+EncoderOutput separate_tensor_forward(const AwdLstmImpl& encoder, const std::vector<torch::Tensor>& embedding_and_layers,
+                                      const torch::Tensor& ids, const EncoderState& hidden, bool train) {
   const auto& o = encoder.options;
   auto x = embedding_dropout(embedding_and_layers[0], ids, o.dropoute(), train);
   x = locked_dropout(x, o.dropouti(), train);
-  AwdLstmOutput result;
+  EncoderOutput result;
   for (std::size_t l = 0; l < encoder.layers.size(); ++l) {
     const auto& w_ih = embedding_and_layers[1 + 4 * l];
     const auto& w_hh = embedding_and_layers[2 + 4 * l];
     const auto& b_ih = embedding_and_layers[3 + 4 * l];
     const auto& b_hh = embedding_and_layers[4 + 4 * l];
     auto dropped = train && o.wdrop() > 0 ? torch::dropout(w_hh, o.wdrop(), true) : w_hh;
-    auto out = at::lstm(x, {hidden[l].first, hidden[l].second}, {w_ih, dropped, b_ih, b_hh}, true, 1, 0.0, train,
+    auto out = at::lstm(x, {hidden[l][0], hidden[l][1]}, {w_ih, dropped, b_ih, b_hh}, true, 1, 0.0, train,
                         false, false);
     x = std::get<0>(out);
-    result.hidden.emplace_back(std::get<1>(out), std::get<2>(out));
+    result.state.push_back({std::get<1>(out), std::get<2>(out)});
     if (l + 1 < encoder.layers.size()) x = locked_dropout(x, o.dropouth(), train);
   }
   result.raw = x;
@@ -144,8 +145,8 @@ AwdLstmOutput separate_tensor_forward(const AwdLstmImpl& encoder, const std::vec
 
 TEST(FlatLstmWeightsTest, TrainingAndEvaluationGiveTheBitsOfSeparateTensors) {
   auto model = three_layer_model();
-  auto& encoder = *model->encoder;
-  std::vector<torch::Tensor> flat{encoder.embedding};
+  auto& encoder = model->encoder_as<AwdLstmImpl>();
+  std::vector<torch::Tensor> flat{encoder.embedding_weight};
   for (const auto& layer : encoder.layers) {
     for (const auto& t : {layer.w_ih, layer.w_hh, layer.b_ih, layer.b_hh}) flat.push_back(t);
   }
@@ -168,9 +169,9 @@ TEST(FlatLstmWeightsTest, TrainingAndEvaluationGiveTheBitsOfSeparateTensors) {
     const auto want = separate_tensor_forward(encoder, separate, ids, encoder.init_hidden(3), train);
     EXPECT_TRUE(torch::equal(got.output, want.output));
     EXPECT_TRUE(torch::equal(got.raw, want.raw));
-    for (std::size_t l = 0; l < got.hidden.size(); ++l) {
-      EXPECT_TRUE(torch::equal(got.hidden[l].first, want.hidden[l].first)) << l;
-      EXPECT_TRUE(torch::equal(got.hidden[l].second, want.hidden[l].second)) << l;
+    for (std::size_t l = 0; l < got.state.size(); ++l) {
+      EXPECT_TRUE(torch::equal(got.state[l][0], want.state[l][0])) << l;
+      EXPECT_TRUE(torch::equal(got.state[l][1], want.state[l][1])) << l;
     }
     (got.output * upstream).sum().backward();
     (want.output * upstream).sum().backward();

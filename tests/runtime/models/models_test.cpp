@@ -18,6 +18,7 @@
 #include "runtime/heads/softmax_head.h"
 #include "runtime/models/checkpoint.h"
 #include "ops/dropout.h"
+#include "runtime/models/awd_lstm.h"
 #include "runtime/models/language_model.h"
 #include "tests/support/gradcheck.h"
 
@@ -451,13 +452,13 @@ TEST(AwdLstmTest, ShapesAndCarriedState) {
   auto ids = torch::randint(30, {10, 3}, torch::kInt64);
   auto whole = model->encode(ids, model->init_hidden(3));
   EXPECT_EQ(whole.output.sizes(), (std::vector<int64_t>{10, 3, 8}));
-  ASSERT_EQ(whole.hidden.size(), 3u);
-  EXPECT_EQ(whole.hidden[1].first.sizes(), (std::vector<int64_t>{1, 3, 12}));
+  ASSERT_EQ(whole.state.size(), 3u);
+  EXPECT_EQ(whole.state[1][0].sizes(), (std::vector<int64_t>{1, 3, 12}));
   // Two halves with the state carried (and detached) give the same outputs.
   auto first = model->encode(ids.slice(0, 0, 4), model->init_hidden(3));
-  auto second = model->encode(ids.slice(0, 4), detach_state(first.hidden));
+  auto second = model->encode(ids.slice(0, 4), detach_state(first.state));
   EXPECT_TRUE(torch::allclose(torch::cat({first.output, second.output}), whole.output, 1e-6, 1e-6));
-  EXPECT_FALSE(detach_state(first.hidden)[0].first.requires_grad());
+  EXPECT_FALSE(detach_state(first.state)[0][0].requires_grad());
 }
 
 TEST(AwdLstmTest, DropoutsAreFreshInTrainingAndOffInEvaluation) {
@@ -516,7 +517,7 @@ TEST(LanguageModelTest, LossIsMeanNllAndRegularizersAreReported) {
     model->train();
     auto trained = model->loss(ids, targets, model->init_hidden(2));
     (trained.loss + trained.ar + trained.tar).backward();
-    EXPECT_TRUE(model->encoder->embedding.grad().defined()) << head.dump();
+    EXPECT_TRUE(model->embedding().grad().defined()) << head.dump();
   }
 }
 
@@ -587,9 +588,9 @@ TEST(CheckpointTest, WeightsOfAnotherShapeAreRefusedNamingFileParameterAndShapes
   const auto path = temp_path("other_shape.ckpt");
   save_checkpoint(small, path);
   auto options = tiny();
-  options.encoder().nhid(16);
+  options.encoder_options()["nhid"] = 16;
   LanguageModel wider(options);
-  const auto before = wider->encoder->embedding.detach().clone();
+  const auto before = wider->embedding().detach().clone();
   try {
     load_weights(wider, path);
     FAIL() << "weights of another shape were loaded";
@@ -600,7 +601,7 @@ TEST(CheckpointTest, WeightsOfAnotherShapeAreRefusedNamingFileParameterAndShapes
   }
   // Nothing before the mismatch may be left half-loaded in a way that changes shapes.
   for (const auto& p : wider->named_parameters()) EXPECT_TRUE(p.value().defined()) << p.key();
-  EXPECT_EQ(wider->encoder->embedding.sizes(), before.sizes());
+  EXPECT_EQ(wider->embedding().sizes(), before.sizes());
   LanguageModel same(tiny({{"kind", "softmax"}}));
   EXPECT_NO_THROW(load_weights(same, path));
   std::remove(path.c_str());

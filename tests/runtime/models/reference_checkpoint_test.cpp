@@ -1,6 +1,8 @@
 // Checkpoints of the reference code in and out. The fixtures (files/make_reference_checkpoints.py)
 // are state_dicts that PyTorch saved from models of the reference structure, with the
 // log-probabilities PyTorch computed on fixed ids: the independent truth an import must reproduce.
+#include "runtime/models/awd_lstm.h"
+#include "runtime/models/transformer_encoder.h"
 #include "runtime/models/reference_checkpoint.h"
 
 #include <gtest/gtest.h>
@@ -74,7 +76,7 @@ class ReferenceCheckpointTest : public testing::TemporaryFolderTest {
 
 TEST_F(ReferenceCheckpointTest, AnAwdLstmStateDictGivesTheReferenceLogProbabilities) {
   auto model = import_reference_checkpoint(fixture("awd_lstm_reference.pt"), import_as("awd-lstm"));
-  const auto& e = model->options.encoder();
+  const auto& e = model->encoder_as<AwdLstmImpl>().options;
   EXPECT_EQ(e.vocab_size(), 23);
   EXPECT_EQ(e.emb(), 6);
   EXPECT_EQ(e.nhid(), 10);
@@ -103,7 +105,7 @@ TEST_F(ReferenceCheckpointTest, AMosStateDictAndAWholeSavedModelGiveTheReference
   for (const auto* name : {"mos_reference.pt", "mos_whole_model.pt"}) {
     SCOPED_TRACE(name);
     auto model = import_reference_checkpoint(fixture(name), import_as("mos"));
-    const auto& e = model->options.encoder();
+    const auto& e = model->encoder_as<AwdLstmImpl>().options;
     EXPECT_EQ(e.nhidlast(), 8);
     EXPECT_EQ(e.emb(), 6);
     EXPECT_EQ(model->head->kind(), "mos");
@@ -274,7 +276,7 @@ TEST_F(ReferenceCheckpointTest, AnUntiedModelWithoutWeightDropRoundTripsThroughS
   EXPECT_FALSE(names.count("rnns.1.module.weight_hh_l0_raw"));
   auto back = import_reference_checkpoint(path, import_as("awd-lstm"));
   EXPECT_FALSE(back->options.tie_weights());
-  EXPECT_EQ(back->options.encoder().nhidlast(), 4);
+  EXPECT_EQ(back->encoder_as<AwdLstmImpl>().options.nhidlast(), 4);
   EXPECT_EQ(largest_parameter_difference(model, back), 0.0);
 }
 
@@ -365,7 +367,7 @@ TEST_F(ReferenceCheckpointTest, OnlyTheHeadsOfTheReferenceStructuresAreExported)
   LanguageModel softmax(o);
   EXPECT_TRUE(contains(failure([&] { export_reference_checkpoint(softmax, dir("x.pt"), export_as("mos")); }), "head is softmax"));
   LanguageModelOptions t;
-  t.encoder_kind("transformer").transformer(TransformerOptions{11, 4, 1, 2, 8, 6, "learned", 0.0, 0.0});
+  t.encoder(TransformerOptions{11, 4, 1, 2, 8, 6, "learned", 0.0, 0.0});
   LanguageModel transformer(t);
   EXPECT_TRUE(contains(failure([&] { export_reference_checkpoint(transformer, dir("x.pt"), export_as("awd-lstm")); }),
                        "this model's encoder is a Transformer"));

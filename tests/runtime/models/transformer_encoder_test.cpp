@@ -43,7 +43,7 @@ TransformerEncoder exact_model(const TransformerOptions& o, std::uint64_t seed =
 
 torch::Tensor output_of(TransformerEncoder& model, const torch::Tensor& ids) {
   torch::NoGradGuard no_grad;
-  return model->forward(ids, model->initial_state(ids.size(1))).output;
+  return model->forward(ids, model->no_tokens(ids.size(1))).output;
 }
 
 TEST(TransformerEncoderTest, ParametersCountAsTheClosedForm) {
@@ -132,13 +132,13 @@ TEST(TransformerEncoderTest, AStreamReadInWindowsSeesASlidingContext) {
   const auto stream = torch::randint(0, 11, {10, 2}, torch::kInt64);
   torch::NoGradGuard no_grad;
   const auto whole = output_of(model, stream);
-  const auto first = model->forward(stream.slice(0, 0, 4), model->initial_state(2));
+  const auto first = model->forward(stream.slice(0, 0, 4), model->no_tokens(2));
   const auto second = model->forward(stream.slice(0, 4), first.state);
   EXPECT_LE((torch::cat({first.output, second.output}) - whole).abs().max().item<double>(), 1e-12);
 
   // Past the context: a window of T tokens continues from the last context − T tokens before it.
   auto short_model = exact_model(tiny(5));
-  auto state = short_model->initial_state(2);
+  auto state = short_model->no_tokens(2);
   for (std::int64_t t = 0; t < 10; t += 2) {
     const auto step = short_model->forward(stream.slice(0, t, t + 2), state);
     state = step.state;
@@ -157,10 +157,10 @@ TEST(TransformerEncoderTest, GradientsMatchFiniteDifferences) {
     o.vocab_size = 7, o.emb = 4, o.heads = 2, o.ff = 6, o.positions = positions;
     auto model = exact_model(o, 21);
     const auto ids = torch::tensor({2, 5, 1, 6, 2, 0}, torch::kInt64).view({3, 2});
-    std::vector<torch::Tensor> inputs{model->embedding, model->blocks[0].qkv->weight, model->blocks[1].mlp_out->weight,
+    std::vector<torch::Tensor> inputs{model->embedding_weight, model->blocks[0].qkv->weight, model->blocks[1].mlp_out->weight,
                                       model->blocks[0].attention_norm->weight, model->final_norm->bias};
     if (positions == "learned") inputs.push_back(model->position_embedding);
-    const auto f = [&](const std::vector<torch::Tensor>&) { return model->forward(ids, model->initial_state(2)).output; };
+    const auto f = [&](const std::vector<torch::Tensor>&) { return model->forward(ids, model->no_tokens(2)).output; };
     EXPECT_LE(testing::gradient_error(f, inputs), 1e-6) << positions;
   }
 }
@@ -180,10 +180,10 @@ TEST(TransformerEncoderTest, BadOptionsAndInputsAreNamed) {
   EXPECT_TRUE(contains(failure([&] { TransformerEncoder m(o); }), "more than this machine's memory"));
   auto model = exact_model(tiny(4));
   const auto long_input = torch::zeros({5, 1}, torch::kInt64);
-  EXPECT_TRUE(contains(failure([&] { model->forward(long_input, model->initial_state(1)); }), "more than its context of 4"));
+  EXPECT_TRUE(contains(failure([&] { model->forward(long_input, model->no_tokens(1)); }), "more than its context of 4"));
   const auto ids = torch::zeros({2, 3}, torch::kInt64);
-  EXPECT_TRUE(contains(failure([&] { model->forward(ids, model->initial_state(2)); }), "previous tokens [P, 3]"));
-  EXPECT_TRUE(contains(failure([&] { model->forward(ids + 11, model->initial_state(3)); }), "outside the model's vocabulary"));
+  EXPECT_TRUE(contains(failure([&] { model->forward(ids, model->no_tokens(2)); }), "previous tokens [P, 3]"));
+  EXPECT_TRUE(contains(failure([&] { model->forward(ids + 11, model->no_tokens(3)); }), "outside the model's vocabulary"));
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/models/awd_lstm.h"
 #include "runtime/core/atomic_file.h"
 #include "runtime/core/byte_span.h"
 #include "runtime/core/error.h"

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "runtime/models/awd_lstm.h"
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
 #include "runtime/data/batching.h"
@@ -25,7 +26,7 @@ LanguageModel small_model(nlohmann::json head = {{"kind", "softmax"}}) {
   model->to(torch::kFloat64);
   torch::NoGradGuard no_grad;
   model->decoder_bias.normal_();
-  model->encoder->embedding.mul_(10);
+  model->embedding().mul_(10);
   return model;
 }
 

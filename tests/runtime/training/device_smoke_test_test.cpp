@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/heads/head_registry.h"
+#include "runtime/models/encoder_registry.h"
 #include "runtime/training/device_smoke_test.h"
 
 namespace lmkit::training {
@@ -19,12 +20,15 @@ namespace {
 
 const torch::Device kCpu(torch::kCPU);
 
-TEST(DeviceSmokeTest, CoversEveryRegisteredHeadAndTheTransformer) {
+TEST(DeviceSmokeTest, CoversEveryRegisteredHeadAndEveryOtherEncoder) {
   std::set<std::string> names;
   for (const auto& setup : default_smoke_setups()) names.insert(setup.name);
   for (const auto* kind : registered_head_kinds()) EXPECT_EQ(names.count(kind->kind), 1u) << kind->kind;
+  for (const auto* kind : registered_encoder_kinds()) {
+    if (kind->kind != kDefaultEncoderKind) EXPECT_EQ(names.count(kind->kind + "+softmax"), 1u) << kind->kind;
+  }
   EXPECT_EQ(names.count("transformer+softmax"), 1u);
-  EXPECT_EQ(names.size(), registered_head_kinds().size() + 1);
+  EXPECT_EQ(names.size(), registered_head_kinds().size() + registered_encoder_kinds().size() - 1);
 }
 
 TEST(DeviceSmokeTest, TheCpuRepeatsEverySetupBitForBit) {
@@ -79,7 +83,8 @@ TEST(DeviceSmokeTest, EveryHeadIsInsensitiveToRoundingNoise) {
 TEST(DeviceSmokeTest, AChaoticSetupIsToldApartAndItsFirstStepNamed) {
   SmokeTestOptions options;
   options.parameter_noise = 1e-6;
-  options.setups = {{"plif K=1000 σ=1", {{"kind", "plif"}, {"K", 1000}, {"T", 10.0}, {"sigma", 1.0}, {"lr", 5.0}}, false, 5.0}};
+  options.setups = {{"plif K=1000 σ=1", {{"kind", "plif"}, {"K", 1000}, {"T", 10.0}, {"sigma", 1.0}, {"lr", 5.0}},
+                      smoke_encoder(kDefaultEncoderKind), 5.0}};
   const auto results = device_smoke_test(kCpu, options);
   ASSERT_EQ(results.size(), 1u);
   EXPECT_FALSE(results[0].passed) << "max |Δloss| " << results[0].max_difference;
