@@ -72,12 +72,12 @@ const std::string& model_doc() {
 void open_model(lua_State* L, int module_index) {
   module_index = lua_absindex(L, module_index);
   static const std::vector<Function> methods = {
-      method<&LanguageModelImpl::parameter_count>("parameter_count", "", "Number of parameters by part {total=, embedding=, lstm=, decoder=, head=} (frozen ones included); the decoder part is its bias (and its weight when untied)."),
+      method<&LanguageModelImpl::parameter_count>("parameter_count", "", "Number of parameters by part {total=, embedding=, lstm= (the encoder's part: transformer= for a Transformer), decoder=, head=} (frozen ones included); the decoder part is its bias (and its weight when untied)."),
       method<&LanguageModelImpl::output_is_centred>("output_centred", "", "True when the encoder's output h is centred (a Transformer's final LayerNorm): a Softmax head's log P then has rank ≤ d + 1, not d + 2 (lmkit.analysis.hidden_size's centred option; docs/analysis.md)."),
-      method<&forward_step>("forward", "ids, hidden", "Encoder output [T, B, nhidlast] (after the output dropout) for int64 token ids [T, B] (0-based ids). hidden: {{h, c}, ...} per layer, nil for zeros; the returned state is detached."),
+      method<&forward_step>("forward", "ids, hidden", "Encoder output h [T, B, d] (after the output dropout; d = nhidlast, or a Transformer's emb) for int64 token ids [T, B] (0-based ids). hidden: the encoder's state (the AWD-LSTM's {{h, c}, ...} per layer, a Transformer's {{previous tokens}}), nil to start a stream; the returned state is detached."),
       method<&log_probs_step>("log_probs", "ids, hidden", "Next-token log-probabilities [T·B, N] (row t·B + b is position t of sequence b)."),
       method<&loss_step>("loss", "ids, targets, hidden", "Mean NLL of targets (int64 [T, B] or [T·B]) as a scalar Tensor with autograd; the AR/TAR terms of this call are then m:ar() and m:tar()."),
-      method<&last_ar>("ar", "", "AR = α·mean(dropped last-layer output²) of the last m:loss call (with autograd)."),
+      method<&last_ar>("ar", "", "AR = α·mean(dropped last-layer output²) of the last m:loss call (with autograd); 0 for an encoder without it (a Transformer)."),
       method<&last_tar>("tar", "", "TAR = β·mean((h_t − h_{t−1})²) on the undropped last-layer output of the last m:loss call."),
       method<&top_k_step>("top_k", "ids, k, hidden", "The k most likely next tokens per position: log-probabilities [T·B, k] and token ids [T·B, k] (0-based ids)."),
       method<&training_mode>("train", "", "Training mode: dropouts on, AdvSoft's perturbation on."),
@@ -85,7 +85,7 @@ void open_model(lua_State* L, int module_index) {
       method<&is_training>("is_training", "", "True in training mode."),
       method<&trainable_parameters>("parameters", "", "The trainable parameters (shared with the model: update them in place, e.g. under lmkit.no_grad)."),
       method<&own_lr_parameters>("own_lr_parameters", "", "Parameters that train with their own learning rate (LMS-PLIF's slope parameters v; empty for other heads). They are also in m:parameters()."),
-      method<&zero_state>("init_hidden", "batch_size", "Zero state {{h, c}, ...}, one pair [1, B, size] per layer."),
+      method<&zero_state>("init_hidden", "batch_size", "The encoder's initial state for a batch of B streams: the AWD-LSTM's {{h, c}, ...} (zeros [1, B, size] per layer), a Transformer's {{no tokens [0, B]}}."),
       method<&save_model>("save", "path", "Writes weights, config and lmkit's version to one checkpoint file (atomically: temporary file + rename, with a checksum)."),
       method<&export_reference_checkpoint>("export", "path", "Writes the weights as a state_dict of the reference code (format \"awd-lstm\": a softmax head; \"mos\": a MoS head) that torch.load + load_state_dict read into its structure; .pt by default (see docs/analysis.md, Your own model)."),
       method<&model_config_text>("config", "", "The full configuration as JSON (what a checkpoint stores)."),

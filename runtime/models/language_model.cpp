@@ -25,9 +25,8 @@ const config::BoundOptions<LanguageModelOptions>& own_options() {
 
 // The key that names the encoder, its choices the registered kinds.
 config::OptionSpec encoder_kind_spec() {
-  std::string summary;
-  for (const auto* kind : registered_encoder_kinds()) summary += (summary.empty() ? "" : "; ") + kind->kind + ": " + kind->summary;
-  config::OptionSpec spec("encoder", config::OptionType::String, kDefaultEncoderKind, config::Range::any(), "the encoder (" + summary + ")");
+  config::OptionSpec spec("encoder", config::OptionType::String, kDefaultEncoderKind, config::Range::any(),
+                          "the encoder: " + encoder_kind_choices() + " (docs/models.md)");
   spec.choices = encoder_kinds();
   return spec;
 }
@@ -135,8 +134,8 @@ std::string language_model_options_text() {
   for (const auto& spec : own_options().schema().options()) every_model.push_back(spec);
   std::string text = "Options of every model:\n" + config::OptionSchema("model", every_model).describe();
   for (const auto* kind : registered_encoder_kinds()) {
-    text += kind->title + " options (encoder = \"" + kind->kind + "\"" + (kind->kind == kDefaultEncoderKind ? ", the default" : "") +
-            "):\n" + kind->schema().describe();
+    text += kind->title + " (encoder = \"" + kind->kind + "\"" + (kind->kind == kDefaultEncoderKind ? ", the default" : "") + "): " +
+            kind->summary + ". Its options:\n" + kind->schema().describe();
   }
   return text;
 }
