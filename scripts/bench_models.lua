@@ -12,14 +12,9 @@ local head = ({softmax = lmkit.heads.softmax(), sigsoftmax = lmkit.heads.sigsoft
                mos = lmkit.heads.mos{K = cfg.K}, moc = lmkit.heads.moc{K = cfg.K},
                mixtape = lmkit.heads.mixtape{K = cfg.mixtape_K, S = cfg.S, gate_dim = cfg.gate_dim}})[cfg.head]
 local mixture = cfg.head == "mos" or cfg.head == "moc" or cfg.head == "mixtape"
-local o
-if cfg.size == "tiny" then
-  o = {vocab_size = 1000, emb = 32, nhid = 64, nhidlast = 32}
-elseif mixture then
-  o = {vocab_size = 10000, emb = 280, nhid = 960, nhidlast = 620}
-else
-  o = {vocab_size = 10000, emb = 400, nhid = 1150, nhidlast = 400}
-end
+-- The paper's PTB model of the head's family (recipes/presets); tiny: its dropouts at N = 1000, d = 32.
+local o = require("presets.awd_lstm").paper_model(mixture and "mos" or "awd", "ptb")
+if cfg.size == "tiny" then o.vocab_size, o.emb, o.nhid, o.nhidlast = 1000, 32, 64, 32 end
 o.head = head
 local model = lmkit.model(o):train()
 local ids = (lmkit.rand(cfg.bptt + 1, cfg.bsz) * (o.vocab_size - 1)):to("int64")

@@ -12,7 +12,9 @@
 --   {"bench": "logp_rank", ...}    the whole pipeline: Q, its singular values, the Press rank;
 --                                  "spectrum_seconds" is that time less Q's.
 -- --set skip_matrix=true leaves out Q alone (it holds Q whole: 3.3 GB at the PTB shape).
-local cfg = lmkit.configure({contexts = 82430, vocab = 10000, emb = 400, nhid = 1150, device = "cpu",
+-- The defaults: the paper's PTB Softmax model (recipes/presets).
+local paper = require("presets.awd_lstm").paper_model("awd", "ptb")
+local cfg = lmkit.configure({contexts = 82430, vocab = paper.vocab_size, emb = paper.emb, nhid = paper.nhid, device = "cpu",
                              method = "auto", threads = 2, seed = 141, skip_matrix = false})
 lmkit.set_threads(cfg.threads)
 lmkit.seed(cfg.seed)

@@ -19,26 +19,12 @@ lmkit.seed(cfg.seed)
 assert(cfg.head == "softmax" or cfg.head == "mos", "head must be softmax or mos")
 assert(cfg.size == "tiny" or cfg.size == "ptb" or cfg.size == "wt2", "size must be tiny, ptb or wt2")
 local mos = cfg.head == "mos"
--- The papers' batch sizes (SPEC Table 4.3); tiny keeps 20.
-local default_bsz = {tiny = {softmax = 20, mos = 20}, ptb = {softmax = 20, mos = 12}, wt2 = {softmax = 80, mos = 15}}
-local bsz = cfg.bsz > 0 and cfg.bsz or default_bsz[cfg.size][cfg.head]
-local o
-if cfg.size == "tiny" then
-  o = {vocab_size = 1000, emb = 32, nhid = 64, nhidlast = 32}
-elseif cfg.size == "ptb" then
-  o = mos and {vocab_size = 10000, emb = 280, nhid = 960, nhidlast = 620}
-          or {vocab_size = 10000, emb = 400, nhid = 1150, nhidlast = 400}
-else
-  o = mos and {vocab_size = 33278, emb = 300, nhid = 1150, nhidlast = 650}
-          or {vocab_size = 33278, emb = 400, nhid = 1150, nhidlast = 400}
-end
--- SPEC Table 4.3 (tiny uses the PTB columns); the same values as the yardstick's DROPOUTS.
-o.dropout, o.dropoute, o.wdrop = 0.4, 0.1, 0.5
-if cfg.size == "wt2" then
-  o.dropouti, o.dropouth = mos and 0.55 or 0.65, 0.2
-else
-  o.dropouti, o.dropouth = 0.4, mos and 0.225 or 0.3
-end
+-- The paper's model and batch size (SPEC Table 4.3, from recipes/presets: the same values as the
+-- yardstick's DROPOUTS); tiny: the PTB model's dropouts at N = 1000, d = 32, batch 20.
+local presets = require "presets.awd_lstm"
+local o, paper = presets.paper_model(mos and "mos" or "awd", cfg.size == "wt2" and "wikitext-2" or "ptb")
+if cfg.size == "tiny" then o.vocab_size, o.emb, o.nhid, o.nhidlast = 1000, 32, 64, 32 end
+local bsz = cfg.bsz > 0 and cfg.bsz or (cfg.size == "tiny" and 20 or paper.train.batch_size)
 o.head = mos and lmkit.heads.mos{K = cfg.K, dropoutl = 0.29} or lmkit.heads.softmax()
 local model = lmkit.model(o):train()
 if cfg.device ~= "cpu" then model:to(cfg.device) end

@@ -90,6 +90,17 @@ function presets.resolve(o)
 end
 
 presets.dataset_labels = {ptb = "PTB", ["wikitext-2"] = "WikiText-2"}
+-- The real corpora's vocabulary sizes (SPEC §2; recipes/dataset_stats.lua measures them).
+presets.vocab_sizes = {ptb = 10000, ["wikitext-2"] = 33278}
+
+-- The paper's model of a family on a dataset as lmkit.model takes it, without its head: the sizes
+-- and dropouts of Table 4.3 (shared ones included) and the corpus's vocabulary size. What the
+-- benchmarks build (scripts/bench_*.lua), from this one copy.
+function presets.paper_model(family, dataset)
+  local cfg = presets.resolve{family = family, dataset = dataset, scale = "paper"}
+  cfg.model.vocab_size = presets.vocab_sizes[dataset]
+  return cfg.model, cfg
+end
 
 -- What a recipe's numbers are measured on, for its report tables (lmkit.report.table's data=) and
 -- titles (.short): the paper's corpus at small and paper scale; at tiny scale a synthetic language
