@@ -10,13 +10,9 @@ namespace {
 
 std::string capabilities_text(const HeadCapabilities& c) {
   std::string text;
-  const auto add = [&text](bool has, const char* name) {
-    if (has) text += (text.empty() ? "" : ", ") + std::string(name);
-  };
-  add(c.projects, "projects");
-  add(c.pointwise, "pointwise");
-  add(c.monotone, "monotone");
-  add(c.mixture, "mixture");
+  for (const auto& capability : head_capability_declarations()) {
+    if (c.*capability.member) text += (text.empty() ? "" : ", ") + std::string(capability.name);
+  }
   return text.empty() ? "-" : text;
 }
 
@@ -27,10 +23,9 @@ std::string head_catalog(const std::string& kind) {
   const auto kinds = registered_head_kinds();
   std::string text = "Head kinds (" + integer_text(static_cast<std::int64_t>(kinds.size())) +
                      "): lmkit.heads.KIND{options} makes one; `lmkit heads KIND` or help(lmkit.heads.KIND) "
-                     "explains its options.\n"
-                     "projects: maps h to latent contexts of the decoder's width (trains with the MoS "
-                     "configuration); pointwise: log_softmax(f(l)); monotone: f increasing (ranks words as "
-                     "Softmax does); mixture: K components under priors, as MoS (the MoS configuration's K).\n\n";
+                     "explains its options.\n";
+  for (const auto& capability : head_capability_declarations()) text += std::string(capability.name) + ": " + capability.doc + "\n";
+  text += "\n";
   for (const auto* k : kinds) {
     text += "  " + k->kind + k->schema().signature() + "  [" + capabilities_text(k->capabilities) + "]\n";
     text += "      " + k->summary + "\n";

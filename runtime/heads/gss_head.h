@@ -27,4 +27,8 @@ class GssHeadImpl : public HeadImpl {
 
 TORCH_MODULE(GssHead);
 
+// The GSS transform of the logits, k(l − c) + c − (k − 1)·softplus(l − c): the f-logits of GSS and
+// of SigSoftmax (c = 0, k = 2).
+torch::Tensor gss_transform(const torch::Tensor& l, double c, double k);
+
 }  // namespace lmkit

@@ -70,6 +70,8 @@ Head make_head_of(Args&&... args) {
 
 // h [..., d] → [M, d].
 inline torch::Tensor rows_of(const torch::Tensor& h) { return h.reshape({-1, h.size(-1)}); }
+// Targets of any shape as one column [M, 1] (for gather along the vocabulary).
+inline torch::Tensor target_column(const torch::Tensor& targets) { return targets.reshape({-1, 1}); }
 
 // Builds a head from its config ({"kind": "gss", "c": 0, "k": 2}) through its kind's declaration
 // (head_registry.h); unknown kinds or keys, wrong types and values out of range throw ConfigError.

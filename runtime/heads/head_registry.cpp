@@ -126,10 +126,21 @@ bool HeadImpl::projects() const {
   return k && k->capabilities.projects;
 }
 
+const std::vector<HeadCapabilityDeclaration>& head_capability_declarations() {
+#define LMKIT_HEAD_CAPABILITY_DECLARATION(name, doc) {#name, &HeadCapabilities::name, doc},
+  static const std::vector<HeadCapabilityDeclaration> declarations{LMKIT_HEAD_CAPABILITIES(LMKIT_HEAD_CAPABILITY_DECLARATION)};
+#undef LMKIT_HEAD_CAPABILITY_DECLARATION
+  return declarations;
+}
+
 HeadInfo head_info(const std::string& name) {
   const HeadKind& kind = require_head_kind(name);
-  const auto& c = kind.capabilities;
-  HeadInfo info{kind.kind, kind.summary, c.projects, c.pointwise, c.monotone, c.mixture, {}};
+  HeadInfo info;
+  info.kind = kind.kind;
+  info.summary = kind.summary;
+#define LMKIT_HEAD_CAPABILITY_COPY(name, doc) info.name = kind.capabilities.name;
+  LMKIT_HEAD_CAPABILITIES(LMKIT_HEAD_CAPABILITY_COPY)
+#undef LMKIT_HEAD_CAPABILITY_COPY
   for (const auto& option : kind.options) info.options.push_back({option.name, option.default_value, option.doc});
   return info;
 }

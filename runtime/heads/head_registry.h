@@ -31,20 +31,29 @@
 
 namespace lmkit {
 
-// What the rest of lmkit may assume about a kind without building one.
+// What the rest of lmkit may assume about a kind without building one, each capability declared
+// once, here: its name (a member of HeadCapabilities and of HeadInfo, a field of lmkit.heads.info, a
+// word of `lmkit heads`) and what it means (their docs and the catalog's legend). X(name, doc).
+#define LMKIT_HEAD_CAPABILITIES(X)                                                                             \
+  X(projects, "maps h to latent contexts of the decoder's width (MoS, MoSS, MoC, Mixtape): the decoder width " \
+              "is the embedding size whatever nhidlast is, and recipes train it with the MoS configuration")    \
+  X(pointwise, "log P = log_softmax(f(l)) for a pointwise f of the logits l (its f-logits are defined)")        \
+  X(monotone, "f is strictly increasing: it ranks words exactly as Softmax does (the same argmax)")            \
+  X(mixture, "K components mixed under priors from h, as MoS: the MoS configuration's K applies (Mixtape's "   \
+             "K, the leaves of its sigmoid tree, keeps its own paper's default)")
+
+#define LMKIT_HEAD_CAPABILITY_MEMBER(name, doc) bool name = false;
 struct HeadCapabilities {
-  // Maps h (width nhidlast) to its own latent space of the decoder's width (MoS, MoSS, MoC,
-  // Mixtape): the decoder width is then the embedding size whatever nhidlast is, and recipes train
-  // such heads with the MoS configuration (its model sizes and dropoutl).
-  bool projects = false;
-  // log P = log_softmax(f(l)) for a pointwise f of the logits l: f_logits() is defined.
-  bool pointwise = false;
-  // ... and f is strictly increasing, so the head ranks words exactly as Softmax does (same argmax).
-  bool monotone = false;
-  // K components mixed under priors from h, as MoS (MoS, MoSS, MoC): the MoS configuration's K
-  // applies (Mixtape's K, the leaves of its sigmoid tree, keeps its own paper's default).
-  bool mixture = false;
+  LMKIT_HEAD_CAPABILITIES(LMKIT_HEAD_CAPABILITY_MEMBER)
 };
+
+struct HeadCapabilityDeclaration {
+  const char* name;
+  bool HeadCapabilities::*member;
+  const char* doc;
+};
+// Every capability in declaration order (the catalog's legend and lists).
+const std::vector<HeadCapabilityDeclaration>& head_capability_declarations();
 
 // A head's options, read and checked through its kind's schema (defaults filled in).
 class HeadSettings {
@@ -143,19 +152,18 @@ inline auto declared_result(config::Tag<HeadOptionInfo>) {
 }
 struct HeadInfo {
   std::string kind, summary;
-  bool projects = false, pointwise = false, monotone = false, mixture = false;
+  LMKIT_HEAD_CAPABILITIES(LMKIT_HEAD_CAPABILITY_MEMBER)
   std::vector<HeadOptionInfo> options;
 };
+#define LMKIT_HEAD_CAPABILITY_RESULT(name, doc) config::result_field(#name, &HeadInfo::name, doc),
 inline auto declared_result(config::Tag<HeadInfo>) {
   using config::result_field;
-  return config::result_table(
-      result_field("kind", &HeadInfo::kind, "the kind"), result_field("summary", &HeadInfo::summary, "what it computes"),
-      result_field("projects", &HeadInfo::projects, "it maps h to a latent space of its own (the MoS family, trained with the MoS configuration)"),
-      result_field("pointwise", &HeadInfo::pointwise, "log_softmax(f(l)) with f pointwise"),
-      result_field("monotone", &HeadInfo::monotone, "f increasing: it ranks words as Softmax does"),
-      result_field("mixture", &HeadInfo::mixture, "K components mixed under priors from h, as MoS (the MoS configuration's K applies)"),
-      result_field("options", &HeadInfo::options, "{name=, default=, doc=} per option"));
+  return config::result_table(result_field("kind", &HeadInfo::kind, "the kind"),
+                              result_field("summary", &HeadInfo::summary, "what it computes"),
+                              LMKIT_HEAD_CAPABILITIES(LMKIT_HEAD_CAPABILITY_RESULT)
+                              result_field("options", &HeadInfo::options, "{name=, default=, doc=} per option"));
 }
+#undef LMKIT_HEAD_CAPABILITY_RESULT
 // ConfigError naming the closest kind for an unknown one.
 HeadInfo head_info(const std::string& kind);
 

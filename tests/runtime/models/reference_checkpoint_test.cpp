@@ -174,8 +174,12 @@ TEST_F(ReferenceCheckpointTest, EveryTopModelOfTheThesisCodeGivesItsLogProbabili
     const auto want = outputs.at(c.top + "_log_probs");
     EXPECT_LE((log_probs_of(model, outputs.at("ids")) - want).abs().max().item<double>(), 1e-5);
     EXPECT_GT((want.max() - want.min()).item<double>(), 2.0);
-    if (c.top == "plif_smax") EXPECT_EQ(model->options.head().at("K"), 40);
-    if (c.top == "mos") EXPECT_EQ(model->options.head().at("K"), 3);
+    if (c.top == "plif_smax") {
+      EXPECT_EQ(model->options.head().at("K"), 40);
+    }
+    if (c.top == "mos") {
+      EXPECT_EQ(model->options.head().at("K"), 3);
+    }
     if (c.top == "adv_smax") {
       EXPECT_EQ(model->options.head().at("eps"), 0.005);
       EXPECT_EQ(model->options.head().at("relative"), true);

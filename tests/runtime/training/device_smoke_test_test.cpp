@@ -25,7 +25,9 @@ TEST(DeviceSmokeTest, CoversEveryRegisteredHeadAndEveryOtherEncoder) {
   for (const auto& setup : default_smoke_setups()) names.insert(setup.name);
   for (const auto* kind : registered_head_kinds()) EXPECT_EQ(names.count(kind->kind), 1u) << kind->kind;
   for (const auto* kind : registered_encoder_kinds()) {
-    if (kind->kind != kDefaultEncoderKind) EXPECT_EQ(names.count(kind->kind + "+softmax"), 1u) << kind->kind;
+    if (kind->kind != kDefaultEncoderKind) {
+      EXPECT_EQ(names.count(kind->kind + "+softmax"), 1u) << kind->kind;
+    }
   }
   EXPECT_EQ(names.count("transformer+softmax"), 1u);
   EXPECT_EQ(names.size(), registered_head_kinds().size() + registered_encoder_kinds().size() - 1);
