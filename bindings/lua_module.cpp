@@ -19,7 +19,7 @@
 #include "runtime/tensor/nested_list.h"
 #include "runtime/tensor/tensor_index.h"
 #include "runtime/tensor/tensor_factories.h"
-#include "runtime/tensor/tensor_file.h"
+#include "runtime/tensor_files/tensor_file.h"
 #include "runtime/tensor/tensor_format.h"
 #include "runtime/tensor/tensor_options.h"
 

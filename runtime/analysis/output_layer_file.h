@@ -12,7 +12,7 @@
 
 #include "runtime/config/bound_options.h"
 #include "runtime/config/declared_result.h"
-#include "runtime/tensor/tensor_file.h"
+#include "runtime/tensor_files/tensor_file.h"
 
 namespace lmkit::analysis {
 

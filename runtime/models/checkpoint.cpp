@@ -14,7 +14,7 @@
 #include "runtime/core/number_text.h"
 #include "runtime/core/version.h"
 #include "runtime/models/run_id.h"
-#include "runtime/tensor/tensor_file.h"
+#include "runtime/tensor_files/tensor_file.h"
 
 namespace lmkit {
 namespace {

@@ -49,7 +49,7 @@ nlohmann::json checkpoint_header(const LanguageModel& model);
 // (its header's run_id differs) is refused (UsageError naming both ids) before any weight changes.
 nlohmann::json load_weights(LanguageModel& model, const std::string& path, const std::string& expected_run_id = {});
 
-// The tensors of a container's weights archive by name (runtime/tensor/tensor_file.h's
+// The tensors of a container's weights archive by name (runtime/tensor_files/tensor_file.h's
 // read_tensor_archive: lmkit's own zip and pickle readers, every record checked, nothing of
 // Torch's reader, which crashes on a damaged pickle). Errors name `source` ("checkpoint '<path>'").
 using NamedTensors = std::map<std::string, torch::Tensor>;

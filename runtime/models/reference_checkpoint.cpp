@@ -12,7 +12,7 @@
 #include "runtime/core/number_text.h"
 #include "runtime/heads/mos_head.h"
 #include "runtime/models/awd_lstm.h"
-#include "runtime/tensor/tensor_file.h"
+#include "runtime/tensor_files/tensor_file.h"
 
 namespace lmkit {
 

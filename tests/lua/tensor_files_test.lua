@@ -2,7 +2,7 @@
 -- name → Tensor out, and back.
 local T = require "lmkit.testing"
 
-local files = (os.getenv("LMKIT_SOURCE_DIR") or "..") .. "/tests/runtime/tensor/files/"
+local files = (os.getenv("LMKIT_SOURCE_DIR") or "..") .. "/tests/runtime/tensor_files/files/"
 local out = os.tmpname()
 os.remove(out)
 lmkit.fs.mkdir(out)

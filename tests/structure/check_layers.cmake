@@ -11,7 +11,7 @@ endif()
 # The layer of a path inside the checkout, or "" for files outside the layered folders.
 function(layer_of path out)
   set(layer "")
-  if(path MATCHES "^runtime/(core|config|tensor)/")
+  if(path MATCHES "^runtime/(core|config|tensor|tensor_files)/")
     set(layer core)
   elseif(path MATCHES "^runtime/stats/")
     set(layer stats)

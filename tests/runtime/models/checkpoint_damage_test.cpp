@@ -17,7 +17,7 @@
 #include "runtime/core/byte_span.h"
 #include "runtime/core/error.h"
 #include "runtime/models/checkpoint.h"
-#include "runtime/tensor/zip_archive.h"
+#include "runtime/tensor_files/zip_archive.h"
 #include "tests/support/temporary_folder.h"
 
 namespace lmkit {

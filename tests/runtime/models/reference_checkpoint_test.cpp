@@ -15,7 +15,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/heads/mos_head.h"
-#include "runtime/tensor/tensor_file.h"
+#include "runtime/tensor_files/tensor_file.h"
 #include "tests/support/failure_text.h"
 #include "tests/support/temporary_folder.h"
 

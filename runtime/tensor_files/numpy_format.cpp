@@ -1,4 +1,4 @@
-#include "runtime/tensor/numpy_format.h"
+#include "runtime/tensor_files/numpy_format.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "runtime/tensor/zip_archive.h"
+#include "runtime/tensor_files/zip_archive.h"
 
 #include <algorithm>
 #include <array>
@@ -11,7 +11,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
-#include "runtime/tensor/array_entry.h"
+#include "runtime/tensor_files/array_entry.h"
 
 namespace lmkit::tensor_files {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/tensor/array_entry.h"
+#include "runtime/tensor_files/array_entry.h"
 
 namespace lmkit::tensor_files {
 

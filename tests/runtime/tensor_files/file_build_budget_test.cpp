@@ -13,9 +13,9 @@
 
 #include "runtime/core/atomic_file.h"
 #include "runtime/core/error.h"
-#include "runtime/tensor/tensor_file.h"
-#include "runtime/tensor/torch_pickle.h"
-#include "runtime/tensor/zip_archive.h"
+#include "runtime/tensor_files/tensor_file.h"
+#include "runtime/tensor_files/torch_pickle.h"
+#include "runtime/tensor_files/zip_archive.h"
 #include "tests/support/failure_text.h"
 #include "tests/support/temporary_folder.h"
 

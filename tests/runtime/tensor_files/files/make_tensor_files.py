@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the tensor-file fixtures of tests/runtime/tensor/tensor_file_test.cpp with the writers
+"""Writes the tensor-file fixtures of tests/runtime/tensor_files/tensor_file_test.cpp with the writers
 people use: NumPy (np.save, np.savez, np.savez_compressed) and PyTorch (torch.save, zip and legacy),
 and safetensors laid out by hand from its specification (the `safetensors` package is not in
 Debian 12; its format is an 8-byte header length, a JSON header and the bytes).
@@ -7,7 +7,7 @@ Debian 12; its format is an 8-byte header length, a JSON header and the bytes).
 Every array is arange(n) in the stored dtype, reshaped, so the test knows the values without
 reading anything else: value at C-order index i is i (booleans: i % 2 == 1).
 
-    /usr/bin/python3 tests/runtime/tensor/files/make_tensor_files.py   # Debian 12: python3-numpy, python3-torch
+    /usr/bin/python3 tests/runtime/tensor_files/files/make_tensor_files.py   # Debian 12: python3-numpy, python3-torch
 """
 import json
 import os

@@ -25,8 +25,8 @@
 #include "runtime/core/byte_span.h"
 #include "runtime/core/error.h"
 #include "runtime/models/checkpoint.h"
-#include "runtime/tensor/tensor_file.h"
-#include "runtime/tensor/zip_archive.h"
+#include "runtime/tensor_files/tensor_file.h"
+#include "runtime/tensor_files/zip_archive.h"
 #include "tests/support/temporary_folder.h"
 
 namespace lmkit {

@@ -1,4 +1,4 @@
-#include "runtime/tensor/array_entry.h"
+#include "runtime/tensor_files/array_entry.h"
 
 #include <algorithm>
 #include <array>

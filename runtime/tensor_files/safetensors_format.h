@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "runtime/core/mapped_file.h"
-#include "runtime/tensor/array_entry.h"
+#include "runtime/tensor_files/array_entry.h"
 
 namespace lmkit::tensor_files {
 

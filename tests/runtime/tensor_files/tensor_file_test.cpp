@@ -1,7 +1,7 @@
 // Tensor files written by NumPy, PyTorch and safetensors' layout (fixtures made by
 // files/make_tensor_files.py), lmkit's own writing read back, and damaged files of every kind
 // refused with the file and the entry named.
-#include "runtime/tensor/tensor_file.h"
+#include "runtime/tensor_files/tensor_file.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -16,7 +16,7 @@
 #include "runtime/core/error.h"
 #include "runtime/core/mapped_file.h"
 #include "runtime/tensor/tensor_format.h"
-#include "runtime/tensor/zip_archive.h"
+#include "runtime/tensor_files/zip_archive.h"
 #include "tests/support/failure_text.h"
 #include "tests/support/temporary_folder.h"
 

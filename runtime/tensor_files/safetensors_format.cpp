@@ -1,4 +1,4 @@
-#include "runtime/tensor/safetensors_format.h"
+#include "runtime/tensor_files/safetensors_format.h"
 
 #include <algorithm>
 #include <set>

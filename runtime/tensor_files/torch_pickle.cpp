@@ -1,4 +1,4 @@
-#include "runtime/tensor/torch_pickle.h"
+#include "runtime/tensor_files/torch_pickle.h"
 
 #include <cstring>
 #include <map>

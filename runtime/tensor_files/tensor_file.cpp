@@ -1,4 +1,4 @@
-#include "runtime/tensor/tensor_file.h"
+#include "runtime/tensor_files/tensor_file.h"
 
 #include <algorithm>
 #include <cstring>
@@ -14,12 +14,12 @@
 #include "runtime/core/error.h"
 #include "runtime/core/mapped_file.h"
 #include "runtime/core/number_text.h"
-#include "runtime/tensor/array_entry.h"
-#include "runtime/tensor/numpy_format.h"
-#include "runtime/tensor/safetensors_format.h"
+#include "runtime/tensor_files/array_entry.h"
+#include "runtime/tensor_files/numpy_format.h"
+#include "runtime/tensor_files/safetensors_format.h"
 #include "runtime/tensor/tensor_format.h"
-#include "runtime/tensor/torch_pickle.h"
-#include "runtime/tensor/zip_archive.h"
+#include "runtime/tensor_files/torch_pickle.h"
+#include "runtime/tensor_files/zip_archive.h"
 
 namespace lmkit {
 namespace {
