@@ -96,10 +96,10 @@ return recipe.define{
     lmkit.seed(cell.seed)
     local model = lmkit.model(m)
     local t = s.train
+    -- The rest of the protocol (AdamW with weight decay 0.1, clipping at 1, fixed windows of the
+    -- context, a cosine to lr/10, no ASGD switch) is the Transformer encoder's own training defaults.
     local run = lmkit.train{model = model, corpus = corpus, run_dir = ctx.dir .. "/run", seed = cell.seed,
-                            optimizer = "adamw", lr = t.lr, own_lr = t.lr, wdecay = 0.1, clip = 1.0, windows = "fixed",
-                            bptt = s.model.context, schedule = "cosine", warmup = t.warmup, min_lr = t.lr / 10,
-                            switch = "none", epochs = cfg.epochs > 0 and cfg.epochs or t.epochs,
+                            lr = t.lr, own_lr = t.lr, warmup = t.warmup, epochs = cfg.epochs > 0 and cfg.epochs or t.epochs,
                             batch_size = t.batch_size, eval_batch_size = 10, test_batch_size = 1,
                             log_interval = t.log_interval}
     local summary = run:summary()

@@ -140,7 +140,7 @@ int run_doctor(const DoctorOptions& options) {
       report(ops::compare_composite(op, device, torch::kFloat32));
     }
 
-    // Every registered head and the Transformer, each in a setup that rounding noise cannot throw
+    // Every registered head and every other registered encoder, each in a setup that rounding noise cannot throw
     // off (training/device_smoke_test.h), so a mismatch here is a bug of the device's path.
     print_section(fmt::format("training, {} steps on {} against the CPU (no dropout, same seed)", options.steps, device.str()));
     training::SmokeTestOptions smoke;

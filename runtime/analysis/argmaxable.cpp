@@ -299,7 +299,7 @@ ModelArgmaxable model_argmaxable(LanguageModel& model, const ArgmaxableOptions& 
     if (!model->encoder->capabilities().bounded_output && options.region == HiddenRegion::kBox) {
       // The box is the image of an LSTM's tanh; another encoder's h (a Transformer's LayerNorm output,
       // whose coordinates reach γ_i·√(d − 1) + β_i) would count words the model cannot be shown to miss.
-      throw UsageError("a " + model->encoder->kind() + " encoder's h is not confined to the box [−bound, bound]^d of an "
+      throw UsageError("the " + model->encoder_title() + "'s h is not confined to the box [−bound, bound]^d of an "
                        "LSTM's tanh: use region = \"free\" (any h in ℝ^d)");
     }
     const auto decoder = model->decoder();

@@ -18,8 +18,12 @@
 
 namespace lmkit {
 
-// What an encoder carries from one window to the next: a list of tensors per part (layer).
+// What an encoder carries from one window to the next: a list of tensors per part (layer). The state
+// encode returns has the parts and tensors of initial_state's (a resumed run restores it by that shape).
 using EncoderState = std::vector<std::vector<torch::Tensor>>;
+
+// The kind a model config without "encoder" has.
+inline constexpr const char* kDefaultEncoderKind = "awd-lstm";
 
 struct EncoderOutput {
   torch::Tensor output;  // h [T, B, d]: the head's input (after the encoder's output dropout, if any)

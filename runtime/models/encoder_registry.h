@@ -5,8 +5,8 @@
 // derived from these declarations, so adding an encoder is one file with one LMKIT_REGISTER_ENCODER:
 //
 //   LMKIT_REGISTER_ENCODER(awd_lstm) {
-//     return declared_encoder_kind<AwdLstmImpl, AwdLstmOptions>(
-//         "awd-lstm", "AWD-LSTM", "the thesis's encoder: ...",
+//     return declared_encoder_kind<AwdLstmImpl, AwdLstmOptions>(   // its kind: encoder_kind_of(Tag<AwdLstmOptions>)
+//         "AWD-LSTM", "the thesis's encoder: ...",
 //         EncoderCapabilities{/*bounded_output=*/true}, {"encoder", "lstm", "nhidlast"},
 //         {{{"emb", 6}, {"nhid", 8}, ...}},          // examples the every-encoder tests run
 //         {{{"emb", 16}, ..., {"wdrop", 0}}, 5.0});  // lmkit doctor's smoke configuration and rate
@@ -104,8 +104,6 @@ const EncoderKind* find_encoder_kind(const std::string& kind);
 std::string encoder_kind_choices();
 // The kind named `kind`; otherwise a ConfigError naming the known kinds and the closest.
 const EncoderKind& require_encoder_kind(const std::string& kind);
-// The kind a model config without "encoder" has.
-inline constexpr const char* kDefaultEncoderKind = "awd-lstm";
 // Every kind's examples as {"encoder": kind, options...}, sorted by kind.
 std::vector<nlohmann::json> encoder_examples();
 

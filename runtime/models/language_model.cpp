@@ -5,7 +5,6 @@
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
 #include "runtime/heads/head_registry.h"
-#include "runtime/models/awd_lstm.h"
 #include "runtime/models/encoder_registry.h"
 
 namespace lmkit {
@@ -83,8 +82,11 @@ LanguageModelOptions language_model_options_from_json(const nlohmann::json& conf
       own_part[key] = it.value();
     } else if (key == "head" || key == "encoder") {
       continue;
-    } else if (kind.retired.contains(key) && kind.retired.at(key) == it.value()) {
-      continue;  // written by an earlier lmkit at the only value it had
+    } else if (kind.retired.contains(key)) {
+      if (kind.retired.at(key) == it.value()) continue;  // written by an earlier lmkit at the only value it has now
+      throw ConfigError("model option '" + key + "' = " + it.value().dump() + " is no longer " + kind.title_in_text() +
+                        " option: earlier lmkit versions took it, this one reads it only at " + kind.retired.at(key).dump() +
+                        " (this config cannot be rebuilt as it was)");
     } else {
       const EncoderKind* owner = nullptr;
       for (const auto* other : registered_encoder_kinds()) {
@@ -103,6 +105,19 @@ LanguageModelOptions language_model_options_from_json(const nlohmann::json& conf
   o.encoder_options(encoder.read(encoder_part));
   if (config.contains("head")) o.head(config.at("head"));
   return o;
+}
+
+nlohmann::json without_retired_options(const nlohmann::json& config) {
+  if (!config.is_object()) return config;
+  const auto name = config.contains("encoder") && config.at("encoder").is_string() ? config.at("encoder").get<std::string>()
+                                                                                    : std::string(kDefaultEncoderKind);
+  const auto* kind = find_encoder_kind(name);
+  auto current = config;
+  if (kind == nullptr) return current;
+  for (const auto& [key, value] : kind->retired.items()) {
+    if (current.contains(key) && current.at(key) == value) current.erase(key);
+  }
+  return current;
 }
 
 std::vector<config::OptionSpec> language_model_option_specs() {

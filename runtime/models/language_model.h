@@ -32,7 +32,7 @@ struct LanguageModelOptions {
     return *this;
   }
 
-  TORCH_ARG(std::string, encoder_kind) = "awd-lstm";                       // the config's "encoder"
+  TORCH_ARG(std::string, encoder_kind) = kDefaultEncoderKind;              // the config's "encoder"
   TORCH_ARG(nlohmann::json, encoder_options) = nlohmann::json::object();  // its options; missing ones at their defaults
   TORCH_ARG(bool, tie_weights) = true;
   TORCH_ARG(bool, decoder_bias) = true;
@@ -50,6 +50,9 @@ std::int64_t vocabulary_size(const LanguageModelOptions& options);
 // closest, and so do another encoder's options.
 nlohmann::json to_json(const LanguageModelOptions& options);
 LanguageModelOptions language_model_options_from_json(const nlohmann::json& config);
+// A stored model config without the options its encoder retired, at their retired value (encoder
+// registry): what to_json writes for the same model today (a run's config.json against its best.ckpt).
+nlohmann::json without_retired_options(const nlohmann::json& config);
 // The declared options of a model config: "encoder", every encoder's and the model's own (its "head"
 // is a head config, declared by the head's kind). Options several encoders declare appear once.
 std::vector<config::OptionSpec> language_model_option_specs();
@@ -76,7 +79,7 @@ class LanguageModelImpl : public torch::nn::Module {
   std::pair<torch::Tensor, EncoderState> log_probs(const torch::Tensor& ids, const EncoderState& hidden);
   // targets: int64 [T, B] or [T·B].
   LossOutput loss(const torch::Tensor& ids, const torch::Tensor& targets, const EncoderState& hidden);
-  // The encoder's initial state (the AWD-LSTM's zero {h, c} per layer; a Transformer's {no tokens}).
+  // The encoder's initial state (the AWD-LSTM's zero {{h, c}, ...}, one pair per layer; a Transformer's {{no tokens}}).
   EncoderState init_hidden(int64_t batch_size) const { return encoder->initial_state(batch_size); }
   std::int64_t vocab_size() const { return encoder->vocab_size(); }
   // The input embedding [N, emb] (the decoder when tied), the parameter itself.
@@ -93,9 +96,15 @@ class LanguageModelImpl : public torch::nn::Module {
 
   // The encoder as its own class (e.g. AwdLstmImpl, for its layers); a UsageError for another kind.
   template <typename Impl>
-  Impl& encoder_as() const {
-    auto* impl = dynamic_cast<Impl*>(encoder.ptr().get());
-    if (impl == nullptr) throw UsageError("this model's encoder is " + encoder->kind() + ", not the one asked for");
+  Impl& encoder_as() {
+    auto* impl = dynamic_cast<Impl*>(encoder.get());
+    if (impl == nullptr) throw UsageError("this model's encoder is " + encoder_title() + ", not the one asked for");
+    return *impl;
+  }
+  template <typename Impl>
+  const Impl& encoder_as() const {
+    const auto* impl = dynamic_cast<const Impl*>(encoder.get());
+    if (impl == nullptr) throw UsageError("this model's encoder is " + encoder_title() + ", not the one asked for");
     return *impl;
   }
 

@@ -9,7 +9,6 @@
 #include "runtime/core/host_memory.h"
 #include "runtime/core/number_text.h"
 #include "runtime/core/saturating.h"
-#include "runtime/models/awd_lstm.h"
 #include "runtime/models/checked_tokens.h"
 #include "runtime/models/encoder_registry.h"
 
@@ -236,8 +235,10 @@ std::pair<torch::Tensor, torch::Tensor> sliding_context(TransformerEncoderImpl& 
 
 EncoderOutput TransformerEncoderImpl::encode(const torch::Tensor& ids, const EncoderState& state) {
   if (state.size() != 1 || state.front().size() != 1) {
-    throw UsageError("a Transformer's state is {{previous tokens}}, got " + integer_text(static_cast<std::int64_t>(state.size())) +
-                     " parts (use init_hidden(batch_size))");
+    const auto tensors = state.size() == 1 ? state.front().size() : state.size();
+    throw UsageError("a Transformer's state is {{previous tokens}}: one part of one tensor, got " +
+                     integer_text(static_cast<std::int64_t>(tensors)) + (state.size() == 1 ? " tensors" : " parts") +
+                     " (use init_hidden(batch_size))");
   }
   auto [output, next] = sliding_context(*this, ids, state.front().front());
   return {output, output, {{next}}};

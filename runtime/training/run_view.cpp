@@ -44,8 +44,11 @@ LanguageModel RunView::best_model() const {
                      ") than this one (run id " + own_id + ", in its config.json); it was copied "
                      "in from elsewhere. Put this run's own best.ckpt back, or read that file with lmkit.load(path)");
   }
-  const auto stored = config.find("model");
-  if (stored == config.end() || !stored->is_object()) return model;
+  const auto found = config.find("model");
+  if (found == config.end() || !found->is_object()) return model;
+  // An option the encoder has retired since config.json was written, at its retired value: not a difference.
+  const auto current = without_retired_options(*found);
+  const auto* stored = &current;
   auto loaded = to_json(model->options);
   loaded["head"] = model->head->config();
   for (auto it = stored->begin(); it != stored->end(); ++it) {

@@ -59,7 +59,7 @@ TrainOptions train_options_from_json(const nlohmann::json& json);
 
 // The options of a run of `model` as lmkit.train resolves them: those `given` (JSON, as from_json),
 // then, for each one not given, the model's encoder's training default
-// (LanguageModelImpl::training_defaults: a Transformer's AdamW protocol), then TrainOptions' own.
+// (EncoderImpl::training_defaults: a Transformer's AdamW protocol), then TrainOptions' own.
 TrainOptions train_options_for(const LanguageModel& model, const nlohmann::json& given);
 
 // Options built in C++: the schema's checks (ConfigError) and those across options (UsageError:

@@ -80,6 +80,31 @@ T.test("a best.ckpt of another model than the run's config.json is refused, not 
   T.raises(function() lmkit.open_run(dir):best_model() end, "best.ckpt holds another model than config.json describes (model.nhid: 16 in config.json, 20 in best.ckpt)")
 end)
 
+T.test("a Transformer run written when its config carried alpha = beta = 0 still gives its best model", function()
+  local c = corpus()
+  local dir = run_dir()
+  lmkit.seed(3)
+  local m = lmkit.model{encoder = "transformer", vocab_size = 30, emb = 8, nlayers = 1, heads = 2, ff = 16, context = 10}
+  lmkit.train{model = m, corpus = c, run_dir = dir, epochs = 1, bptt = 10, batch_size = 4, eval_batch_size = 4,
+              test_batch_size = 2, log_interval = 50, seed = 11}
+  local function with_model_options(extra)
+    local f = assert(io.open(dir .. "/config.json"))
+    local config = lmkit.json_decode(f:read("a"))
+    f:close()
+    for k, v in pairs(extra) do config.model[k] = v end
+    f = assert(io.open(dir .. "/config.json", "w"))
+    f:write(lmkit.json_encode(config))
+    f:close()
+  end
+  -- What earlier lmkit versions wrote for a Transformer: AR and TAR at 0, now the AWD-LSTM's own options.
+  with_model_options{alpha = 0, beta = 0}
+  T.eq(lmkit.open_run(dir):best_model():parameter_count().total, m:parameter_count().total)
+  with_model_options{alpha = 2}
+  T.raises(function() lmkit.open_run(dir):best_model() end, "model.alpha: 2 in config.json, absent in best.ckpt")
+  T.raises(function() lmkit.model{encoder = "transformer", vocab_size = 30, emb = 8, alpha = 2} end,
+           "'alpha' = 2 is no longer a Transformer option")
+end)
+
 T.test("train returns a run whose files and summary say what happened", function()
   local c = corpus()
   local o = options{model = tiny(), corpus = c, run_dir = run_dir(), switch = "et", switch_epoch = 1}

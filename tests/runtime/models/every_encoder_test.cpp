@@ -73,6 +73,7 @@ TEST(EveryEncoderTest, EveryEncoderCarriesAStreamAcrossWindowsAndLooksOnlyBack) 
   for (const auto& example : encoder_examples()) {
     SCOPED_TRACE(example.dump());
     auto model = example_model(example, {{"kind", "softmax"}});
+    EXPECT_EQ(model->encoder->kind(), example["encoder"]);  // the class says the kind it is registered as
     torch::NoGradGuard no_grad;
     const auto whole = model->log_probs(ids, model->init_hidden(2)).first;
     auto state = model->init_hidden(2);

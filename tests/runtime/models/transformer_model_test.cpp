@@ -180,7 +180,9 @@ TEST(TransformerModelTest, TheConfigNamesItsEncoderAndRefusesTheOthersOptions) {
   EXPECT_EQ(to_json(language_model_options_from_json(written_before)), json);
   auto with_ar = json;
   with_ar["alpha"] = 2.0;
-  EXPECT_TRUE(contains(failure([&] { language_model_options_from_json(with_ar); }), "'alpha' is an AWD-LSTM option"));
+  EXPECT_TRUE(contains(failure([&] { language_model_options_from_json(with_ar); }), "'alpha' = 2.0 is no longer a Transformer option"));
+  EXPECT_EQ(without_retired_options(written_before), json);
+  EXPECT_EQ(without_retired_options(with_ar), with_ar);
   EXPECT_EQ(to_json(language_model_options_from_json(json)), json);
   // An AWD-LSTM config is unchanged: no "encoder" key.
   EXPECT_FALSE(to_json(LanguageModelOptions()).contains("encoder"));
