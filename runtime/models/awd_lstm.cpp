@@ -70,8 +70,6 @@ const config::BoundOptions<AwdLstmOptions>& bound() {
 
 const config::BoundOptions<AwdLstmOptions>& declared_options(config::Tag<AwdLstmOptions>) { return bound(); }
 
-const config::OptionSchema& awd_lstm_options_schema() { return bound().schema(); }
-
 EncoderWidths encoder_widths(const AwdLstmOptions& options) {
   return {options.vocab_size(), options.emb(), options.nhidlast()};
 }
@@ -80,13 +78,9 @@ nlohmann::json AwdLstmImpl::config() const { return to_json(options); }
 
 nlohmann::json to_json(const AwdLstmOptions& options) { return bound().to_json(options); }
 
-AwdLstmOptions awd_lstm_options_from_json(const nlohmann::json& json, const std::vector<std::string>& ignored) {
-  return bound().from_json(json, ignored);
-}
-
 AwdLstmImpl::AwdLstmImpl(AwdLstmOptions opts) : options(std::move(opts)) {
   const auto& o = options;
-  awd_lstm_options_schema().read(to_json(o));
+  bound().schema().read(to_json(o));
   // Checked before anything is allocated: huge sizes would overflow 4·nhid, and a huge nlayers
   // would build layer after layer until memory runs out instead of failing at one allocation.
   const auto needed = encoder_bytes(o);

@@ -52,12 +52,9 @@ inline const char* encoder_kind_of(config::Tag<AwdLstmOptions>) { return "awd-ls
 struct EncoderWidths;
 EncoderWidths encoder_widths(const AwdLstmOptions& options);
 
-// The encoder's options declared once (owner "AWD-LSTM": "AWD-LSTM option 'dropout' must be in
-// [0, 1), got 1.5"), their JSON round trip (from_json: keys in `ignored` skipped, the rest checked,
-// missing ones at their defaults); AwdLstm checks the options it is built with through it.
-const config::OptionSchema& awd_lstm_options_schema();
+// The options as JSON through their declaration above (owner "AWD-LSTM": "AWD-LSTM option 'dropout'
+// must be in [0, 1), got 1.5"), which AwdLstm also checks the options it is built with against.
 nlohmann::json to_json(const AwdLstmOptions& options);
-AwdLstmOptions awd_lstm_options_from_json(const nlohmann::json& json, const std::vector<std::string>& ignored = {});
 
 // Its state: {h, c} per layer, each [1, B, size]. Its output: [T, B, nhidlast] after `dropout`, and
 // raw before it (TAR).

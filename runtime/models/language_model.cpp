@@ -47,7 +47,6 @@ std::string option_names(const config::OptionSchema& schema) {
 
 std::int64_t encoder_output_width(const LanguageModelOptions& o) { return widths_of(o).output; }
 std::int64_t embedding_width(const LanguageModelOptions& o) { return widths_of(o).embedding; }
-std::int64_t vocabulary_size(const LanguageModelOptions& o) { return widths_of(o).vocab_size; }
 
 nlohmann::json to_json(const LanguageModelOptions& o) {
   const auto& kind = kind_of(o);

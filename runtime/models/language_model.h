@@ -39,11 +39,10 @@ struct LanguageModelOptions {
   TORCH_ARG(nlohmann::json, head) = nlohmann::json{{"kind", "softmax"}};
 };
 
-// The encoder's output width (the head's input: nhidlast, or a Transformer's emb), the embedding
-// width and the vocabulary size, from the options alone.
+// The encoder's output width (the head's input: nhidlast, or a Transformer's emb) and the embedding
+// width, from the options alone (lmkit.model sizes a head written in Lua with them).
 std::int64_t encoder_output_width(const LanguageModelOptions& options);
 std::int64_t embedding_width(const LanguageModelOptions& options);
-std::int64_t vocabulary_size(const LanguageModelOptions& options);
 
 // Config ⇄ JSON: one flat object of the encoder's options, the model's own and "head"; "encoder"
 // names the kind (left out for the default, the AWD-LSTM). Unknown keys throw ConfigError naming the
