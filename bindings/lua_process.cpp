@@ -3,6 +3,7 @@
 #include "bindings/lua_process.h"
 
 #include "bindings/entry_point.h"
+#include "runtime/training/batch_commands.h"
 #include "runtime/training/preemption.h"
 #include "runtime/training/process_pool.h"
 
@@ -37,6 +38,15 @@ void open_process(lua_State* L, int module_index) {
        "variables its children get, e.g. CUDA_VISIBLE_DEVICES), output appended to `log`, and waits for all. on_event({kind=\"started\"|\"exited\", "
        "task=, slot=, pid=, exit_code= or signal=, seconds=}) sees each start and end. SIGTERM/SIGUSR1 to this process are forwarded to "
        "the running tasks and no further task starts; `signal` reports it."},
+      entry<&training::run_batch>("lmkit.process", "run_batch", "",
+          "Runs (backend \"local\") or submits (\"slurm\") the grid's tasks that are neither done nor running nor queued, "
+          "as `lmkit batch` does (lmkit.batch.submit computes the grid); the exit status: 0, 1 a task failed, 75 stopped by a signal."),
+      entry<&training::check_batch_options>("lmkit.process", "check_batch_options", "",
+          "Refuses options of `lmkit batch` that do not go together (a backend's option on the other, --jobs with --tasks-per-gpu)."),
+      entry<&training::batch_status>("lmkit.process", "batch_status", "dir",
+          "Prints the per-task table of a batch folder; 0 all done, 1 a task failed or was lost, 3 some still to finish."),
+      entry<&training::batch_report>("lmkit.process", "batch_report", "dir",
+          "Runs the batch's recipe on its folder with report_only=true in a child lmkit; its exit status."),
       entry<&training::process_alive>("lmkit.process", "alive", "pid", "Whether a process with this id exists on this machine."),
       entry<&training::current_pid>("lmkit.process", "pid", "", "This process's id."),
       entry<&training::host_name>("lmkit.process", "hostname", "", "This machine's host name."),

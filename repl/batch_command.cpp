@@ -1,26 +1,39 @@
-// Thin: the three commands are lmkit.batch.submit, .status and .report (bindings/lua/batch.lua, one
-// manifest reader); this file only passes the command line on.
 #include "repl/batch_command.h"
 
+#include <iostream>
+
+#include "repl/recipe_catalog.h"
 #include "repl/script_runner.h"
+#include "runtime/training/batch_commands.h"
 
 namespace lmkit::repl {
 
-int run_batch(const BatchOptions& options) {
+BatchCommand add_batch_command(CLI::App& app) {
+  BatchCommand batch;
+  batch.command = app.add_subcommand(
+      "batch", "Run a recipe's grid as batch tasks: here (--backend local) or as a Slurm job array (docs/cluster.md)");
+  batch.options = std::make_unique<DeclaredCliOptions>(
+      batch.command, training::declared_options(config::Tag<training::BatchOptions>{}).schema());
+  return batch;
+}
+
+int run_batch(const BatchCommand& command) {
+  auto given = command.options->given();
+  given["recipe"] = resolve_recipe(given.at("recipe").get<std::string>());
+  // Checked before the recipe is loaded: a wrong option costs no configure.
+  const auto options = training::completed_batch_options(
+      training::declared_options(config::Tag<training::BatchOptions>{}).from_json(given));
   std::vector<config::Setting> settings;
   for (const auto& s : options.sets) settings.push_back(config::parse_setting(s));
-  nlohmann::json o = options.options;
-  o["recipe"] = options.recipe;
-  o["sets"] = options.sets;
-  return call_lmkit_function("lmkit.batch", "submit", o, settings, options.recipe);
+  nlohmann::json grid;
+  const int status = call_lmkit_function("lmkit.batch", "grid", {{"recipe", options.recipe}, {"sets", options.sets}},
+                                         settings, options.recipe, &grid);
+  if (status != 0) return status;
+  return training::run_batch(training::declared_options(config::Tag<training::BatchGrid>{}).from_json(grid), options);
 }
 
-int show_batch_status(const std::string& dir) {
-  return call_lmkit_function("lmkit.batch", "status", nlohmann::json{{"dir", dir}}, {}, "");
-}
+int show_batch_status(const std::string& dir) { return training::batch_status(dir); }
 
-int report_batch(const std::string& dir) {
-  return call_lmkit_function("lmkit.batch", "report", nlohmann::json{{"dir", dir}}, {}, "");
-}
+int report_batch(const std::string& dir) { return training::batch_report(dir); }
 
 }  // namespace lmkit::repl

@@ -57,36 +57,6 @@ struct ScriptArguments {
   int threads = 0;
 };
 
-struct BatchArguments {
-  std::string backend = "local", partition, account, time_limit;
-  int jobs = 0, tasks_per_gpu = 0, cpus_per_task = 0, gpus_per_task = 0, signal_lead = 120, task_threads = 0;
-  double wait_timeout = 0;
-  bool requeue = false, wait = false, dry_run = false;
-  std::vector<std::string> sbatch_args;
-
-  // The options of lmkit.batch.submit (bindings/lua/batch.lua); unset ones left to its defaults.
-  nlohmann::json to_json() const {
-    nlohmann::json o;
-    o["backend"] = backend;
-    if (jobs > 0) o["jobs"] = jobs;
-    if (tasks_per_gpu > 0) o["tasks_per_gpu"] = tasks_per_gpu;
-    if (task_threads > 0) o["threads"] = task_threads;
-    if (!partition.empty()) o["partition"] = partition;
-    if (!account.empty()) o["account"] = account;
-    if (!time_limit.empty()) o["time"] = time_limit;
-    if (cpus_per_task > 0) o["cpus_per_task"] = cpus_per_task;
-    if (gpus_per_task > 0) o["gpus_per_task"] = gpus_per_task;
-    o["requeue"] = requeue;
-    o["signal_lead"] = signal_lead;
-    o["sbatch_args"] = sbatch_args;
-    o["wait"] = wait;
-    if (wait_timeout > 0) o["wait_timeout"] = wait_timeout;
-    o["dry_run"] = dry_run;
-    o["gpus"] = lmkit::cuda_device_count();
-    return o;
-  }
-};
-
 // The whole of `text` as an integer, or nothing ("12x", "", a value beyond long long).
 std::optional<long long> whole_integer(const std::string& text) {
   std::size_t used = 0;
@@ -98,18 +68,6 @@ std::optional<long long> whole_integer(const std::string& text) {
   }
   if (used == 0 || used != text.size()) return std::nullopt;
   return value;
-}
-
-// An integer option's lower bound, said in words (CLI11's PositiveNumber prints the range of a
-// double, 2.22507e-308 to 1.79769e+308, for --jobs 0).
-CLI::Validator at_least(long long low) {
-  return CLI::Validator(
-      [low](std::string& text) -> std::string {
-        const auto value = whole_integer(text);
-        if (!value || *value < low) return "must be an integer ≥ " + lmkit::integer_text(low) + ", got " + text;
-        return std::string();
-      },
-      "INT ≥ " + lmkit::integer_text(low));
 }
 
 // An integer option's range, with why its upper end is there.
@@ -147,37 +105,9 @@ CLI::App* add_repl_command(CLI::App& app, ScriptArguments& a) {
   return repl;
 }
 
-// Batch runs of a recipe's grid (lmkit.batch; docs/cluster.md).
-CLI::App* add_batch_command(CLI::App& app, ScriptArguments& a, BatchArguments& b) {
-  auto* batch = app.add_subcommand("batch", "Run a recipe's grid as batch tasks: here (--backend local) or as a Slurm job array");
-  batch->add_option("recipe", a.script, "The recipe (a .lua file or a recipe's name) whose cells become the tasks")->required();
-  batch->add_option("--backend", b.backend, "local: processes on this machine; slurm: one sbatch job array")
-      ->check(CLI::IsMember({"local", "slurm"}));
-  add_set_option(batch, a.sets, "A recipe setting for the grid and every task (key=value, repeatable; out=DIR is the batch folder)");
-  batch->add_option("--jobs", b.jobs, "At most this many tasks at once (local default: 1, or one per GPU; slurm: the array's %limit)")
-      ->check(at_least(1));
-  batch->add_option("--tasks-per-gpu", b.tasks_per_gpu, "Local: this many tasks at once on each GPU (default 1; a small model leaves a GPU mostly idle)")
-      ->check(at_least(1));
-  batch->add_option("--threads", b.task_threads, "CPU threads per local task (default: cores / jobs)")->check(at_least(1));
-  batch->add_option("--partition", b.partition, "Slurm partition");
-  batch->add_option("--account", b.account, "Slurm account");
-  batch->add_option("--time", b.time_limit, "Slurm time limit per task, e.g. 04:00:00");
-  batch->add_option("--cpus-per-task", b.cpus_per_task, "Slurm CPUs per task (also the task's threads)")->check(at_least(1));
-  batch->add_option("--gpus-per-task", b.gpus_per_task, "Slurm GPUs per task")->check(at_least(0));
-  batch->add_flag("--requeue", b.requeue, "Slurm: a task stopped by SIGTERM/SIGUSR1 saves its state and requeues itself to resume");
-  batch->add_option("--signal-lead", b.signal_lead, "Slurm: seconds before the time limit at which a task is told to save its state (SIGUSR1)")
-      ->check(at_least(1));
-  batch->add_option("--sbatch-arg", b.sbatch_args, "An extra #SBATCH line, e.g. --sbatch-arg=--mem=32G (repeatable)")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  batch->add_flag("--wait", b.wait, "Slurm: wait until every submitted task has ended, showing progress");
-  batch->add_option("--wait-timeout", b.wait_timeout, "Slurm: with --wait, give up waiting after this many seconds");
-  batch->add_flag("--dry-run", b.dry_run, "Show what would run or be submitted, change nothing but the manifest");
-  return batch;
-}
-
 struct Commands {
-  CLI::App *run, *recipes, *heads, *repl, *batch, *status, *report, *doctor;
+  CLI::App *run, *recipes, *heads, *repl, *status, *report, *doctor;
+  lmkit::repl::BatchCommand batch;
 };
 
 // A new machine's first command, and what a bug report attaches (docs/getting-started.md).
@@ -190,7 +120,7 @@ CLI::App* add_doctor_command(CLI::App& app, lmkit::repl::DoctorOptions& d) {
   return doctor;
 }
 
-Commands add_commands(CLI::App& app, ScriptArguments& a, BatchArguments& b, std::string& batch_dir,
+Commands add_commands(CLI::App& app, ScriptArguments& a, std::string& batch_dir,
                       std::string& head_kind, lmkit::repl::DoctorOptions& d) {
   Commands c{};
   c.run = add_run_command(app, a);
@@ -198,7 +128,7 @@ Commands add_commands(CLI::App& app, ScriptArguments& a, BatchArguments& b, std:
   c.heads = app.add_subcommand("heads", "List the output heads (registered kinds), their options and capabilities");
   c.heads->add_option("kind", head_kind, "One kind: its options with their ranges, defaults and docs");
   c.repl = add_repl_command(app, a);
-  c.batch = add_batch_command(app, a, b);
+  c.batch = lmkit::repl::add_batch_command(app);
   c.status = app.add_subcommand("status", "Where a batch folder's tasks, a recipe's cells or a training run stand: "
                                           "done, running (epoch, best valid ppl, ETA), failed, ...");
   c.status->add_option("dir", batch_dir, "A batch or recipe output folder (the recipe's out), or a run directory")->required();
@@ -209,7 +139,7 @@ Commands add_commands(CLI::App& app, ScriptArguments& a, BatchArguments& b, std:
   return c;
 }
 
-int run_command(const CLI::App& app, const Commands& c, const ScriptArguments& a, const BatchArguments& b,
+int run_command(const CLI::App& app, const Commands& c, const ScriptArguments& a,
                 const std::string& batch_dir, const std::string& head_kind, const lmkit::repl::DoctorOptions& d) {
   if (a.threads > 0) lmkit::set_threads(a.threads);
   if (*c.recipes) return lmkit::repl::list_recipes();
@@ -222,7 +152,7 @@ int run_command(const CLI::App& app, const Commands& c, const ScriptArguments& a
     options.strict_globals = !a.no_strict;
     return lmkit::repl::run_script(options);
   }
-  if (*c.batch) return lmkit::repl::run_batch({lmkit::repl::resolve_recipe(a.script), a.sets, b.to_json()});
+  if (*c.batch.command) return lmkit::repl::run_batch(c.batch);
   if (*c.status) return lmkit::repl::show_folder_status(batch_dir);
   if (*c.report) return lmkit::repl::report_folder(batch_dir);
   if (*c.doctor) return lmkit::repl::run_doctor(d);
@@ -264,10 +194,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", version_text, "Print the lmkit, Lua and Torch versions and CUDA availability");
   app.require_subcommand(0, 1);
   ScriptArguments script;
-  BatchArguments batch;
   std::string batch_dir, head_kind;
   lmkit::repl::DoctorOptions doctor;
-  const Commands commands = add_commands(app, script, batch, batch_dir, head_kind, doctor);
+  const Commands commands = add_commands(app, script, batch_dir, head_kind, doctor);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -275,7 +204,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   try {
-    return run_command(app, commands, script, batch, batch_dir, head_kind, doctor);
+    return run_command(app, commands, script, batch_dir, head_kind, doctor);
   } catch (const std::exception&) {
     return report_failure();
   }

@@ -89,7 +89,8 @@ int run_script(const ScriptOptions& options) {
 }
 
 int call_lmkit_function(const char* module, const char* function, const nlohmann::json& options,
-                        const std::vector<config::Setting>& settings, const std::string& script) {
+                        const std::vector<config::Setting>& settings, const std::string& script,
+                        nlohmann::json* result) {
   LuaStateHandle state(lua::new_lmkit_state());
   lua_State* L = state.get();
   lua::set_cli_settings(L, settings);
@@ -114,6 +115,10 @@ int call_lmkit_function(const char* module, const char* function, const nlohmann
   if (status != LUA_OK) {
     std::cerr << "lmkit: " << lua::describe_value(L, -1) << "\n";
     return interrupted_by_user() ? 128 + SIGINT : 1;
+  }
+  if (result != nullptr) {
+    *result = lua::to_json(L, -1, std::string(module) + "." + function + "'s result");
+    return 0;
   }
   return lua_isinteger(L, -1) ? static_cast<int>(lua_tointeger(L, -1)) : 0;
 }

@@ -28,8 +28,10 @@ bool make_globals_strict(lua_State* L);
 // Calls require(module)[function](options) in a fresh lmkit state with `settings` as the command
 // line's --set values; the integer it returns is the exit status (0 when it returns none), 1 when
 // it raised (the error goes to stderr). `script` (a recipe) puts its folder on package.path, as
-// `lmkit run` does. The batch and catalog commands are such calls.
+// `lmkit run` does. The batch and catalog commands are such calls. With `result`, the function's
+// value is returned there (as JSON) instead of read as an exit status.
 int call_lmkit_function(const char* module, const char* function, const nlohmann::json& options,
-                        const std::vector<config::Setting>& settings, const std::string& script);
+                        const std::vector<config::Setting>& settings, const std::string& script,
+                        nlohmann::json* result = nullptr);
 
 }  // namespace lmkit::repl

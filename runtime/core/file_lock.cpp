@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/core/error.h"
+#include "runtime/core/utc_time.h"
 #include "runtime/core/number_text.h"
 #include "runtime/core/warning.h"
 
@@ -25,15 +26,6 @@ std::string host_name() {
   char name[256] = {0};
   if (::gethostname(name, sizeof name - 1) != 0) return "an unknown host";
   return name;
-}
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm parts{};
-  ::gmtime_r(&now, &parts);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
-  return text;
 }
 
 // What the holder wrote into its record, as words ("pid 123 on host h, since ..., training run").
@@ -78,7 +70,7 @@ std::string holder_from_record(const std::string& record_path) {
 std::string holder_record(const std::string& purpose) {
   return nlohmann::json{{"pid", static_cast<long long>(::getpid())},
                         {"host", host_name()},
-                        {"started", utc_now()},
+                        {"started", utc_timestamp()},
                         {"purpose", purpose}}
              .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
          "\n";  // a path need not be UTF-8: a bad byte is replaced in the record

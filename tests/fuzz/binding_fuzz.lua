@@ -153,6 +153,8 @@ assert(type(by_name) == "table", "no documentation registry (lmkit.docs_by_name)
 -- the functions it calls only with some of their arguments changed).
 local EXCLUDED = {
   ["lmkit.process.run_pool"] = "starts child processes",
+  ["lmkit.process.run_batch"] = "writes a batch folder and starts child processes (or sbatch)",
+  ["lmkit.process.batch_report"] = "starts a child lmkit",
 }
 local PLOT_COMPUTATIONS = {["lmkit.plot.fit_line"] = true, ["lmkit.plot.pca2"] = true}
 local function exclusion(name)

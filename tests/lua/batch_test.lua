@@ -1,18 +1,12 @@
--- lmkit.batch: the pieces the command-line tests do not reach (Slurm's --array syntax for gaps).
+-- lmkit.batch from Lua: the options of `lmkit batch` as a table, checked as the command line's are;
+-- several tasks sharing GPUs at once (the pieces alone: tests/runtime/training/batch_*_test.cpp).
 local T = require "lmkit.testing"
 local batch = require "lmkit.batch"
-
-T.test("index_ranges writes Slurm's --array syntax, runs collapsed, in order", function()
-  T.eq(batch.index_ranges{1, 2, 3, 5, 7, 8, 9}, "1-3,5,7-9")
-  T.eq(batch.index_ranges{9, 1, 8, 2, 7}, "1-2,7-9")
-  T.eq(batch.index_ranges{4}, "4")
-  T.eq(batch.index_ranges{2, 4, 6}, "2,4,6")
-end)
 
 T.test("status of a folder without a manifest names it and how to make one", function()
   local dir = os.tmpname()
   os.remove(dir)
-  T.eq(batch.status{dir = dir}, 2)
+  T.raises(function() batch.status{dir = dir} end, "is not a batch folder")
 end)
 
 -- A recipe of `n` cells whose result is the CUDA_VISIBLE_DEVICES its task was given; each cell
@@ -66,32 +60,24 @@ T.test("tasks_per_gpu runs k tasks at once on each GPU, going round the GPUs", f
   os.execute(("rm -rf '%s'"):format(dir))
 end)
 
-T.test("a task's GPU is an entry of this process's CUDA_VISIBLE_DEVICES, going round them", function()
-  local function gpus(slots)
-    local list = {}
-    for i, slot in ipairs(slots) do list[i] = slot.CUDA_VISIBLE_DEVICES end
-    return list
-  end
-  T.eq(gpus(batch.gpu_slots({gpus = 2, tasks_per_gpu = 2}, nil)), {"0", "1", "0", "1"})
-  T.eq(gpus(batch.gpu_slots({gpus = 2, tasks_per_gpu = 2}, "3,5")), {"3", "5", "3", "5"})
-  T.eq(gpus(batch.gpu_slots({gpus = 1, tasks_per_gpu = 3}, "GPU-8f2e")), {"GPU-8f2e", "GPU-8f2e", "GPU-8f2e"})
-  T.eq(gpus(batch.gpu_slots({gpus = 3}, "MIG-a, MIG-b,MIG-c")), {"MIG-a", "MIG-b", "MIG-c"})
-  T.eq(batch.gpu_slots({gpus = 1}, "2"), nil, "one GPU, one task at a time: nothing to choose")
-  T.eq(batch.gpu_slots({gpus = 4, jobs = 2}, nil), nil, "--jobs alone: the tasks see what this process sees")
-end)
-
 T.test("tasks_per_gpu is refused with jobs, on Slurm, without a GPU, and when not a count", function()
   local dir = os.tmpname()
   os.remove(dir)
   lmkit.fs.mkdir(dir)
   local path = gpu_recipe(dir, 2)
   local sets = {"out=" .. dir .. "/out"}
-  -- each refusal returns 2 before any task runs (the message goes to stderr)
-  T.eq(batch.submit{recipe = path, gpus = 1, tasks_per_gpu = 2, jobs = 2, sets = sets}, 2)
-  T.eq(batch.submit{recipe = path, gpus = 1, tasks_per_gpu = 2, backend = "slurm", sets = sets}, 2)
-  T.eq(batch.submit{recipe = path, gpus = 0, tasks_per_gpu = 2, sets = sets}, 2)
-  T.eq(batch.submit{recipe = path, gpus = 1, tasks_per_gpu = 0, sets = sets}, 2)
-  T.eq(batch.submit{recipe = path, gpus = 1, tasks_per_gpu = 1.5, sets = sets}, 2)
+  -- each is refused before any task runs, naming the option
+  T.raises(function() batch.submit{recipe = path, gpus = 1, tasks_per_gpu = 2, jobs = 2, sets = sets} end,
+           "give --jobs or --tasks-per-gpu, not both")
+  T.raises(function() batch.submit{recipe = path, tasks_per_gpu = 2, backend = "slurm", sets = sets} end,
+           "--tasks-per-gpu is the local backend's")
+  T.raises(function() batch.submit{recipe = path, gpus = 0, tasks_per_gpu = 2, sets = sets} end, "sees no CUDA device")
+  T.raises(function() batch.submit{recipe = path, gpus = 1, tasks_per_gpu = 0, sets = sets} end,
+           "option 'tasks_per_gpu' must be ≥ 1, got 0")
+  T.raises(function() batch.submit{recipe = path, gpus = 1, tasks_per_gpu = 1.5, sets = sets} end,
+           "option 'tasks_per_gpu' must be an integer")
+  T.raises(function() batch.submit{recipe = path, gpus = 1, tasks_per_gpus = 2, sets = sets} end,
+           "did you mean 'tasks_per_gpu'")
   local f = io.open(dir .. "/started-1")
   T.eq(f, nil, "no task ran")
   os.execute(("rm -rf '%s'"):format(dir))

@@ -1,0 +1,113 @@
+#include "runtime/training/batch_options.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "runtime/core/device.h"
+#include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
+
+namespace lmkit::training {
+namespace {
+
+using config::Range;
+
+// The options that only one backend reads: given for the other they would do nothing.
+const std::vector<std::string> kSlurmOnly = {"partition", "account", "time", "cpus_per_task", "gpus_per_task",
+                                             "requeue", "signal_lead", "sbatch_args", "wait", "wait_timeout"};
+const std::vector<std::string> kLocalOnly = {"tasks_per_gpu", "gpus", "threads"};
+
+std::string flag(const std::string& name) {
+  std::string text = "--" + name;
+  std::replace(text.begin(), text.end(), '_', '-');
+  return text;
+}
+
+}  // namespace
+
+const config::BoundOptions<BatchOptions>& declared_options(config::Tag<BatchOptions>) {
+  using B = BatchOptions;
+  static const config::BoundOptions<BatchOptions> options(
+      "lmkit batch",
+      {
+          config::BoundOption<B>{"recipe", &B::recipe, "the recipe (a .lua file or a recipe's name) whose cells become the tasks"}.required(),
+          {"sets", &B::sets, "recipe settings KEY=VALUE for the grid and every task (out=DIR is the batch folder)"},
+          {"backend", &B::backend, config::OneOf{{"local", "slurm"}}, "local: processes on this machine; slurm: one sbatch job array"},
+          {"jobs", &B::jobs, Range::at_least(1), "at most this many tasks at once (local: default 1, or one per GPU; slurm: the array's %limit)"},
+          {"tasks_per_gpu", &B::tasks_per_gpu, Range::at_least(1), "local: this many tasks at once on each GPU (a small model leaves a GPU mostly idle)"},
+          {"gpus", &B::gpus, Range::at_least(0), "local: the GPUs to share among the tasks (default: the CUDA devices this process sees)"},
+          {"threads", &B::threads, Range::at_least(1), "local: CPU threads per task (default: cores / tasks at once)"},
+          {"partition", &B::partition, "slurm: the partition"},
+          {"account", &B::account, "slurm: the account"},
+          {"time", &B::time, "slurm: the time limit per task, e.g. 04:00:00"},
+          {"cpus_per_task", &B::cpus_per_task, Range::at_least(1), "slurm: CPUs per task (also the task's threads)"},
+          {"gpus_per_task", &B::gpus_per_task, Range::at_least(0), "slurm: GPUs per task"},
+          {"requeue", &B::requeue, "slurm: a task stopped by SIGTERM/SIGUSR1 saves its state and requeues itself to resume"},
+          {"signal_lead", &B::signal_lead, Range::at_least(1), "slurm: seconds before the time limit at which a task is told to save its state (SIGUSR1)"},
+          {"sbatch_args", &B::sbatch_args, "slurm: extra #SBATCH lines, e.g. --mem=32G"},
+          {"wait", &B::wait, "slurm: wait until every submitted task has ended, showing progress"},
+          {"wait_timeout", &B::wait_timeout, Range::positive(), "slurm: with wait, give up waiting after this many seconds"},
+          {"poll_seconds", &B::poll_seconds, Range::positive(), "slurm: with wait, seconds between looks at the queue"},
+          {"dry_run", &B::dry_run, "show what would run or be submitted; change nothing but the manifest"},
+      },
+      &B::given);
+  return options;
+}
+
+BatchOptions completed_batch_options(BatchOptions options) {
+  if (!options.gpus) options.gpus = cuda_device_count();
+  check_batch_options(options);
+  return options;
+}
+
+void check_batch_options(const BatchOptions& o) {
+  const bool local = o.backend == "local";
+  for (const auto& name : local ? kSlurmOnly : kLocalOnly) {
+    if (o.given.count(name) == 0) continue;
+    if (local) {
+      throw UsageError("" + flag(name) + " is the Slurm backend's; add --backend slurm, or leave it out");
+    }
+    throw UsageError("" + flag(name) + " is the local backend's" +
+                     (name == "tasks_per_gpu" ? "; on Slurm, tasks share a GPU through the cluster's GPU sharing "
+                                                "(e.g. --sbatch-arg=--gres=shard:1, docs/cluster.md \"Sharing a GPU\")"
+                      : name == "threads"     ? "; on Slurm a task's threads are its --cpus-per-task"
+                                              : "; on Slurm, --gpus-per-task gives each task its GPUs"));
+  }
+  if (o.tasks_per_gpu && o.jobs) {
+    throw UsageError("give --jobs or --tasks-per-gpu, not both (--tasks-per-gpu " +
+                     integer_text(*o.tasks_per_gpu) + " runs " + integer_text(*o.tasks_per_gpu) + " × GPUs at once)");
+  }
+  if (o.tasks_per_gpu && o.gpus && *o.gpus < 1) {
+    throw UsageError("--tasks-per-gpu shares GPUs among tasks, but this process sees no CUDA device "
+                     "(`lmkit --version` says why); --jobs N runs N tasks at once on the CPU");
+  }
+  if (o.wait_timeout && !o.wait) throw UsageError("--wait-timeout needs --wait");
+  for (const auto& s : o.sets) {
+    const auto equals = s.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      throw UsageError("--set " + s + " is not KEY=VALUE");
+    }
+    const std::string key = s.substr(0, equals);
+    if (key == "task" || key == "report_only") {
+      throw UsageError("--set " + s + " is the batch's own (each task gets its task=i); leave it out");
+    }
+    if (key == "dry_run") {
+      throw UsageError("--set dry_run is lmkit run's; lmkit batch --dry-run shows what would run");
+    }
+  }
+}
+
+const config::BoundOptions<BatchGrid>& declared_options(config::Tag<BatchGrid>) {
+  using G = BatchGrid;
+  static const config::BoundOptions<BatchGrid> options(
+      "batch grid", {
+                        config::BoundOption<G>{"recipe", &G::recipe, "the recipe's absolute path"}.required(),
+                        {"name", &G::name, "the recipe's name"},
+                        {"description", &G::description, "what the recipe reproduces"},
+                        config::BoundOption<G>{"out", &G::out, "the recipe's output folder: the batch folder"}.required(),
+                        config::BoundOption<G>{"cells", &G::cells, "the cells' ids; task i is cell i"}.required(),
+                    });
+  return options;
+}
+
+}  // namespace lmkit::training
