@@ -36,6 +36,7 @@ const config::BoundOptions<TrainOptions>& bound() {
         {"nonmono", &TrainOptions::nonmono, Range::non_negative(), "NT's window of earlier epochs"},
         {"switch_epoch", &TrainOptions::switch_epoch, Range::at_least(1), "ET averages after this epoch"},
         {"finetune_epochs", &TrainOptions::finetune_epochs, Range::non_negative(), "epochs of the finetune stage (0: none)"},
+        {"init_from", &TrainOptions::init_from, "a run directory (its best model) or a checkpoint file whose weights start this new run, e.g. to finetune a finished run in a run of its own (epochs = 0, finetune_epochs = N); nil: the model as given"},
         {"flood", &TrainOptions::flood, Range::non_negative(), "flood level b of the training NLL (nil: no flooding)"},
         {"eval_batch_size", &TrainOptions::eval_batch_size, Range::at_least(1), "columns for validation"},
         {"test_batch_size", &TrainOptions::test_batch_size, Range::at_least(1), "columns for the test"},

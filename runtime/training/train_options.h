@@ -35,6 +35,9 @@ struct TrainOptions {
   std::int64_t nonmono = 5;
   std::int64_t switch_epoch = 200;
   std::int64_t finetune_epochs = 0;     // > 0: a finetune stage of at most this many epochs
+  // A run directory (its best.ckpt) or a checkpoint file whose weights this run starts from (a new
+  // run: its own history, its own best); nil: the model as given.
+  std::optional<std::string> init_from;
   std::optional<double> flood;          // flood level b
   std::int64_t eval_batch_size = 10;
   std::int64_t test_batch_size = 1;

@@ -2,6 +2,7 @@
 
 #include "runtime/core/number_text.h"
 #include "runtime/heads/stored_head_config.h"
+#include "runtime/training/process_pool.h"
 #include "runtime/training/trainer_state.h"
 
 namespace lmkit::training {
@@ -9,7 +10,9 @@ namespace lmkit::training {
 namespace {
 
 // Keys of config.json whose change does not make a different run (resume may change them).
-const std::set<std::string> kResumableChanges = {"epochs", "max_seconds", "log_interval", "test", "steps_in_flight"};
+// More epochs or finetune epochs continue a run, a finished one included.
+const std::set<std::string> kResumableChanges = {"epochs",         "finetune_epochs", "max_seconds",
+                                                 "log_interval",   "test",            "steps_in_flight"};
 
 // A split must give every column of its batch at least `rows` tokens (an input and its target;
 // training needs one more, for a window of length 2). Checked before the first step, so that a
@@ -207,6 +210,8 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
   sampler_options.seed = s.options.seed;
   s.sampler = std::make_unique<data::BpttSampler>(s.train_source, sampler_options);
   s.policy = std::make_unique<SwitchPolicy>(s.options.switch_policy, s.options.nonmono, s.options.switch_epoch);
+  // Compared as the folder it names, not as the text given (a run resumed from another directory).
+  if (s.options.init_from) s.options.init_from = absolute_path(*s.options.init_from);
   s.config = run_config(s.model, s.corpus, s.options);
 
   const auto leftovers = remove_stale_temporaries(s.store.dir().string());
@@ -231,15 +236,19 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
       throw UsageError("run directory '" + s.store.dir().string() + "' holds a run with another configuration:" +
                        differences + "\nUse another run_dir, or delete that directory to start over.");
     }
-    if (s.store.exists("summary.json")) {
-      const auto summary = s.store.read_json("summary.json");
-      const auto status = summary.value("status", std::string());
-      if (status == "finished" || status == "diverged") {
-        throw UsageError("run directory '" + s.store.dir().string() + "' holds a " + status +
-                         " run; read it with lmkit.open_run(dir), or use another run_dir to train again");
-      }
+    const auto status = s.store.exists("summary.json")
+                            ? s.store.read_json("summary.json").value("status", std::string())
+                            : std::string();
+    if (status == "diverged") {
+      throw UsageError("run directory '" + s.store.dir().string() + "' holds a diverged run; read it with "
+                       "lmkit.open_run(dir), or use another run_dir to train again (init_from = its best model)");
     }
     s.load_state();
+    if (status == "finished") {
+      // A finished run trains on when it is given more to do: its history and best model go on.
+      if (!s.has_more_epochs()) throw UsageError(s.finished_run_message());
+      s.log("Continuing the finished run " + s.store.dir().string() + ": " + s.more_epochs_text());
+    }
     s.resumed = true;
     s.store.write_json("config.json", s.config);  // epochs etc. may have changed
     s.log(fmt::format("Resuming {} from {} epoch {}, step {}", s.store.dir().string(), s.stage, s.epoch + 1, s.step));
@@ -250,6 +259,7 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
     seed_torch(s.options.seed);
     s.optimizer = std::make_unique<Optimizer>(s.options.optimizer, s.make_groups(s.options.lr));
     s.reset_hidden();
+    if (s.options.init_from) s.start_from(*s.options.init_from);
   }
 }
 
@@ -283,11 +293,11 @@ json Trainer::run() {
       break;
     }
   }
-  if (running && s.options.finetune_epochs > 0 && s.best_epoch > 0) running = s.finetune();
+  if (running && s.options.finetune_epochs > 0 && s.has_best()) running = s.finetune();
   if (s.status.empty()) s.status = "finished";
 
   std::optional<EvalResult> valid, test;
-  if (s.best_epoch > 0 && s.load_best("valid_ppl and test_ppl are computed from it")) {
+  if (s.has_best() && s.load_best("valid_ppl and test_ppl are computed from it")) {
     valid = evaluate(s.model, s.corpus.valid, s.options.eval_batch_size, s.options.bptt);
     if (s.options.test) {
       test = evaluate(s.model, s.corpus.test, s.options.test_batch_size, s.options.bptt);

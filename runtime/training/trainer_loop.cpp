@@ -1,5 +1,8 @@
 // The protocol's loop: a step on a window, an epoch, validation, the best checkpoint, finetuning.
+#include <filesystem>
+
 #include "runtime/core/exception_text.h"
+#include "runtime/core/folders.h"
 #include "runtime/core/host_read.h"
 #include "runtime/core/number_text.h"
 #include "runtime/models/checked_tokens.h"
@@ -303,6 +306,66 @@ void Trainer::State::save_best(double valid_loss) {
   best_valid = valid_loss;
   best_epoch = epoch;
   best_train_loss = last_train_loss;
+}
+
+void Trainer::State::start_from(const std::string& source) {
+  std::string path = source;
+  if (is_folder(source)) {
+    path = (std::filesystem::path(source) / "best.ckpt").string();
+    if (!path_exists(path)) {
+      throw UsageError("init_from = '" + source + "' is a folder without best.ckpt: a run directory whose first epoch "
+                       "finished holds one (or give a checkpoint file: m:save's, a run's last.ckpt)");
+    }
+  } else if (!path_exists(source)) {
+    throw UsageError("init_from = '" + source + "': no such run directory or checkpoint file");
+  }
+  const auto named = [&](const std::exception& e) { return "init_from = '" + source + "': " + e.what(); };
+  try {
+    load_weights(model, path);
+  } catch (const UsageError& e) {
+    throw UsageError(named(e));
+  } catch (const ConfigError& e) {
+    throw ConfigError(named(e));
+  } catch (const EnvironmentError& e) {
+    throw EnvironmentError(named(e));
+  }
+  const auto valid = validate();
+  log(fmt::format("Starting from the weights of {} (valid ppl {:.2f})", path, valid.perplexity));
+  save_best(valid.loss);
+  if (callbacks.capture_host_state) host_state = callbacks.capture_host_state();
+  save_state();
+}
+
+bool Trainer::State::has_more_epochs() const {
+  if (stage == "train" && epoch < options.epochs) return true;
+  if (options.finetune_epochs == 0 || !has_best()) return false;
+  return stage == "train" || (!finetune_done && epoch < options.finetune_epochs);
+}
+
+std::string Trainer::State::more_epochs_text() const {
+  if (stage == "train" && epoch < options.epochs) {
+    return "epochs " + integer_text(epoch) + " → " + integer_text(options.epochs) +
+           (options.finetune_epochs > 0 ? ", then up to " + integer_text(options.finetune_epochs) + " finetune epochs" : "");
+  }
+  return "finetune epochs " + integer_text(stage == "finetune" ? epoch : 0) + " → " + integer_text(options.finetune_epochs);
+}
+
+std::string Trainer::State::finished_run_message() const {
+  const auto dir = store.dir().string();
+  const bool finetuned = stage == "finetune";
+  std::string text = "run directory '" + dir + "' holds a finished run (" +
+                     (finetuned ? "its finetune stage " + std::string(finetune_done ? "ended by the non-monotone criterion"
+                                                                                      : "ran " + integer_text(epoch) + " epochs")
+                                : integer_text(epoch) + " epochs") +
+                     "). To train it further, ";
+  if (!finetuned) {
+    text += "continue it with more epochs (lmkit.resume(dir, {epochs = " + integer_text(epoch + 1) +
+            " or more}); in a recipe --set epochs=...) or a finetune stage (finetune_epochs = N); or ";
+  } else if (!finetune_done) {
+    text += "give it more finetune epochs (finetune_epochs = " + integer_text(epoch + 1) + " or more); or ";
+  }
+  return text + "start a new run from its best model (lmkit.train{init_from = '" + dir +
+         "', run_dir = another, ...}). lmkit.open_run(dir) reads it as it is.";
 }
 
 bool Trainer::State::load_best(const std::string& needed_for) {

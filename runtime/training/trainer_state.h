@@ -192,6 +192,20 @@ struct Trainer::State : RunPosition, LossTotals, BestModel, AveragingState, Fine
   // without the results it promised. A run that stopped for another reason (diverged, stopped)
   // keeps its status, gets the same text as its diagnostic, and false comes back.
   bool load_best(const std::string& needed_for);
+  // Whether the run has a best model: an epoch of its own, or the weights it started from (init_from).
+  bool has_best() const { return best_epoch > 0 || options.init_from.has_value(); }
+  // init_from: the weights of `source` (a run directory's best.ckpt, or a checkpoint file) loaded into
+  // the model, checked against its structure, then validated as the run's first best model (epoch 0).
+  void start_from(const std::string& source);
+
+  // Whether the run's options leave epochs to train where it stands (after load_state): more main
+  // epochs before its finetune stage began, or finetune epochs while that stage has not ended.
+  bool has_more_epochs() const;
+  // "epochs 3 → 5", "finetune epochs 0 → 4": what continuing a finished run trains.
+  std::string more_epochs_text() const;
+  // Why a finished run has nothing left to train, and the ways to train on (more epochs, finetune,
+  // a new run from its best model).
+  std::string finished_run_message() const;
 
   // Validation, checkpoints, switch and metrics after an epoch of the main stage; false when the
   // validation loss diverged (nothing of this epoch is saved then).

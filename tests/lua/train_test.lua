@@ -246,6 +246,46 @@ T.test("resume continues a stopped run to the same result", function()
   T.eq(resumed.valid_loss, whole.valid_loss)
 end)
 
+T.test("a finished run continues with more epochs, its history kept, as if it had been given them at the start", function()
+  local c = corpus()
+  local whole = lmkit.train(options{model = tiny(), corpus = c, run_dir = run_dir(), epochs = 3}):summary()
+  local dir = run_dir()
+  T.eq(lmkit.train(options{model = tiny(), corpus = c, run_dir = dir, epochs = 2}):summary().status, "finished")
+  T.raises(function() lmkit.resume(dir) end, "continue it with more epochs (lmkit.resume(dir, {epochs = 3 or more})")
+  local continued = lmkit.resume(dir, {epochs = 3})
+  local s = continued:summary()
+  T.eq(s.status, "finished")
+  T.eq(#continued:metrics("epoch"), 3, "the first two epochs' records are kept, the third added")
+  T.eq(s.valid_loss, whole.valid_loss)
+  T.eq(s.test_loss, whole.test_loss)
+  -- Then a finetune stage from its best model, in the same run; and nothing more once it has ended.
+  local tuned = lmkit.resume(dir, {finetune_epochs = 2})
+  local stages = {}
+  for _, record in ipairs(tuned:metrics("epoch")) do stages[#stages + 1] = record.stage end
+  T.eq(stages, {"train", "train", "train", "finetune", "finetune"})
+  T.truthy(tuned:summary().valid_loss <= s.valid_loss, "finetuning keeps the better model")
+  T.raises(function() lmkit.resume(dir, {finetune_epochs = 2}) end, "give it more finetune epochs (finetune_epochs = 3 or more)")
+end)
+
+T.test("init_from starts a new run from another run's best model, e.g. to finetune it in a run of its own", function()
+  local c = corpus()
+  local base_dir = run_dir()
+  local base = lmkit.train(options{model = tiny(), corpus = c, run_dir = base_dir, epochs = 2}):summary()
+  local tuned = lmkit.train(options{model = tiny(), corpus = c, run_dir = run_dir(), epochs = 0, finetune_epochs = 2,
+                                    init_from = base_dir})
+  local s = tuned:summary()
+  T.eq(s.status, "finished")
+  T.eq(#tuned:metrics("epoch"), 2, "its own history: the two finetune epochs")
+  -- Its first best model is the base's best (valid loss equal), which finetuning can only improve on.
+  T.truthy(s.valid_loss <= base.valid_loss + 1e-12, ("%g > %g"):format(s.valid_loss, base.valid_loss))
+  T.truthy(tuned:config().train.init_from:find(base_dir, 1, true), "config.json names the run it started from")
+  local wider = lmkit.model{vocab_size = 30, emb = 8, nhid = 24, nhidlast = 8, nlayers = 2}
+  T.raises(function() lmkit.train(options{model = wider, corpus = c, run_dir = run_dir(), init_from = base_dir}) end,
+           "init_from = '" .. base_dir .. "'")
+  T.raises(function() lmkit.train(options{model = tiny(), corpus = c, run_dir = run_dir(), init_from = root .. "/nowhere"}) end,
+           "no such run directory or checkpoint file")
+end)
+
 T.test("dynamic evaluation runs and restores the weights", function()
   local m, c = tiny(), corpus()
   local before = m:parameters()[1]:clone()
