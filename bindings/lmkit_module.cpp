@@ -10,7 +10,6 @@
 #include "bindings/lua_data.h"
 #include "bindings/lua_fs.h"
 #include "bindings/lua_heads.h"
-#include "bindings/lua_lm_analysis.h"
 #include "bindings/lua_model.h"
 #include "bindings/lua_module.h"
 #include "bindings/lua_process.h"
@@ -57,12 +56,11 @@ int open_module(lua_State* L) {
   open_lmkit_functions(L, module);
   open_config(L, module);
   open_stats(L, module);
-  open_analysis(L, module);
   open_data(L, module);
   open_heads(L, module);
   open_model(L, module);
+  open_analysis(L, module);  // its functions take models and vocabularies
   open_train(L, module);
-  open_lm_analysis(L, module);
   open_process(L, module);
   open_fs(L, module);
   // Lua-side additions (help, show, ...) extend the table in place.

@@ -1,5 +1,6 @@
-// lmkit.analysis: ranks and spectra of log-probability matrices, argmaxable words — each function
-// a runtime entry point bound by one line (entry_point.h).
+// lmkit.analysis: ranks and spectra of log-probability matrices, argmaxable words, word similarity
+// of embeddings and the top-k next words of models — each function a runtime entry point bound by
+// one line (entry_point.h).
 #include "bindings/lua_analysis.h"
 
 #include "bindings/entry_point.h"
@@ -10,6 +11,8 @@
 #include "runtime/analysis/matrix_rank.h"
 #include "runtime/analysis/output_layer_file.h"
 #include "runtime/analysis/spectra.h"
+#include "runtime/analysis/top_k_contexts.h"
+#include "runtime/analysis/word_similarity.h"
 
 namespace lmkit::lua {
 namespace {
@@ -44,6 +47,22 @@ void open_analysis(lua_State* L, int module_index) {
       on<&analysis::refactorization_robustness>("refactorization_robustness", "Q", "The thesis's Alg. 5.1: keep the top `keep` singular values of Q, then factorize and reconstruct repeatedly; Press rank and mean squared deviation from the first reconstruction per iteration (Table 5.11)."),
       on<&analysis::noise_robustness>("noise_robustness", "Q, ladder", "The thesis's Alg. 5.2: the rank-`keep` truncation of Q plus Gaussian noise N(0, c/n²) (c/n² the variance: sd √c/n) for each c of the ladder; Press and ε-effective ranks (Tables 5.12, 5.13)."),
       on<&analysis::rank_report>("rank_report", "Q, eps_dtype", "Press rank and the ε-effective ranks for ε = 1e-3, 1e-4, 1e-5 (eps_dtype nil: float32's eps)."),
+      on<&analysis::word_similarity>("word_similarity", "embedding_or_model, vocab",
+          "Spearman ρ between the cosine similarity of embedding rows and human scores on the 13 word-similarity "
+          "benchmarks (thesis Tables 5.2–5.4), in the thesis's order. Pairs with a word outside the vocabulary are "
+          "skipped and counted; a pair listed again enters ρ once, with its later score (repeated counts them)."),
+      on<&analysis::compare_similarity>("similarity_wins", "results",
+          "Compares models' word_similarity results ({results_1, results_2, ...}, each a list of {name=, spearman=}), "
+          "benchmarks matched by name (thesis Fig. 5.3)."),
+      on<&analysis::similarity_benchmark_names>("similarity_benchmarks", "",
+          "The 13 word-similarity benchmarks in the thesis's order (Table 5.2) and their file names."),
+      on<&analysis::top_k_rows>("top_k_contexts", "model, vocab, contexts",
+          "The k most likely next words after each context (a string of words, or {text=, next=} with the true next "
+          "word), in evaluation mode (thesis Table 5.1). A context the stream lacks is read from a zero state. For a "
+          "given next word: its probability, its rank among all words, and its position in top."),
+      on<&analysis::read_contexts>("read_contexts", "path",
+          "Contexts from a file: one per line as \"context<TAB>next word\" (the next word optional); blank lines and "
+          "lines starting with '#' are skipped."),
   };
   lua_newtable(L);
   set_functions(L, -1, "lmkit.analysis", functions);

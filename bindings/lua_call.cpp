@@ -187,11 +187,6 @@ lua_Integer check_integer(lua_State* L, int position) {
   return value;
 }
 
-double check_number(lua_State* L, int position) {
-  if (lua_type(L, position) != LUA_TNUMBER) type_error(L, position, "number");
-  return lua_tonumber(L, position);
-}
-
 std::string check_string(lua_State* L, int position) {
   if (lua_type(L, position) != LUA_TSTRING) type_error(L, position, "string");
   std::size_t length = 0;
@@ -209,13 +204,6 @@ void check_type(lua_State* L, int position, int lua_type_code, const char* expec
 }
 
 void push_string(lua_State* L, const std::string& s) { lua_pushlstring(L, s.data(), s.size()); }
-
-void push_global_raw(lua_State* L, const char* name) {
-  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
-  lua_pushstring(L, name);
-  lua_rawget(L, -2);
-  lua_remove(L, -2);
-}
 
 int get_field_raw(lua_State* L, int table, const char* key) {
   table = lua_absindex(L, table);
@@ -357,6 +345,17 @@ std::string describe_value(lua_State* L, int index) {
   std::string reason = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : std::string("a non-string error");
   lua_pop(L, 1);
   return std::string("(a ") + luaL_typename(L, index) + " whose __tostring failed: " + reason + ")";
+}
+
+bool push_embedded_function(lua_State* L, const char* module, const char* name) {
+  const int top = lua_gettop(L);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+  lua_pushstring(L, module);
+  const bool found = lua_rawget(L, -2) == LUA_TFUNCTION && lua_pcall(L, 0, 1, 0) == LUA_OK &&
+                     lua_type(L, -1) == LUA_TTABLE && (lua_pushstring(L, name), lua_rawget(L, -2) == LUA_TFUNCTION);
+  if (found) lua_replace(L, top + 1);
+  lua_settop(L, found ? top + 1 : top);
+  return found;
 }
 
 int call_with_traceback(lua_State* L, int nargs, int nresults) {

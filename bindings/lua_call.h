@@ -31,7 +31,6 @@ class PendingLuaError {};
 [[noreturn]] void type_error(lua_State* L, int position, const char* expected);
 
 lua_Integer check_integer(lua_State* L, int position);
-double check_number(lua_State* L, int position);
 std::string check_string(lua_State* L, int position);
 bool check_boolean(lua_State* L, int position);
 void check_type(lua_State* L, int position, int lua_type, const char* expected);
@@ -43,9 +42,6 @@ bool push_method(lua_State* L, int object, int key);
 // Pushes field `key` of the table at `table` without metamethods (a raising __index would longjmp
 // over the binding's C++ frames) and returns its type.
 int get_field_raw(lua_State* L, int table, const char* key);
-
-// Pushes the global `name` without metamethods (a strict-globals __index may raise).
-void push_global_raw(lua_State* L, const char* name);
 
 // Pushes a std::string (embedded zeros kept).
 void push_string(lua_State* L, const std::string& s);
@@ -108,6 +104,11 @@ void register_doc(lua_State* L, int value_index, const std::string& name, const 
 // Calls the function at the top of the stack under a traceback handler, like lua.c's docall.
 // Returns the lua_pcall status; on error the message (with traceback) is on the stack.
 int call_with_traceback(lua_State* L, int nargs, int nresults);
+
+// Pushes function `name` of the embedded module `module` (bindings/lua/, run from package.preload
+// raw: the preload table and the module are reachable from Lua). False, the stack as it was, when
+// it cannot.
+bool push_embedded_function(lua_State* L, const char* module, const char* name);
 
 // The text of any Lua value, as tostring gives it, without ever raising: a __tostring that raises
 // or returns a non-string, or a __name that is not a string, gives "(a table whose __tostring

@@ -28,19 +28,6 @@ int mark_settings_read_binding(lua_State* L) {
   return 0;
 }
 
-// Pushes function `name` of the embedded module lmkit.settings_tables (bindings/lua/settings_tables.lua),
-// read raw: the preload table and the module are reachable from Lua. False when it cannot.
-bool push_settings_tables_function(lua_State* L, const char* name) {
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-  lua_pushliteral(L, "lmkit.settings_tables");
-  if (lua_rawget(L, -2) != LUA_TFUNCTION || lua_pcall(L, 0, 1, 0) != LUA_OK || lua_type(L, -1) != LUA_TTABLE) return false;
-  lua_pushstring(L, name);
-  if (lua_rawget(L, -2) != LUA_TFUNCTION) return false;
-  lua_replace(L, -3);
-  lua_pop(L, 1);
-  return true;
-}
-
 bool is_sequence(lua_State* L, int position) {
   const auto n = lua_rawlen(L, position);
   lua_Unsigned count = 0;
@@ -79,7 +66,7 @@ int lmkit_configure(lua_State* L) {
   if (lua_isnoneornil(L, 2)) mark_settings_read(L);
   const auto merged = config::apply_settings(to_json(L, 1, ""), settings);
   lua_settop(L, 0);
-  if (!push_settings_tables_function(L, "strict")) throw std::logic_error("lmkit.settings_tables was removed from package.preload");
+  if (!push_embedded_function(L, "lmkit.settings_tables", "strict")) throw std::logic_error("lmkit.settings_tables was removed from package.preload");
   push_json(L, merged);
   if (lua_pcall(L, 1, 1, 0) != LUA_OK) throw PendingLuaError();
   return 1;
@@ -242,7 +229,7 @@ void set_cli_settings(lua_State* L, const std::vector<config::Setting>& settings
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   if (lua_getfield(L, -1, "lmkit") == LUA_TTABLE) {
     // Called from the executable before any script runs, outside a binding: errors are C++ ones.
-    if (!push_settings_tables_function(L, "view")) throw std::logic_error("lmkit.settings_tables is missing");
+    if (!push_embedded_function(L, "lmkit.settings_tables", "view")) throw std::logic_error("lmkit.settings_tables is missing");
     push_json(L, tree);
     lua_pushcfunction(L, mark_settings_read_binding);
     if (lua_pcall(L, 2, 1, 0) != LUA_OK) throw std::logic_error(lua_tostring(L, -1));

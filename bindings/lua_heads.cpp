@@ -8,10 +8,8 @@
 #include "bindings/entry_point.h"
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
-#include "runtime/core/random_state.h"
 #include "runtime/heads/head_registry.h"
-#include "runtime/heads/method_agreement.h"
-#include "runtime/tensor/tensor_format.h"
+#include "runtime/heads/scripted_heads.h"
 
 namespace lmkit::lua {
 namespace {
@@ -51,130 +49,67 @@ class LuaCallbackError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Calls the function (already pushed, followed by nargs tensors) expecting one tensor back.
-torch::Tensor call_for_tensor(lua_State* L, int nargs, const std::string& what) {
-  const int base = lua_gettop(L) - nargs - 1;
-  if (lua_pcall(L, nargs, 1, 0) != LUA_OK) {
+// Calls the Lua function `fn` with `args` (an undefined tensor as nil), expecting one tensor back.
+torch::Tensor call_for_tensor(const LuaRef& fn, std::initializer_list<torch::Tensor> args, const std::string& what) {
+  lua_State* L = fn.state();
+  const int base = lua_gettop(L);
+  fn.push(L);
+  for (const auto& t : args) {
+    if (t.defined()) {
+      push_tensor(L, t);
+    } else {
+      lua_pushnil(L);
+    }
+  }
+  if (lua_pcall(L, static_cast<int>(args.size()), 1, 0) != LUA_OK) {
     std::string message = describe_value(L, -1);
     lua_settop(L, base);
     throw LuaCallbackError(message);
   }
   auto* t = test_tensor(L, -1);
-  if (!t || !t->defined()) {
-    const std::string got = luaL_typename(L, -1);
-    lua_settop(L, base);
-    throw LuaCallbackError(what + " must return a Tensor, got " + got);
-  }
-  torch::Tensor result = *t;
+  const std::string got = luaL_typename(L, -1);
+  torch::Tensor result = t != nullptr ? *t : torch::Tensor();
   lua_settop(L, base);
+  if (!result.defined()) throw LuaCallbackError(what + " must return a Tensor, got " + got);
   return result;
 }
 
-void push_optional_tensor(lua_State* L, const torch::Tensor& t) {
-  if (t.defined()) {
-    push_tensor(L, t);
-  } else {
-    lua_pushnil(L);
-  }
+// The Lua function at `index` (or none, when nil), kept for as long as the head holds it.
+std::shared_ptr<LuaRef> function_at(lua_State* L, int index) {
+  return lua_type(L, index) == LUA_TFUNCTION ? std::make_shared<LuaRef>(L, index) : nullptr;
 }
 
-// log_softmax(fn(l)) with fn a Lua function of the logits [M, N].
-class LuaPointwiseHeadImpl : public HeadImpl {
- public:
-  LuaPointwiseHeadImpl(lua_State* L, int index) : fn_(L, index) {}
-  std::string kind() const override { return "pointwise"; }
-  nlohmann::json config() const override { return {{"kind", kind()}}; }
-  torch::Tensor log_probs(const torch::Tensor& h, const Decoder& decoder) override {
-    auto l = decoder.logits(rows_of(h));
-    lua_State* L = fn_.state();
-    fn_.push(L);
-    push_tensor(L, l);
-    auto z = call_for_tensor(L, 1, "the pointwise head's function");
-    check_head_output(z, l.sizes().vec(), l.scalar_type(), "the pointwise head's function (logits → f(logits))");
-    return torch::log_softmax(z, 1);
+// A custom head's spec table at `table` as the runtime's head (scripted_heads.h).
+CustomHeadFunctions custom_functions(lua_State* L, int table, std::string name) {
+  CustomHeadFunctions functions;
+  functions.name = std::move(name);
+  const std::string head = "custom head '" + functions.name + "': ";
+  get_field_raw(L, table, "forward");
+  functions.forward = [fn = function_at(L, -1), what = head + "forward(h, weight, bias)"](
+                          const torch::Tensor& h, const torch::Tensor& w, const torch::Tensor& b) {
+    return call_for_tensor(*fn, {h, w, b}, what);
+  };
+  get_field_raw(L, table, "nll");
+  if (auto nll = function_at(L, -1)) {
+    functions.nll = [fn = nll, what = head + "nll(h, targets, weight, bias)"](const torch::Tensor& h, const torch::Tensor& y,
+                                                                              const torch::Tensor& w, const torch::Tensor& b) {
+      return call_for_tensor(*fn, {h, y, w, b}, what);
+    };
   }
-
- private:
-  LuaRef fn_;
-};
-
-// A head written in Lua: forward(h [M, d], weight [N, d], bias [N] or nil) → log-probs [M, N];
-// optional nll(h, targets [M], weight, bias) → [M]; parameters registered as head parameters.
-class LuaCustomHeadImpl : public HeadImpl {
- public:
-  LuaCustomHeadImpl(lua_State* L, int table, std::string name) : name_(std::move(name)) {
-    get_field_raw(L, table, "forward");
-    forward_ = std::make_unique<LuaRef>(L, -1);
-    lua_pop(L, 1);
-    if (get_field_raw(L, table, "nll") == LUA_TFUNCTION) nll_ = std::make_unique<LuaRef>(L, -1);
-    lua_pop(L, 1);
-    if (get_field_raw(L, table, "parameters") == LUA_TTABLE) {
-      const auto n = lua_rawlen(L, -1);
-      for (lua_Unsigned i = 1; i <= n; ++i) {
-        lua_rawgeti(L, -1, static_cast<lua_Integer>(i));
-        auto* t = test_tensor(L, -1);
-        lua_pop(L, 1);
-        const std::string item = "custom head '" + name_ + "': parameters[" + integer_text(i) + "]";
-        // (The stack is left as it is: the error ends the binding's call, and Lua's unwinding resets it.)
-        if (!t) throw UsageError(item + " is not a Tensor");
-        check_user_head_parameter(*t, item);
-        register_parameter("p" + integer_text(i), *t, true);
-      }
+  if (get_field_raw(L, table, "parameters") == LUA_TTABLE) {
+    for (lua_Integer i = 1; i <= static_cast<lua_Integer>(lua_rawlen(L, -1)); ++i) {
+      lua_rawgeti(L, -1, i);
+      auto* t = test_tensor(L, -1);
+      // (The stack is left as it is: the error ends the binding's call, and Lua's unwinding resets it.)
+      if (!t) throw UsageError(head + "parameters[" + integer_text(i) + "] is not a Tensor");
+      functions.parameters.push_back(*t);
+      lua_pop(L, 1);
     }
-    lua_pop(L, 1);
-    if (get_field_raw(L, table, "check") == LUA_TBOOLEAN) check_nll_ = lua_toboolean(L, -1);
-    lua_pop(L, 1);
   }
-  std::string kind() const override { return "custom"; }
-  nlohmann::json config() const override { return {{"kind", kind()}, {"name", name_}}; }
-
-  torch::Tensor log_probs(const torch::Tensor& h, const Decoder& decoder) override {
-    lua_State* L = forward_->state();
-    forward_->push(L);
-    push_tensor(L, rows_of(h));
-    push_tensor(L, decoder.weight);
-    push_optional_tensor(L, decoder.bias);
-    const std::string what = "custom head '" + name_ + "': forward(h, weight, bias)";
-    auto log_probs = call_for_tensor(L, 3, what);
-    check_head_output(log_probs, {rows_of(h).size(0), decoder.weight.size(0)}, h.scalar_type(), what);
-    check_log_probabilities(log_probs, what);
-    return log_probs;
-  }
-
-  torch::Tensor nll(const torch::Tensor& h, const torch::Tensor& targets, const Decoder& decoder) override {
-    if (!nll_) return HeadImpl::nll(h, targets, decoder);
-    lua_State* L = nll_->state();
-    nll_->push(L);
-    push_tensor(L, rows_of(h));
-    push_tensor(L, targets.reshape({-1}));
-    push_tensor(L, decoder.weight);
-    push_optional_tensor(L, decoder.bias);
-    const std::string what = "custom head '" + name_ + "': nll(h, targets, weight, bias)";
-    auto nll = call_for_tensor(L, 4, what);
-    check_head_output(nll, {targets.numel()}, h.scalar_type(), what);
-    if (nll.numel() == 0) return nll;
-    check_nll_values(nll, what);
-    if (check_nll_) {
-      // The first batch's nll against forward's: once per head, with the random generators as
-      // they were (the extra forward must not shift the run's draws).
-      torch::Tensor log_probs;
-      {
-        PreservedRandomState keep(h.device());
-        torch::NoGradGuard no_grad;
-        log_probs = this->log_probs(h, decoder);
-      }
-      check_nll_matches_log_probs(nll, log_probs, targets, what);
-      check_nll_ = false;
-    }
-    return nll;
-  }
-
- private:
-  std::string name_;
-  std::unique_ptr<LuaRef> forward_, nll_;
-  // Until the first nll has been compared with forward (or the spec said check = false).
-  bool check_nll_ = true;
-};
+  if (get_field_raw(L, table, "check") == LUA_TBOOLEAN) functions.check = lua_toboolean(L, -1);
+  lua_pop(L, 4);
+  return functions;
+}
 
 // Pushes a spec table {kind = kind}; its fields are set raw and the HeadSpec metatable last (a script
 // can reach that metatable and give it a __newindex).
@@ -269,20 +204,22 @@ Head head_from_spec(lua_State* L, int position, int64_t in_dim, int64_t latent_d
   }
   const std::string kind = lua_tostring(L, -1);
   lua_pop(L, 1);
+  std::shared_ptr<HeadImpl> head;
   if (kind == "pointwise") {
     get_field_raw(L, position, "fn");
-    auto head = std::make_shared<LuaPointwiseHeadImpl>(L, -1);
+    head = std::make_shared<PointwiseHeadImpl>([fn = function_at(L, -1)](const torch::Tensor& l) {
+      return call_for_tensor(*fn, {l}, "the pointwise head's function");
+    });
     lua_pop(L, 1);
-    config = head->config();
-    return Head(std::shared_ptr<HeadImpl>(head));
-  }
-  if (kind == "custom") {
+  } else if (kind == "custom") {
     std::string name = "custom";
     if (get_field_raw(L, position, "name") == LUA_TSTRING) name = lua_tostring(L, -1);
     lua_pop(L, 1);
-    auto head = std::make_shared<LuaCustomHeadImpl>(L, position, name);
+    head = std::make_shared<CustomHeadImpl>(custom_functions(L, position, name));
+  }
+  if (head) {
     config = head->config();
-    return Head(std::shared_ptr<HeadImpl>(head));
+    return Head(head);
   }
   config = to_json(L, position, "head");  // a spec of lmkit.heads.<kind>: its checked options
   return make_head(config, in_dim, latent_dim);

@@ -1,5 +1,4 @@
 // lmkit's top-level functions: tensor constructors, process settings, autograd switches.
-#include <chrono>
 #include <new>
 #include <string>
 
@@ -10,7 +9,9 @@
 #include "bindings/lua_tensor.h"
 #include "ops/device_memory.h"
 #include "runtime/config/json_text.h"
+#include "runtime/config/option_schema.h"
 #include "runtime/core/atomic_file.h"
+#include "runtime/core/clock.h"
 #include "runtime/core/determinism.h"
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
@@ -120,36 +121,19 @@ int lmkit_no_grad(lua_State* L) {
   return lua_gettop(L);
 }
 
-// Wall-clock seconds from a steady clock (os.clock is CPU time, summed over threads).
-int lmkit_clock(lua_State* L) {
-  lua_pushnumber(L, std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
-  return 1;
-}
-
 int lmkit_seed(lua_State* L) {
   const auto seed = check_integer(L, 1);
   seed_torch(static_cast<std::uint64_t>(seed));
   // Lua's own generator too, so recipes that draw with math.random are reproducible.
-  push_global_raw(L, "math");
-  if (lua_type(L, -1) == LUA_TTABLE) {
-    lua_pushliteral(L, "randomseed");
-    if (lua_rawget(L, -2) == LUA_TFUNCTION) {
-      lua_pushinteger(L, seed);
-      if (lua_pcall(L, 1, 0, 0) != LUA_OK) throw PendingLuaError();
-    } else {
-      lua_pop(L, 1);
-    }
+  if (push_embedded_function(L, "lmkit.random_state", "seed")) {
+    lua_pushinteger(L, seed);
+    if (lua_pcall(L, 1, 0, 0) != LUA_OK) throw PendingLuaError();
   }
   lua_settop(L, 0);
   return 0;
 }
 
-int lmkit_version(lua_State* L) {
-  const auto info = build_info();
-  push_json(L, {{"lmkit", info.lmkit_version}, {"git", info.git_revision}, {"torch", info.torch_version},
-                {"lua", LUA_RELEASE}, {"cuda_compiled", info.cuda_compiled}, {"cuda_usable", info.cuda_usable}});
-  return 1;
-}
+VersionTable lua_version() { return version_table(LUA_RELEASE); }
 
 int lmkit_is_tensor(lua_State* L) {
   lua_pushboolean(L, test_tensor(L, 1) != nullptr);
@@ -198,6 +182,7 @@ const Function kFunctions[] = {
     entry<static_cast<torch::Tensor (*)(const torch::Tensor&, const torch::Tensor&)>(&torch::matmul)>("lmkit", "matmul", "a, b", "Matrix product with broadcasting."),
     {"no_grad", lmkit_no_grad, "lmkit.no_grad(fn, ...) -> results of fn\nCalls fn(...) without recording operations for autograd (e.g. for parameter updates)."},
     entry<&config::json_text>("lmkit", "json_encode", "value, pretty", "JSON text of a Lua value (tables of numbers, strings, booleans; arrays become lists); pretty: indented."),
+    entry<&config::unknown_option_text>("lmkit", "unknown_option", "owner, key, known", "The message for an option `key` that `owner` does not know: the closest of `known` named (lmkit.check_options raises it)."),
     entry<&config::json_value>("lmkit", "json_decode", "text", "The Lua value of a JSON text (objects become tables, null becomes nil)."),
     entry<&read_tensor_file>("lmkit", "read_tensors", "path",
         "The tensors of a safetensors, NumPy .npy/.npz or torch.save (zip) file, name → Tensor on the CPU; large files are "
@@ -206,7 +191,7 @@ const Function kFunctions[] = {
     entry<&write_tensor_file>("lmkit", "write_tensors", "path, tensors",
         "Writes a table name → Tensor as safetensors, .npz, .npy (one tensor) or a torch.save file (torch.load reads it), atomically."),
     entry<&write_file_atomically>("lmkit", "write_file", "path, text", "Writes text to path atomically (temporary file, fsync, rename): readers see the old file or the new one, never a part."),
-    {"clock", lmkit_clock, "lmkit.clock() -> number\nWall-clock seconds from a steady clock, for timing (differences only; os.clock counts CPU time of all threads)."},
+    entry<&steady_seconds>("lmkit", "clock", "", "Wall-clock seconds from a steady clock, for timing (differences only; os.clock counts CPU time of all threads)."),
     {"seed", lmkit_seed, "lmkit.seed(n)\nSeeds Torch's CPU and CUDA generators and Lua's math.random."},
     entry<&default_device_name>("lmkit", "device", "", "\"cuda\" when a CUDA device is usable, else \"cpu\"."),
     entry<&ops::device_memory>("lmkit", "device_memory", "device", "Torch's CUDA allocator on \"cuda\" or \"cuda:N\": bytes in live tensors now, their peak since the start or lmkit.reset_peak_device_memory, and bytes held from the driver (with its cache)."),
@@ -215,7 +200,7 @@ const Function kFunctions[] = {
     entry<&deterministic>("lmkit", "deterministic", "", "Whether deterministic kernels are on (lmkit.set_deterministic, or LMKIT_DETERMINISTIC=1 at the start)."),
     entry<&use_threads>("lmkit", "set_threads", "n", "Gives lmkit n CPU cores (1..1024): OpenBLAS's n threads run the matrix products and Torch's intra-op pool keeps 1 thread, since both pools at n oversubscribe the cores (measured: docs/benchmarks.md, \"Threads\"). torch= and blas= set a pool's count explicitly."),
     entry<&thread_counts>("lmkit", "get_threads", "", "Threads Torch's CPU kernels use, and OpenBLAS's (0 when Torch's BLAS is not OpenBLAS)."),
-    {"version", lmkit_version, "lmkit.version() -> {lmkit=, git=, torch=, lua=, cuda_compiled=, cuda_usable=}\nWhat this build is made of (git: the source revision of a development build, \"\" otherwise)."},
+    entry<&lua_version>("lmkit", "version", "", "What this build is made of (git: the source revision of a development build, \"\" otherwise)."),
     {"is_tensor", lmkit_is_tensor, "lmkit.is_tensor(value) -> boolean\nTrue for an lmkit.Tensor."},
     {"document", lmkit_document, "lmkit.document(value, name, doc) -> value\nAttaches documentation to a function or table of yours, so help() shows it: the doc's first line is the signature with return values."},
     {"doc", lmkit_doc, "lmkit.doc(value | name) -> name, doc\nThe documentation of an lmkit function or class (nil if it has none); help() prints it."},

@@ -41,36 +41,19 @@ void call_callback(lua_State* L, int callbacks, int control, const char* name, c
   }
 }
 
-// Calls math[name](args...) raw (no metamethods); false when it is missing or fails.
-bool call_math(lua_State* L, const char* name, int nargs, const lua_Integer* args, int nresults) {
-  push_global_raw(L, "math");
-  if (lua_type(L, -1) != LUA_TTABLE) return lua_pop(L, 1), false;
-  lua_pushstring(L, name);
-  if (lua_rawget(L, -2) != LUA_TFUNCTION) return lua_pop(L, 2), false;
-  lua_remove(L, -2);
-  for (int i = 0; i < nargs; ++i) lua_pushinteger(L, args[i]);
-  if (lua_pcall(L, nargs, nresults, 0) != LUA_OK) return lua_pop(L, 1), false;
-  return true;
-}
-
-// Lua's math.random state at a step boundary: two integers drawn from it, reseeded with them
-// (math.randomseed(x, y) fixes the whole state), so that resume can restore it exactly.
+// Lua's math.random state at a step boundary (bindings/lua/random_state.lua), null when it cannot be read.
 json capture_lua_random(lua_State* L) {
-  lua_Integer seeds[2];
-  const lua_Integer zero = 0;
-  for (auto& seed : seeds) {
-    if (!call_math(L, "random", 1, &zero, 1)) return nullptr;
-    seed = lua_tointeger(L, -1);
-    lua_pop(L, 1);
-  }
-  if (!call_math(L, "randomseed", 2, seeds, 0)) return nullptr;
-  return json::array({seeds[0], seeds[1]});
+  if (!push_embedded_function(L, "lmkit.random_state", "capture")) return nullptr;
+  if (lua_pcall(L, 0, 1, 0) != LUA_OK) return lua_pop(L, 1), nullptr;
+  auto state = to_json(L, -1, "random state");
+  lua_pop(L, 1);
+  return state;
 }
 
 void restore_lua_random(lua_State* L, const json& state) {
-  if (!state.is_array() || state.size() != 2) return;
-  const lua_Integer seeds[2] = {state[0].get<lua_Integer>(), state[1].get<lua_Integer>()};
-  call_math(L, "randomseed", 2, seeds, 0);
+  if (!push_embedded_function(L, "lmkit.random_state", "restore")) return;
+  push_json(L, state);
+  if (lua_pcall(L, 1, 0, 0) != LUA_OK) lua_pop(L, 1);
 }
 
 training::TrainCallbacks make_callbacks(lua_State* L, int callbacks, int control) {

@@ -151,8 +151,29 @@ return function(lmkit)
     end
   end
 
+  -- The keys of an options table `t` against the set `allowed`: a key it does not know is an error
+  -- in lmkit's words, naming the closest allowed key, blamed on the caller `level` levels up (1: the
+  -- function that calls check_options... 2: its caller).
+  local function check_options(t, allowed, owner, level)
+    level = (level or 1) + 1
+    if type(t) ~= "table" then
+      error(("bad argument #1 to '%s' (table expected, got %s)"):format(owner, type(t)), level)
+    end
+    for k in pairs(t) do
+      if not allowed[k] then
+        local names = {}
+        for name in pairs(allowed) do names[#names + 1] = name end
+        table.sort(names)
+        error(lmkit.unknown_option(owner, tostring(k), names), level)
+      end
+    end
+    return t
+  end
+
   lmkit.help = help
   lmkit.show = show
+  lmkit.check_options = check_options
+  lmkit.document(check_options, "lmkit.check_options", "lmkit.check_options(t, allowed, owner[, level]) -> t\nChecks an options table's keys against the set `allowed` ({name = true, ...}): an unknown key is an error naming the closest allowed one, as lmkit's own options are, blamed on the caller `level` levels up (1: whoever called check_options).")
   lmkit.document(help, "lmkit.help", "help([value | name])\nPrints the documentation of an lmkit function, class or module (no argument: all of lmkit).")
   lmkit.document(show, "lmkit.show", "lmkit.show(value[, max_entries]) -> string\nA one-line description of a value (tables shallowly), as the REPL echoes it.")
   lmkit.report = require("lmkit.report")(lmkit)

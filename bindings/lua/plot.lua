@@ -15,18 +15,9 @@ return function(lmkit)
     return t
   end
 
+  -- An unknown key is blamed on the caller of the plot function that checks it.
   local function check_options(spec, allowed, fname)
-    if type(spec) ~= "table" then
-      error(("bad argument #1 to '%s' (table expected, got %s)"):format(fname, type(spec)), 3)
-    end
-    for k in pairs(spec) do
-      if not allowed[k] then
-        local names = {}
-        for name in pairs(allowed) do names[#names + 1] = name end
-        table.sort(names)
-        error(("%s: unknown option '%s' (known: %s)"):format(fname, tostring(k), table.concat(names, ", ")), 3)
-      end
-    end
+    lmkit.check_options(spec, allowed, fname, 3)
   end
 
   -- A Lua array of numbers from an array or a 1-D tensor.

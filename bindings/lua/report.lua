@@ -15,15 +15,9 @@ return function(lmkit)
   local COLUMN_OPTIONS = {key = true, label = true, digits = true, format = true, align = true, paper = true,
                           delta = true, sd = true, best = true, latex_label = true}
 
+  -- An unknown key is blamed on the caller of the report function that checks it.
   local function check_options(t, allowed, what)
-    for k in pairs(t) do
-      if not allowed[k] then
-        local names = {}
-        for name in pairs(allowed) do names[#names + 1] = name end
-        table.sort(names)
-        error(("%s: unknown option '%s' (known: %s)"):format(what, tostring(k), table.concat(names, ", ")), 3)
-      end
-    end
+    lmkit.check_options(t, allowed, what, 3)
   end
 
   local function is_number(v) return type(v) == "number" end

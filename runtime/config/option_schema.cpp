@@ -101,7 +101,7 @@ nlohmann::json OptionSchema::check_as(const std::string& key, const nlohmann::js
                                       const std::string& prefix) const {
   const OptionSpec* spec = find(key);
   if (!spec) {
-    const auto text = unknown_key_text("option", key, names());  // "unknown option 'x' (...)"
+    const auto text = unknown_key_text("option", key, names());  // the nearest name by the key alone
     throw ConfigError(owner + " option '" + prefix + key + "' is unknown" + text.substr(text.find(" (")));
   }
   const std::string what = owner + " option '" + prefix + key + "'";
@@ -133,7 +133,9 @@ nlohmann::json OptionSchema::check_as(const std::string& key, const nlohmann::js
       if (!spec->choices.empty() && std::find(spec->choices.begin(), spec->choices.end(), text) == spec->choices.end()) {
         std::string list;
         for (const auto& c : spec->choices) list += (list.empty() ? "\"" : ", \"") + c + "\"";
-        throw ConfigError(what + " must be one of " + list + ", got \"" + text + "\"");
+        const auto nearest = closest_name(text, spec->choices);
+        throw ConfigError(what + " must be one of " + list + ", got \"" + text + "\"" +
+                          (nearest.empty() ? "" : " (did you mean \"" + nearest + "\"?)"));
       }
       return value;
     }
@@ -247,6 +249,11 @@ std::string unknown_key_text(const std::string& what, const std::string& key, co
   text += " (";
   if (!nearest.empty()) text += "did you mean '" + nearest + "'?; ";
   return text + "accepted: " + join(known) + ")";
+}
+
+std::string unknown_option_text(const std::string& owner, const std::string& key, const std::vector<std::string>& known) {
+  const auto text = unknown_key_text("option", key, known);  // "unknown option 'x' (...)"
+  return owner + " option '" + key + "' is unknown" + text.substr(text.find(" ("));
 }
 
 }  // namespace lmkit::config

@@ -107,5 +107,8 @@ std::string closest_name(const std::string& key, const std::vector<std::string>&
 std::size_t edit_distance(const std::string& a, const std::string& b);
 // "unknown option 'kk' (did you mean 'k'?; accepted: c, k)" — the tail of an unknown-key message.
 std::string unknown_key_text(const std::string& what, const std::string& key, const std::vector<std::string>& known);
+// "lmkit.plot.line option 'lables' is unknown (did you mean 'labels'?; accepted: ...)": every owner's
+// unknown-option message, C++'s and the Lua library's (lmkit.check_options).
+std::string unknown_option_text(const std::string& owner, const std::string& key, const std::vector<std::string>& known);
 
 }  // namespace lmkit::config

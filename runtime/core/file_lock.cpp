@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/core/error.h"
-#include "runtime/core/utc_time.h"
+#include "runtime/core/clock.h"
 #include "runtime/core/number_text.h"
 #include "runtime/core/warning.h"
 

@@ -37,4 +37,9 @@ std::string describe_build(const BuildInfo& info, const std::string& lua_version
          " (CUDA: " + cuda + ")";
 }
 
+VersionTable version_table(const std::string& lua_release) {
+  const auto info = build_info();
+  return {info.lmkit_version, info.git_revision, info.torch_version, lua_release, info.cuda_compiled, info.cuda_usable};
+}
+
 }  // namespace lmkit

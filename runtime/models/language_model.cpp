@@ -95,8 +95,7 @@ LanguageModelOptions language_model_options_from_json(const nlohmann::json& conf
         throw ConfigError("model option '" + key + "' is " + owner->title_in_text() + " option (set encoder = \"" + owner->kind + "\"); the " + kind.title +
                           "'s are: " + option_names(encoder));
       }
-      const auto text = config::unknown_key_text("option", key, known);
-      throw ConfigError("model option '" + key + "' is unknown" + text.substr(text.find(" (")));
+      throw ConfigError(config::unknown_option_text("model", key, known));
     }
   }
   auto o = own_options().from_json(own_part);

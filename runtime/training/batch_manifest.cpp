@@ -8,7 +8,7 @@
 #include "runtime/core/error.h"
 #include "runtime/core/folders.h"
 #include "runtime/core/number_text.h"
-#include "runtime/core/utc_time.h"
+#include "runtime/core/clock.h"
 #include "runtime/training/process_pool.h"
 
 namespace lmkit::training {

@@ -7,7 +7,7 @@
 #include "runtime/core/folders.h"
 #include "runtime/core/atomic_file.h"
 #include "runtime/core/number_text.h"
-#include "runtime/core/utc_time.h"
+#include "runtime/core/clock.h"
 #include "runtime/core/work_progress.h"
 #include "runtime/training/process_pool.h"
 #include "runtime/training/shell_command.h"

@@ -256,7 +256,7 @@ TEST_F(EntryPointTest, OptionsAreCheckedByTheDeclaration) {
   EXPECT_EQ(call("{count = 2.5}"), prefix + "sample option 'count' must be an integer, got 2.5)");
   EXPECT_EQ(call("{scale = 0/0}"), prefix + "sample option 'scale' must be positive, got NaN)");
   EXPECT_EQ(call("{center = 1}"), prefix + "sample option 'center' must be a boolean, got 1)");
-  EXPECT_EQ(call("{mode = 'min'}"), prefix + "sample option 'mode' must be one of \"mean\", \"max\", got \"min\")");
+  EXPECT_EQ(call("{mode = 'min'}"), prefix + "sample option 'mode' must be one of \"mean\", \"max\", got \"min\" (did you mean \"mean\"?))");
   EXPECT_EQ(call("{dtype = 'int8'}"),
             prefix + "sample option 'dtype' must be one of \"float16\", \"bfloat16\", \"float32\", \"float64\", got \"int8\")");
   EXPECT_EQ(call("{seed = -1}"), prefix + "sample option 'seed' must be ≥ 0, got -1)");

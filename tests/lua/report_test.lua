@@ -165,11 +165,11 @@ T.test("save picks the format from the extension and writes atomically", functio
 end)
 
 T.test("mistakes are named", function()
-  T.raises(function() report.table{columns = {{key = "a", digit = 2}}} end, "column 'a': unknown option 'digit'")
-  T.raises(function() report.table{colums = {}} end, "unknown option 'colums'")
+  T.raises(function() report.table{columns = {{key = "a", digit = 2}}} end, "column 'a' option 'digit' is unknown (did you mean 'digits'?")
+  T.raises(function() report.table{colums = {}} end, "lmkit.report.table option 'colums' is unknown (did you mean 'columns'?")
   T.raises(function() report.table{columns = {{label = "x"}}} end, "column 1 needs a key")
   T.raises(function() report.table{columns = {{key = "a", align = "middle"}}} end, "align must be")
-  T.raises(function() report.table{columns = {"a"}}:csv{rwa = true} end, "unknown option 'rwa'")
+  T.raises(function() report.table{columns = {"a"}}:csv{rwa = true} end, "Table:csv option 'rwa' is unknown (did you mean 'raw'?")
 end)
 
 T.test("documented", function()

@@ -85,7 +85,7 @@ TEST(OptionSchemaTest, StringChoicesNullableOptionsAndUnsignedIntegers) {
     }
     return std::string("(no error)");
   };
-  EXPECT_EQ(error({{"optimizer", "sdg"}}), "training option 'optimizer' must be one of \"sgd\", \"adam\", got \"sdg\"");
+  EXPECT_EQ(error({{"optimizer", "sdg"}}), "training option 'optimizer' must be one of \"sgd\", \"adam\", got \"sdg\" (did you mean \"sgd\"?)");
   EXPECT_EQ(error({{"optimizer", 1}}), "training option 'optimizer' must be a string, got 1");
   EXPECT_EQ(error({{"flood", -1}}), "training option 'flood' must be ≥ 0, got -1");
   EXPECT_EQ(error({{"seed", -3}}), "training option 'seed' must be ≥ 0, got -3");

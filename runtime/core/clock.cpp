@@ -1,5 +1,6 @@
-#include "runtime/core/utc_time.h"
+#include "runtime/core/clock.h"
 
+#include <chrono>
 #include <ctime>
 
 namespace lmkit {
@@ -11,6 +12,10 @@ std::string utc_timestamp() {
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
   return text;
+}
+
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace lmkit
