@@ -74,9 +74,12 @@ torch::Tensor call_for_tensor(const LuaRef& fn, std::initializer_list<torch::Ten
   return result;
 }
 
-// The Lua function at `index` (or none, when nil), kept for as long as the head holds it.
-std::shared_ptr<LuaRef> function_at(lua_State* L, int index) {
-  return lua_type(L, index) == LUA_TFUNCTION ? std::make_shared<LuaRef>(L, index) : nullptr;
+// The Lua function at `index`, kept for as long as the head holds it; none when it is not one
+// (`required`: an error naming `what`, e.g. a spec whose function was replaced after it was made).
+std::shared_ptr<LuaRef> function_at(lua_State* L, int index, const char* required = nullptr) {
+  if (lua_type(L, index) == LUA_TFUNCTION) return std::make_shared<LuaRef>(L, index);
+  if (required) throw UsageError(std::string(required) + " must be a function, got " + luaL_typename(L, index));
+  return nullptr;
 }
 
 // A custom head's spec table at `table` as the runtime's head (scripted_heads.h).
@@ -85,7 +88,7 @@ CustomHeadFunctions custom_functions(lua_State* L, int table, std::string name) 
   functions.name = std::move(name);
   const std::string head = "custom head '" + functions.name + "': ";
   get_field_raw(L, table, "forward");
-  functions.forward = [fn = function_at(L, -1), what = head + "forward(h, weight, bias)"](
+  functions.forward = [fn = function_at(L, -1, "a custom head's forward"), what = head + "forward(h, weight, bias)"](
                           const torch::Tensor& h, const torch::Tensor& w, const torch::Tensor& b) {
     return call_for_tensor(*fn, {h, w, b}, what);
   };
@@ -207,7 +210,7 @@ Head head_from_spec(lua_State* L, int position, int64_t in_dim, int64_t latent_d
   std::shared_ptr<HeadImpl> head;
   if (kind == "pointwise") {
     get_field_raw(L, position, "fn");
-    head = std::make_shared<PointwiseHeadImpl>([fn = function_at(L, -1)](const torch::Tensor& l) {
+    head = std::make_shared<PointwiseHeadImpl>([fn = function_at(L, -1, "a pointwise head's fn")](const torch::Tensor& l) {
       return call_for_tensor(*fn, {l}, "the pointwise head's function");
     });
     lua_pop(L, 1);

@@ -16,6 +16,7 @@
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
+#include "runtime/core/terminal_text.h"
 #include "runtime/core/version.h"
 #include "runtime/tensor/nested_list.h"
 #include "runtime/tensor/tensor_index.h"
@@ -183,6 +184,8 @@ const Function kFunctions[] = {
     {"no_grad", lmkit_no_grad, "lmkit.no_grad(fn, ...) -> results of fn\nCalls fn(...) without recording operations for autograd (e.g. for parameter updates)."},
     entry<&config::json_text>("lmkit", "json_encode", "value, pretty", "JSON text of a Lua value (tables of numbers, strings, booleans; arrays become lists); pretty: indented."),
     entry<&config::unknown_option_text>("lmkit", "unknown_option", "owner, key, known", "The message for an option `key` that `owner` does not know: the closest of `known` named (lmkit.check_options raises it)."),
+    entry<&output_columns>("lmkit", "terminal_columns", "", "The width of the terminal standard output goes to ($COLUMNS when it does not say; 0 for a file or a pipe: no width to fit)."),
+    entry<&wrap_text>("lmkit", "wrap_text", "text, width, hang", "Each line of text longer than width broken at spaces, continuation lines indented as the line is plus hang columns (width 0: unchanged)."),
     entry<&config::json_value>("lmkit", "json_decode", "text", "The Lua value of a JSON text (objects become tables, null becomes nil)."),
     entry<&read_tensor_file>("lmkit", "read_tensors", "path",
         "The tensors of a safetensors, NumPy .npy/.npz or torch.save (zip) file, name → Tensor on the CPU; large files are "

@@ -164,8 +164,9 @@ const std::string& train_doc() {
            ", on_step=, on_epoch_end=, on_switch=, on_eval=} -> Run\n"
            "Trains with the AWD-LSTM protocol and the defaults below; a Transformer gets its own protocol (AdamW, warm-up "
            "and cosine; docs/training.md) for each option not given. Callbacks get (info, run): info is a table, "
-           "run:stop(), run:set_lr(), run:freeze() act on the run. A run_dir holding an unfinished run of the same "
-           "configuration is resumed. When it returns, the model holds the best epoch's weights (best.ckpt's, by validation "
+           "run:stop(), run:set_lr(), run:freeze() act on the run. A run_dir holding a run of the same configuration "
+           "is resumed (a finished one trains on when given more epochs or finetune_epochs); init_from starts a new run "
+           "from another run's best model. When it returns, the model holds the best epoch's weights (best.ckpt's, by validation "
            "loss), in evaluation mode.\nTraining options:\n" +
            schema.describe();
   }();
@@ -195,8 +196,9 @@ void open_train(lua_State* L, int module_index) {
   static const Function functions[] = {
       {"train", lmkit_train, train_doc().c_str()},
       {"resume", lmkit_resume,
-       "lmkit.resume(run_dir[, {model=, corpus=, device=, epochs=, max_seconds=, on_step=, ...}]) -> Run\n"
-       "Continues a stopped or preempted run from its state.ckpt, step for step as if it never stopped. The model and corpus "
+       "lmkit.resume(run_dir[, {model=, corpus=, device=, epochs=, finetune_epochs=, max_seconds=, on_step=, ...}]) -> Run\n"
+       "Continues a stopped or preempted run from its state.ckpt, step for step as if it never stopped; a finished run "
+       "given more epochs or finetune_epochs trains on. The model and corpus "
        "are rebuilt from config.json unless given (a head written in Lua must be given)."},
       entry<&training::open_run>("lmkit", "open_run", "run_dir", "A finished (or running) run's directory, to read its summary, metrics and best model."),
       entry<&training::evaluate_stream>("lmkit", "evaluate", "model, tokens",

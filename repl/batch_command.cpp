@@ -1,9 +1,12 @@
 #include "repl/batch_command.h"
 
+#include <csignal>
 #include <iostream>
 
+#include "repl/interrupt.h"
 #include "repl/recipe_catalog.h"
 #include "repl/script_runner.h"
+#include "runtime/core/interruption.h"
 #include "runtime/training/batch_commands.h"
 
 namespace lmkit::repl {
@@ -28,8 +31,16 @@ int run_batch(const BatchCommand& command) {
   nlohmann::json grid;
   const int status = call_lmkit_function("lmkit.batch", "grid", {{"recipe", options.recipe}, {"sets", options.sets}},
                                          settings, options.recipe, &grid);
-  if (status != 0) return status;
-  return training::run_batch(training::declared_options(config::Tag<training::BatchGrid>{}).from_json(grid), options);
+  // The recipe or its settings could not give a grid (the message is out): the batch did not start.
+  if (status != 0) return status == 1 ? 2 : status;
+  InterruptGuard ctrl_c(nullptr);  // Ctrl-C: the pool stops its tasks (they save their state)
+  try {
+    return training::run_batch(training::declared_options(config::Tag<training::BatchGrid>{}).from_json(grid), options);
+  } catch (const Interrupted& e) {
+    std::cout.flush();
+    std::cerr << "lmkit: " << e.what() << ": the running tasks saved their state; the same `lmkit batch` resumes them\n";
+    return 128 + SIGINT;
+  }
 }
 
 int show_batch_status(const std::string& dir) { return training::batch_status(dir); }

@@ -2,7 +2,7 @@
 // command line and the Lua table of the same call read one declaration: its names, docs, defaults
 // and checks.
 //
-//   an option without default that is a string  → a positional argument (recipe)
+//   a required string option                    → a positional argument (recipe)
 //   a boolean                                   → a flag, --dry-run
 //   a list of strings                           → a repeatable option named in the singular,
 //                                                 sets → --set KEY=VALUE, sbatch_args → --sbatch-arg

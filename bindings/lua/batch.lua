@@ -13,34 +13,46 @@ local lmkit = require "lmkit"
 local recipe = require "lmkit.recipe"
 local batch = {}
 
--- The recipe's grid as the batch's tasks: {recipe=, name=, description=, out=, cells={id, ...}}.
--- o = {recipe=, sets=}: out=DIR among the sets names the folder (the command line's --set values
--- reach the recipe's configure as settings too, and win).
+-- A mistake in the recipe or its settings: its message alone (the batch has not started; the tasks'
+-- logs keep tracebacks of what they run).
+local function mistake(message)
+  error(setmetatable({}, {__tostring = function() return message end}), 0)
+end
+
+-- The recipe's grid as the batch's tasks: {path=, name=, description=, out=, cells={id, ...}}, with
+-- o.sets ({"key=value", ...}: out=DIR names the folder) as its settings.
 function batch.grid(o)
+  if type(o) ~= "table" or type(o.recipe) ~= "string" or o.recipe == "" then
+    error("lmkit.batch.grid{recipe=, sets=}: recipe must be a script's path", 2)
+  end
+  local sets = type(o.sets) == "string" and {o.sets} or o.sets or {}
   local path = lmkit.process.absolute(o.recipe)
-  local not_a_recipe = ("lmkit batch: %s is not a grid recipe: it does not return lmkit.recipe.define{...} " ..
+  local not_a_recipe = ("%s is not a grid recipe: it does not return lmkit.recipe.define{...} " ..
                         "(docs/recipes.md). `lmkit run %s` runs plain scripts."):format(path, o.recipe)
   -- A script that never mentions define is not run at all: running it only to find that out would
   -- train, print or fail on the batch's own settings (a configure script: "unknown setting 'out'").
-  local file = io.open(path, "r")
-  if not file then error(("lmkit batch: cannot open %s"):format(path), 0) end
+  local file, why = io.open(path, "r")
+  if not file then mistake(("cannot open %s: %s"):format(path, why)) end
   local text = file:read("a")
   file:close()
-  if not text:find("define", 1, true) then error(not_a_recipe, 0) end
+  if not text or not text:find("define", 1, true) then mistake(not_a_recipe) end
   local ok, value = pcall(dofile, path)
-  if not ok then error(tostring(value), 0) end
-  if not recipe.is_recipe(value) then error(not_a_recipe, 0) end
-  local out
-  for _, s in ipairs(o.sets or {}) do out = s:match("^out=(.+)$") or out end
-  local cfg = value:configure(out and {out = out} or nil)
-  local cells = {}
-  for i, cell in ipairs(value:cells(cfg)) do cells[i] = cell.id end
-  return {recipe = path, name = value.name, description = value.description,
-          out = lmkit.process.absolute(cfg.out), cells = cells}
+  if not ok then mistake(tostring(value)) end
+  if not recipe.is_recipe(value) then mistake(not_a_recipe) end
+  local configured, grid = pcall(function()
+    local cfg = value:configure(nil, sets)
+    local cells = {}
+    for i, cell in ipairs(value:cells(cfg)) do cells[i] = cell.id end
+    return {path = path, name = value.name, description = value.description,
+            out = lmkit.process.absolute(cfg.out), cells = cells}
+  end)
+  if not configured then mistake(tostring(grid)) end
+  return grid
 end
 
 -- `lmkit batch RECIPE ...` with the options of `lmkit batch` as keys (help(lmkit.process.run_batch)):
--- the options are checked before the recipe is loaded. Returns the exit status.
+-- each option, and those that do not go together, are checked before the recipe is loaded (the GPUs
+-- this process sees, after). Returns the exit status; a mistake is an error.
 function batch.submit(o)
   lmkit.process.check_batch_options(o)
   return lmkit.process.run_batch(batch.grid(o), o)
@@ -48,11 +60,13 @@ end
 
 -- `lmkit status DIR`: the per-task table; 0 all done, 1 a task failed or was lost, 3 some to finish.
 function batch.status(o)
+  lmkit.check_options(o, {dir = true}, "lmkit.batch.status", 2)
   return lmkit.process.batch_status(o.dir)
 end
 
 -- `lmkit report DIR`: the batch's recipe run on its folder with report_only=true; its exit status.
 function batch.report(o)
+  lmkit.check_options(o, {dir = true}, "lmkit.batch.report", 2)
   return lmkit.process.batch_report(o.dir)
 end
 

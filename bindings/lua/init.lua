@@ -77,9 +77,14 @@ return function(lmkit)
     return "{" .. table.concat(parts, ", ") .. "}"
   end
 
+  -- help's lines fit the terminal: long ones broken at spaces, continuations indented under their text.
+  local function write_fitted(line, hang)
+    io.write(lmkit.wrap_text(line, lmkit.terminal_columns(), hang), "\n")
+  end
+
   local function print_doc(name, doc)
     io.write(name, "\n")
-    for line in (doc .. "\n"):gmatch("([^\n]*)\n") do io.write("  ", line, "\n") end
+    for line in (doc .. "\n"):gmatch("([^\n]*)\n") do write_fitted("  " .. line, 2) end
   end
 
   local function list_functions(title, t, separator)
@@ -88,7 +93,7 @@ return function(lmkit)
       local value = rawget(t, key)
       local _, doc = lmkit.doc(value)
       if doc then
-        io.write(("  %-14s %s\n"):format(key, first_line(doc)))
+        write_fitted(("  %-14s %s"):format(key, first_line(doc)), 15)
       elseif type(value) == "table" and key ~= "settings" and key ~= "Tensor" and key ~= "Model" then
         io.write(("  %-14s (module: help(%s%s%s))\n"):format(key, "lmkit", separator, key))
       end
@@ -97,8 +102,8 @@ return function(lmkit)
 
   local function help(x)
     if x == nil or x == lmkit then
-      io.write("lmkit — softmax-bottleneck research toolkit. help(f) shows one function; ",
-               "help(lmkit.Tensor) the tensor methods.\n\n")
+      write_fitted("lmkit — softmax-bottleneck research toolkit. help(f) shows one function; " ..
+                   "help(lmkit.Tensor) the tensor methods.\n", 0)
       list_functions("Functions:", lmkit, ".")
       return
     end

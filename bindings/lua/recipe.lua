@@ -104,8 +104,9 @@ function recipe.cell_id(cell)
 end
 
 -- The resolved settings: the recipe's defaults (then `overrides`, e.g. from a test) with --set
--- overrides on top (strict: unknown keys are errors), plus the runner's own settings.
-function Recipe:configure(overrides)
+-- overrides on top (strict: unknown keys are errors), plus the runner's own settings. `settings`
+-- ({"key=value", ...}) stands for the command line's --set values (lmkit.batch.grid's).
+function Recipe:configure(overrides, settings)
   local defaults = {task = 0, out = "", report_only = false, dry_run = false}
   for k, v in pairs(self.settings) do defaults[k] = v end
   for k, v in pairs(overrides or {}) do
@@ -113,7 +114,7 @@ function Recipe:configure(overrides)
     defaults[k] = v
   end
   -- lmkit.configure's refusal (an unknown or mistyped --set) names the recipe, not this file's line.
-  local configured, cfg = pcall(lmkit.configure, defaults)
+  local configured, cfg = pcall(lmkit.configure, defaults, settings and {settings = settings} or nil)
   if not configured then
     error(("recipe %s: %s"):format(self.name, tostring(cfg):gsub("^[^\n]-:%d+: ", ""):gsub("^lmkit%.configure: ", "")), 0)
   end
@@ -477,8 +478,11 @@ function Recipe:main(overrides)
     return
   end
   if cfg.task ~= 0 then
-    local cell = cells[cfg.task]
-    if not cell then error(("recipe %s: task %d is outside 1..%d"):format(self.name, cfg.task, #cells)) end
+    local cell = math.type(cfg.task) == "integer" and cells[cfg.task]
+    if not cell then
+      error(("recipe %s: --set task=%s is not a task: give one of 1..%d (its grid's cells)"):format(
+        self.name, tostring(cfg.task), #cells), 0)
+    end
     -- A hand-run task records the folder with its settings (concurrent tasks of one grid write the
     -- same record, atomically; a failure to write it costs only `lmkit status`'s view); a batch's
     -- tasks leave it alone: its manifest is the record.

@@ -101,8 +101,9 @@ nlohmann::json OptionSchema::check_as(const std::string& key, const nlohmann::js
                                       const std::string& prefix) const {
   const OptionSpec* spec = find(key);
   if (!spec) {
-    const auto text = unknown_key_text("option", key, names());  // the nearest name by the key alone
-    throw ConfigError(owner + " option '" + prefix + key + "' is unknown" + text.substr(text.find(" (")));
+    // The nearest name by the key alone; the tail after "unknown option 'key'" (a key may hold " (").
+    const auto text = unknown_key_text("option", key, names());
+    throw ConfigError(owner + " option '" + prefix + key + "' is unknown" + text.substr(("unknown option '" + key + "'").size()));
   }
   const std::string what = owner + " option '" + prefix + key + "'";
   if (value.is_null() && spec->nullable) return value;
@@ -253,7 +254,7 @@ std::string unknown_key_text(const std::string& what, const std::string& key, co
 
 std::string unknown_option_text(const std::string& owner, const std::string& key, const std::vector<std::string>& known) {
   const auto text = unknown_key_text("option", key, known);  // "unknown option 'x' (...)"
-  return owner + " option '" + key + "' is unknown" + text.substr(text.find(" ("));
+  return owner + " option '" + key + "' is unknown" + text.substr(("unknown option '" + key + "'").size());
 }
 
 }  // namespace lmkit::config

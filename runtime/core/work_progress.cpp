@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/core/terminal_text.h"
+
 namespace lmkit {
 
 std::string format_duration(double seconds) {
@@ -32,9 +34,12 @@ std::function<void(std::int64_t, std::int64_t)> work_progress(const std::string&
     const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0;
     const int percent = total > 0 ? static_cast<int>(100 * done / total) : 100;
     const auto eta = rate > 0 ? format_duration(static_cast<double>(total - done) / rate) : std::string("?");
-    std::fprintf(stderr, "\r%s: %3d%% (%lld/%lld %s, %.3g/s, %s %s)\033[K%s", what.c_str(), percent,
-                 static_cast<long long>(done), static_cast<long long>(total), unit.c_str(), rate,
-                 finished ? "took" : "ETA", finished ? format_duration(seconds).c_str() : eta.c_str(), finished ? "\n" : "");
+    const auto line = fmt::format("{}: {:3d}% ({}/{} {}, {:.3g}/s, {} {})", what, percent, done, total, unit, rate,
+                                  finished ? "took" : "ETA", finished ? format_duration(seconds) : eta);
+    // Never into the last column: a wrapped line would leave a copy of itself per redraw.
+    const auto width = terminal_columns(STDERR_FILENO);
+    const auto fitted = width == 0 ? line : width > 1 ? fit_to_width(line, width - 1) : std::string();
+    std::fprintf(stderr, "\r%s\033[K%s", fitted.c_str(), finished ? "\n" : "");
     std::fflush(stderr);
   };
 }

@@ -19,6 +19,7 @@
 #include "runtime/training/batch_slurm.h"
 #include "runtime/training/batch_task_state.h"
 #include "runtime/training/process_pool.h"
+#include "runtime/training/shell_command.h"
 
 extern char** environ;
 
@@ -58,14 +59,14 @@ int run_locked(const BatchGrid& grid, const std::string& folder, const BatchOpti
       << " running or queued, " << to_run.size() << " to run" << std::endl;
   int status = 0;
   if (to_run.empty()) {
-    out << (busy > 0 ? "nothing to start: `lmkit status " + folder + "` follows the rest"
-                     : "nothing to run: every task is done; `lmkit report " + folder + "` renders the report")
+    out << (busy > 0 ? "nothing to start: `lmkit status " + shell_word(folder) + "` follows the rest"
+                     : "nothing to run: every task is done; `lmkit report " + shell_word(folder) + "` renders the report")
         << "\n";
   } else if (o.backend == "local") {
     if (o.dry_run) {
       for (const auto task : to_run) {
         out << "would run: lmkit";
-        for (const auto& a : task_arguments(manifest, task, o.threads)) out << " " << a;
+        for (const auto& a : task_arguments(manifest, task, o.threads)) out << " " << shell_word(a);
         out << "\n";
       }
       return 0;
@@ -83,7 +84,7 @@ int run_locked(const BatchGrid& grid, const std::string& folder, const BatchOpti
     const auto views = task_views(manifest, facts);
     print_task_table(out, manifest, views, facts.queue.has_value());
     if (count_tasks(views)[TaskState::done] == total) {
-      out << "all " << total << " tasks done: `lmkit report " << folder << "` renders the report\n";
+      out << "all " << total << " tasks done: `lmkit report " << shell_word(folder) << "` renders the report\n";
     }
   }
   out.flush();
@@ -94,20 +95,28 @@ int run_locked(const BatchGrid& grid, const std::string& folder, const BatchOpti
 
 int run_batch(const BatchGrid& grid, const BatchOptions& given) {
   const auto o = completed_batch_options(given);
-  if (grid.cells.empty()) throw UsageError("" + grid.recipe + "'s grid has no cells: nothing to run");
+  if (grid.cells.empty()) throw UsageError(grid.path + "'s grid has no cells: nothing to run");
+  if (grid.name.find_first_of("\n\r") != std::string::npos) {
+    throw UsageError(grid.path + "'s name holds a line break; the batch's job names and folders need one line");
+  }
   for (const auto& cell : grid.cells) {
     if (!is_safe_cell_id(cell)) {
-      throw UsageError("" + grid.recipe + " has a cell id '" + cell + "' that names no folder under cells/");
+      throw UsageError(grid.path + " has a cell id '" + cell + "' that names no folder under cells/");
     }
   }
   const auto folder = absolute_path(grid.out);
+  if (o.backend == "slurm" && folder.find_first_of("\n\r\"\\") != std::string::npos) {
+    // The folder is an #SBATCH --output line of the job script, which Slurm reads with its own quoting.
+    throw UsageError("the batch folder '" + folder + "' holds a line break, a '\"' or a '\\', which a Slurm job script "
+                     "cannot carry in its #SBATCH lines; use another folder (--set out=DIR)");
+  }
   const BatchPaths paths(folder);
   make_folder(paths.batch);
   // One batch process per folder: a second `lmkit batch` on it (at the same moment, or while the first
   // still runs its tasks) is refused before it reads the tasks' states.
   std::unique_ptr<FileLock> lock;
   try {
-    lock = std::make_unique<FileLock>(paths.batch, "lmkit batch " + grid.recipe);
+    lock = std::make_unique<FileLock>(paths.batch, "lmkit batch " + grid.path);
   } catch (const UsageError& e) {
     throw UsageError(std::string("") + e.what() + "\n`lmkit status " + folder +
                      "` follows the batch that holds it.");

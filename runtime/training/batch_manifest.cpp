@@ -1,5 +1,6 @@
 #include "runtime/training/batch_manifest.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -28,6 +29,16 @@ std::string manifest_problem(const json& m) {
   for (std::size_t i = 0; i < m["sets"].size(); ++i) {
     const auto& s = m["sets"][i];
     if (!s.is_string() || s.get<std::string>().find('=') == std::string::npos) return nth("sets", i) + " is not a KEY=VALUE string";
+    auto key = s.get<std::string>().substr(0, s.get<std::string>().find('='));
+    key.erase(0, key.find_first_not_of(" \t"));
+    key.erase(key.find_last_not_of(" \t") + 1);
+    if (key == "task" || key == "report_only" || key == "dry_run" || key == "out") {
+      return nth("sets", i) + " sets '" + key + "', which the batch sets itself";
+    }
+  }
+  if (m.contains("format") && m["format"] != 1) return "'format' is " + m["format"].dump() + ": this lmkit reads format 1";
+  if (m.contains("backend") && m["backend"].is_string() && m["backend"] != "local" && m["backend"] != "slurm") {
+    return "'backend' is " + m["backend"].dump() + ", not \"local\" or \"slurm\"";
   }
   if (!m.contains("tasks") || !m["tasks"].is_array() || m["tasks"].empty()) return "'tasks' is not a non-empty list";
   for (std::size_t i = 0; i < m["tasks"].size(); ++i) {
@@ -38,6 +49,12 @@ std::string manifest_problem(const json& m) {
   }
   for (const char* key : {"name", "description", "created", "backend", "lmkit"}) {
     if (m.contains(key) && !m[key].is_null() && !m[key].is_string()) return "'" + std::string(key) + "' is not a string";
+  }
+  // The name and the recipe go into the job script's lines: one line each.
+  for (const char* key : {"name", "recipe", "lmkit"}) {
+    if (m.contains(key) && m[key].is_string() && m[key].get<std::string>().find_first_of("\n\r") != std::string::npos) {
+      return "'" + std::string(key) + "' holds a line break";
+    }
   }
   if (m.contains("slurm_jobs") && !m["slurm_jobs"].is_null()) {
     if (!m["slurm_jobs"].is_array()) return "'slurm_jobs' is not a list";
@@ -100,6 +117,14 @@ json read_document(const std::string& file, const std::string& way_out) {
   return document;
 }
 
+// "; task 2 is x=9 there, x=2 now": the first task whose cell differs.
+std::string first_difference(const std::vector<std::string>& there, const std::vector<std::string>& now) {
+  for (std::size_t i = 0; i < std::min(there.size(), now.size()); ++i) {
+    if (there[i] != now[i]) return "; task " + integer_text(i + 1) + " is " + there[i] + " there, " + now[i] + " now";
+  }
+  return "";
+}
+
 std::string listed(const std::vector<std::string>& sets) {
   if (sets.empty()) return "no --set";
   std::string text;
@@ -145,14 +170,20 @@ BatchManifest reconcile_batch_manifest(const BatchGrid& grid, const std::string&
   BatchManifest manifest;
   if (!document.is_null()) {
     manifest = from_document(document, out);
-    if (manifest.recipe != grid.recipe || manifest.cells != grid.cells || manifest.sets != sets) {
+    if (manifest.recipe == grid.path && manifest.sets == sets && manifest.cells != grid.cells) {
+      throw UsageError(out + " already holds a batch of " + manifest.recipe + " with " + listed(sets) +
+                       " whose cells differ from the grid's now (" + integer_text(manifest.cells.size()) + " there, " +
+                       integer_text(grid.cells.size()) + " now" + first_difference(manifest.cells, grid.cells) +
+                       "): the recipe changed since. Use another folder (--set out=DIR).");
+    }
+    if (manifest.recipe != grid.path || manifest.cells != grid.cells || manifest.sets != sets) {
       throw UsageError(out + " already holds a batch of " + manifest.recipe + " with " + listed(manifest.sets) + " (" +
-                       integer_text(manifest.cells.size()) + " tasks); this one is " + grid.recipe + " with " +
+                       integer_text(manifest.cells.size()) + " tasks); this one is " + grid.path + " with " +
                        listed(sets) + " (" + integer_text(grid.cells.size()) +
                        " tasks). Use another folder (--set out=DIR) or the same recipe and settings.");
     }
   } else {
-    manifest.recipe = grid.recipe;
+    manifest.recipe = grid.path;
     manifest.name = grid.name;
     manifest.description = grid.description;
     manifest.sets = sets;

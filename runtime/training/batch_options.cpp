@@ -1,10 +1,13 @@
 #include "runtime/training/batch_options.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <utility>
 #include <utility>
 
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
+#include "runtime/core/warning.h"
 #include "runtime/core/number_text.h"
 
 namespace lmkit::training {
@@ -13,12 +16,12 @@ namespace {
 using config::Range;
 
 // The options that only one backend reads: given for the other they would do nothing.
-const std::vector<std::string> kSlurmOnly = {"partition", "account", "time", "cpus_per_task", "gpus_per_task",
-                                             "requeue", "signal_lead", "sbatch_args", "wait", "wait_timeout"};
+const std::vector<std::string> kSlurmOnly = {"partition", "account",     "time", "cpus_per_task", "gpus_per_task", "requeue",
+                                             "signal_lead", "sbatch_args", "wait", "wait_timeout",  "poll_seconds"};
 const std::vector<std::string> kLocalOnly = {"tasks_per_gpu", "gpus", "threads"};
 
 std::string flag(const std::string& name) {
-  std::string text = "--" + name;
+  std::string text = "--" + (name == "sbatch_args" ? std::string("sbatch_arg") : name);
   std::replace(text.begin(), text.end(), '_', '-');
   return text;
 }
@@ -36,7 +39,7 @@ const config::BoundOptions<BatchOptions>& declared_options(config::Tag<BatchOpti
           {"jobs", &B::jobs, Range::at_least(1), "at most this many tasks at once (local: default 1, or one per GPU; slurm: the array's %limit)"},
           {"tasks_per_gpu", &B::tasks_per_gpu, Range::at_least(1), "local: this many tasks at once on each GPU (a small model leaves a GPU mostly idle)"},
           {"gpus", &B::gpus, Range::at_least(0), "local: the GPUs to share among the tasks (default: the CUDA devices this process sees)"},
-          {"threads", &B::threads, Range::at_least(1), "local: CPU threads per task (default: cores / tasks at once)"},
+          {"threads", &B::threads, Range{1.0, 1024.0, false, false}, "local: CPU threads per task (default: cores / tasks at once)"},
           {"partition", &B::partition, "slurm: the partition"},
           {"account", &B::account, "slurm: the account"},
           {"time", &B::time, "slurm: the time limit per task, e.g. 04:00:00"},
@@ -47,7 +50,7 @@ const config::BoundOptions<BatchOptions>& declared_options(config::Tag<BatchOpti
           {"sbatch_args", &B::sbatch_args, "slurm: extra #SBATCH lines, e.g. --mem=32G"},
           {"wait", &B::wait, "slurm: wait until every submitted task has ended, showing progress"},
           {"wait_timeout", &B::wait_timeout, Range::positive(), "slurm: with wait, give up waiting after this many seconds"},
-          {"poll_seconds", &B::poll_seconds, Range::positive(), "slurm: with wait, seconds between looks at the queue"},
+          {"poll_seconds", &B::poll_seconds, Range::at_least(0.1), "slurm: with wait, seconds between looks at the queue (squeue asks the cluster's controller)"},
           {"dry_run", &B::dry_run, "show what would run or be submitted; change nothing but the manifest"},
       },
       &B::given);
@@ -55,7 +58,24 @@ const config::BoundOptions<BatchOptions>& declared_options(config::Tag<BatchOpti
 }
 
 BatchOptions completed_batch_options(BatchOptions options) {
-  if (!options.gpus) options.gpus = cuda_device_count();
+  check_batch_options(options);
+  const std::int64_t seen = cuda_device_count();
+  if (!options.gpus) {
+    options.gpus = seen;
+  } else if (options.backend == "local" && *options.gpus > seen) {
+    // More GPUs than this process sees: a scheduler's CUDA_VISIBLE_DEVICES is a hard limit; without
+    // one the tasks get devices 0..gpus-1 all the same (a machine whose GPUs this build cannot see).
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    const std::string seen_text = integer_text(seen) + " CUDA device" + (seen == 1 ? "" : "s");
+    if (visible != nullptr) {
+      throw UsageError("--gpus " + integer_text(*options.gpus) + ", but CUDA_VISIBLE_DEVICES=" + visible + " gives this process " +
+                       seen_text + "; give at most " + integer_text(seen));
+    }
+    static bool warned = false;  // once per process: the command line and the run check the same options
+    if (!std::exchange(warned, true)) warn("lmkit batch: --gpus " + integer_text(*options.gpus) + " but this process sees " + seen_text +
+         " (`lmkit --version` says why); the tasks get CUDA_VISIBLE_DEVICES 0 to " + integer_text(*options.gpus - 1) +
+         " all the same");
+  }
   check_batch_options(options);
   return options;
 }
@@ -65,9 +85,9 @@ void check_batch_options(const BatchOptions& o) {
   for (const auto& name : local ? kSlurmOnly : kLocalOnly) {
     if (o.given.count(name) == 0) continue;
     if (local) {
-      throw UsageError("" + flag(name) + " is the Slurm backend's; add --backend slurm, or leave it out");
+      throw UsageError(flag(name) + " is the Slurm backend's; add --backend slurm, or leave it out");
     }
-    throw UsageError("" + flag(name) + " is the local backend's" +
+    throw UsageError(flag(name) + " is the local backend's" +
                      (name == "tasks_per_gpu" ? "; on Slurm, tasks share a GPU through the cluster's GPU sharing "
                                                 "(e.g. --sbatch-arg=--gres=shard:1, docs/cluster.md \"Sharing a GPU\")"
                       : name == "threads"     ? "; on Slurm a task's threads are its --cpus-per-task"
@@ -81,15 +101,43 @@ void check_batch_options(const BatchOptions& o) {
     throw UsageError("--tasks-per-gpu shares GPUs among tasks, but this process sees no CUDA device "
                      "(`lmkit --version` says why); --jobs N runs N tasks at once on the CPU");
   }
-  if (o.wait_timeout && !o.wait) throw UsageError("--wait-timeout needs --wait");
+  if ((o.wait_timeout || o.given.count("poll_seconds")) && !o.wait) {
+    throw UsageError(std::string(o.wait_timeout ? "--wait-timeout" : "--poll-seconds") + " needs --wait");
+  }
+  // Each is a line of the job script: a line break in one would add lines of its own there.
+  std::vector<std::pair<std::string, std::string>> script_lines = {
+      {"partition", o.partition.value_or("")}, {"account", o.account.value_or("")}, {"time", o.time.value_or("")}};
+  for (const auto& extra : o.sbatch_args) script_lines.emplace_back("sbatch_args", extra);
+  for (const auto& [name, value] : script_lines) {
+    if (value.find_first_of("\n\r") != std::string::npos) {
+      throw UsageError(flag(name) + " '" + value + "' holds a line break: it becomes a line of the job script; give one line");
+    }
+  }
+  for (const auto& [name, value] : {std::pair{"partition", o.partition}, {"account", o.account}, {"time", o.time}}) {
+    if (value && value->find_first_not_of(" \t") == std::string::npos) {
+      throw UsageError(flag(name) + " is empty: give a value, or leave the option out for Slurm's default");
+    }
+  }
+  const auto trimmed = [](const std::string& text) {
+    const auto first = text.find_first_not_of(" \t");
+    const auto last = text.find_last_not_of(" \t");
+    return first == std::string::npos ? std::string() : text.substr(first, last - first + 1);
+  };
+  bool out_given = false;
   for (const auto& s : o.sets) {
     const auto equals = s.find('=');
     if (equals == std::string::npos || equals == 0) {
       throw UsageError("--set " + s + " is not KEY=VALUE");
     }
-    const std::string key = s.substr(0, equals);
-    if (key == "task" || key == "report_only") {
-      throw UsageError("--set " + s + " is the batch's own (each task gets its task=i); leave it out");
+    const std::string key = trimmed(s.substr(0, equals));  // as the recipe reads it
+    if (key == "task") throw UsageError("--set " + s + " is the batch's own (each task gets its task=i); leave it out");
+    if (key == "report_only") {
+      throw UsageError("--set " + s + " is the batch's own (`lmkit report DIR` renders the report); leave it out");
+    }
+    if (key == "out") {
+      if (out_given) throw UsageError("--set out= is given twice: the batch has one folder");
+      if (trimmed(s.substr(equals + 1)).empty()) throw UsageError("--set out= is empty: give the batch's folder");
+      out_given = true;
     }
     if (key == "dry_run") {
       throw UsageError("--set dry_run is lmkit run's; lmkit batch --dry-run shows what would run");
@@ -101,7 +149,7 @@ const config::BoundOptions<BatchGrid>& declared_options(config::Tag<BatchGrid>) 
   using G = BatchGrid;
   static const config::BoundOptions<BatchGrid> options(
       "batch grid", {
-                        config::BoundOption<G>{"recipe", &G::recipe, "the recipe's absolute path"}.required(),
+                        config::BoundOption<G>{"path", &G::path, "the recipe's absolute path"}.required(),
                         {"name", &G::name, "the recipe's name"},
                         {"description", &G::description, "what the recipe reproduces"},
                         config::BoundOption<G>{"out", &G::out, "the recipe's output folder: the batch folder"}.required(),

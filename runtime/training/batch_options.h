@@ -40,7 +40,7 @@ BatchOptions completed_batch_options(BatchOptions options);
 
 // The recipe's grid as the batch's tasks, as the recipe (Lua) computed it.
 struct BatchGrid {
-  std::string recipe;       // the recipe's absolute path
+  std::string path;         // the recipe's absolute path
   std::string name, description;
   std::string out;          // the recipe's output folder, which is the batch folder
   std::vector<std::string> cells;  // the cells' ids, task i = cells[i - 1]

@@ -71,8 +71,8 @@ std::string sbatch_script(const BatchManifest& manifest, const BatchOptions& o) 
   std::string text = "#!/bin/bash\n# lmkit batch: recipe " + manifest.name +
                      ", one Slurm array task per recipe task (array index = task).\n"
                      "# Written by `lmkit batch --backend slurm`; it submits this file with --array=<the tasks to run>.\n"
-                     "#SBATCH --job-name=lmkit-" + manifest.name + "\n#SBATCH --output=" + BatchPaths(manifest.out).logs +
-                     "/task-%a.log\n#SBATCH --open-mode=append\n#SBATCH --ntasks=1\n";
+                     "#SBATCH --job-name=\"lmkit-" + manifest.name + "\"\n#SBATCH --output=\"" + BatchPaths(manifest.out).logs +
+                     "/task-%a.log\"\n#SBATCH --open-mode=append\n#SBATCH --ntasks=1\n";
   const auto option = [&](const char* name, const std::string& value) {
     if (!value.empty()) text += "#SBATCH --" + std::string(name) + "=" + value + "\n";
   };
@@ -88,8 +88,9 @@ std::string sbatch_script(const BatchManifest& manifest, const BatchOptions& o) 
   std::string command = shell_quote(manifest.lmkit);
   for (const auto& a : task_arguments(manifest, std::nullopt, std::nullopt)) command += " " + shell_quote(a);
   std::string body = kTaskBody;
-  replace_all(body, "COMMAND", command);
+  // REQUEUE first: the command's own text (a path, a --set value) may hold that word.
   replace_all(body, "REQUEUE", o.requeue ? "true" : "false");
+  replace_all(body, "COMMAND", command);
   return text + body;
 }
 

@@ -19,13 +19,16 @@ namespace {
 using nlohmann::json;
 
 // A JSON object from `path`: null when the file is missing; `damaged` says why when it is there but
-// is no JSON object (edited by hand, cut short).
+// is no JSON object (edited by hand, cut short). EnvironmentError when it cannot be read.
 json read_object(const std::string& path, std::string* damaged) {
   if (!path_exists(path)) return nullptr;
+  // A file that cannot be read (permissions) is an error naming it: never "damaged", which the next
+  // batch would overwrite by running the task again.
+  const auto text = read_file(path);
   try {
-    auto value = config::parse_json_text(read_file(path));
+    auto value = config::parse_json_text(text);
     if (value.is_object()) return value;
-  } catch (const std::exception&) {
+  } catch (const config::JsonTextError&) {
   }
   if (damaged != nullptr) *damaged = "not a JSON object";
   return nullptr;

@@ -144,10 +144,14 @@ PoolResult run_process_pool(const std::vector<ProcessSpec>& specs, const PoolOpt
   std::size_t next = 0;
   PreemptionGuard guard;  // SIGTERM/SIGUSR1 set a flag instead of killing the pool
   clear_preemption();
+  // Ctrl-C stops the pool as an exception does: the running children get SIGTERM (they save their
+  // state) and are waited for, then Interrupted goes on to the caller.
+  InterruptibleScope interruptible;
   const auto poll = std::chrono::duration<double>(options.poll_seconds);
 
   try {
     while (next < specs.size() || !running.empty()) {
+      interruptible.poll("the process pool");
       if (const int signal = preemption_signal(); signal != 0 && result.forwarded_signal == 0) {
         result.forwarded_signal = signal;
         signal_all(running, signal);

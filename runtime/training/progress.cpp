@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/core/terminal_text.h"
+
 namespace lmkit::training {
 
 Progress::Mode Progress::detect_mode() {
@@ -39,14 +41,30 @@ void Progress::update(std::int64_t done, double ppl, double lr, double tokens_pe
   const double fraction = total_ > 0 ? std::min(1.0, static_cast<double>(done) / static_cast<double>(total_)) : 0.0;
   const double elapsed = std::chrono::duration<double>(now - started_).count();
   const double eta = fraction > 0 ? elapsed * (1 - fraction) / fraction : -1;
-  constexpr int kWidth = 28;
-  const int filled = static_cast<int>(fraction * kWidth);
-  std::string bar(static_cast<std::size_t>(filled), '#');
-  bar.append(static_cast<std::size_t>(kWidth - filled), '.');
-  std::cout << fmt::format("\r{} {:>3} [{}] {:3.0f}%  ppl {:8.2f}  lr {:.3g}  {:.0f} tok/s  ETA {}\x1b[K", label_,
-                           epoch_, bar, 100 * fraction, ppl, lr, tokens_per_s, format_duration(eta))
-            << std::flush;
+  std::cout << "\r"
+            << progress_bar_line(label_, epoch_, fraction, ppl, lr, tokens_per_s, eta, terminal_columns(STDOUT_FILENO))
+            << "\x1b[K" << std::flush;
   bar_visible_ = true;
+}
+
+std::string progress_bar_line(const std::string& label, std::int64_t epoch, double fraction, double ppl, double lr,
+                              double tokens_per_s, double eta_seconds, std::size_t width) {
+  const auto head = fmt::format("{} {:>3} ", label, epoch);
+  const auto tail = fmt::format("{:3.0f}%  ppl {:8.2f}  lr {:.3g}  {:.0f} tok/s  ETA {}", 100 * fraction, ppl, lr,
+                                tokens_per_s, format_duration(eta_seconds));
+  constexpr std::size_t kWidest = 28, kNarrowest = 8;
+  std::size_t bar_width = kWidest;
+  if (width > 0) {
+    const auto rest = display_width(head) + display_width(tail) + 4;  // "[", "] " and the last column
+    bar_width = width > rest + kNarrowest ? std::min(kWidest, width - rest) : 0;
+  }
+  std::string line = head;
+  if (bar_width > 0) {
+    const auto filled = static_cast<std::size_t>(fraction * static_cast<double>(bar_width));
+    line += "[" + std::string(filled, '#') + std::string(bar_width - filled, '.') + "] ";
+  }
+  if (width == 0) return line + tail;
+  return width > 1 ? fit_to_width(line + tail, width - 1) : std::string();
 }
 
 void Progress::clear_bar() {

@@ -12,6 +12,11 @@
 
 namespace lmkit::training {
 
+// The bar's line for a terminal `width` columns wide (0: no limit): the bar narrows, then goes, so
+// that the line never reaches the last column (a wrapped line would leave a copy per redraw).
+std::string progress_bar_line(const std::string& label, std::int64_t epoch, double fraction, double ppl, double lr,
+                              double tokens_per_s, double eta_seconds, std::size_t width);
+
 class Progress {
  public:
   enum class Mode { kBar, kLines, kOff };

@@ -30,4 +30,10 @@ std::string shell_quote(const std::string& text) {
   return quoted + "'";
 }
 
+std::string shell_word(const std::string& text) {
+  const bool plain = !text.empty() && text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                             "0123456789_./=:,+@%^-") == std::string::npos;
+  return plain ? text : shell_quote(text);
+}
+
 }  // namespace lmkit::training

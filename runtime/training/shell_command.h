@@ -17,5 +17,8 @@ std::optional<ShellOutput> run_shell(const std::string& command);
 bool have_command(const std::string& name);
 // 'text' with every ' escaped, for a shell command line.
 std::string shell_quote(const std::string& text);
+// `text` as one word of a command line a person may paste: as it is when it holds only characters
+// the shell takes literally, else shell_quote'd.
+std::string shell_word(const std::string& text);
 
 }  // namespace lmkit::training

@@ -243,12 +243,22 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
       throw UsageError("run directory '" + s.store.dir().string() + "' holds a diverged run; read it with "
                        "lmkit.open_run(dir), or use another run_dir to train again (init_from = its best model)");
     }
-    s.load_state();
+    std::string continuing;
     if (status == "finished") {
       // A finished run trains on when it is given more to do: its history and best model go on.
-      if (!s.has_more_epochs()) throw UsageError(s.finished_run_message());
-      s.log("Continuing the finished run " + s.store.dir().string() + ": " + s.more_epochs_text());
+      const auto at = s.stored_position();
+      if (!s.has_more_epochs(at)) throw UsageError(s.finished_run_message(at));
+      continuing = s.more_epochs_text(at);
     }
+    s.load_state();
+    // The main stage's length is fixed once finetuning has begun from its best model.
+    const auto stored_epochs = stored.at("train").value("epochs", s.options.epochs);
+    if (s.stage == "finetune" && s.options.epochs != stored_epochs) {
+      throw UsageError("run directory '" + s.store.dir().string() + "' has begun its finetune stage after " +
+                       integer_text(stored_epochs) + " epochs: epochs cannot change now (give finetune_epochs, or "
+                       "start a new run from its best model with init_from)");
+    }
+    if (!continuing.empty()) s.log("Continuing the finished run " + s.store.dir().string() + ": " + continuing);
     s.resumed = true;
     s.store.write_json("config.json", s.config);  // epochs etc. may have changed
     s.log(fmt::format("Resuming {} from {} epoch {}, step {}", s.store.dir().string(), s.stage, s.epoch + 1, s.step));

@@ -336,33 +336,48 @@ void Trainer::State::start_from(const std::string& source) {
   save_state();
 }
 
-bool Trainer::State::has_more_epochs() const {
-  if (stage == "train" && epoch < options.epochs) return true;
-  if (options.finetune_epochs == 0 || !has_best()) return false;
-  return stage == "train" || (!finetune_done && epoch < options.finetune_epochs);
+Trainer::State::StoredPosition Trainer::State::stored_position() const {
+  const auto path = store.path("state.ckpt");
+  const auto header = decode_container(read_file(path, "resume state"), path).header;
+  StoredPosition at;
+  reading_container("resume state '" + path + "'", [&] {
+    const auto& state = header.at("state");
+    at.stage = state.at("stage").get<std::string>();
+    at.epoch = state.at("epoch").get<std::int64_t>();
+    at.best_epoch = state.value("best_epoch", std::int64_t{0});
+    at.finetune_done = state.value("finetune_done", false);
+  });
+  return at;
 }
 
-std::string Trainer::State::more_epochs_text() const {
-  if (stage == "train" && epoch < options.epochs) {
-    return "epochs " + integer_text(epoch) + " → " + integer_text(options.epochs) +
+bool Trainer::State::has_more_epochs(const StoredPosition& at) const {
+  if (at.stage == "train" && at.epoch < options.epochs) return true;
+  if (options.finetune_epochs == 0 || !(at.best_epoch > 0 || options.init_from)) return false;
+  return at.stage == "train" || (!at.finetune_done && at.epoch < options.finetune_epochs);
+}
+
+std::string Trainer::State::more_epochs_text(const StoredPosition& at) const {
+  if (at.stage == "train" && at.epoch < options.epochs) {
+    return "epochs " + integer_text(at.epoch) + " → " + integer_text(options.epochs) +
            (options.finetune_epochs > 0 ? ", then up to " + integer_text(options.finetune_epochs) + " finetune epochs" : "");
   }
-  return "finetune epochs " + integer_text(stage == "finetune" ? epoch : 0) + " → " + integer_text(options.finetune_epochs);
+  return "finetune epochs " + integer_text(at.stage == "finetune" ? at.epoch : 0) + " → " +
+         integer_text(options.finetune_epochs);
 }
 
-std::string Trainer::State::finished_run_message() const {
+std::string Trainer::State::finished_run_message(const StoredPosition& at) const {
   const auto dir = store.dir().string();
-  const bool finetuned = stage == "finetune";
+  const bool finetuned = at.stage == "finetune";
   std::string text = "run directory '" + dir + "' holds a finished run (" +
-                     (finetuned ? "its finetune stage " + std::string(finetune_done ? "ended by the non-monotone criterion"
-                                                                                      : "ran " + integer_text(epoch) + " epochs")
-                                : integer_text(epoch) + " epochs") +
+                     (finetuned ? "its finetune stage " + std::string(at.finetune_done ? "ended by the non-monotone criterion"
+                                                                                         : "ran " + integer_text(at.epoch) + " epochs")
+                                : integer_text(at.epoch) + " epochs") +
                      "). To train it further, ";
   if (!finetuned) {
-    text += "continue it with more epochs (lmkit.resume(dir, {epochs = " + integer_text(epoch + 1) +
+    text += "continue it with more epochs (lmkit.resume(dir, {epochs = " + integer_text(at.epoch + 1) +
             " or more}); in a recipe --set epochs=...) or a finetune stage (finetune_epochs = N); or ";
-  } else if (!finetune_done) {
-    text += "give it more finetune epochs (finetune_epochs = " + integer_text(epoch + 1) + " or more); or ";
+  } else if (!at.finetune_done) {
+    text += "give it more finetune epochs (finetune_epochs = " + integer_text(at.epoch + 1) + " or more); or ";
   }
   return text + "start a new run from its best model (lmkit.train{init_from = '" + dir +
          "', run_dir = another, ...}). lmkit.open_run(dir) reads it as it is.";

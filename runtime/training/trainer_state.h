@@ -198,14 +198,22 @@ struct Trainer::State : RunPosition, LossTotals, BestModel, AveragingState, Fine
   // the model, checked against its structure, then validated as the run's first best model (epoch 0).
   void start_from(const std::string& source);
 
-  // Whether the run's options leave epochs to train where it stands (after load_state): more main
-  // epochs before its finetune stage began, or finetune epochs while that stage has not ended.
-  bool has_more_epochs() const;
+  // Where a stored run stands, read from state.ckpt's header alone: nothing of it is restored (a
+  // finished run that is refused leaves the caller's model and generators as they were).
+  struct StoredPosition {
+    std::string stage;
+    std::int64_t epoch = 0, best_epoch = 0;
+    bool finetune_done = false;
+  };
+  StoredPosition stored_position() const;
+  // Whether the run's options leave epochs to train from `at`: more main epochs before its finetune
+  // stage began, or finetune epochs while that stage has not ended.
+  bool has_more_epochs(const StoredPosition& at) const;
   // "epochs 3 → 5", "finetune epochs 0 → 4": what continuing a finished run trains.
-  std::string more_epochs_text() const;
+  std::string more_epochs_text(const StoredPosition& at) const;
   // Why a finished run has nothing left to train, and the ways to train on (more epochs, finetune,
   // a new run from its best model).
-  std::string finished_run_message() const;
+  std::string finished_run_message(const StoredPosition& at) const;
 
   // Validation, checkpoints, switch and metrics after an epoch of the main stage; false when the
   // validation loss diverged (nothing of this epoch is saved then).

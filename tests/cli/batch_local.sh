@@ -87,6 +87,19 @@ wait $batch_pid
 status=$?
 [ $status = 75 ] || fail "a batch stopped by SIGTERM should exit 75, got $status"
 grep -q "2 preempted" "$work/train1.txt" || fail "both tasks should be preempted"
+# 4b. Ctrl-C (SIGINT to the batch alone): the pool stops its tasks the same way, exit 130.
+"$lmkit" batch "$here/train_recipe.lua" --jobs 2 --threads 1 --set out="$work/train" --set step_delay=0.01 >"$work/train_int.txt" 2>&1 &
+batch_pid=$!
+for _ in $(seq 1 600); do
+  grep -q "start  task 2" "$work/train_int.txt" && break
+  sleep 0.1
+done
+sleep 1
+kill -INT $batch_pid
+wait $batch_pid
+status=$?
+[ $status = 130 ] || fail "a batch stopped by Ctrl-C should exit 130, got $status"
+grep -q "the running tasks saved their state" "$work/train_int.txt" || fail "Ctrl-C should say the tasks saved their state"
 "$lmkit" batch "$here/train_recipe.lua" --jobs 2 --threads 1 --set out="$work/train" --set step_delay=0.01 >"$work/train2.txt" 2>&1 ||
   fail "resuming the batch failed"
 grep -q "Resuming" "$work/train/batch/logs/task-1.log" || fail "task 1 did not resume from its state"

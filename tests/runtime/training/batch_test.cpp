@@ -56,6 +56,16 @@ TEST(BatchOptionsTest, OptionsThatDoNotGoTogetherAreRefusedSayingWhy) {
   EXPECT_TRUE(contains(refusal({{"recipe", "r"}, {"sets", {"report_only=true"}}}), "is the batch's own"));
   EXPECT_TRUE(contains(refusal({{"recipe", "r"}, {"sets", {"dry_run=true"}}}), "lmkit batch --dry-run"));
   EXPECT_TRUE(contains(refusal({{"recipe", "r"}, {"sets", {"scale"}}}), "is not KEY=VALUE"));
+  EXPECT_TRUE(contains(refusal({{"recipe", "r"}, {"sets", {" dry_run=true"}}}), "lmkit batch --dry-run"))
+      << "the key as the recipe reads it, spaces trimmed";
+  EXPECT_TRUE(contains(refusal({{"recipe", "r"}, {"sets", {"out=a", "out=b"}}}), "out= is given twice"));
+  EXPECT_TRUE(contains(refusal({{"recipe", "r"}, {"sets", {"out= "}}}), "out= is empty"));
+  EXPECT_TRUE(contains(refusal({{"recipe", "r"}, {"backend", "slurm"}, {"partition", "gpu\necho x"}}), "holds a line break"));
+  EXPECT_TRUE(contains(refusal({{"recipe", "r"}, {"backend", "slurm"}, {"sbatch_args", {"--mem=1G\nrm"}}}),
+                       "--sbatch-arg '--mem=1G"));
+  EXPECT_TRUE(contains(refusal({{"recipe", "r"}, {"backend", "slurm"}, {"time", ""}}), "--time is empty"));
+  EXPECT_TRUE(contains(refusal({{"recipe", "r"}, {"sbatch_args", {"--mem=1G"}}}), "--sbatch-arg is the Slurm backend's"));
+  EXPECT_TRUE(contains(failure([] { options_of({{"recipe", "r"}, {"threads", 2000}}); }), "option 'threads' must be in"));
 }
 
 TEST(BatchSlurmTest, IndexRangesWriteSlurmsArraySyntax) {
@@ -89,7 +99,7 @@ class BatchFolderTest : public lmkit::testing::TemporaryFolderTest {
   void SetUp() override {
     TemporaryFolderTest::SetUp();
     out_ = root_.string();
-    grid_.recipe = "/recipes/grid.lua";
+    grid_.path = "/recipes/grid.lua";
     grid_.name = "grid";
     grid_.out = out_;
     grid_.cells = {"x=1", "x=2", "x=3"};
@@ -135,6 +145,10 @@ TEST_F(BatchFolderTest, AnotherRecipeOrOtherSettingsInTheFolderAreRefusedNamingB
   EXPECT_TRUE(contains(other, "already holds a batch of /recipes/grid.lua with scale=tiny")) << other;
   EXPECT_TRUE(contains(other, "this one is /recipes/grid.lua with scale=paper")) << other;
   EXPECT_EQ(failure([&] { reconcile_batch_manifest(grid_, out_, {"scale=tiny"}, "slurm"); }), "(no error)");
+  auto changed = grid_;
+  changed.cells[1] = "x=9";
+  const auto cells = failure([&] { reconcile_batch_manifest(changed, out_, {"scale=tiny"}, "local"); });
+  EXPECT_TRUE(contains(cells, "whose cells differ from the grid's now (3 there, 3 now; task 2 is x=2 there, x=9 now)")) << cells;
 }
 
 TEST_F(BatchFolderTest, ADamagedOrEditedManifestIsNamedWithTheWayOut) {
@@ -145,6 +159,10 @@ TEST_F(BatchFolderTest, ADamagedOrEditedManifestIsNamedWithTheWayOut) {
   EXPECT_TRUE(contains(failure([&] { read_batch_manifest(out_); }), "'tasks' is not a non-empty list"));
   write(BatchPaths(out_).manifest, R"({"recipe": "r.lua", "sets": [], "tasks": [{"id": "../../etc"}]})");
   EXPECT_TRUE(contains(failure([&] { read_batch_manifest(out_); }), "'tasks'[1] has no cell id that names a folder"));
+  write(BatchPaths(out_).manifest, R"({"recipe": "r.lua", "sets": [" task=1"], "tasks": [{"id": "a"}]})");
+  EXPECT_TRUE(contains(failure([&] { read_batch_manifest(out_); }), "'sets'[1] sets 'task', which the batch sets itself"));
+  write(BatchPaths(out_).manifest, R"({"format": 2, "recipe": "r.lua", "sets": [], "tasks": [{"id": "a"}]})");
+  EXPECT_TRUE(contains(failure([&] { read_batch_manifest(out_); }), "'format' is 2"));
   write(BatchPaths(out_).manifest, R"({"recipe": "r.lua", "sets": [], "tasks": [{"id": "a"}], "slurm_jobs": [{"tasks": 3}]})");
   EXPECT_TRUE(contains(failure([&] { read_batch_manifest(out_); }), "'slurm_jobs'[1] is not a submission"));
   EXPECT_TRUE(is_safe_cell_id("gss/k=2"));
@@ -221,10 +239,13 @@ TEST_F(BatchFolderTest, TheJobScriptCarriesTheOptionsAndTheQuotedCommand) {
   }
   EXPECT_TRUE(contains(script, "'/opt/lm kit/lmkit' 'run' '/recipes/grid.lua' '--set' 'scale=tiny' '--set' 'out=" + out_ +
                                    "' --threads"));
+  EXPECT_TRUE(contains(script, "#SBATCH --output=\"" + out_ + "/batch/logs/task-%a.log\"\n"));
   EXPECT_TRUE(contains(script, "  if true; then")) << "requeue on";
   EXPECT_FALSE(contains(script, "#SBATCH --account"));
   o.requeue = false;
   EXPECT_TRUE(contains(sbatch_script(m, o), "  if false; then"));
+  m.sets = {"tag=REQUEUE"};
+  EXPECT_TRUE(contains(sbatch_script(m, o), "'tag=REQUEUE'")) << "the placeholder is filled before the command goes in";
 }
 
 }  // namespace
