@@ -47,7 +47,7 @@ T.test("a task runs one cell; report_only marks the missing ones", function()
   T.eq(runs.b, 1)
   T.eq(r:main{out = root .. "/b", report_only = true}, {"missing", 12, "missing"})
   T.eq(runs.b, 1)
-  T.raises(function() r:main{out = root .. "/b", task = 4} end, "task 4 is outside 1..3")
+  T.raises(function() r:main{out = root .. "/b", task = 4} end, "--set task=4 is not a task: give one of 1..3")
 end)
 
 T.test("cell ids are readable and stable", function()
