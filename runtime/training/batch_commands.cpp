@@ -10,6 +10,7 @@
 #include <iostream>
 #include <memory>
 
+#include "runtime/config/cli_settings.h"
 #include "runtime/core/error.h"
 #include "runtime/core/file_lock.h"
 #include "runtime/core/folders.h"
@@ -30,7 +31,7 @@ namespace {
 std::vector<std::string> task_settings(const std::vector<std::string>& sets) {
   std::vector<std::string> kept;
   for (const auto& s : sets) {
-    if (s.rfind("out=", 0) != 0) kept.push_back(s);
+    if (config::parse_setting(s).key != "out") kept.push_back(s);
   }
   return kept;
 }
@@ -118,7 +119,7 @@ int run_batch(const BatchGrid& grid, const BatchOptions& given) {
   try {
     lock = std::make_unique<FileLock>(paths.batch, "lmkit batch " + grid.path);
   } catch (const UsageError& e) {
-    throw UsageError(std::string("") + e.what() + "\n`lmkit status " + folder +
+    throw UsageError(std::string(e.what()) + "\n`lmkit status " + folder +
                      "` follows the batch that holds it.");
   }
   return run_locked(grid, folder, o, std::cout);

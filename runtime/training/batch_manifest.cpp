@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/config/cli_settings.h"
 #include "runtime/config/json_text.h"
 #include "runtime/core/atomic_file.h"
 #include "runtime/core/error.h"
@@ -28,10 +29,12 @@ std::string manifest_problem(const json& m) {
   if (!m.contains("sets") || !m["sets"].is_array()) return "'sets' is not a list";
   for (std::size_t i = 0; i < m["sets"].size(); ++i) {
     const auto& s = m["sets"][i];
-    if (!s.is_string() || s.get<std::string>().find('=') == std::string::npos) return nth("sets", i) + " is not a KEY=VALUE string";
-    auto key = s.get<std::string>().substr(0, s.get<std::string>().find('='));
-    key.erase(0, key.find_first_not_of(" \t"));
-    key.erase(key.find_last_not_of(" \t") + 1);
+    std::string key;
+    try {
+      key = s.is_string() ? config::parse_setting(s.get<std::string>()).key : std::string();
+    } catch (const ConfigError&) {
+    }
+    if (key.empty()) return nth("sets", i) + " is not a KEY=VALUE string";
     if (key == "task" || key == "report_only" || key == "dry_run" || key == "out") {
       return nth("sets", i) + " sets '" + key + "', which the batch sets itself";
     }

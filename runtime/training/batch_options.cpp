@@ -5,6 +5,7 @@
 #include <utility>
 #include <utility>
 
+#include "runtime/config/cli_settings.h"
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
 #include "runtime/core/warning.h"
@@ -118,28 +119,19 @@ void check_batch_options(const BatchOptions& o) {
       throw UsageError(flag(name) + " is empty: give a value, or leave the option out for Slurm's default");
     }
   }
-  const auto trimmed = [](const std::string& text) {
-    const auto first = text.find_first_not_of(" \t");
-    const auto last = text.find_last_not_of(" \t");
-    return first == std::string::npos ? std::string() : text.substr(first, last - first + 1);
-  };
   bool out_given = false;
   for (const auto& s : o.sets) {
-    const auto equals = s.find('=');
-    if (equals == std::string::npos || equals == 0) {
-      throw UsageError("--set " + s + " is not KEY=VALUE");
-    }
-    const std::string key = trimmed(s.substr(0, equals));  // as the recipe reads it
-    if (key == "task") throw UsageError("--set " + s + " is the batch's own (each task gets its task=i); leave it out");
-    if (key == "report_only") {
+    const auto setting = config::parse_setting(s);  // the key as the recipe reads it (trimmed, checked)
+    if (setting.key == "task") throw UsageError("--set " + s + " is the batch's own (each task gets its task=i); leave it out");
+    if (setting.key == "report_only") {
       throw UsageError("--set " + s + " is the batch's own (`lmkit report DIR` renders the report); leave it out");
     }
-    if (key == "out") {
+    if (setting.key == "out") {
       if (out_given) throw UsageError("--set out= is given twice: the batch has one folder");
-      if (trimmed(s.substr(equals + 1)).empty()) throw UsageError("--set out= is empty: give the batch's folder");
+      if (setting.text.find_first_not_of(" \t") == std::string::npos) throw UsageError("--set out= is empty: give the batch's folder");
       out_given = true;
     }
-    if (key == "dry_run") {
+    if (setting.key == "dry_run") {
       throw UsageError("--set dry_run is lmkit run's; lmkit batch --dry-run shows what would run");
     }
   }

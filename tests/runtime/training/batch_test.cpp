@@ -55,7 +55,8 @@ TEST(BatchOptionsTest, OptionsThatDoNotGoTogetherAreRefusedSayingWhy) {
   EXPECT_TRUE(contains(refusal({{"recipe", "r"}, {"sets", {"task=2"}}}), "is the batch's own"));
   EXPECT_TRUE(contains(refusal({{"recipe", "r"}, {"sets", {"report_only=true"}}}), "is the batch's own"));
   EXPECT_TRUE(contains(refusal({{"recipe", "r"}, {"sets", {"dry_run=true"}}}), "lmkit batch --dry-run"));
-  EXPECT_TRUE(contains(refusal({{"recipe", "r"}, {"sets", {"scale"}}}), "is not KEY=VALUE"));
+  EXPECT_TRUE(contains(refusal({{"recipe", "r"}, {"sets", {"scale"}}}), "--set scale: expected key=value"));
+  EXPECT_TRUE(contains(refusal({{"recipe", "r"}, {"sets", {"=5"}}}), "malformed key"));
   EXPECT_TRUE(contains(refusal({{"recipe", "r"}, {"sets", {" dry_run=true"}}}), "lmkit batch --dry-run"))
       << "the key as the recipe reads it, spaces trimmed";
   EXPECT_TRUE(contains(refusal({{"recipe", "r"}, {"sets", {"out=a", "out=b"}}}), "out= is given twice"));
