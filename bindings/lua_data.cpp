@@ -5,6 +5,7 @@
 #include "bindings/entry_point.h"
 #include "runtime/data/corpus_locator.h"
 #include "runtime/data/corpus_request.h"
+#include "runtime/data/unigram.h"
 
 namespace lmkit::lua {
 namespace {
@@ -57,6 +58,7 @@ void open_data(lua_State* L, int module_index) {
      "values in token tensors (embedding rows): vocab:word(corpus.train[1]:item()) is the first word.", "lmkit.data.Vocab");
   static const std::vector<Function> corpus_methods = {
       method<&corpus_summary>("summary", "", "Name, protocol, vocabulary size, token counts and source, on one line."),
+      method<&unigram_perplexity>("unigram_perplexity", "split, smoothing", "The unigram yardstick: perplexity on `split` (nil: \"test\") of the training split's word frequencies, add-`smoothing` (nil: 0.5), no context. A model near it has learnt little beyond word frequencies."),
   };
   register_class<Corpus>(L, corpus_methods, "lmkit.data.Corpus — fields train, valid, test (int64 tensors), vocab, name, protocol, source,\n"
      "from_cache, cache_status, cache_file.", "lmkit.data.Corpus");

@@ -131,6 +131,7 @@ return recipe.define{
       t:add(line)
     end
     measure.note_rank(t, results, cfg.dataset)
+    measure.note_yardsticks(t, results)
     lineup.print_and_save(t, ctx.out, "report")
 
     -- What ET changes per head: Δ test ppl = ET − NT (the thesis: ≈ −1.00 on PTB, −0.75 on WT2).
@@ -154,7 +155,7 @@ return recipe.define{
 
     -- Fig. 4.8/4.9: train (solid) and validation (dashed) perplexity per epoch, one plot per policy.
     for _, policy in ipairs{"nt", "et"} do
-      local series, vlines, last_epoch = {}, {}, 0
+      local series, vlines, markers, last_epoch = {}, {}, {}, 0
       for _, r in ipairs(results) do
         local res = r.result
         if r.cell.switch == policy and res and res.curve and #res.curve.epoch > 0 then
@@ -167,8 +168,20 @@ return recipe.define{
           if policy == "et" and #vlines == 0 and res.switch_epoch then
             vlines[1] = {x = res.switch_epoch, label = "switch"}
           end
+          -- NT switches when validation stalls, at an epoch of each model's own (the point of
+          -- Fig. 4.8): a ring on its validation curve there, in its colour.
+          if policy == "nt" and res.switch_epoch then
+            for i, e in ipairs(res.curve.epoch) do
+              if e == res.switch_epoch then
+                markers[#markers + 1] = {x = {e}, y = {res.curve.valid_ppl[i]}, color = color, with = "points",
+                                         pointtype = 6, pointsize = 2.5,
+                                         label = #markers == 0 and "NT switch (ring)" or nil}
+              end
+            end
+          end
         end
       end
+      for _, m in ipairs(markers) do series[#series + 1] = m end
       if #series > 0 then
         local out = ("%s/curves_%s.png"):format(ctx.out, policy)
         lmkit.plot.line{out = out, series = series, vlines = vlines, xlabel = "epoch", ylabel = "perplexity",

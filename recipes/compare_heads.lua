@@ -114,6 +114,7 @@ return recipe.define{
     end
     t8:note(presets.switch_note(ctx.cfg))
     measure.note_rank(t8, results, cfg.dataset)
+    measure.note_yardsticks(t8, results)
     lineup.print_and_save(t8, ctx.out, "report")
 
     -- Table 4.9: the sampled seeds only, each head against Softmax.

@@ -20,6 +20,7 @@
 local recipe = require "lmkit.recipe"
 local presets = require "presets.awd_lstm"
 local chapter5 = require "presets.chapter5"
+local measure = require "presets.measure"
 
 -- The figures' groups: models with the same embedding size d are drawn together.
 local FIGURES = {
@@ -59,14 +60,14 @@ return recipe.define{
     local norms = E:norm(2, 2, true)
     local unit_sum = E:div(norms):sum(1):norm():item()
     local projection = lmkit.analysis.projection_2d(E)
-    return {
+    return presets.with_yardsticks({
       valid_ppl = summary.valid_ppl, test_ppl = summary.test_ppl, vocab = n, emb = d,
       spectrum = lmkit.analysis.normalized_spectrum(sv):totable(),
       cumulative = lmkit.analysis.cumulative_share(sv):totable(),
       mean_cosine = (unit_sum * unit_sum - n) / (n * (n - 1)),
       mean_row_ratio = E:mean(1):norm():item() / norms:mean():item(),
       x = projection:select(2, 1):totable(), y = projection:select(2, 2):totable(),
-    }
+    }, corpus)
   end,
 
   report = function(results, ctx)
@@ -100,6 +101,7 @@ return recipe.define{
       t:add(row)
     end
     t:note(chapter5.switch_note(results, ctx.cfg))
+    measure.note_yardsticks(t, results)
     t:print()
     for _, ext in ipairs{"md", "csv", "tex"} do t:save(ctx.out .. "/report." .. ext) end
 

@@ -43,8 +43,8 @@ return recipe.define{
     local cached = lmkit.evaluate(model, corpus.test, {batch_size = 1, bptt = 70,
                                   cache = {window = cfg.window, theta = cfg.theta, lambda = cfg.lambda}})
     local dynamic = lmkit.dynamic_evaluate(model, corpus.train, corpus.test, {lr = cfg.dynamic_lr, lamb = cfg.dynamic_lamb})
-    return {valid_ppl = summary.valid_ppl, test_ppl = plain.ppl, cache_ppl = cached.ppl, dynamic_ppl = dynamic.ppl,
-            tokens = plain.tokens}
+    return presets.with_yardsticks({valid_ppl = summary.valid_ppl, test_ppl = plain.ppl, cache_ppl = cached.ppl,
+                                    dynamic_ppl = dynamic.ppl, tokens = plain.tokens}, corpus)
   end,
 
   report = function(results, ctx)
@@ -79,6 +79,7 @@ return recipe.define{
             "ε 1e-3, bptt 5 (Krause et al.). Gain = 1 − ppl / test ppl."):format(cfg.window, cfg.theta, cfg.lambda,
             cfg.dynamic_lr, cfg.dynamic_lamb))
     t:note(chapter5.switch_note(results, cfg))
+    measure.note_yardsticks(t, results)
     measure.print_and_save(t, ctx.out, "report")
     if #categories > 0 then
       local plot_file = ctx.out .. "/evaluation.png"

@@ -32,6 +32,7 @@ local recipe = require "lmkit.recipe"
 local lineup = require "presets.lineup"
 local fair = require "presets.fair_mos"
 local presets = require "presets.awd_lstm"
+local measure = require "presets.measure"
 
 -- The rows of §5.7.2 in the thesis's order. head: the head trained; family: whose hyperparameters
 -- (the MoS code's or AWD-LSTM's); rates: "mos" (the MoS configuration's), "reduced" (the baseline's,
@@ -205,6 +206,7 @@ return recipe.define{
       seeds_table:add(line)
     end
     seeds_table:note(presets.switch_note(cfg))
+    measure.note_yardsticks(seeds_table, results)
     lineup.print_and_save(seeds_table, ctx.out, "seeds")
 
     local tests = lmkit.report.table{

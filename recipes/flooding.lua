@@ -153,6 +153,7 @@ return recipe.define{
       end
       t:note(presets.switch_note(cfg))
       measure.note_rank(t, rs, cfg.dataset)
+      measure.note_yardsticks(t, rs)
       measure.print_and_save(t, ctx.out, files[name])
       measure.rank_correlations(rs)
       print()

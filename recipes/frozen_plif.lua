@@ -16,6 +16,7 @@
 local recipe = require "lmkit.recipe"
 local presets = require "presets.awd_lstm"
 local lineup = require "presets.lineup"
+local measure = require "presets.measure"
 
 local HEADS = {"softmax", "plif", "plif_frozen"}
 
@@ -83,6 +84,7 @@ return recipe.define{
     }
     for _, h in ipairs(HEADS) do t16:add(lineup.head_row(h, all, expected, paper)) end
     t16:note(presets.switch_note(ctx.cfg))
+    measure.note_yardsticks(t16, results)
     lineup.print_and_save(t16, ctx.out, "report")
 
     local tests = PAPER_TESTS[cfg.dataset] or {}

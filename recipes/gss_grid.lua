@@ -65,8 +65,8 @@ return recipe.define{
     local model, summary, corpus = presets.train_cell{preset = p, head = presets.head(p, "gss", {c = cell.c, k = cell.k}),
                                                       dir = ctx.dir .. "/run", train = presets.train_overrides(cfg)}
     local rank, rows, cols, method = measure.rank(model, corpus, measure.contexts(cfg.max_contexts, cfg.dataset))
-    return {valid_ppl = summary.valid_ppl, test_ppl = summary.test_ppl, contexts = rows, rank = rank, vocab = cols,
-            rank_method = method}
+    return presets.with_yardsticks({valid_ppl = summary.valid_ppl, test_ppl = summary.test_ppl, contexts = rows,
+                                    rank = rank, vocab = cols, rank_method = method}, corpus)
   end,
 
   report = function(results, ctx)
@@ -90,17 +90,19 @@ return recipe.define{
         {key = "rank", label = "Rank", digits = 0, paper = paper("rank")},
       },
     }
-    local ranks, ppls = {}, {}
+    local ranks, ppls, names = {}, {}, {}
     for _, r in ipairs(results) do
       local row = {c = r.cell.c, k = r.cell.k}
       if r.result then
         row.valid_ppl, row.test_ppl, row.rank = r.result.valid_ppl, r.result.test_ppl, r.result.rank
         ranks[#ranks + 1], ppls[#ppls + 1] = r.result.rank, r.result.test_ppl
+        names[#names + 1] = ("(%g, %g)"):format(r.cell.c, r.cell.k)
       end
       t:add(row)
     end
     t:note(presets.switch_note(cfg))
     measure.note_rank(t, results, cfg.dataset)
+    measure.note_yardsticks(t, results)
     -- The correlation, and the plot, go under the table (report.md) as well as to the terminal.
     -- The paper's comparable r is over the same rows of Tables 4.4/4.5 (computed from them); the
     -- AAAI paper's Fig. 2 (0.48 PTB, 0.53 WT2) is over all grid models, named as such.
@@ -109,7 +111,7 @@ return recipe.define{
       for i = 2, #ranks do rank_varies = rank_varies or ranks[i] ~= ranks[1] end
       if rank_varies then
         local plot_file = ctx.out .. "/rank_vs_ppl.png"
-        local fit = lmkit.plot.rank_ppl{rank = ranks, ppl = ppls, out = plot_file,
+        local fit = lmkit.plot.rank_ppl{rank = ranks, ppl = ppls, out = plot_file, labels = names, label = "GSS(c, k)",
                                         title = ("GSS grid, %s"):format(data.short)}
         local paper_rows = with_paper and measure.rank_correlations(results, {"test_ppl"})[1].paper
         t:note(("Pearson r(rank, test ppl) = %.3f over %d models%s; the AAAI paper's Fig. 2 gives %s over all grid "

@@ -188,9 +188,9 @@ return recipe.define{
       batch_size = 1, dtype = "float64", max_contexts = measure.contexts(cfg.max_contexts, cfg.dataset)})
     -- The encoder says whether its output is centred (one dimension less: d = r − 1).
     local e = lmkit.analysis.hidden_size(sv, {bias = true, centred = model:output_centred(), min_gap = cfg.min_gap})
-    return {test_ppl = summary.test_ppl, contexts = rows, vocab = cols, rank_method = method,
+    return presets.with_yardsticks({test_ppl = summary.test_ppl, contexts = rows, vocab = cols, rank_method = method,
             rank = lmkit.analysis.press_rank(sv, rows, cols, "float64"), signal = e.signal, estimated = e.hidden_size,
-            gap = e.gap, found = e.found, spectrum = lmkit.analysis.normalized_spectrum(sv):totable()}
+            gap = e.gap, found = e.found, spectrum = lmkit.analysis.normalized_spectrum(sv):totable()}, corpus)
   end,
 
   report = function(results, ctx)
@@ -234,6 +234,7 @@ return recipe.define{
     t:note(("Softmax models whose d was recovered exactly: %d of %d. A gap counts as the signature when " ..
             "σ_r/σ_r+1 ≥ %g (min_gap)."):format(softmax_exact, softmax_total, cfg.min_gap))
     t:note(presets.switch_note(cfg, false))
+    measure.note_yardsticks(t, results)
     t:note("Q is computed from the trained model in float64 (the outputs at full precision) and its Press " ..
            "rank counted against float64's eps.")
     measure.print_and_save(t, ctx.out, "report")

@@ -75,7 +75,7 @@ return recipe.define{
     local sv, rows, cols = lmkit.analysis.logp_svdvals(model, corpus.test, {batch_size = 1})
     local qstar = lang:log_probs(corpus.test)
     local star_sv = lmkit.analysis.svdvals(qstar)
-    return {test_ppl = summary.test_ppl, bound_ppl = math.exp(bound_nll), gap = math.log(summary.test_ppl) - bound_nll,
+    return {test_ppl = summary.test_ppl, bound_ppl = math.exp(bound_nll), unigram_ppl = corpus:unigram_perplexity("test"), gap = math.log(summary.test_ppl) - bound_nll,
             rank = lmkit.analysis.press_rank(sv, rows, cols), e3 = lmkit.analysis.effective_rank(sv, 1e-3),
             true_rank = lmkit.analysis.press_rank(star_sv, qstar:size(1), qstar:size(2), "float64"),
             true_e3 = lmkit.analysis.effective_rank(star_sv, 1e-3), contexts = rows, vocab = cols}
@@ -114,6 +114,7 @@ return recipe.define{
     t:note("ε-rank: the ε-effective rank for ε = 1e-3 (the smallest k holding 99.9% of Σσ²). Gap = log(test ppl) − " ..
            "the true mean NLL of the same test tokens: 0 is the best any model can do.")
     t:note(presets.switch_note(cfg, false))
+    measure.note_yardsticks(t, results)
     measure.print_and_save(t, ctx.out, "report")
     if #order > 0 then
       local series = {}

@@ -111,12 +111,12 @@ return recipe.define{
     -- Timed on the Softmax configuration's encoder (nhidlast = d) for every head.
     local awd = presets.resolve{family = "awd", dataset = cfg.dataset, scale = cfg.scale}.model
     local timing = {vocab_size = vocab, emb = d, nhid = awd.nhid, nlayers = awd.nlayers}
-    return {d = d, test_ppl = summary.test_ppl, params = model:parameter_count().head, rank = rank,
+    return presets.with_yardsticks({d = d, test_ppl = summary.test_ppl, params = model:parameter_count().head, rank = rank,
             contexts = contexts, vocab = vocab, rank_method = method,
             step = step_seconds(head, timing, bptt, batch_size, cfg.steps),
             activations = activations(cell.head, bptt * batch_size, vocab, cfg, p.head.K), M = bptt * batch_size,
             timing = ("emb = nhidlast = %d, nhid %d, %d layers"):format(d, awd.nhid, awd.nlayers),
-            gate_dim = gate_dim(cfg, d), S = math.min(cfg.S, vocab)}
+            gate_dim = gate_dim(cfg, d), S = math.min(cfg.S, vocab)}, corpus)
   end,
 
   report = function(results, ctx)
@@ -160,6 +160,7 @@ return recipe.define{
               "3.5–10.5× faster than MoS, 20–34%% slower than Softmax."):format(cfg.K, any.S, any.vocab, any.gate_dim))
     end
     measure.note_rank(t, results, cfg.dataset)
+    measure.note_yardsticks(t, results)
     t:note(presets.switch_note(cfg, false))
     measure.print_and_save(t, ctx.out, "report")
     if #names > 0 then

@@ -42,7 +42,7 @@ return recipe.define{
   run = function(cell, ctx)
     local cfg = ctx.cfg
     local model, summary, corpus = chapter5.train_model_cell(cell, ctx, false)
-    local result = {valid_ppl = summary.valid_ppl, test_ppl = summary.test_ppl}
+    local result = presets.with_yardsticks({valid_ppl = summary.valid_ppl, test_ppl = summary.test_ppl}, corpus)
     for _, split in ipairs(SPLITS) do
       local q = lmkit.analysis.logp_matrix(model, corpus[split], {batch_size = 1, bptt = 70,
                                            max_contexts = measure.contexts(cfg.max_contexts, cfg.dataset)})
@@ -86,6 +86,7 @@ return recipe.define{
     t:note(("Each split: %d pairs c ≠ c' drawn uniformly from Q's rows (seed %d; the same pairs for every model); " ..
             "the MoS paper does not say how many it drew."):format(cfg.pairs, cfg.kl_seed))
     t:note(chapter5.switch_note(results, cfg) .. " The MoS paper's numbers are of Yang et al.'s own models.")
+    measure.note_yardsticks(t, results)
     measure.print_and_save(t, ctx.out, "report")
     print("report files: " .. ctx.out .. "/report.{md,csv,tex}")
   end,

@@ -120,9 +120,9 @@ return recipe.define{
     local model, summary, corpus = chapter5.train_model_cell(cell, ctx, false)
     local sv, rows, cols, method = lmkit.analysis.logp_svdvals(model, corpus.test, {
       batch_size = 1, max_contexts = measure.contexts(cfg.max_contexts, cfg.dataset)})
-    local result = {test_ppl = summary.test_ppl, valid_ppl = summary.valid_ppl, contexts = rows, vocab = cols,
+    local result = presets.with_yardsticks({test_ppl = summary.test_ppl, valid_ppl = summary.valid_ppl, contexts = rows, vocab = cols,
                     rank_method = method, press = lmkit.analysis.press_rank(sv, rows, cols, cfg.eps_dtype),
-                    singular_values = sv:totable(), spectrum = lmkit.analysis.normalized_spectrum(sv):totable()}
+                    singular_values = sv:totable(), spectrum = lmkit.analysis.normalized_spectrum(sv):totable()}, corpus)
     for i, eps in ipairs(EPSILONS) do result["e" .. (i + 2)] = lmkit.analysis.effective_rank(sv, eps) end
 
     if cell.model == cfg.robust_head then
@@ -205,6 +205,7 @@ return recipe.define{
       ::next_result::
     end
     ranks:note(chapter5.switch_note(results, cfg))
+    measure.note_yardsticks(ranks, results)
     local methods, seen = {}, {}
     for _, r in ipairs(results) do
       local m = r.result and r.result.rank_method

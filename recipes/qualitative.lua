@@ -18,6 +18,7 @@
 local recipe = require "lmkit.recipe"
 local presets = require "presets.awd_lstm"
 local chapter5 = require "presets.chapter5"
+local measure = require "presets.measure"
 
 -- Thesis Table 5.1, per context (in recipes/data/table5_1_contexts.txt's order) and model: the
 -- top-5 next words with their probabilities. MoS‡ and MoC‡ are Yang et al.'s published models
@@ -142,7 +143,8 @@ return recipe.define{
     -- unk: with --set lines=N the cut-down vocabulary lacks some words; they read as <unk>.
     local out = lmkit.analysis.top_k_contexts(model, corpus.vocab, contexts,
                                               {k = cfg.k, unk = "<unk>", stream = corpus.test, bptt = 70})
-    local result = {valid_ppl = summary.valid_ppl, test_ppl = summary.test_ppl, vocab = corpus.vocab:size(), contexts = {}}
+    local result = presets.with_yardsticks({valid_ppl = summary.valid_ppl, test_ppl = summary.test_ppl,
+                                            vocab = corpus.vocab:size(), contexts = {}}, corpus)
     for i, c in ipairs(out) do
       local top = {}
       for j, p in ipairs(c.top) do top[j] = {p.word, p.prob} end
@@ -208,6 +210,7 @@ return recipe.define{
       end
     end
     t:note(chapter5.switch_note(results, ctx.cfg))
+    measure.note_yardsticks(t, results)
     -- Where each context was read (the same for every model: one test stream).
     local first = nil
     for _, r in ipairs(results) do first = first or (r.result and r.result.contexts) end

@@ -50,15 +50,9 @@ if not s.test_ppl then  -- diverged (or stopped) before any epoch gave a best mo
     s.status, s.diagnostic or s.stop_reason or "no epoch finished", run:dir()), 0)
 end
 
--- Two yardsticks: the unigram model (word frequencies of the training split, no context) and the
--- true distribution (the entropy rate of the language, estimated on a long fresh sample).
-local counts, n_train = {}, corpus.train:size(1)
-for _, w in ipairs(corpus.train:totable()) do counts[w] = (counts[w] or 0) + 1 end
-local unigram_nll, test_ids = 0, corpus.test:totable()
-for _, w in ipairs(test_ids) do
-  unigram_nll = unigram_nll - math.log(((counts[w] or 0) + 0.5) / (n_train + 0.5 * cfg.vocab))  -- add-½ smoothing
-end
-local unigram_ppl = math.exp(unigram_nll / #test_ids)
+-- Two yardsticks: the unigram model (word frequencies of the training split, add-½ smoothed, no
+-- context) and the true distribution (the entropy rate of the language, estimated on a long fresh sample).
+local unigram_ppl = corpus:unigram_perplexity("test")
 local best_ppl = language:best_perplexity(200000)
 
 print(("\n%-28s %10s"):format("", "perplexity"))

@@ -24,6 +24,7 @@
 local recipe = require "lmkit.recipe"
 local presets = require "presets.awd_lstm"
 local lineup = require "presets.lineup"
+local measure = require "presets.measure"
 local report_files = require "presets.report_files"
 
 -- The encoder and its training at each scale; the corpus is the AWD-LSTM presets' (tiny: the
@@ -111,7 +112,7 @@ return recipe.define{
       local sv, rows, cols, method = lmkit.analysis.logp_svdvals(best, corpus.test, {batch_size = 1, bptt = s.model.context})
       result.rank, result.contexts, result.vocab, result.rank_method = lmkit.analysis.press_rank(sv, rows, cols), rows, cols, method
     end
-    return result
+    return presets.with_yardsticks(result, corpus)
   end,
 
   report = function(results, ctx)
@@ -158,6 +159,7 @@ return recipe.define{
       end
       t:add(line)
     end
+    measure.note_yardsticks(t, results)
     t:note(("Encoder: causal pre-LayerNorm Transformer, %d blocks, d = %d, %d heads, MLP %d, context %d, learned positions, " ..
             "dropout %.2g; AdamW (weight decay 0.1 on matrices), warm-up %d steps then cosine to lr/10 (lr %.3g; " ..
             "LMS-PLIF's slopes at the same lr, not decayed), clip 1, " ..
@@ -201,15 +203,16 @@ return recipe.define{
     if not data.paper_data then t:note("Tiny scale on " .. data.label .. ": a check of the machinery, not a finding about Transformers.") end
     report_files.print_and_save(t, ctx.out, "report")
 
-    local rank, ppl, labels = {}, {}, {}
+    local rank, ppl, heads_of = {}, {}, {}
     for _, r in ipairs(results) do
       if r.result and r.result.rank then
-        rank[#rank + 1], ppl[#ppl + 1], labels[#labels + 1] = r.result.rank, r.result.test_ppl, lineup.label(r.cell.head)
+        rank[#rank + 1], ppl[#ppl + 1], heads_of[#heads_of + 1] = r.result.rank, r.result.test_ppl, lineup.label(r.cell.head)
       end
     end
     if #rank >= 3 then
+      -- A colour and a shape per head (its seeds share them), named in the legend.
       local plot_file = ctx.out .. "/rank_ppl.png"
-      lmkit.plot.rank_ppl{out = plot_file, rank = rank, ppl = ppl, labels = labels,
+      lmkit.plot.rank_ppl{out = plot_file, rank = rank, ppl = ppl, groups = heads_of,
                           title = ("Rank of Q vs test perplexity, Transformer line-up, %s"):format(data.short)}
       print("plot: " .. plot_file)
     end

@@ -16,6 +16,7 @@
 local recipe = require "lmkit.recipe"
 local presets = require "presets.awd_lstm"
 local chapter5 = require "presets.chapter5"
+local measure = require "presets.measure"
 
 -- Thesis Table 5.2: word pairs per benchmark, and pairs with a word outside PTB's / WT2's vocabulary.
 local PAPER_PAIRS = {
@@ -105,8 +106,8 @@ return recipe.define{
       benchmarks[i] = {name = s.name, pairs = s.pairs, kept = s.kept, skipped = s.skipped,
                        spearman = s.spearman == s.spearman and s.spearman or nil, p = s.p == s.p and s.p or nil}
     end
-    return {valid_ppl = summary.valid_ppl, test_ppl = summary.test_ppl, vocab = corpus.vocab:size(),
-            emb = lmkit.analysis.embedding(model):size(2), benchmarks = benchmarks}
+    return presets.with_yardsticks({valid_ppl = summary.valid_ppl, test_ppl = summary.test_ppl, vocab = corpus.vocab:size(),
+                                    emb = lmkit.analysis.embedding(model):size(2), benchmarks = benchmarks}, corpus)
   end,
 
   report = function(results, ctx)
@@ -157,6 +158,7 @@ return recipe.define{
       pairs_table:add(row)
     end
     pairs_table:note(chapter5.switch_note(results, cfg))
+    measure.note_yardsticks(pairs_table, results)
     pairs_table:print()
     save(pairs_table, "pairs")
 

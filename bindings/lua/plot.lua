@@ -363,20 +363,156 @@ return function(lmkit)
   end
   plot.fit_line = fit_line
 
+  -- Where each point's label goes so that no two labels overlap, none covers a point and none
+  -- leaves the plot area: for each point, left to right, the first free one of eight places around
+  -- it (right, left, above, below, then the diagonals), on rings ever further out (then with a
+  -- leader line), else the one that overlaps least. It works
+  -- in pixels of a figure whose plot area sits at fixed screen fractions (area), a label's size
+  -- estimated from its length in the 9-point sans font the labels are drawn in.
+  local CHAR_W, CHAR_H, POINT_R, GAP = 6.5, 13, 5, 3
+  local function place_labels(o)
+    local fname = "lmkit.plot.place_labels"
+    check_options(o, {x = true, y = true, labels = true, xrange = true, yrange = true, width = true, height = true,
+                      area = true, logx = true, logy = true, lines = true}, fname)
+    local x, y = numbers(o.x, "x", fname), numbers(o.y, "y", fname)
+    local labels = o.labels
+    if type(labels) ~= "table" or #labels ~= #x or #y ~= #x then
+      error(("%s: x, y and labels must have one entry per point (%d, %d, %s)"):format(fname, #x, #y,
+            type(labels) == "table" and tostring(#labels) or type(labels)), 3)
+    end
+    local W, H = o.width or 800, o.height or 500
+    local a = o.area or {left = 0.1, right = 0.95, bottom = 0.1, top = 0.9}
+    local function axis(range, log, what)
+      if type(range) ~= "table" or type(range[1]) ~= "number" or type(range[2]) ~= "number" or not (range[1] < range[2])
+         or (log and range[1] <= 0) then
+        error(("%s: %s must be {lo, hi} with lo < hi%s"):format(fname, what, log and " and lo > 0 (log scale)" or ""), 4)
+      end
+      -- to and from [0, 1] along the axis (log10 on a log axis)
+      local f = log and math.log or function(v) return v end
+      local lo, hi = f(range[1], 10), f(range[2], 10)
+      return function(v) return (f(v, 10) - lo) / (hi - lo) end,
+             function(t) local v = lo + t * (hi - lo); return log and 10 ^ v or v end
+    end
+    local xt, xv = axis(o.xrange, o.logx, "xrange")
+    local yt, yv = axis(o.yrange, o.logy, "yrange")
+    local left, right, bottom, top = a.left * W, a.right * W, a.bottom * H, a.top * H  -- y grows upwards
+    local function to_px(px, py)
+      return left + xt(px) * (right - left), bottom + yt(py) * (top - bottom)
+    end
+    local function to_data(px, py)
+      return xv((px - left) / (right - left)), yv((py - bottom) / (top - bottom))
+    end
+    local function overlap(b, c)
+      local w = math.min(b[3], c[3]) - math.max(b[1], c[1])
+      local h = math.min(b[4], c[4]) - math.max(b[2], c[2])
+      return (w > 0 and h > 0) and w * h or 0
+    end
+    local function outside(b)
+      local area = (b[3] - b[1]) * (b[4] - b[2])
+      return area - overlap(b, {left, bottom, right, top})
+    end
+    local obstacles, order = {}, {}
+    for i = 1, #x do
+      local cx, cy = to_px(x[i], y[i])
+      obstacles[i] = {cx - POINT_R, cy - POINT_R, cx + POINT_R, cy + POINT_R}
+      order[i] = i
+    end
+    -- Lines drawn in the plot ({x1, y1, x2, y2} in data coordinates, the fit's) are obstacles too:
+    -- small boxes every few pixels along them.
+    for _, l in ipairs(o.lines or {}) do
+      local ax, ay = to_px(l[1], l[2])
+      local bx, by = to_px(l[3], l[4])
+      local steps = math.max(1, math.ceil(math.sqrt((bx - ax) ^ 2 + (by - ay) ^ 2) / 4))
+      for k = 0, steps do
+        local px, py = ax + (bx - ax) * k / steps, ay + (by - ay) * k / steps
+        obstacles[#obstacles + 1] = {px - 1.5, py - 1.5, px + 1.5, py + 1.5}
+      end
+    end
+    table.sort(order, function(i, j) if x[i] ~= x[j] then return x[i] < x[j] end return i < j end)
+    local placed = {}
+    for _, i in ipairs(order) do
+      local text = tostring(labels[i]):gsub("[%c]", " ")
+      local w, h = (utf8.len(text) or #text) * CHAR_W, CHAR_H
+      local cx, cy = to_px(x[i], y[i])
+      -- {box, anchor x, anchor y (the text's vertical middle), alignment} at distance d from the point
+      local function around(d)
+        local e = d * 0.7  -- the diagonals' offset per axis
+        return {
+          {{cx + d, cy - h / 2, cx + d + w, cy + h / 2}, cx + d, cy, "left"},
+          {{cx - d - w, cy - h / 2, cx - d, cy + h / 2}, cx - d, cy, "right"},
+          {{cx - w / 2, cy + d, cx + w / 2, cy + d + h}, cx, cy + d + h / 2, "center"},
+          {{cx - w / 2, cy - d - h, cx + w / 2, cy - d}, cx, cy - d - h / 2, "center"},
+          {{cx + e, cy + e, cx + e + w, cy + e + h}, cx + e, cy + e + h / 2, "left"},
+          {{cx + e, cy - e - h, cx + e + w, cy - e}, cx + e, cy - e - h / 2, "left"},
+          {{cx - e - w, cy + e, cx - e, cy + e + h}, cx - e, cy + e + h / 2, "right"},
+          {{cx - e - w, cy - e - h, cx - e, cy - e}, cx - e, cy - e - h / 2, "right"},
+        }
+      end
+      -- Rings ever further out; a label away from its point gets a leader line (lead = true).
+      local best, best_cost
+      for ring = 0, 6 do
+        for _, c in ipairs(around(POINT_R + GAP + ring * CHAR_H)) do
+          local cost = 10 * outside(c[1])
+          for _, b in ipairs(obstacles) do cost = cost + overlap(c[1], b) end
+          c.lead = ring > 0
+          if not best or cost < best_cost then best, best_cost = c, cost end
+          if cost == 0 then break end
+        end
+        if best_cost == 0 then break end
+      end
+      obstacles[#obstacles + 1] = best[1]
+      local ax, ay = to_data(best[2], best[3])
+      placed[i] = {text = text, x = ax, y = ay, align = best[4], box = best[1], overlap = best_cost, lead = best.lead}
+    end
+    return placed
+  end
+  plot.place_labels = place_labels
+
+  -- The plot area of rank_ppl at fixed screen fractions (place_labels needs it): room for the
+  -- title above, the y axis's tics and label on the left, and below the x axis's and the legend
+  -- (one line per entry).
+  local function rank_ppl_area(height, entries)
+    return {left = 0.12, right = 0.97, top = 0.9, bottom = math.min(0.5, (62 + 17 * entries) / height)}
+  end
+
   function plot.rank_ppl(spec)
     local fname = "lmkit.plot.rank_ppl"
-    check_options(spec, merge(COMMON, {rank = true, ppl = true, labels = true, label = true}), fname)
+    check_options(spec, merge(COMMON, {rank = true, ppl = true, labels = true, label = true, groups = true}), fname)
     local x = numbers(spec.rank, "rank", fname)
     local y = numbers(spec.ppl, "ppl", fname)
     if #x ~= #y then error(("%s: rank has %d values but ppl has %d"):format(fname, #x, #y), 2) end
     if #x < 3 then error(fname .. ": at least 3 points are needed for a fit and its r", 2) end
+    if spec.labels ~= nil and (type(spec.labels) ~= "table" or #spec.labels ~= #x) then
+      error(("%s: labels must be one string per point (%d)"):format(fname, #x), 2)
+    end
+    if spec.groups ~= nil and (type(spec.groups) ~= "table" or #spec.groups ~= #x) then
+      error(("%s: groups must be one name per point (%d), e.g. the head of each model"):format(fname, #x), 2)
+    end
     local slope, intercept, r = fit_line(x, y)
     local _, p = lmkit.stats.pearsonr(x, y)
     local lo, hi = math.huge, -math.huge
     for i = 1, #x do lo, hi = math.min(lo, x[i]), math.max(hi, x[i]) end
-    local series = {{kind = "xy", x = x, y = y, with = "points", title = spec.label or "models"}}
-    if spec.labels then series[#series + 1] = {kind = "labels", x = x, y = y, labels = spec.labels} end
+    local series = {}
+    if spec.groups then
+      -- A colour and a point shape per group (gnuplot's line types in order), one legend entry each.
+      local order, members = {}, {}
+      for i, g in ipairs(spec.groups) do
+        g = tostring(g)
+        if not members[g] then members[g] = {}; order[#order + 1] = g end
+        members[g][#members[g] + 1] = i
+      end
+      local shapes = {7, 5, 9, 11, 13, 15, 4, 6, 8, 10}
+      for k, g in ipairs(order) do
+        local gx, gy = {}, {}
+        for _, i in ipairs(members[g]) do gx[#gx + 1], gy[#gy + 1] = x[i], y[i] end
+        series[#series + 1] = {kind = "xy", x = gx, y = gy, with = "points", title = g, pointsize = 1.2,
+                               pointtype = shapes[(k - 1) % #shapes + 1]}
+      end
+    else
+      series[1] = {kind = "xy", x = x, y = y, with = "points", title = spec.label or "models", labels = spec.labels}
+    end
     series[#series + 1] = {kind = "xy", x = {lo, hi}, y = {intercept + slope * lo, intercept + slope * hi}, with = "lines",
+                           color = "#555555",
                            title = ("least squares: y = %.4g %s %.4g·x (r = %.3f, p = %.2g)"):format(
                              intercept, slope < 0 and "−" or "+", math.abs(slope), r, p)}
     local s = common_only(spec)
@@ -390,13 +526,35 @@ return function(lmkit)
       local margin = vhi > vlo and 0.08 * (vhi - vlo) or math.max(1, 0.05 * math.abs(vlo))
       return {vlo - margin, vhi + margin}
     end
-    s.xrange = spec.xrange or padded(x)
-    s.yrange = spec.yrange or padded(y, {intercept + slope * lo, intercept + slope * hi})
+    -- A range given with one end open keeps the data's span at the other (place_labels needs both).
+    local function range_or(given, span)
+      return given and {given[1] or span[1], given[2] or span[2]} or span
+    end
+    s.xrange = range_or(spec.xrange, padded(x))
+    s.yrange = range_or(spec.yrange, padded(y, {intercept + slope * lo, intercept + slope * hi}))
     s.title = (spec.title or "Rank vs perplexity") .. (" (Pearson r = %.3f)"):format(r)
     s.xlabel = spec.xlabel or "rank"
     s.ylabel = spec.ylabel or "test perplexity"
     if s.key == nil then s.key = "below" end
-    local result = draw(s, series, fname)
+    local a = rank_ppl_area(s.height or 500, s.key == false and 0 or #series)
+    local extra = {("set lmargin at screen %g; set rmargin at screen %g; set bmargin at screen %g; set tmargin at screen %g")
+                   :format(a.left, a.right, a.bottom, a.top)}
+    if spec.labels then
+      -- Each label where place_labels found room (gnuplot's own `with labels` puts every one to the
+      -- right of its point, over its neighbours and past the border).
+      local placed = place_labels{x = x, y = y, labels = spec.labels, xrange = s.xrange, yrange = s.yrange,
+                                  width = s.width, height = s.height, area = a, logx = s.logx, logy = s.logy,
+                                  lines = {{lo, intercept + slope * lo, hi, intercept + slope * hi}}}
+      for i, l in ipairs(placed) do
+        extra[#extra + 1] = ("set label %d %s at first %s, first %s %s font ',9' textcolor rgb '#333333' front")
+          :format(i, gq(l.text), num(l.x), num(l.y), l.align)
+        if l.lead then
+          extra[#extra + 1] = ("set arrow from first %s, first %s to first %s, first %s nohead linecolor rgb '#aaaaaa' back")
+            :format(num(x[i]), num(y[i]), num(l.x), num(l.y))
+        end
+      end
+    end
+    local result = draw(s, series, fname, extra)
     result.slope, result.intercept, result.r, result.p = slope, intercept, r, p
     return result
   end
@@ -670,7 +828,8 @@ return function(lmkit)
     if switch then vlines[#vlines + 1] = {x = switch, label = ("ASGD switch (epoch %d)"):format(switch)} end
     if finetune then vlines[#vlines + 1] = {x = finetune - 0.5, label = "finetune"} end
     c.vlines = vlines
-    if c.key == nil then c.key = "below" end
+    -- The legend right of the plot: below it, it met the x axis's label.
+    if c.key == nil then c.key = "outside right top" end
     local last = epochs[#epochs] or 0
     local result = draw(c, series, fname, last <= 20 and {"set xtics 1"} or nil)
     result.switch_epoch = switch
@@ -684,8 +843,10 @@ Options of every plot: title, xlabel, ylabel, width=800, height=500 (pixels), lo
 The data and the script are written next to out, named as out with .dat and .gp for its extension; without gnuplot the error names them.]],
     scatter = [[lmkit.plot.scatter{out=, x=, y=, labels=, label= | series={...}, ...} -> {out=, script=, data=}
 Points (as plot.line, with="points"); labels = {strings} writes one beside each point.]],
-    rank_ppl = [[lmkit.plot.rank_ppl{out=, rank=, ppl=, labels=, ...} -> {out=, script=, data=, slope=, intercept=, r=, p=}
-Rank vs perplexity: the models as points, the least-squares line ppl = intercept + slope·rank, Pearson's r (and p) in the title and legend (thesis Fig. 4.6/4.7).]],
+    rank_ppl = [[lmkit.plot.rank_ppl{out=, rank=, ppl=, labels=, groups=, ...} -> {out=, script=, data=, slope=, intercept=, r=, p=}
+Rank vs perplexity: the models as points, the least-squares line ppl = intercept + slope·rank, Pearson's r (and p) in the title and legend (thesis Fig. 4.6/4.7). groups = {name per point} (e.g. each model's head) gives each group a colour, a shape and a legend entry; labels = {string per point} writes each beside its point where it overlaps no other label or point (plot.place_labels).]],
+    place_labels = [[lmkit.plot.place_labels{x=, y=, labels=, xrange={lo, hi}, yrange={lo, hi}, width=800, height=500, area={left=, right=, bottom=, top=}, logx=, logy=, lines={{x1, y1, x2, y2}, ...}} -> {{text=, x=, y=, align=, box=, overlap=, lead=}, ...}
+Where rank_ppl writes its point labels: for each point, left to right, the first of eight places around it (right, left, above, below, the diagonals), on rings ever further out (lead = true: drawn with a leader line), whose box overlaps no placed label, no point, no line of `lines` and not the plot area's edge, else the least overlapping (overlap > 0). area: the plot area in screen fractions; box: the label's {x0, y0, x1, y1} in pixels (y up); x, y: its anchor in data coordinates, align: "left", "right" or "center".]],
     spectrum = [[lmkit.plot.spectrum{out=, values= | series={{values=, label=}, ...}, normalize=true, log=true, ...} -> {out=, script=, data=}
 Singular values σᵢ against i, divided by σ₁ unless normalize=false, on a log y axis unless log=false.]],
     cumulative = [[lmkit.plot.cumulative{out=, values= | series={{values=, label=}, ...}, kind="share", squared=false, ...} -> {out=, script=, data=}

@@ -169,13 +169,35 @@ end
 
 -- The corpus a resolved configuration names: the synthetic language at tiny scale, else the real
 -- corpus (full protocol; ptb-mini where only valid/test splits are present).
+-- The synthetic language behind each corpus presets.load_corpus generated (weak keys: a corpus no
+-- longer held is forgotten), for presets.yardsticks's bound.
+local languages = setmetatable({}, {__mode = "k"})
+
 function presets.load_corpus(cfg)
   local c = cfg.corpus
   if c.kind == "synthetic" then
     local lang = lmkit.data.synthetic{vocab = c.vocab, states = c.states, dim = c.dim, seed = 1}
-    return lang:corpus{train = c.train, valid = c.valid, test = c.test}, lang
+    local corpus = lang:corpus{train = c.train, valid = c.valid, test = c.test}
+    languages[corpus] = {language = lang, key = ("%d/%d/%d"):format(c.vocab, c.states, c.dim)}
+    return corpus, lang
   end
   return lmkit.data.corpus{name = c.name, protocol = c.protocol or "full"}
+end
+
+-- The two yardsticks of a test perplexity on `corpus` (the quickstart's; docs/recipes.md, "Yardsticks"):
+--   unigram_ppl  the unigram model's: the training split's word frequencies (add-½), no context;
+--   bound_ppl    the true distribution's, exp(entropy rate) from 200,000 fresh tokens, which no
+--                model beats in expectation: only for a synthetic language presets.load_corpus
+--                made (nil for real text, whose bound is unknown).
+local bounds = {}  -- per language: a grid's cells share it, and sampling it takes a moment
+function presets.yardsticks(corpus)
+  local y = {unigram_ppl = corpus:unigram_perplexity("test")}
+  local known = languages[corpus]
+  if known then
+    bounds[known.key] = bounds[known.key] or known.language:best_perplexity(200000)
+    y.bound_ppl = bounds[known.key]
+  end
+  return y
 end
 
 -- What the registry declares of a built-in kind (lmkit.heads.info), nil for other names
@@ -273,6 +295,13 @@ function presets.train_cell(o)
   t.run_dir = o.dir or error("presets.train_cell: 'dir' (the cell's run folder) is required", 2)
   local run = lmkit.train(t)
   return model, run:summary(), corpus
+end
+
+-- `result` (a cell's result table) with its corpus's yardsticks (presets.yardsticks) added, for
+-- measure.note_yardsticks in the report.
+function presets.with_yardsticks(result, corpus)
+  for k, v in pairs(presets.yardsticks(corpus)) do result[k] = v end
+  return result
 end
 
 -- The settings the training recipes share, declared once with their docs. A recipe takes them by

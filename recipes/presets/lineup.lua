@@ -137,7 +137,7 @@ function lineup.run_cell(o)
     result.rank, result.contexts, result.vocab, result.rank_method =
       measure.rank(model, corpus, measure.contexts(-1, cfg.dataset))
   end
-  return result
+  return presets.with_yardsticks(result, corpus)
 end
 
 -- mean, sd (nil below 2 values) and n of the non-nil values of `key` over results (a list of

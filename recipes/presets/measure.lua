@@ -86,7 +86,68 @@ function measure.model(o)
     r.train_ppl_eval = measure.train_ppl(model, corpus, p, o.eval_train_tokens > 0 and o.eval_train_tokens or nil)
   end
   if o.rank ~= false then r.rank, r.contexts, r.vocab, r.rank_method = measure.rank(model, corpus, o.max_contexts) end
-  return r
+  return presets.with_yardsticks(r, corpus)
+end
+
+-- A model whose test perplexity is at least (1 − NEAR_UNIGRAM) × the unigram model's is "near the
+-- unigram": it has learnt little beyond word frequencies.
+measure.NEAR_UNIGRAM = 0.05
+
+-- The quickstart's two yardsticks under report table t, from the results' unigram_ppl and bound_ppl
+-- (presets.with_yardsticks): the unigram model's test perplexity and, on a synthetic language, the
+-- true distribution's (with the gap the best model closes); then, when some models sit near the
+-- unigram model, a note saying so — at tiny scale their differences, and any correlation over them,
+-- say little. `key` names the results' perplexity (default "test_ppl").
+function measure.note_yardsticks(t, results, key)
+  key = key or "test_ppl"
+  local unigrams, bounds, finished, near, best = {}, {}, 0, 0, nil
+  local function add_value(list, v)
+    for _, old in ipairs(list) do if math.abs(old - v) <= 1e-9 * math.abs(v) then return end end
+    list[#list + 1] = v
+  end
+  for _, r in ipairs(results) do
+    local x = r.result
+    if x and x[key] then
+      finished = finished + 1
+      if x.unigram_ppl then
+        add_value(unigrams, x.unigram_ppl)
+        if x[key] >= (1 - measure.NEAR_UNIGRAM) * x.unigram_ppl then near = near + 1 end
+        if x.bound_ppl and (not best or x[key] < best[key]) then best = x end
+      end
+      if x.bound_ppl then add_value(bounds, x.bound_ppl) end
+    end
+  end
+  if finished == 0 then return end
+  if #unigrams == 0 then
+    t:note("Yardsticks: not recorded with these results (their cells ran before lmkit recorded them); " ..
+           "rerun a cell (delete its folder) to have them.")
+    return
+  end
+  local function values_text(list)
+    table.sort(list)
+    if #list == 1 then return ("%.2f"):format(list[1]) end
+    return ("%.2f to %.2f (the cells' corpora differ)"):format(list[1], list[#list])
+  end
+  local text = ("Yardsticks on the test split: the unigram model (the training split's word frequencies, add-½, " ..
+                "no context) has perplexity %s"):format(values_text(unigrams))
+  if #bounds > 0 then
+    text = text .. ("; the true distribution (exp of the language's entropy rate, which no model beats in " ..
+                    "expectation) %s"):format(values_text(bounds))
+    if best then
+      local closed = (math.log(best.unigram_ppl) - math.log(best[key])) / (math.log(best.unigram_ppl) - math.log(best.bound_ppl))
+      text = text .. (closed > 0 and ("; the best model here (%.2f) closes %.0f%% of the gap between them"):format(best[key], 100 * closed)
+                      or ("; the best model here (%.2f) does not beat the unigram model"):format(best[key]))
+    end
+    t:note(text .. ".")
+  else
+    t:note(text .. "; for real text the true distribution's perplexity is unknown.")
+  end
+  if near > 0 then
+    t:note(("%s %d models have a test perplexity within %.0f%% of the unigram model's or above it: they have " ..
+            "learnt little beyond word frequencies, so their differences, and any correlation over them, say little. " ..
+            "Train longer (--set epochs=N) or at a larger scale (--set scale=small) for a finding."):format(
+      near == finished and "All" or (near .. " of"), finished, 100 * measure.NEAR_UNIGRAM))
+  end
 end
 
 -- The model at the end of training (the run's last.ckpt, raw weights), on the trained model's device.

@@ -120,6 +120,65 @@ T.test("rank_ppl: least-squares line and Pearson r equal their closed forms", fu
   T.near(slope, 1.4, 1e-14); T.near(intercept, 0.5, 1e-14); T.near(pr, 7 / math.sqrt(50), 1e-14)
 end)
 
+T.test("place_labels: crowded labels neither overlap nor cover a point nor leave the plot area", function()
+  -- Nine GSS cells whose points sit a label's height apart (gss_grid at tiny scale looks like this).
+  local x, y, labels = {}, {}, {}
+  for i = 1, 9 do
+    x[i], y[i] = 100 + (i % 3), 72 + 0.01 * (i // 3)
+    labels[i] = ("(%g, %g)"):format(-2 + 0.5 * i, 1.25 + 0.25 * (i % 4))
+  end
+  local area = {left = 0.1, right = 0.97, bottom = 0.3, top = 0.9}
+  local placed = plot.place_labels{x = x, y = y, labels = labels, xrange = {95, 107}, yrange = {71.9, 72.2},
+                                   width = 800, height = 500, area = area}
+  local function overlap(b, c)
+    return math.min(b[3], c[3]) > math.max(b[1], c[1]) and math.min(b[4], c[4]) > math.max(b[2], c[2])
+  end
+  for i = 1, #x do
+    local b = placed[i].box
+    T.eq(placed[i].overlap, 0, labels[i])
+    T.eq(placed[i].text, labels[i])
+    T.truthy(b[1] >= 80 and b[3] <= 776 and b[2] >= 150 and b[4] <= 450, labels[i] .. " inside the plot area")
+    for j = 1, #x do
+      local px = 80 + (x[j] - 95) / 12 * 696
+      local py = 150 + (y[j] - 71.9) / 0.3 * 300
+      T.truthy(not overlap(b, {px - 4, py - 4, px + 4, py + 4}), ("%s covers point %d"):format(labels[i], j))
+      if j ~= i then T.truthy(not overlap(b, placed[j].box), labels[i] .. " overlaps " .. labels[j]) end
+    end
+  end
+  -- A point at the right edge gets its label on its left, inside.
+  local edge = plot.place_labels{x = {1, 2, 10}, y = {1, 2, 3}, labels = {"a", "b", "a long label"}, xrange = {0, 10},
+                                 yrange = {0, 4}, area = area}
+  T.eq(edge[3].align, "right")
+  -- Labels on one point go to rings further out, with a leader line; more labels than places
+  -- around it (8 per ring, 7 rings) cannot all be free: the least overlapping place is taken and says so.
+  local crowd = {x = {}, y = {}, labels = {}}
+  for i = 1, 60 do crowd.x[i], crowd.y[i], crowd.labels[i] = 5, 2, "label " .. i end
+  local stacked = plot.place_labels{x = crowd.x, y = crowd.y, labels = crowd.labels, xrange = {0, 10}, yrange = {0, 4}, area = area}
+  T.eq(stacked[1].lead, false)
+  T.eq(stacked[9].lead, true)
+  T.truthy(stacked[60].overlap > 0)
+  T.raises(function() plot.place_labels{x = {1}, y = {1}, labels = {"a"}, xrange = {2, 1}, yrange = {0, 1}} end, "lo < hi")
+end)
+
+T.test("rank_ppl: a colour and a legend entry per group; labels placed by place_labels", function()
+  local out = dir .. "/groups.svg"
+  local r = plot.rank_ppl{out = out, rank = {10, 11, 30, 31, 50}, ppl = {70, 71, 68, 69, 65},
+                          groups = {"Softmax", "Softmax", "MoS", "MoS", "GSS"}}
+  local data = read(r.data)
+  T.truthy(data:find("# 0: Softmax\n10 70\n11 71\n", 1, true), data)
+  T.truthy(data:find("# 1: MoS\n30 68\n31 69\n", 1, true), data)
+  T.truthy(data:find("# 2: GSS\n50 65\n", 1, true), data)
+  local script = read(r.script)
+  T.truthy(script:find("index 1 using 1:2 with points pointtype 5", 1, true), script)
+  svg_has(out, "Softmax", "MoS", "GSS")
+  local labelled = plot.rank_ppl{out = dir .. "/labelled.svg", rank = {10, 11, 12}, ppl = {70, 70.1, 70.2},
+                                 labels = {"(0, 1.25)", "(1, 2)", "it's"}}
+  script = read(labelled.script)
+  T.truthy(script:find("set label 1 '(0, 1.25)' at first ", 1, true), script)
+  T.truthy(script:find("set label 3 'it''s' at first ", 1, true), script)
+  T.raises(function() plot.rank_ppl{out = out, rank = {1, 2, 3}, ppl = {1, 2, 3}, groups = {"a"}} end, "one name per point")
+end)
+
 T.test("spectrum data: σᵢ/σ₁ by default; cumulative share ends at 1", function()
   local r = plot.spectrum{out = dir .. "/toy_spectrum.svg", values = {4, 2, 1}}
   T.eq(read(r.data), "# 0: xy\n1 1\n2 0.5\n3 0.25\n")

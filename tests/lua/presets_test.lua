@@ -224,4 +224,45 @@ T.test("chapter 5's recipes analyse a model imported from a reference checkpoint
   os.remove(dir)
 end)
 
+T.test("every report's yardsticks: unigram, bound, the gap closed and the near-unigram note", function()
+  local measure = require "presets.measure"
+  local function notes_of(results)
+    local t = lmkit.report.table{columns = {{key = "test_ppl", label = "Test ppl"}}}
+    measure.note_yardsticks(t, results)
+    return table.concat(t.notes, "\n")
+  end
+  -- Synthetic: unigram 100, bound 50; the best model (70) closes log(100/70)/log(100/50) = 51% of the gap;
+  -- 96 is within 5% of the unigram model (≥ 95), 94.9 is not.
+  local text = notes_of{{cell = {}, result = {test_ppl = 96, unigram_ppl = 100, bound_ppl = 50}},
+                        {cell = {}, result = {test_ppl = 70, unigram_ppl = 100, bound_ppl = 50}},
+                        {cell = {}, result = {test_ppl = 94.9, unigram_ppl = 100, bound_ppl = 50}},
+                        {cell = {}}}
+  T.truthy(text:find("the unigram model %(the training split's word frequencies, add%-½, no context%) has perplexity 100.00"), text)
+  T.truthy(text:find("the true distribution %(.-%) 50.00; the best model here %(70.00%) closes 51%% of the gap"), text)
+  T.truthy(text:find("1 of 3 models have a test perplexity within 5%% of the unigram model's or above it"), text)
+  -- Real text: no bound; every model near the unigram model; two corpora.
+  text = notes_of{{cell = {}, result = {test_ppl = 110, unigram_ppl = 100}},
+                  {cell = {}, result = {test_ppl = 99, unigram_ppl = 104}}}
+  T.truthy(text:find("has perplexity 100.00 to 104.00 %(the cells' corpora differ%); for real text the true distribution's perplexity is unknown"), text)
+  T.truthy(text:find("All 2 models have a test perplexity within 5%%"), text)
+  -- Results from before the yardsticks were recorded say so; no finished cell, no note.
+  T.truthy(notes_of{{cell = {}, result = {test_ppl = 80}}}:find("not recorded with these results"))
+  T.eq(notes_of{{cell = {}}}, "")
+end)
+
+T.test("a synthetic corpus's yardsticks: the unigram model's closed form and the language's bound", function()
+  local p = presets.resolve{family = "awd", dataset = "ptb", scale = "tiny"}
+  local corpus, language = presets.load_corpus(p)
+  local y = presets.yardsticks(corpus)
+  -- Add-½ counts by hand, in Lua, against the runtime's float64 sum.
+  local counts, train = {}, corpus.train:totable()
+  for _, w in ipairs(train) do counts[w] = (counts[w] or 0) + 1 end
+  local nll, test = 0, corpus.test:totable()
+  for _, w in ipairs(test) do nll = nll - math.log(((counts[w] or 0) + 0.5) / (#train + 0.5 * corpus.vocab:size())) end
+  T.near(y.unigram_ppl, math.exp(nll / #test), 1e-9 * y.unigram_ppl)
+  T.near(y.bound_ppl, language:best_perplexity(200000), 1e-12)
+  T.truthy(y.bound_ppl < y.unigram_ppl)
+  T.raises(function() corpus:unigram_perplexity("dev") end, "got \"dev\"")
+end)
+
 T.run()
