@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "repl/batch_command.h"
+#include "repl/compare_command.h"
 #include "repl/run_folder_command.h"
 #include "repl/doctor_command.h"
 #include "repl/head_catalog.h"
@@ -108,6 +109,7 @@ CLI::App* add_repl_command(CLI::App& app, ScriptArguments& a) {
 struct Commands {
   CLI::App *run, *recipes, *heads, *repl, *status, *report, *doctor;
   lmkit::repl::BatchCommand batch;
+  lmkit::repl::CompareOptions* compare = nullptr;
 };
 
 // A new machine's first command, and what a bug report attaches (docs/getting-started.md).
@@ -121,7 +123,7 @@ CLI::App* add_doctor_command(CLI::App& app, lmkit::repl::DoctorOptions& d) {
 }
 
 Commands add_commands(CLI::App& app, ScriptArguments& a, std::string& batch_dir,
-                      std::string& head_kind, lmkit::repl::DoctorOptions& d) {
+                      std::string& head_kind, lmkit::repl::DoctorOptions& d, lmkit::repl::CompareOptions& compare) {
   Commands c{};
   c.run = add_run_command(app, a);
   c.recipes = app.add_subcommand("recipes", "List lmkit's recipes and what each reproduces");
@@ -135,6 +137,8 @@ Commands add_commands(CLI::App& app, ScriptArguments& a, std::string& batch_dir,
   c.report = app.add_subcommand("report", "Render the report of a batch or recipe folder from the cells that have finished "
                                           "(missing ones marked), or a run directory's epochs and learning curve");
   c.report->add_option("dir", batch_dir, "A batch or recipe output folder, or a run directory")->required();
+  lmkit::repl::add_compare_command(app, compare);
+  c.compare = &compare;
   c.doctor = add_doctor_command(app, d);
   return c;
 }
@@ -155,6 +159,7 @@ int run_command(const CLI::App& app, const Commands& c, const ScriptArguments& a
   if (*c.batch.command) return lmkit::repl::run_batch(c.batch);
   if (*c.status) return lmkit::repl::show_folder_status(batch_dir);
   if (*c.report) return lmkit::repl::report_folder(batch_dir);
+  if (*c.compare->command) return lmkit::repl::run_compare(*c.compare);
   if (*c.doctor) return lmkit::repl::run_doctor(d);
   if (*c.repl || isatty(STDIN_FILENO)) {
     lmkit::repl::ReplOptions options;
@@ -196,7 +201,8 @@ int main(int argc, char** argv) {
   ScriptArguments script;
   std::string batch_dir, head_kind;
   lmkit::repl::DoctorOptions doctor;
-  const Commands commands = add_commands(app, script, batch_dir, head_kind, doctor);
+  lmkit::repl::CompareOptions compare;
+  const Commands commands = add_commands(app, script, batch_dir, head_kind, doctor, compare);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -18,6 +18,7 @@
 #include "repl/script_runner.h"
 #include "runtime/core/error.h"
 #include "runtime/core/work_progress.h"
+#include "runtime/training/recipe_record.h"
 #include "runtime/training/run_status.h"
 #include "runtime/training/run_store.h"
 
@@ -43,54 +44,6 @@ FolderKind folder_kind(const std::string& dir) {
                    "makes one), no recipe.json (`lmkit run RECIPE`) and no config.json (a training run's directory)");
 }
 
-nlohmann::json read_json_file(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw EnvironmentError("cannot read '" + path.string() + "': " + std::strerror(errno));
-  std::stringstream text;
-  text << in.rdbuf();
-  auto value = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded() || !value.is_object()) {
-    throw EnvironmentError("'" + path.string() + "' is not a JSON object: was it cut short? `lmkit run` of the recipe rewrites it");
-  }
-  return value;
-}
-
-// A recipe folder's record: the recipe file, its settings and its cells' ids.
-struct RecipeRecord {
-  std::string recipe, name;
-  nlohmann::json settings;
-  std::vector<std::string> cells;
-};
-
-RecipeRecord recipe_record(const std::string& dir) {
-  const auto file = fs::path(dir) / "recipe.json";
-  const auto json = read_json_file(file);
-  RecipeRecord record;
-  const auto recipe = json.find("recipe"), cells = json.find("cells"), settings = json.find("settings");
-  // A recipe without settings wrote them as an empty JSON array (an empty Lua table).
-  const bool no_settings = settings != json.end() && settings->is_array() && settings->empty();
-  if (cells == json.end() || !cells->is_array() || settings == json.end() || !(settings->is_object() || no_settings)) {
-    throw EnvironmentError("'" + file.string() + "' lacks its settings or cells; `lmkit run` of the recipe rewrites it");
-  }
-  if (recipe != json.end() && recipe->is_string()) record.recipe = recipe->get<std::string>();
-  const auto name = json.find("name");
-  record.name = name != json.end() && name->is_string() ? name->get<std::string>()
-                : record.recipe.empty()                 ? std::string("?")
-                                                        : record.recipe;
-  record.settings = no_settings ? nlohmann::json::object() : *settings;
-  for (const auto& cell : *cells) {
-    // A cell id is one folder name under cells/, as lmkit makes it: never a path.
-    const auto id = cell.is_string() ? cell.get<std::string>() : std::string();
-    if (id.empty() || id == "." || id == ".." || id.find('/') != std::string::npos) {
-      throw EnvironmentError("'" + file.string() + "' lists a cell that is no cell id (" + cell.dump() +
-                             "); `lmkit run` of the recipe rewrites it");
-    }
-    record.cells.push_back(id);
-  }
-  if (record.cells.empty()) throw EnvironmentError("'" + file.string() + "' lists no cells; `lmkit run` of the recipe rewrites it");
-  return record;
-}
-
 // --set key=value as `lmkit run` reads it back: strings quoted, so that "141" stays a string. The
 // parser strips the quotes and unescapes nothing: a string with a quote or a backslash (which no
 // number or boolean has) goes bare.
@@ -111,7 +64,7 @@ int run_folder_status(const std::string& dir) {
 }
 
 int recipe_folder_status(const std::string& dir) {
-  const auto record = recipe_record(dir);
+  const auto record = training::read_recipe_record(dir);
   std::cout << fmt::format("Recipe {} ({}) in {}: {} cell{}\n", record.name, record.recipe.empty() ? "file not recorded" : record.recipe, dir, record.cells.size(),
                            record.cells.size() == 1 ? "" : "s");
   std::size_t done = 0, failed = 0, width = 4;
@@ -122,7 +75,7 @@ int recipe_folder_status(const std::string& dir) {
     std::string state = "pending", detail;
     if (fs::exists(cell / "result.json")) {
       try {
-        read_json_file(cell / "result.json");
+        training::read_json_object(cell / "result.json");
         state = "done";
         ++done;
       } catch (const EnvironmentError&) {
@@ -141,7 +94,7 @@ int recipe_folder_status(const std::string& dir) {
       state = "failed";
       ++failed;
       try {
-        const auto record = read_json_file(cell / "failed.json");
+        const auto record = training::read_json_object(cell / "failed.json");
         detail = record.value("error", std::string());
         detail = detail.substr(0, detail.find('\n'));
         if (detail.size() > 100) detail = detail.substr(0, 97) + "...";
@@ -192,7 +145,7 @@ int run_child(const std::vector<std::string>& arguments) {
 // The recipe's report over its finished cells: `lmkit run RECIPE --set <its settings> --set out=DIR
 // --set report_only=true` in a child lmkit (a fresh Lua state, as `lmkit run` would have).
 int recipe_folder_report(const std::string& dir) {
-  const auto record = recipe_record(dir);
+  const auto record = training::read_recipe_record(dir);
   if (record.recipe.empty() || !fs::exists(record.recipe)) {
     throw UsageError("the recipe of '" + dir + "', " + record.recipe + ", is gone: run `lmkit run RECIPE --set out=" + dir +
                      " --set report_only=true` with the recipe's file and the settings in " + dir + "/recipe.json");

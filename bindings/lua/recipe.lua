@@ -373,6 +373,22 @@ function recipe.plot_run(o)
   return 0
 end
 
+-- `lmkit compare`'s plot: each run's validation curve, the legend right of the data.
+--   o = {out = "compare.png", runs = {{label =, epochs = {...}, valid_ppl = {...}}, ...}}
+function recipe.plot_comparison(o)
+  local series = {}
+  for i, run in ipairs(o.runs) do
+    series[i] = {x = run.epochs, y = run.valid_ppl, label = run.label, with = "linespoints", pointsize = 0.6}
+  end
+  local last = 0
+  for _, run in ipairs(o.runs) do last = math.max(last, run.epochs[#run.epochs] or 0) end
+  lmkit.plot.line{out = o.out, series = series, title = "Validation perplexity", xlabel = "epoch",
+                  ylabel = "validation perplexity", key = "outside right top", width = 1000,
+                  set = last <= 20 and {"set xtics 1"} or nil}
+  print("plot: " .. o.out)
+  return 0
+end
+
 -- Runs one cell unless its result.json is already there (made with these settings); returns the result.
 function Recipe:run_cell(cfg, cell)
   local ctx = self:context(cfg, cell)

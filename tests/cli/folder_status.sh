@@ -42,6 +42,18 @@ mv "$run/summary.moved" "$run/summary.json"
 echo "$out" | grep -qF "Run $run: stopped, epoch 2 of 2" || fail "not stopped: $out"
 echo "$out" | grep -qF "lmkit.resume(\"$run\") continues it" || fail "no way to continue: $out"
 
+# Both cells side by side: `lmkit compare` on the recipe folder, with its plot where asked.
+"$lmkit" run "$here/train_recipe.lua" --set out="$work" --set epochs=2 --set task=2 >/dev/null || fail "task 2 failed"
+out=$("$lmkit" compare "$work" --plot "$work/compare.svg") || fail "compare failed: $out"
+echo "$out" | grep -qF "2 runs compared" || fail "compare: $out"
+echo "$out" | grep -Eq "^ +$work/seed=2 +finished +2/2 +[0-9.]+ +[12] +[0-9.]+ " || fail "compare: no row for cell 2: $out"
+echo "$out" | grep -Eq "^ +run +train\.seed$" || fail "compare: the seed is not the one setting that differs: $out"
+echo "$out" | grep -qF "plot: $work/compare.svg" || fail "compare: no plot named: $out"
+grep -qF "$work/seed=1" "$work/compare.svg" || fail "compare.svg has no curve of cell 1"
+out=$("$lmkit" compare "$here" 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "compare of a folder without runs: exit $rc: $out"
+echo "$out" | grep -qF "holds no training run: give a run directory" || fail "compare: no message: $out"
+
 # A cell whose run raised: failed, with its message; the rest is named as a command.
 TINY_FAIL=2 "$lmkit" run "$here/tiny_recipe.lua" --set out="$work-failed" >/dev/null 2>&1 && fail "TINY_FAIL=2 did not fail"
 out=$("$lmkit" status "$work-failed"); rc=$?

@@ -1,0 +1,24 @@
+// `lmkit compare DIR...`: training runs, or the runs of recipe folders' cells, side by side — each
+// run's state and its best and final numbers, the settings that differ between them
+// (runtime/training/run_comparison.h), and their validation curves in one plot.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace lmkit::repl {
+
+struct CompareOptions {
+  std::vector<std::string> dirs;
+  std::string plot = "compare.png";  // the curves' figure (.png or .svg); "" draws none
+  CLI::App* command = nullptr;
+};
+
+// Declares the command on `app`; `options` receives its arguments (and must outlive the parse).
+void add_compare_command(CLI::App& app, CompareOptions& options);
+
+// 0, or 2 with the message for a folder holding no run (the caller reports exceptions).
+int run_compare(const CompareOptions& options);
+
+}  // namespace lmkit::repl

@@ -1,0 +1,45 @@
+// `lmkit compare DIR...`: training runs side by side. Each DIR is a run directory (config.json), or
+// a recipe's or a batch's output folder, whose cells' runs (cells/<id>/run) all take part. For each
+// run: its state, best and final numbers and its validation curve; across runs: the settings of
+// config.json whose values are not the same in all of them (the run's own id, folder and the
+// corpus's file paths aside), so that what was varied is seen at once.
+#pragma once
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/training/run_status.h"
+
+namespace lmkit::training {
+
+struct ComparedRun {
+  std::string label;  // the folder as given, or "<folder>/<cell id>" for a recipe's cell
+  RunStatus status;
+  std::optional<double> final_valid_ppl, train_ppl;  // the last epoch's valid ppl; the summary's train ppl
+  std::vector<double> epochs, valid_ppl;             // the validation curve (finetune epochs after the main ones)
+  nlohmann::json settings;                           // config.json flattened: {"model.head.kind": "gss", ...}
+};
+
+struct RunComparison {
+  std::vector<ComparedRun> runs;
+  std::vector<std::string> differing;  // the flattened keys whose values differ, in key order
+};
+
+// Reads the runs of `dirs`; UsageError naming a folder that does not exist, is a file, or holds
+// no run (and what would), and for fewer than one run in all.
+RunComparison compare_runs(const std::vector<std::string>& dirs);
+
+// config.json's leaves as "a.b.c" → value; arrays stay whole values. The keys no comparison shows
+// (run_id, train.run_dir, corpus.source, corpus.origin, corpus.hash) are left out; corpus.content
+// stands for the three splits' hashes (equal exactly when the token streams are).
+nlohmann::json flattened_settings(const nlohmann::json& config);
+
+// The comparison as a person reads it: one row per run (state, epochs, best valid ppl and its epoch,
+// final valid ppl, test ppl, s/epoch), then the settings that differ, one row per run, as columns
+// that fit `columns` characters (a setting too wide for one table goes into the next).
+std::vector<std::string> comparison_lines(const RunComparison& comparison, std::size_t columns);
+
+}  // namespace lmkit::training
