@@ -170,6 +170,7 @@ packages=(
   zlib1g-dev                        # deflated .npz members (np.savez_compressed) in lmkit.read_tensors
   libgtest-dev libgmock-dev         # the C++ tests
   gnuplot-nox                       # lmkit.plot
+  libprotobuf-dev protobuf-compiler # TensorBoard event files (log_tensorboard)
 )
 if [ -n "$torch_python" ]; then
   kept=()

@@ -44,6 +44,7 @@ const config::BoundOptions<TrainOptions>& bound() {
         {"seed", &TrainOptions::seed, Range::non_negative(), "seed of every random draw of the run"},
         {"max_seconds", &TrainOptions::max_seconds, Range::non_negative(), "wall-time budget of the run over all its sessions (0: none)"},
         {"test", &TrainOptions::test, Range::any(), "evaluate the best model on the test split at the end"},
+        {"log_tensorboard", &TrainOptions::log_tensorboard, "the metrics as TensorBoard event files in the run directory too (tensorboard --logdir runs); nil: LMKIT_TENSORBOARD=1 turns them on"},
         {"steps_in_flight", &TrainOptions::steps_in_flight, Range{0.0, 8.0, false, false},
          "steps whose loss and norm may still be on their way to the host while the next runs (nil: 1 on a GPU, 0 on the CPU); results do not depend on it, on_step and a divergence come that many steps later"},
     });

@@ -45,6 +45,9 @@ struct TrainOptions {
   std::uint64_t seed = 141;
   double max_seconds = 0;               // wall-time budget of the run (all sessions); 0: none
   bool test = true;                     // evaluate the best model on the test split at the end
+  // The metrics as TensorBoard event files in the run directory too (tensorboard_writer.h); nil:
+  // $LMKIT_TENSORBOARD decides (1: yes).
+  std::optional<bool> log_tensorboard;
   // Steps whose numbers (loss, norm) may still be on their way to the host while the next runs
   // (nil: 1 on a GPU, 0 on the CPU, where there is nothing to overlap). Results do not depend on it;
   // on_step, the progress line and a divergence are seen that many steps later.

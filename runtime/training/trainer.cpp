@@ -11,8 +11,8 @@ namespace {
 
 // Keys of config.json whose change does not make a different run (resume may change them).
 // More epochs or finetune epochs continue a run, a finished one included.
-const std::set<std::string> kResumableChanges = {"epochs",         "finetune_epochs", "max_seconds",
-                                                 "log_interval",   "test",            "steps_in_flight"};
+const std::set<std::string> kResumableChanges = {"epochs",       "finetune_epochs", "max_seconds",     "log_interval",
+                                                 "test",         "steps_in_flight", "log_tensorboard"};
 
 // A split must give every column of its batch at least `rows` tokens (an input and its target;
 // training needs one more, for a window of length 2). Checked before the first step, so that a
@@ -213,6 +213,8 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
   // Compared as the folder it names, not as the text given (a run resumed from another directory).
   if (s.options.init_from) s.options.init_from = absolute_path(*s.options.init_from);
   s.config = run_config(s.model, s.corpus, s.options);
+  // Asked before the run directory is touched: a build without event files says so and writes nothing.
+  const bool tensorboard = tensorboard_requested(s.options.log_tensorboard);
 
   const auto leftovers = remove_stale_temporaries(s.store.dir().string());
   if (leftovers.files > 0) {
@@ -271,6 +273,9 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
     s.reset_hidden();
     if (s.options.init_from) s.start_from(*s.options.init_from);
   }
+  // A new event file per session: a resumed run replays its steps bit for bit, so a step written
+  // twice holds the same numbers in both files.
+  if (tensorboard) s.tensorboard = std::make_unique<TensorBoardWriter>(s.store.dir());
 }
 
 Trainer::~Trainer() = default;

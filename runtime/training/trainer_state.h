@@ -37,6 +37,7 @@
 #include "runtime/training/progress.h"
 #include "runtime/training/run_progress.h"
 #include "runtime/training/switch_policy.h"
+#include "runtime/training/tensorboard_writer.h"
 
 namespace lmkit::training {
 
@@ -76,6 +77,7 @@ struct Trainer::State : RunPosition, LossTotals, BestModel, AveragingState, Fine
   // One writer per run directory, from before this trainer reads or writes anything there until
   // its run() ends: a second lmkit.train, resume or batch task on the directory is refused.
   std::unique_ptr<FileLock> writer;
+  std::unique_ptr<TensorBoardWriter> tensorboard;  // with log_tensorboard (or LMKIT_TENSORBOARD=1)
   TrainCallbacks callbacks;
   torch::Device device;
   Progress progress;
@@ -113,6 +115,7 @@ struct Trainer::State : RunPosition, LossTotals, BestModel, AveragingState, Fine
   void metric(json record) {
     if (const auto id = run_id(); !id.empty()) record["run_id"] = id;
     store.append_metric(record);
+    if (tensorboard) tensorboard->write_metrics(record);
   }
 
   // ---- setup ----
