@@ -175,6 +175,9 @@ return recipe.define{
       steps:add(line)
     end
     steps:note(presets.switch_note(cfg))
+    local shown = {}  -- the step table's rows: each model's seed-28 cell
+    for _, r in ipairs(results) do if r.cell.seed_index == 1 then shown[#shown + 1] = r end end
+    measure.note_yardsticks(steps, shown)
     for _, m in ipairs(MODELS) do
       if m.why then steps:note(("%s: %s%s."):format(m.label, m.why, m.trained == false and "; not trained here" or "")) end
     end
@@ -206,7 +209,6 @@ return recipe.define{
       seeds_table:add(line)
     end
     seeds_table:note(presets.switch_note(cfg))
-    measure.note_yardsticks(seeds_table, results)
     lineup.print_and_save(seeds_table, ctx.out, "seeds")
 
     local tests = lmkit.report.table{

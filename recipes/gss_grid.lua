@@ -95,8 +95,10 @@ return recipe.define{
       local row = {c = r.cell.c, k = r.cell.k}
       if r.result then
         row.valid_ppl, row.test_ppl, row.rank = r.result.valid_ppl, r.result.test_ppl, r.result.rank
-        ranks[#ranks + 1], ppls[#ppls + 1] = r.result.rank, r.result.test_ppl
-        names[#names + 1] = ("(%g, %g)"):format(r.cell.c, r.cell.k)
+        if r.result.rank and r.result.test_ppl then  -- a diverged cell has no point
+          ranks[#ranks + 1], ppls[#ppls + 1] = r.result.rank, r.result.test_ppl
+          names[#names + 1] = ("(%g, %g)"):format(r.cell.c, r.cell.k)
+        end
       end
       t:add(row)
     end

@@ -75,7 +75,9 @@ return recipe.define{
     local sv, rows, cols = lmkit.analysis.logp_svdvals(model, corpus.test, {batch_size = 1})
     local qstar = lang:log_probs(corpus.test)
     local star_sv = lmkit.analysis.svdvals(qstar)
-    return {test_ppl = summary.test_ppl, bound_ppl = math.exp(bound_nll), unigram_ppl = corpus:unigram_perplexity("test"), gap = math.log(summary.test_ppl) - bound_nll,
+    -- The bound here: the language's own perplexity on these test tokens (not a fresh sample's).
+    return {test_ppl = summary.test_ppl, bound_ppl = math.exp(bound_nll),
+            unigram_ppl = corpus:unigram_perplexity("test"), gap = math.log(summary.test_ppl) - bound_nll,
             rank = lmkit.analysis.press_rank(sv, rows, cols), e3 = lmkit.analysis.effective_rank(sv, 1e-3),
             true_rank = lmkit.analysis.press_rank(star_sv, qstar:size(1), qstar:size(2), "float64"),
             true_e3 = lmkit.analysis.effective_rank(star_sv, 1e-3), contexts = rows, vocab = cols}

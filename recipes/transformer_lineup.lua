@@ -205,7 +205,7 @@ return recipe.define{
 
     local rank, ppl, heads_of = {}, {}, {}
     for _, r in ipairs(results) do
-      if r.result and r.result.rank then
+      if r.result and r.result.rank and r.result.test_ppl then
         rank[#rank + 1], ppl[#ppl + 1], heads_of[#heads_of + 1] = r.result.rank, r.result.test_ppl, lineup.label(r.cell.head)
       end
     end

@@ -1,10 +1,16 @@
 #include "repl/compare_command.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
 #include "repl/script_runner.h"
+#include "runtime/core/error.h"
 #include "runtime/core/terminal_text.h"
 #include "runtime/training/run_comparison.h"
 
@@ -20,21 +26,61 @@ void add_compare_command(CLI::App& app, CompareOptions& options) {
                               "Where the validation curves go (.png or .svg; default compare.png here; \"\" for none)");
 }
 
+namespace {
+
+// --plot checked before any run is read (a grid's runs take a while): its format, and a folder to
+// write it (and its .dat and .gp) into.
+void check_plot_path(const std::string& plot) {
+  namespace fs = std::filesystem;
+  const fs::path path(plot);
+  std::string extension = path.extension().string();
+  for (auto& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (std::any_of(plot.begin(), plot.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; })) {
+    throw UsageError("--plot: the file name holds a control character (a line break?); give a plain name like compare.png");
+  }
+  if (extension != ".png" && extension != ".svg") {
+    throw UsageError("--plot " + plot + ": the figure is a .png or an .svg (e.g. --plot compare.png), or \"\" for none");
+  }
+  std::error_code error;
+  if (fs::is_directory(path, error)) throw UsageError("--plot " + plot + ": that is a folder; give a file name in it");
+  const auto folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  if (!fs::is_directory(folder, error)) {
+    throw UsageError("--plot " + plot + ": no folder '" + folder.string() + "' to write it into");
+  }
+  if (access(folder.c_str(), W_OK) != 0) {
+    throw UsageError("--plot " + plot + ": the folder '" + folder.string() + "' is not writable here; give another path " +
+                     "(--plot /tmp/compare.png) or --plot \"\" for no plot");
+  }
+}
+
+}  // namespace
+
 int run_compare(const CompareOptions& options) {
+  if (!options.plot.empty()) check_plot_path(options.plot);
   const auto comparison = training::compare_runs(options.dirs);
   for (const auto& line : training::comparison_lines(comparison, output_columns())) std::cout << line << "\n";
-  if (options.plot.empty()) return 0;
+  bool unreadable = false;
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& run : comparison.runs) {
-    if (run.epochs.empty()) continue;  // no finished epoch: no curve
-    runs.push_back({{"label", run.label}, {"epochs", run.epochs}, {"valid_ppl", run.valid_ppl}});
+    unreadable = unreadable || !run.unreadable.empty();
+    if (run.status.valid_curve.empty()) continue;  // no finished epoch: no curve
+    nlohmann::json epochs = nlohmann::json::array(), valid = nlohmann::json::array();
+    for (const auto& [epoch, ppl] : run.status.valid_curve) {
+      epochs.push_back(epoch);
+      valid.push_back(ppl);
+    }
+    runs.push_back({{"label", printable_text(run.label)}, {"epochs", epochs}, {"valid_ppl", valid}});
   }
-  if (runs.empty()) {
+  int status = 0;
+  if (options.plot.empty()) {
+  } else if (runs.empty()) {
     std::cout << "no plot: no run has finished an epoch\n";
-    return 0;
+  } else {
+    std::cout << std::flush;
+    status = call_lmkit_function("lmkit.recipe", "plot_comparison", nlohmann::json{{"out", options.plot}, {"runs", runs}}, {}, "");
   }
-  std::cout << std::flush;
-  return call_lmkit_function("lmkit.recipe", "plot_comparison", nlohmann::json{{"out", options.plot}, {"runs", runs}}, {}, "");
+  // An unreadable run was shown as such; the exit status says the comparison is not whole.
+  return status != 0 ? status : unreadable ? 1 : 0;
 }
 
 }  // namespace lmkit::repl

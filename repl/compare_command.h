@@ -18,7 +18,9 @@ struct CompareOptions {
 // Declares the command on `app`; `options` receives its arguments (and must outlive the parse).
 void add_compare_command(CLI::App& app, CompareOptions& options);
 
-// 0, or 2 with the message for a folder holding no run (the caller reports exceptions).
+// Prints the comparison and draws the plot: 0, or 1 when a run was unreadable or the plot failed.
+// A mistake (a folder holding no run, a --plot that cannot be written) throws UsageError before
+// anything is printed; the caller reports it (exit 2).
 int run_compare(const CompareOptions& options);
 
 }  // namespace lmkit::repl

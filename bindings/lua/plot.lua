@@ -101,8 +101,12 @@ return function(lmkit)
     return ("%.17g"):format(x)
   end
 
-  local function gq(s)  -- a gnuplot single-quoted string (no escapes; '' is a quote)
-    return "'" .. tostring(s):gsub("'", "''") .. "'"
+  -- A gnuplot single-quoted string (no escapes; '' is a quote). A line break would end the string
+  -- and the script line, making the rest of a label (a run's folder name, a title) a gnuplot
+  -- command such as system("..."): every control character becomes a space.
+  local function gq(s)
+    local text = tostring(s):gsub("%c", " ")
+    return "'" .. text:gsub("'", "''") .. "'"
   end
 
   local function sq(s)  -- a shell single-quoted word
@@ -110,7 +114,7 @@ return function(lmkit)
   end
 
   local function dq_label(s)  -- a label in a data file: double-quoted, no double quotes inside
-    return '"' .. tostring(s):gsub('"', "'"):gsub("[\r\n]", " ") .. '"'
+    return '"' .. tostring(s):gsub('"', "'"):gsub("%c", " ") .. '"'
   end
 
   local function split_path(path)
@@ -136,6 +140,9 @@ return function(lmkit)
   -- are reported `level` frames up (the plot function's caller).
   local function figure_paths(out, fname, level)
     if type(out) ~= "string" then error(fname .. ": out = \"figure.png\" (or .svg) expected", level) end
+    if out:find("%c") then
+      error(("%s: out %q holds a control character (a line break?): give a plain file name"):format(fname, out), level)
+    end
     local base, ext = out:match("^(.*)%.([%w]+)$")
     ext = ext and ext:lower()
     if ext ~= "png" and ext ~= "svg" then
@@ -152,7 +159,7 @@ return function(lmkit)
   local function data_text(series)
     local blocks = {}
     for i, s in ipairs(series) do
-      local lines = {("# %d: %s"):format(i - 1, s.title or s.kind)}
+      local lines = {("# %d: %s"):format(i - 1, (tostring(s.title or s.kind):gsub("%c", " ")))}
       if s.kind == "bars" then
         lines[#lines + 1] = "# category " .. table.concat(s.names, " ")
         for r, category in ipairs(s.categories) do
@@ -844,7 +851,7 @@ The data and the script are written next to out, named as out with .dat and .gp 
     scatter = [[lmkit.plot.scatter{out=, x=, y=, labels=, label= | series={...}, ...} -> {out=, script=, data=}
 Points (as plot.line, with="points"); labels = {strings} writes one beside each point.]],
     rank_ppl = [[lmkit.plot.rank_ppl{out=, rank=, ppl=, labels=, groups=, ...} -> {out=, script=, data=, slope=, intercept=, r=, p=}
-Rank vs perplexity: the models as points, the least-squares line ppl = intercept + slope·rank, Pearson's r (and p) in the title and legend (thesis Fig. 4.6/4.7). groups = {name per point} (e.g. each model's head) gives each group a colour, a shape and a legend entry; labels = {string per point} writes each beside its point where it overlaps no other label or point (plot.place_labels).]],
+Rank vs perplexity: the models as points, the least-squares line ppl = intercept + slope·rank, Pearson's r (and p) in the title and legend (thesis Fig. 4.6/4.7). groups = {name per point} (e.g. each model's head) gives each group a colour, a shape and a legend entry (label= names the points only without groups); labels = {string per point} writes each beside its point where it overlaps no other label or point (plot.place_labels).]],
     place_labels = [[lmkit.plot.place_labels{x=, y=, labels=, xrange={lo, hi}, yrange={lo, hi}, width=800, height=500, area={left=, right=, bottom=, top=}, logx=, logy=, lines={{x1, y1, x2, y2}, ...}} -> {{text=, x=, y=, align=, box=, overlap=, lead=}, ...}
 Where rank_ppl writes its point labels: for each point, left to right, the first of eight places around it (right, left, above, below, the diagonals), on rings ever further out (lead = true: drawn with a leader line), whose box overlaps no placed label, no point, no line of `lines` and not the plot area's edge, else the least overlapping (overlap > 0). area: the plot area in screen fractions; box: the label's {x0, y0, x1, y1} in pixels (y up); x, y: its anchor in data coordinates, align: "left", "right" or "center".]],
     spectrum = [[lmkit.plot.spectrum{out=, values= | series={{values=, label=}, ...}, normalize=true, log=true, ...} -> {out=, script=, data=}

@@ -167,12 +167,12 @@ function presets.proportional_dropouts(base, small)
           dropouth = base.dropouth * r.between, dropout = base.dropout * r.last, wdrop = base.wdrop * r.recurrent}, r
 end
 
--- The corpus a resolved configuration names: the synthetic language at tiny scale, else the real
--- corpus (full protocol; ptb-mini where only valid/test splits are present).
 -- The synthetic language behind each corpus presets.load_corpus generated (weak keys: a corpus no
 -- longer held is forgotten), for presets.yardsticks's bound.
 local languages = setmetatable({}, {__mode = "k"})
 
+-- The corpus a resolved configuration names: the synthetic language at tiny scale, else the real
+-- corpus (full protocol; ptb-mini where only valid/test splits are present).
 function presets.load_corpus(cfg)
   local c = cfg.corpus
   if c.kind == "synthetic" then

@@ -100,27 +100,36 @@ measure.NEAR_UNIGRAM = 0.05
 -- say little. `key` names the results' perplexity (default "test_ppl").
 function measure.note_yardsticks(t, results, key)
   key = key or "test_ppl"
-  local unigrams, bounds, finished, near, best = {}, {}, 0, 0, nil
+  local unigrams, bounds, measured, unmeasured, near = {}, {}, 0, 0, 0
+  local best, best_closed  -- the model that closes the largest share of its own corpus's gap
   local function add_value(list, v)
     for _, old in ipairs(list) do if math.abs(old - v) <= 1e-9 * math.abs(v) then return end end
     list[#list + 1] = v
   end
   for _, r in ipairs(results) do
     local x = r.result
-    if x and x[key] then
-      finished = finished + 1
+    local ppl = x and x[key]
+    if ppl and ppl == ppl then  -- NaN (a diverged model's) is no perplexity
       if x.unigram_ppl then
+        measured = measured + 1
         add_value(unigrams, x.unigram_ppl)
-        if x[key] >= (1 - measure.NEAR_UNIGRAM) * x.unigram_ppl then near = near + 1 end
-        if x.bound_ppl and (not best or x[key] < best[key]) then best = x end
+        if ppl >= (1 - measure.NEAR_UNIGRAM) * x.unigram_ppl then near = near + 1 end
+        if x.bound_ppl then
+          add_value(bounds, x.bound_ppl)
+          local closed = (math.log(x.unigram_ppl) - math.log(ppl)) / (math.log(x.unigram_ppl) - math.log(x.bound_ppl))
+          if not best or closed > best_closed then best, best_closed = x, closed end
+        end
+      else
+        unmeasured = unmeasured + 1
       end
-      if x.bound_ppl then add_value(bounds, x.bound_ppl) end
     end
   end
-  if finished == 0 then return end
-  if #unigrams == 0 then
-    t:note("Yardsticks: not recorded with these results (their cells ran before lmkit recorded them); " ..
-           "rerun a cell (delete its folder) to have them.")
+  if measured + unmeasured == 0 then return end
+  local missing = unmeasured > 0 and ("%d of the %d models' results predate the yardsticks (their cells ran before " ..
+    "lmkit recorded them; delete a cell's folder to run it again)"):format(unmeasured, measured + unmeasured) or nil
+  if measured == 0 then
+    t:note("Yardsticks: not recorded with these results (their cells ran before lmkit recorded them; delete a " ..
+           "cell's folder to run it again).")
     return
   end
   local function values_text(list)
@@ -131,22 +140,27 @@ function measure.note_yardsticks(t, results, key)
   local text = ("Yardsticks on the test split: the unigram model (the training split's word frequencies, add-½, " ..
                 "no context) has perplexity %s"):format(values_text(unigrams))
   if #bounds > 0 then
-    text = text .. ("; the true distribution (exp of the language's entropy rate, which no model beats in " ..
+    text = text .. ("; the true distribution (the language's own probabilities, which no model beats in " ..
                     "expectation) %s"):format(values_text(bounds))
-    if best then
-      local closed = (math.log(best.unigram_ppl) - math.log(best[key])) / (math.log(best.unigram_ppl) - math.log(best.bound_ppl))
-      text = text .. (closed > 0 and ("; the best model here (%.2f) closes %.0f%% of the gap between them"):format(best[key], 100 * closed)
-                      or ("; the best model here (%.2f) does not beat the unigram model"):format(best[key]))
+    if best_closed >= 1 then
+      text = text .. ("; the best model here (%.2f) reaches it, within the test split's sampling noise"):format(best[key])
+    elseif best_closed > 0 then
+      text = text .. ("; the best model here (%.2f) closes %.0f%% of the gap between them"):format(best[key], 100 * best_closed)
+    else
+      text = text .. ("; no model here beats the unigram model (the best: %.2f)"):format(best[key])
     end
-    t:note(text .. ".")
+    text = text .. "."
   else
-    t:note(text .. "; for real text the true distribution's perplexity is unknown.")
+    text = text .. "; for real text the true distribution's perplexity is unknown."
   end
+  t:note(missing and (text .. " " .. missing .. ".") or text)
   if near > 0 then
-    t:note(("%s %d models have a test perplexity within %.0f%% of the unigram model's or above it: they have " ..
-            "learnt little beyond word frequencies, so their differences, and any correlation over them, say little. " ..
-            "Train longer (--set epochs=N) or at a larger scale (--set scale=small) for a finding."):format(
-      near == finished and "All" or (near .. " of"), finished, 100 * measure.NEAR_UNIGRAM))
+    t:note(("%s within %.0f%% of the unigram model's test perplexity or above it: %s learnt little beyond word " ..
+            "frequencies, so differences between such models, and any correlation over them, say little; train " ..
+            "longer or at a larger scale for a finding."):format(
+      near == 1 and measured == 1 and "The model is" or near == measured and ("All %d models are"):format(measured)
+        or ("%d of the %d models are"):format(near, measured),
+      100 * measure.NEAR_UNIGRAM, near == 1 and "it has" or "they have"))
   end
 end
 

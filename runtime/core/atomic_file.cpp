@@ -58,8 +58,18 @@ void require_readable_file(const std::string& path, const std::string& what) {
   }
 }
 
-std::string read_file(const std::string& path, const std::string& what) {
+std::string read_file(const std::string& path, const std::string& what, std::uintmax_t max_bytes) {
   require_readable_file(path, what);
+  // Read whole, so only a regular file of bounded size: a FIFO would block, a device never end.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw EnvironmentError("cannot read " + what + " '" + path + "': it is not a regular file (a device, a pipe or a socket)");
+  }
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > max_bytes) {
+    throw EnvironmentError("cannot read " + what + " '" + path + "': it holds " + integer_text(size) + " bytes, more than " +
+                           integer_text(max_bytes) + " such a file can hold; it was not written by lmkit as it is (restore or delete it)");
+  }
   std::ifstream file(path, std::ios::binary);
   if (!file) throw EnvironmentError("cannot open " + what + " '" + path + "': " + std::strerror(errno));
   std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());

@@ -25,7 +25,10 @@ RemovedTemporaries remove_stale_temporaries(const std::string& dir);
 // underflow error" or as missing), or "...: No such file or directory" and the like.
 void require_readable_file(const std::string& path, const std::string& what = "file");
 
-// The whole file as bytes; EnvironmentError "cannot open <what> '<path>': <reason>" otherwise.
-std::string read_file(const std::string& path, const std::string& what = "file");
+// The whole file as bytes; EnvironmentError "cannot open <what> '<path>': <reason>" otherwise, and
+// for a path that is not a regular file (a pipe would block, a device never end) or that holds
+// more than max_bytes.
+std::string read_file(const std::string& path, const std::string& what = "file",
+                      std::uintmax_t max_bytes = UINTMAX_MAX);
 
 }  // namespace lmkit

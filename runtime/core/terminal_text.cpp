@@ -48,6 +48,24 @@ std::size_t display_width(const std::string& text) {
   return width;
 }
 
+std::string printable_text(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte < 0x20 || byte == 0x7F) {
+      out += '?';
+    } else if (byte == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
+      out += '?';  // U+0080..U+009F: C1 controls (0x9B is a one-byte CSI to some terminals)
+      ++i;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 std::string fit_to_width(const std::string& text, std::size_t width) {
   if (width == 0 || display_width(text) <= width) return text;
   std::string kept;

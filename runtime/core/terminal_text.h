@@ -17,6 +17,11 @@ std::size_t output_columns();
 // Columns `text` takes: one per UTF-8 code point, none for a terminal escape sequence (ESC [ ... letter).
 std::size_t display_width(const std::string& text);
 
+// `text` with every control character (C0, DEL, C1: line breaks, tabs, escape sequences) shown as
+// '?': for text from files (a run's settings, a folder's name) printed in a table, which must
+// neither break its rows nor reach the terminal as commands.
+std::string printable_text(const std::string& text);
+
 // `text` cut to at most `width` columns, its end replaced by "…" when cut; width 0: unchanged.
 std::string fit_to_width(const std::string& text, std::size_t width);
 

@@ -1,5 +1,6 @@
 #include "runtime/training/recipe_record.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -46,7 +47,8 @@ RecipeRecord read_recipe_record(const std::string& dir) {
   for (const auto& cell : *cells) {
     // A cell id is one folder name under cells/, as lmkit makes it: never a path.
     const auto id = cell.is_string() ? cell.get<std::string>() : std::string();
-    if (id.empty() || id == "." || id == ".." || id.find('/') != std::string::npos) {
+    const bool control = std::any_of(id.begin(), id.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; });
+    if (id.empty() || id == "." || id == ".." || id.find('/') != std::string::npos || control) {
       throw EnvironmentError("'" + file.string() + "' lists a cell that is no cell id (" + cell.dump() +
                              "); `lmkit run` of the recipe rewrites it");
     }

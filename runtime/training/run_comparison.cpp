@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -17,12 +17,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::optional<double> number_at(const json& object, const char* key) {
-  const auto it = object.is_object() ? object.find(key) : object.end();
-  if (!object.is_object() || it == object.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
-
 void flatten_into(const json& value, const std::string& prefix, json& out) {
   if (value.is_object() && !value.empty()) {
     for (auto it = value.begin(); it != value.end(); ++it) {
@@ -36,67 +30,82 @@ void flatten_into(const json& value, const std::string& prefix, json& out) {
 ComparedRun read_run(const std::string& dir, const std::string& label) {
   ComparedRun run;
   run.label = label;
-  run.status = run_status(dir);
-  const RunStore store(dir);
-  run.settings = flattened_settings(store.read_json("config.json"));
-  double last_main = 0;
-  for (const auto& record : store.metrics()) {
-    if (!record.is_object() || record.value("type", json()) != "epoch") continue;
-    const auto epoch = number_at(record, "epoch");
-    const auto valid = number_at(record, "valid_ppl");
-    if (!epoch || !valid) continue;
-    // Finetune epochs count from 1 again: they follow the main ones on the curve.
-    const bool finetune = record.value("stage", json()) == "finetune";
-    if (!finetune) last_main = std::max(last_main, *epoch);
-    run.epochs.push_back(finetune ? last_main + *epoch : *epoch);
-    run.valid_ppl.push_back(*valid);
-    run.final_valid_ppl = valid;
-  }
-  if (store.exists("summary.json")) {
-    try {
-      run.train_ppl = number_at(store.read_json("summary.json"), "train_ppl");
-    } catch (const EnvironmentError&) {
-      // run_status has said what it could of a damaged summary; the comparison goes on without it.
-    }
+  run.status.dir = dir;
+  try {
+    run.status = run_status(dir);
+    run.settings = flattened_settings(RunStore(dir).read_json("config.json"));
+  } catch (const EnvironmentError& e) {
+    run.status.state = "unreadable";
+    run.unreadable = e.what();
   }
   return run;
+}
+
+// "runs/grid" for "runs/grid/" (labels join cell ids to it).
+std::string without_trailing_slash(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
+}
+
+// Whether `path` exists, as what; a path that cannot be examined (a loop of links, no permission)
+// is named with the reason.
+fs::file_status examined(const fs::path& path, const std::string& shown) {
+  std::error_code error;
+  const auto status = fs::status(path, error);
+  if (error && error != std::errc::no_such_file_or_directory) {
+    throw UsageError("'" + shown + "' cannot be examined: " + error.message());
+  }
+  return status;
+}
+
+bool is_file_in(const fs::path& path) {
+  std::error_code error;
+  return fs::exists(path, error) && !error;
 }
 
 // The cells of a recipe's (or a batch's) folder: recipe.json's, in grid order, else cells/'s
 // folders by name (a batch whose recipe wrote no record yet).
 std::vector<std::string> cell_ids(const fs::path& folder) {
-  if (fs::exists(folder / "recipe.json")) return read_recipe_record(folder.string()).cells;
+  if (is_file_in(folder / "recipe.json")) return read_recipe_record(folder.string()).cells;
   std::vector<std::string> ids;
   std::error_code error;
-  for (const auto& entry : fs::directory_iterator(folder / "cells", error)) {
-    if (entry.is_directory()) ids.push_back(entry.path().filename().string());
+  for (fs::directory_iterator it(folder / "cells", error), end; !error && it != end; it.increment(error)) {
+    std::error_code kind_error;
+    if (it->is_directory(kind_error) && !kind_error) ids.push_back(it->path().filename().string());
   }
   std::sort(ids.begin(), ids.end());
   return ids;
 }
 
-void add_folder(const std::string& dir, std::vector<ComparedRun>& runs) {
+void add_folder(const std::string& dir, RunComparison& comparison) {
   const fs::path path(dir);
-  std::error_code error;
-  if (!fs::exists(path, error)) throw UsageError("'" + dir + "' does not exist");
-  if (!fs::is_directory(path, error)) {
+  const auto status = examined(path, dir);
+  if (!fs::exists(status)) throw UsageError("'" + dir + "' does not exist");
+  if (!fs::is_directory(status)) {
     throw UsageError("'" + dir + "' is a file; give run directories or recipe output folders");
   }
-  if (fs::exists(path / "config.json")) {
-    runs.push_back(read_run(dir, dir));
+  const auto label = without_trailing_slash(dir);
+  if (fs::exists(examined(path / "config.json", dir + "/config.json"))) {
+    comparison.runs.push_back(read_run(dir, label));
     return;
   }
-  if (fs::exists(path / "recipe.json") || fs::exists(path / "batch" / "manifest.json")) {
+  if (fs::exists(examined(path / "recipe.json", dir + "/recipe.json")) ||
+      fs::exists(examined(path / "batch" / "manifest.json", dir + "/batch/manifest.json"))) {
+    const auto ids = cell_ids(path);
     std::size_t found = 0;
-    for (const auto& id : cell_ids(path)) {
+    for (const auto& id : ids) {
       const auto run_dir = path / "cells" / id / "run";
-      if (!fs::exists(run_dir / "config.json")) continue;
-      runs.push_back(read_run(run_dir.string(), dir + "/" + id));
+      if (!is_file_in(run_dir / "config.json")) continue;
+      comparison.runs.push_back(read_run(run_dir.string(), label + "/" + id));
       ++found;
     }
     if (found == 0) {
       throw UsageError("'" + dir + "' is a recipe's folder whose cells trained no model (no cells/<id>/run " +
                        "with a config.json): its recipe analyses without training, or none of its cells has started");
+    }
+    if (found < ids.size()) {
+      comparison.notes.push_back(fmt::format("{}: {} of its {} cells have no training run yet (not started, or their "
+                                             "recipe trains nothing there): not shown", label, ids.size() - found, ids.size()));
     }
     return;
   }
@@ -137,7 +146,7 @@ void append_table(const std::vector<std::vector<std::string>>& rows, std::vector
 
 json flattened_settings(const json& config) {
   json flat = json::object();
-  if (!config.is_object()) return flat;
+  if (!config.is_object() || config.empty()) return flat;
   json kept = config;
   kept.erase("run_id");
   if (auto train = kept.find("train"); train != kept.end() && train->is_object()) train->erase("run_dir");
@@ -154,26 +163,45 @@ json flattened_settings(const json& config) {
     corpus->erase("source");
     corpus->erase("origin");
   }
-  flatten_into(kept, "", flat);
+  if (!kept.empty()) flatten_into(kept, "", flat);
   return flat;
 }
 
 RunComparison compare_runs(const std::vector<std::string>& dirs) {
   if (dirs.empty()) throw UsageError("give at least one run directory or recipe output folder");
   RunComparison comparison;
-  for (const auto& dir : dirs) add_folder(dir, comparison.runs);
-  // Every key of any run, then those whose value is not the same in all runs (missing counts as a value).
-  std::map<std::string, bool> keys;
-  for (const auto& run : comparison.runs) {
-    for (auto it = run.settings.begin(); it != run.settings.end(); ++it) keys[it.key()] = true;
+  for (const auto& dir : dirs) add_folder(dir, comparison);
+  // A run given twice (a folder and one of its cells, say) is shown once.
+  std::set<std::string> seen;
+  std::vector<ComparedRun> unique;
+  for (auto& run : comparison.runs) {
+    std::error_code error;
+    const auto canonical = fs::weakly_canonical(run.status.dir, error);
+    const auto key = error ? run.status.dir : canonical.string();
+    if (seen.insert(key).second) {
+      unique.push_back(std::move(run));
+    } else {
+      comparison.notes.push_back(run.label + ": given twice, shown once");
+    }
   }
-  for (const auto& [key, unused] : keys) {
-    (void)unused;
-    const auto first = comparison.runs.front().settings.find(key);
-    const bool first_has = first != comparison.runs.front().settings.end();
-    for (const auto& run : comparison.runs) {
-      const auto it = run.settings.find(key);
-      const bool has = it != run.settings.end();
+  comparison.runs = std::move(unique);
+  // Every key of a readable run, then those whose value is not the same in all of them (missing
+  // counts as a value).
+  std::vector<const ComparedRun*> readable;
+  for (const auto& run : comparison.runs) {
+    if (run.unreadable.empty()) readable.push_back(&run);
+  }
+  std::set<std::string> keys;
+  for (const auto* run : readable) {
+    for (auto it = run->settings.begin(); it != run->settings.end(); ++it) keys.insert(it.key());
+  }
+  for (const auto& key : readable.empty() ? std::set<std::string>{} : keys) {
+    const auto& first_settings = readable.front()->settings;
+    const auto first = first_settings.find(key);
+    const bool first_has = first != first_settings.end();
+    for (const auto* run : readable) {
+      const auto it = run->settings.find(key);
+      const bool has = it != run->settings.end();
       if (has != first_has || (has && *it != *first)) {
         comparison.differing.push_back(key);
         break;
@@ -186,20 +214,40 @@ RunComparison compare_runs(const std::vector<std::string>& dirs) {
 std::vector<std::string> comparison_lines(const RunComparison& comparison, std::size_t columns) {
   std::vector<std::string> out;
   const auto& runs = comparison.runs;
+  // Text from the runs' files is shown, never obeyed (no line breaks or terminal sequences), and a
+  // value longer than a table cell should be is cut.
+  const auto cell = [](const std::string& text) { return fit_to_width(printable_text(text), 40); };
+  const auto label_of = [&](const ComparedRun& run) {
+    // At most half the width (a third of a narrow one), so that a row has room for its numbers.
+    return fit_to_width(printable_text(run.label), columns == 0 ? 0 : std::max<std::size_t>(columns / 2, 30));
+  };
+  const auto fitted = [&](std::vector<std::string> lines) {
+    for (auto& line : lines) line = fit_to_width(line, columns);
+    out.insert(out.end(), lines.begin(), lines.end());
+  };
   out.push_back(fmt::format("{} run{} compared", runs.size(), runs.size() == 1 ? "" : "s"));
   std::vector<std::vector<std::string>> rows{
       {"run", "state", "epochs", "best valid ppl", "at epoch", "final valid ppl", "train ppl", "test ppl", "s/epoch"}};
   for (const auto& run : runs) {
     const auto& s = run.status;
-    rows.push_back({run.label, s.state, s.epochs > 0 ? fmt::format("{}/{}", s.epoch, s.epochs) : fmt::format("{}", s.epoch),
+    rows.push_back({label_of(run), cell(s.state),
+                    s.epochs > 0 ? fmt::format("{}/{}", s.epoch, s.epochs) : fmt::format("{}", s.epoch),
                     optional_number(s.best_valid_ppl, 2), s.best_valid_ppl ? fmt::format("{}", s.best_epoch) : "-",
-                    optional_number(run.final_valid_ppl, 2), optional_number(run.train_ppl, 2),
+                    optional_number(s.last_valid_ppl, 2), optional_number(s.train_ppl, 2),
                     optional_number(s.test_ppl, 2), optional_number(s.seconds_per_epoch, 1)});
   }
-  append_table(rows, out);
+  std::vector<std::string> table;
+  append_table(rows, table);
+  fitted(table);
+  for (const auto& run : runs) {
+    if (!run.unreadable.empty()) fitted({"  " + label_of(run) + " is unreadable: " + printable_text(run.unreadable)});
+  }
+  for (const auto& note : comparison.notes) fitted({"  " + printable_text(note)});
   out.push_back("");
-  if (runs.size() < 2) {
-    out.push_back("Settings: one run, nothing to compare them with.");
+  std::size_t readable = 0;
+  for (const auto& run : runs) readable += run.unreadable.empty() ? 1 : 0;
+  if (readable < 2) {
+    out.push_back("Settings: fewer than two readable runs, nothing to compare them with.");
     return out;
   }
   if (comparison.differing.empty()) {
@@ -210,26 +258,29 @@ std::vector<std::string> comparison_lines(const RunComparison& comparison, std::
                             comparison.differing.size()));
   // As many setting columns per table as fit the width; the run's label starts every table.
   std::size_t label_width = 3;
-  for (const auto& run : runs) label_width = std::max(label_width, display_width(run.label));
+  for (const auto& run : runs) label_width = std::max(label_width, display_width(label_of(run)));
   std::size_t start = 0;
   while (start < comparison.differing.size()) {
     std::size_t used = 3 + label_width, end = start;
     while (end < comparison.differing.size()) {
-      std::size_t width = display_width(comparison.differing[end]);
-      for (const auto& run : runs) width = std::max(width, display_width(setting_text(run.settings, comparison.differing[end])));
+      std::size_t width = display_width(cell(comparison.differing[end]));
+      for (const auto& run : runs) width = std::max(width, display_width(cell(setting_text(run.settings, comparison.differing[end]))));
       if (end > start && columns > 0 && used + 2 + width > columns) break;
       used += 2 + width;
       ++end;
     }
-    std::vector<std::vector<std::string>> table{{"run"}};
-    for (std::size_t k = start; k < end; ++k) table[0].push_back(comparison.differing[k]);
+    std::vector<std::vector<std::string>> settings{{"run"}};
+    for (std::size_t k = start; k < end; ++k) settings[0].push_back(cell(comparison.differing[k]));
     for (const auto& run : runs) {
-      std::vector<std::string> row{run.label};
-      for (std::size_t k = start; k < end; ++k) row.push_back(setting_text(run.settings, comparison.differing[k]));
-      table.push_back(row);
+      if (!run.unreadable.empty()) continue;
+      std::vector<std::string> row{label_of(run)};
+      for (std::size_t k = start; k < end; ++k) row.push_back(cell(setting_text(run.settings, comparison.differing[k])));
+      settings.push_back(row);
     }
     if (start > 0) out.push_back("");
-    append_table(table, out);
+    std::vector<std::string> lines;
+    append_table(settings, lines);
+    fitted(lines);
     start = end;
   }
   return out;

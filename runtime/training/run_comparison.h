@@ -5,7 +5,6 @@
 // corpus's file paths aside), so that what was varied is seen at once.
 #pragma once
 #include <cstddef>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,19 +16,20 @@ namespace lmkit::training {
 
 struct ComparedRun {
   std::string label;  // the folder as given, or "<folder>/<cell id>" for a recipe's cell
-  RunStatus status;
-  std::optional<double> final_valid_ppl, train_ppl;  // the last epoch's valid ppl; the summary's train ppl
-  std::vector<double> epochs, valid_ppl;             // the validation curve (finetune epochs after the main ones)
-  nlohmann::json settings;                           // config.json flattened: {"model.head.kind": "gss", ...}
+  RunStatus status;   // its state, epochs, perplexities and validation curve
+  nlohmann::json settings;  // config.json flattened: {"model.head.kind": "gss", ...}
+  std::string unreadable;   // why its files could not be read ("" when they could): a row says so
 };
 
 struct RunComparison {
   std::vector<ComparedRun> runs;
-  std::vector<std::string> differing;  // the flattened keys whose values differ, in key order
+  std::vector<std::string> differing;  // the flattened keys whose values differ among readable runs, in key order
+  std::vector<std::string> notes;      // cells without a run, runs given twice
 };
 
 // Reads the runs of `dirs`; UsageError naming a folder that does not exist, is a file, or holds
-// no run (and what would), and for fewer than one run in all.
+// no run (and what would), and when no folder is given. A run whose files are damaged is kept as
+// unreadable, with the reason, so that one bad cell does not hide a grid.
 RunComparison compare_runs(const std::vector<std::string>& dirs);
 
 // config.json's leaves as "a.b.c" → value; arrays stay whole values. The keys no comparison shows
@@ -38,8 +38,10 @@ RunComparison compare_runs(const std::vector<std::string>& dirs);
 nlohmann::json flattened_settings(const nlohmann::json& config);
 
 // The comparison as a person reads it: one row per run (state, epochs, best valid ppl and its epoch,
-// final valid ppl, test ppl, s/epoch), then the settings that differ, one row per run, as columns
-// that fit `columns` characters (a setting too wide for one table goes into the next).
+// final valid ppl, train and test ppl, s/epoch), the unreadable runs' reasons and the notes, then
+// the settings that differ, one row per run, as columns that fit `columns` characters (a setting
+// too wide for one table goes into the next; a line still too wide is cut, 0: no limit). Text read
+// from the runs' files is printed with its control characters as '?'.
 std::vector<std::string> comparison_lines(const RunComparison& comparison, std::size_t columns);
 
 }  // namespace lmkit::training

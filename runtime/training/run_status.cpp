@@ -1,5 +1,6 @@
 #include "runtime/training/run_status.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -20,6 +21,14 @@ std::optional<double> number_at(const nlohmann::json& object, const char* key) {
   return it->get<double>();
 }
 
+// A count (an epoch number, a number of epochs): a whole number in [0, 10^9], else nothing (a
+// damaged or hostile file's 1e300 must not become an integer).
+std::optional<std::int64_t> count_at(const nlohmann::json& object, const char* key) {
+  const auto value = number_at(object, key);
+  if (!value || !(*value >= 0 && *value <= 1e9) || *value != std::floor(*value)) return std::nullopt;
+  return static_cast<std::int64_t>(*value);
+}
+
 }  // namespace
 
 RunStatus run_status(const std::string& dir) {
@@ -32,17 +41,27 @@ RunStatus run_status(const std::string& dir) {
   RunStore store(dir);
   const auto config = store.read_json("config.json");
   if (const auto train = config.find("train"); train != config.end() && train->is_object()) {
-    if (const auto epochs = number_at(*train, "epochs")) status.epochs = static_cast<std::int64_t>(*epochs);
+    status.epochs = count_at(*train, "epochs").value_or(0) + count_at(*train, "finetune_epochs").value_or(0);
   }
   double seconds = 0;
-  std::int64_t timed = 0;
+  std::int64_t timed = 0, last_main = 0;
   for (const auto& record : store.metrics()) {
     const auto type = record.is_object() ? record.find("type") : record.end();
     if (type == record.end() || *type != "epoch") continue;
-    if (const auto epoch = number_at(record, "epoch")) status.epoch = static_cast<std::int64_t>(*epoch);
+    if (const auto epoch = count_at(record, "epoch")) {
+      const auto e = *epoch;
+      const auto stage = record.find("stage");
+      if (stage != record.end() && *stage == "finetune") {
+        status.epoch = last_main + e;  // finetune epochs follow the main ones
+      } else {
+        status.epoch = e;
+        last_main = std::max(last_main, e);
+      }
+    }
     const auto valid = number_at(record, "valid_ppl");
     if (valid) {
       status.last_valid_ppl = valid;
+      status.valid_curve.emplace_back(status.epoch, *valid);
       if (!status.best_valid_ppl || *valid < *status.best_valid_ppl) {
         status.best_valid_ppl = valid;
         status.best_epoch = status.epoch;
@@ -59,7 +78,10 @@ RunStatus run_status(const std::string& dir) {
     const auto summary = store.read_json("summary.json");
     const auto state = summary.is_object() ? summary.find("status") : summary.end();
     status.state = state != summary.end() && state->is_string() ? state->get<std::string>() : std::string("ended");
-    if (summary.is_object()) status.test_ppl = number_at(summary, "test_ppl");
+    if (summary.is_object()) {
+      status.test_ppl = number_at(summary, "test_ppl");
+      status.train_ppl = number_at(summary, "train_ppl");
+    }
     if (const auto reason = summary.is_object() ? summary.find("stop_reason") : summary.end();
         summary.is_object() && reason != summary.end() && reason->is_string()) {
       status.stop_reason = reason->get<std::string>();

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lmkit::training {
@@ -17,10 +18,13 @@ struct RunStatus {
   std::string state;
   std::optional<std::string> holder;  // the process training it, when running
   std::optional<std::string> stop_reason;
+  // Epochs count on through the finetune stage: a run of 3 epochs and 2 finetune epochs has
+  // epochs 1..5, the finetune ones 4 and 5 (metrics.jsonl numbers them 1 and 2 within their stage).
   std::int64_t epoch = 0;   // the last epoch that finished (0: none yet)
-  std::int64_t epochs = 0;  // the epochs the run was started for (0: not recorded)
-  std::optional<double> best_valid_ppl, last_valid_ppl, test_ppl;
+  std::int64_t epochs = 0;  // the epochs the run was started for, finetune ones included (0: not recorded)
+  std::optional<double> best_valid_ppl, last_valid_ppl, test_ppl, train_ppl;  // train_ppl: the summary's
   std::int64_t best_epoch = 0;
+  std::vector<std::pair<std::int64_t, double>> valid_curve;  // (epoch, valid ppl) per finished epoch
   std::optional<double> seconds_per_epoch;  // the finished epochs' mean
   std::optional<double> eta_seconds;        // running: the epochs left at that rate
   bool resumable = false;                   // not finished, with a state.ckpt: lmkit.resume continues it

@@ -12,6 +12,15 @@
 #include "runtime/core/number_text.h"
 
 namespace lmkit::training {
+namespace {
+
+// What a run's files can hold: config.json and summary.json are kilobytes; metrics.jsonl grows by
+// ~300 bytes per log interval and epoch (a 1,000-epoch PTB run at log_interval 200: ~1 MB). The
+// bounds keep a damaged or hostile file from taking the machine's memory.
+constexpr std::uintmax_t kMaxJsonBytes = std::uintmax_t{256} << 20;
+constexpr std::uintmax_t kMaxMetricsBytes = std::uintmax_t{2} << 30;
+
+}  // namespace
 
 RunStore::RunStore(std::filesystem::path dir) : dir_(std::move(dir)) {
   std::error_code ec;
@@ -27,7 +36,7 @@ void RunStore::write_json(const std::string& name, const nlohmann::json& value) 
 }
 
 nlohmann::json RunStore::read_json(const std::string& name) const {
-  const auto text = read_file(path(name), "run file");
+  const auto text = read_file(path(name), "run file", kMaxJsonBytes);
   nlohmann::json value;
   try {
     value = config::parse_json_text(text);
@@ -69,7 +78,7 @@ void RunStore::append_log(const std::string& line) const { append_line("log.txt"
 std::vector<nlohmann::json> RunStore::metrics() const {
   std::vector<nlohmann::json> records;
   if (!exists("metrics.jsonl")) return records;
-  const auto text = read_file(path("metrics.jsonl"), "metrics file");
+  const auto text = read_file(path("metrics.jsonl"), "metrics file", kMaxMetricsBytes);
   std::size_t start = 0;
   std::size_t line_number = 0;
   while (start < text.size()) {

@@ -179,6 +179,18 @@ T.test("rank_ppl: a colour and a legend entry per group; labels placed by place_
   T.raises(function() plot.rank_ppl{out = out, rank = {1, 2, 3}, ppl = {1, 2, 3}, groups = {"a"}} end, "one name per point")
 end)
 
+T.test("a line break in a label, a title or a file name never becomes a gnuplot command", function()
+  local marker = dir .. "/injected"
+  local evil = "run\nsystem(\"touch " .. marker .. "\") #"
+  local r = plot.line{out = dir .. "/evil.svg", title = evil, series = {{y = {1, 2}, label = evil}}}
+  T.truthy(not io.open(marker, "r"), "a label ran a command")
+  for line in read(r.script):gmatch("[^\n]+") do T.truthy(not line:find("^system"), line) end
+  for line in read(r.data):gmatch("[^\n]+") do T.truthy(not line:find("^system"), line) end
+  T.raises(function() plot.line{out = dir .. "/x\nsystem(\"touch " .. marker .. "\") #.svg", y = {1, 2}} end,
+           "holds a control character")
+  T.truthy(not io.open(marker, "r"), "a file name ran a command")
+end)
+
 T.test("spectrum data: σᵢ/σ₁ by default; cumulative share ends at 1", function()
   local r = plot.spectrum{out = dir .. "/toy_spectrum.svg", values = {4, 2, 1}}
   T.eq(read(r.data), "# 0: xy\n1 1\n2 0.5\n3 0.25\n")
