@@ -161,9 +161,11 @@ function recipe.read_json(path)
   if not f then return nil end
   local text = f:read("a")
   f:close()
+  -- An object, as `lmkit status` requires too: a JSON array decodes to a Lua table as well, but no
+  -- cell writes one (a damaged or foreign file is not a result).
   local ok, value = pcall(lmkit.json_decode, text)
-  if ok and type(value) == "table" then return value end
-  return nil, ("%s is not valid JSON"):format(path)
+  if ok and type(value) == "table" and text:match("^%s*{") then return value end
+  return nil, ("%s is not a JSON object"):format(path)
 end
 local read_result = recipe.read_json
 

@@ -159,7 +159,7 @@ function measure.note_yardsticks(t, results, key)
             "frequencies, so differences between such models, and any correlation over them, say little; train " ..
             "longer or at a larger scale for a finding."):format(
       near == 1 and measured == 1 and "The model is" or near == measured and ("All %d models are"):format(measured)
-        or ("%d of the %d models are"):format(near, measured),
+        or near == 1 and ("1 of the %d models is"):format(measured) or ("%d of the %d models are"):format(near, measured),
       100 * measure.NEAR_UNIGRAM, near == 1 and "it has" or "they have"))
   end
 end

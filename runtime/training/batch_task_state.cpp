@@ -8,6 +8,7 @@
 
 #include "runtime/config/json_text.h"
 #include "runtime/core/atomic_file.h"
+#include "runtime/core/file_lock.h"
 #include "runtime/core/folders.h"
 #include "runtime/core/number_text.h"
 #include "runtime/training/process_pool.h"
@@ -64,13 +65,16 @@ std::string slurm_id_of(const BatchManifest& manifest, std::int64_t task) {
   return "";
 }
 
-TaskState from_record(const json& record, const TaskFacts& facts) {
+TaskState from_record(const json& record, std::int64_t task, const TaskFacts& facts) {
   const auto state = text_of(record, "state");
   if (state == "running") {
     // A Slurm task not in the queue is gone without recording its end, unless the queue is unknown.
     if (!text_of(record, "slurm_job").empty()) return facts.queue ? TaskState::lost : TaskState::running;
+    if (text_of(record, "host") != facts.host) return TaskState::running;  // another machine's: not seen from here
+    // The task's own lock first: a pid can be alive again as another process.
+    if (facts.task_held) return facts.task_held(task) ? TaskState::running : TaskState::lost;
     const auto pid = integer_of(record, "pid");
-    if (text_of(record, "host") == facts.host && pid && facts.alive && !facts.alive(*pid)) return TaskState::lost;
+    if (pid && facts.alive && !facts.alive(*pid)) return TaskState::lost;
     return TaskState::running;
   }
   if (state == "done") return TaskState::lost;  // said done but left no result.json (deleted since?)
@@ -127,7 +131,7 @@ std::vector<TaskView> task_views(const BatchManifest& manifest, const TaskFacts&
                 : text_of(v.record, "state") == "preempted" ? TaskState::requeued
                                                             : TaskState::queued;
     } else if (!v.record.is_null()) {
-      v.state = from_record(v.record, facts);
+      v.state = from_record(v.record, v.task, facts);
     }
     views.push_back(std::move(v));
   }
@@ -138,6 +142,9 @@ TaskFacts observe_tasks(const BatchManifest& manifest) {
   TaskFacts facts;
   facts.host = host_name();
   facts.alive = [](std::int64_t pid) { return process_alive(static_cast<int>(pid)); };
+  facts.task_held = [tasks = BatchPaths(manifest.out).tasks](std::int64_t task) {
+    return FileLock::holder(tasks + "/" + integer_text(task)).has_value();
+  };
   if (manifest.slurm_jobs.empty() || !have_command("squeue")) return facts;
   const auto output = run_shell("squeue -h -r --me -o '%i %T'");
   if (!output || output->status != 0) return facts;

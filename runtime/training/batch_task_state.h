@@ -43,6 +43,10 @@ struct TaskFacts {
   std::optional<std::map<std::string, std::string>> queue;
   std::string host;
   std::function<bool(std::int64_t pid)> alive;
+  // Whether a process holds task i's folder lock (batch/tasks/<i>/, which a running task holds until
+  // it ends): on this host the truth about a "running" record, whose pid may have been reused by
+  // another process since its task died. Unset: the pid alone decides.
+  std::function<bool(std::int64_t task)> task_held;
 };
 
 std::vector<TaskView> task_views(const BatchManifest& manifest, const TaskFacts& facts);

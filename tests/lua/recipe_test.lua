@@ -50,6 +50,16 @@ T.test("a task runs one cell; report_only marks the missing ones", function()
   T.raises(function() r:main{out = root .. "/b", task = 4} end, "--set task=4 is not a task: give one of 1..3")
 end)
 
+T.test("a result.json that is no JSON object is no result: the cell runs again", function()
+  local r = counting_recipe("arr", cells)
+  r:main{out = root .. "/arr"}
+  T.eq(runs.arr, 3)
+  lmkit.write_file(root .. "/arr/cells/head=gss,seed=1,width=2/result.json", "[12]")
+  T.eq(recipe.read_json(root .. "/arr/cells/head=gss,seed=1,width=2/result.json"), nil)
+  T.eq(r:main{out = root .. "/arr"}, {12, 12, 22})
+  T.eq(runs.arr, 4)
+end)
+
 T.test("cell ids are readable and stable", function()
   T.eq(recipe.cell_id{seed = 3, head = "gss", c = 0.5}, "c=0.5,head=gss,seed=3")
   T.eq(recipe.cell_id{name = "a b/c"}, "name=a_b_c")

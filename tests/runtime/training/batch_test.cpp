@@ -182,6 +182,12 @@ TEST_F(BatchFolderTest, TaskStatesFromResultsRecordsAndTheLivesOfProcesses) {
   write(paths.task_record(2), R"({"state": "running", "host": "this-host", "pid": 42, "attempt": 2})");
   EXPECT_EQ(state_of(m, 2, here()), TaskState::running);
   EXPECT_EQ(state_of(m, 2, here([](std::int64_t) { return false; })), TaskState::lost);
+  // The task's folder lock decides on this host: its pid may live on as another process.
+  auto locked = here();
+  locked.task_held = [](std::int64_t task) { return task == 1; };
+  EXPECT_EQ(state_of(m, 2, locked), TaskState::lost) << "pid 42 alive, but no process holds task 2's lock";
+  locked.task_held = [](std::int64_t task) { return task == 2; };
+  EXPECT_EQ(state_of(m, 2, locked), TaskState::running);
   write(paths.task_record(2), R"({"state": "running", "host": "another-host", "pid": 42})");
   EXPECT_EQ(state_of(m, 2, here([](std::int64_t) { return false; })), TaskState::running)
       << "a process on another machine cannot be looked at from here";
