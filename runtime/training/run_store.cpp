@@ -15,10 +15,11 @@ namespace lmkit::training {
 namespace {
 
 // What a run's files can hold: config.json and summary.json are kilobytes; metrics.jsonl grows by
-// ~300 bytes per log interval and epoch (a 1,000-epoch PTB run at log_interval 200: ~1 MB). The
-// bounds keep a damaged or hostile file from taking the machine's memory.
-constexpr std::uintmax_t kMaxJsonBytes = std::uintmax_t{256} << 20;
-constexpr std::uintmax_t kMaxMetricsBytes = std::uintmax_t{2} << 30;
+// ~300 bytes per log interval and epoch (a 1,000-epoch PTB run: ~1 MB at log_interval 200, ~200 MB
+// at 1). The bounds keep a damaged or hostile file from taking the machine's memory (parsed, a
+// metrics file takes ~8 times its size).
+constexpr std::uintmax_t kMaxJsonBytes = std::uintmax_t{64} << 20;
+constexpr std::uintmax_t kMaxMetricsBytes = std::uintmax_t{512} << 20;
 
 }  // namespace
 

@@ -107,8 +107,13 @@ TEST_F(RunComparisonTest, ADamagedRunIsARowOfItsOwnAndFileTextIsShownNotObeyed) 
   make_run(root_ / "bad", "softmax", 20, {90, 80});
   write(root_ / "bad" / "summary.json", R"({"status": "finis)");
   make_run(root_ / "odd", "softmax\n\x1b]0;title\x07", 20, {90, 80});
-  const auto c = compare_runs({dir("good"), dir("bad"), dir("odd")});
-  ASSERT_EQ(c.runs.size(), 3u);
+  // A metrics file that never ends (a link to /dev/zero) is refused, not read.
+  make_run(root_ / "endless", "softmax", 20, {90, 80});
+  std::filesystem::remove(root_ / "endless" / "metrics.jsonl");
+  std::filesystem::create_symlink("/dev/zero", root_ / "endless" / "metrics.jsonl");
+  const auto c = compare_runs({dir("good"), dir("bad"), dir("odd"), dir("endless")});
+  ASSERT_EQ(c.runs.size(), 4u);
+  EXPECT_TRUE(contains(c.runs[3].unreadable, "it is not a regular file")) << c.runs[3].unreadable;
   EXPECT_TRUE(c.runs[0].unreadable.empty());
   EXPECT_EQ(c.runs[1].status.state, "unreadable");
   EXPECT_TRUE(contains(c.runs[1].unreadable, "summary.json")) << c.runs[1].unreadable;
