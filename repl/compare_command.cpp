@@ -72,10 +72,9 @@ int run_compare(const CompareOptions& options) {
     runs.push_back({{"label", printable_text(run.label)}, {"epochs", epochs}, {"valid_ppl", valid}});
   }
   int status = 0;
-  if (options.plot.empty()) {
-  } else if (runs.empty()) {
+  if (!options.plot.empty() && runs.empty()) {
     std::cout << "no plot: no run has finished an epoch\n";
-  } else {
+  } else if (!options.plot.empty()) {
     std::cout << std::flush;
     status = call_lmkit_function("lmkit.recipe", "plot_comparison", nlohmann::json{{"out", options.plot}, {"runs", runs}}, {}, "");
   }
