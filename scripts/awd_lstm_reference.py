@@ -16,9 +16,16 @@ The token stream is the same 64-bit LCG as scripts/bench_train.lua, so both prog
 tokens. Prints one JSON line: {"impl": "pytorch", "tokens_per_s": ..., "step_ms": ..., ...}.
 --device cuda runs the model and the batches there; each timed step then begins and ends with
 torch.cuda.synchronize(), so that it measures the device's work, not the queueing of it.
+--cuda-graph (with --device cuda) captures the whole step (forward, backward, clipping, the SGD
+update, the hidden state carried on) as one CUDA graph after the warm-up and replays it, the window
+and targets copied into static buffers first: what graph replay buys this step at this size, the
+upper bound of what it can buy lmkit's. The update is then SGD with weight decay written with
+foreach ops (the same arithmetic as torch.optim.SGD's); a capture that fails prints its error in
+the JSON line ("graph_error") instead of a time.
 
   /usr/bin/python3 scripts/awd_lstm_reference.py --size tiny --head softmax --threads 2
   python3 scripts/awd_lstm_reference.py --size ptb --head softmax --device cuda --steps 200 --warmup 20
+  python3 scripts/awd_lstm_reference.py --size ptb --head softmax --device cuda --cuda-graph
 """
 import argparse
 import json
@@ -152,6 +159,66 @@ class AwdLstm(nn.Module):
         return log_prob, raw, out, new_hidden
 
 
+def graphed_steps(model, params, data, bsz, args, coefficients):
+    """The step of main() captured once as a CUDA graph and replayed: (times, last nll, error)."""
+    alpha, beta, clip = coefficients
+    lr, weight_decay = args.lr, 1.2e-6
+    static_ids = data[0:args.bptt].clone()
+    static_targets = data[1:1 + args.bptt].reshape(-1).clone()
+    static_hidden = model.init_hidden(bsz)
+
+    def step():
+        log_prob, raw, out, new_hidden = model(static_ids, static_hidden)
+        nll = F.nll_loss(log_prob, static_targets)
+        loss = nll + alpha * out.pow(2).mean() + beta * (raw[1:] - raw[:-1]).pow(2).mean()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, clip)
+        with torch.no_grad():
+            grads = [p.grad for p in params]
+            torch._foreach_add_(grads, params, alpha=weight_decay)
+            torch._foreach_add_(params, grads, alpha=-lr)
+            # After the backward, which reads the state this window started from.
+            for (h, c), (new_h, new_c) in zip(static_hidden, new_hidden):
+                h.copy_(new_h)
+                c.copy_(new_c)
+        return nll.detach()
+
+    def load(step_index):
+        i = step_index * args.bptt
+        static_ids.copy_(data[i:i + args.bptt])
+        static_targets.copy_(data[i + 1:i + 1 + args.bptt].reshape(-1))
+
+    # Eager warm-up on a side stream (cuDNN's and cuBLAS's plans, the allocator's blocks), as
+    # torch.cuda.graph asks; the gradients are then dropped so that the capture allocates its own.
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for step_index in range(args.warmup):
+            load(step_index)
+            for p in params:
+                p.grad = None
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    for p in params:
+        p.grad = None
+    graph = torch.cuda.CUDAGraph()
+    try:
+        load(args.warmup)
+        with torch.cuda.graph(graph):
+            static_nll = step()
+    except Exception as error:  # noqa: BLE001 -- reported, not hidden: which op refused capture
+        return [], float("nan"), f"{type(error).__name__}: {error}".strip()[:2000]
+    times = []
+    for step_index in range(args.warmup, args.warmup + args.steps):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        load(step_index)
+        graph.replay()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return times, static_nll.item(), None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", choices=["tiny", "ptb", "wt2"], default="tiny")
@@ -165,6 +232,7 @@ def main():
     ap.add_argument("--lr", type=float, default=20.0)
     ap.add_argument("--seed", type=int, default=141)
     ap.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    ap.add_argument("--cuda-graph", action="store_true", help="replay the step as one captured CUDA graph")
     args = ap.parse_args()
     bsz = args.bsz or BATCH_SIZES[args.size][args.head]
 
@@ -174,6 +242,8 @@ def main():
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         ap.error(f"--device {args.device}: this torch ({torch.__version__}) sees no CUDA device")
+    if args.cuda_graph and device.type != "cuda":
+        ap.error("--cuda-graph needs --device cuda (a CUDA graph is a GPU feature)")
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     dropouts = DROPOUTS[("ptb" if args.size == "tiny" else args.size, args.head)]
     model = AwdLstm(args.head, vocab, emb, nhid, nhidlast, dropouts, K=args.K).train().to(device)
@@ -186,8 +256,10 @@ def main():
     n_rows = total * args.bptt + 1
     data = token_stream(n_rows * bsz, vocab, args.seed).view(bsz, n_rows).t().contiguous().to(device)  # batchify
     hidden = model.init_hidden(bsz)
-    times, loss_value = [], float("nan")
-    for step in range(total):
+    times, loss_value, graph_error = [], float("nan"), None
+    if args.cuda_graph:
+        times, loss_value, graph_error = graphed_steps(model, params, data, bsz, args, (alpha, beta, clip))
+    for step in range(0 if args.cuda_graph else total):
         sync()
         start = time.perf_counter()
         i = step * args.bptt
@@ -206,8 +278,12 @@ def main():
             times.append(time.perf_counter() - start)
 
     tokens = args.bptt * bsz
+    if graph_error is not None:
+        print(json.dumps({"impl": "pytorch+graph", "size": args.size, "head": args.head, "bsz": bsz, "bptt": args.bptt,
+                          "device": args.device, "graph_error": graph_error, "torch": torch.__version__}))
+        return
     print(json.dumps({
-        "impl": "pytorch", "size": args.size, "head": args.head, "bsz": bsz, "bptt": args.bptt,
+        "impl": "pytorch+graph" if args.cuda_graph else "pytorch", "size": args.size, "head": args.head, "bsz": bsz, "bptt": args.bptt,
         "steps": args.steps, "warmup": args.warmup, "threads": args.threads, "device": args.device, "parameters": n_params,
         "tokens_per_s": round(tokens * len(times) / sum(times), 1),
         "step_ms": round(1000 * statistics.median(times), 2),

@@ -21,14 +21,16 @@
 #   bash scripts/gpu/run_on_gpu.sh --reference-awd ../awd-lstm-lm --reference-mos ../mos   # also the original code
 #
 # Steps, in order: facts configure build_lmkit doctor build_tests gpu_tests diagnose warnings build
-#   rank bench reference heads sharing cpu_suite (--quick: up to build). build_lmkit builds the `lmkit`
+#   rank bench graphs reference heads sharing cpu_suite (--quick: up to build). build_lmkit builds the `lmkit`
 #   executable alone, build_tests the GoogleTest executable that holds the GPU tests, build the rest;
 #   diagnose reruns each GPU test that crashed, failed or was cut off, as one GoogleTest case, under
 #   gdb (else cuda-gdb: `-batch -ex run -ex 'thread apply all bt 15'`) and `compute-sanitizer --tool
 #   memcheck`, each capped by --diagnose-cap; warnings counts cuDNN's "not part of single contiguous
 #   chunk of memory" in the doctor's and ctest's logs (a count above 0 fails the step); reference
 #   measures lmkit.train against the original research code (scripts/bench_reference.sh: AWD-LSTM
-#   Softmax and MoS K=15 at PTB sizes), skipped when neither folder below is given.
+#   Softmax and MoS K=15 at PTB sizes), skipped when neither folder below is given; graphs times
+#   the PyTorch yardstick's step eager and replayed as one captured CUDA graph (what graph replay
+#   buys that step, or the op that refused capture), needing no build.
 # Options: --budget SECONDS (540): the whole run's deadline, each step gets what is left of it;
 #          --bench-steps N (200) --bench-warmup N (20) --bench-repeats R (1): timed steps per program,
 #          alternating lmkit.train, lmkit's Lua loop and the PyTorch yardstick R times per configuration;
@@ -46,6 +48,8 @@
 #          --out DIR: the output folder (default: $LMKIT_GPU_OUT, else ./gpu-out in the repository
 #            root; a relative DIR is taken from the folder the script is run from);
 #          --diagnose-cap SECONDS (300): the most each rerun of diagnose may take;
+#          --diagnose-max N (0: all): diagnose the first N tests that did not pass (crashes first);
+#          --graph-config "SIZE HEAD" (repeatable; default: ptb softmax, ptb mos): graphs' workloads;
 #          --device cpu: a dry run of this driver on a machine without a GPU (CUDA off, CPU benchmarks).
 # PYTHON (default python3) is the Python whose torch lmkit is built against and the yardstick and the
 # original code run on.
@@ -92,7 +96,7 @@ if [ "${1:-}" = --step ]; then
     fi
     # "name<TAB>status" of each test that did not pass (a skipped one did: no GPU); one that started
     # and never ended was cut off.
-    local broken=()
+    local broken=() limit=${LMKIT_GPU_DIAGNOSE_MAX:-0}
     mapfile -t broken < <(awk '
       /^ +Start +[0-9]+: / { name = $3; if (!(name in state)) order[++n] = name; state[name] = "cut off"; next }
       /^ *[0-9]+\/[0-9]+ +Test +#[0-9]+: / {
@@ -108,6 +112,10 @@ if [ "${1:-}" = --step ]; then
       return 0
     fi
     echo "== GPU tests to diagnose (crashes first):"; printf '  %s\n' "${broken[@]}"
+    if [ "$limit" -gt 0 ] && [ ${#broken[@]} -gt "$limit" ]; then
+      echo "(the first $limit of them: --diagnose-max $limit)"
+      broken=("${broken[@]:0:$limit}")
+    fi
 
     # The tools: gdb, else cuda-gdb (the same arguments), and compute-sanitizer, from PATH or CUDA.
     local cuda_bin=${CUDA_HOME:-/usr/local/cuda}/bin debugger="" sanitizer="" tool
@@ -333,6 +341,35 @@ PY
       echo; echo "== all configurations"
       [ ${#rows[@]} -eq 0 ] || { echo "$header"; printf '%s\n' "${rows[@]}"; }
       ;;
+    graphs)
+      # The yardstick's step eager, then captured once as a CUDA graph and replayed: how much of the
+      # step is the host's launching (the lever for lmkit's own graphs, issue 37), or which op
+      # refused capture. One line per workload: both JSON lines, then the ratio.
+      if [ "$LMKIT_GPU_DEVICE" = cpu ]; then echo "result: skipped: a CUDA graph needs a GPU"; exit 0; fi
+      IFS=';' read -r -a configs <<<"$LMKIT_GPU_GRAPH_CONFIGS"
+      summary=()
+      for config in "${configs[@]}"; do
+        read -r size head <<<"$config"
+        left=$(( LMKIT_GPU_DEADLINE - $(date +%s) ))
+        if [ "$left" -lt 40 ]; then echo "== $config: skipped, ${left}s left"; continue; fi
+        lines=()
+        for mode in "" --cuda-graph; do
+          line=$(timeout "$(( (left - 10) / 2 ))" env LD_LIBRARY_PATH="$LMKIT_GPU_ORIGINAL_LD_LIBRARY_PATH" "$LMKIT_GPU_PYTHON" \
+            scripts/awd_lstm_reference.py --size "$size" --head "$head" --device cuda --threads 4 \
+            --steps "$LMKIT_GPU_BENCH_STEPS" --warmup "$LMKIT_GPU_BENCH_WARMUP" $mode 2>&1 | tail -1) || true
+          echo "$config${mode:+ $mode}: $line"
+          lines+=("$line")
+        done
+        ratio=$(machine_python -c 'import json, sys
+try:
+    eager, graph = (json.loads(text) for text in sys.argv[1:3])
+    print("eager %.2f ms, graph %.2f ms per step: %.2fx" % (eager["step_ms"], graph["step_ms"], eager["step_ms"] / graph["step_ms"]))
+except Exception:
+    print("no ratio: " + sys.argv[2][:300])' "${lines[0]:-}" "${lines[1]:-}")
+        summary+=("$config: $ratio")
+      done
+      echo "result: $(join '; ' "${summary[@]}")"
+      ;;
     reference)
       # lmkit.train against the original code (issue 37's table): each given folder's workload, the
       # original main.py and lmkit one after the other; a cap per program from what is left.
@@ -391,14 +428,14 @@ fi
 # diagnose and warnings) as soon as their executable is, before the rest of the build. The rank
 # timing before the benchmarks: one short run for one target, while the benchmarks take whatever
 # time is left, configuration by configuration.
-all_steps=(facts configure build_lmkit doctor build_tests gpu_tests diagnose warnings build rank bench reference heads sharing cpu_suite)
+all_steps=(facts configure build_lmkit doctor build_tests gpu_tests diagnose warnings build rank bench graphs reference heads sharing cpu_suite)
 quick_steps=(facts configure build_lmkit doctor build_tests gpu_tests diagnose warnings build)
 steps=("${all_steps[@]}")
 budget=540 build_dir=build-gpu
 export LMKIT_GPU_BENCH_STEPS=200 LMKIT_GPU_BENCH_WARMUP=20 LMKIT_GPU_BENCH_REPEATS=1 LMKIT_GPU_DEVICE=cuda
 export LMKIT_GPU_RANK_CONTEXTS=82430 LMKIT_GPU_PYTHON=${PYTHON:-python3} LMKIT_GPU_SHARING_K="1 2 4 8"
-export LMKIT_GPU_DIAGNOSE_CAP=300
-bench_configs=() heads_configs=()
+export LMKIT_GPU_DIAGNOSE_CAP=300 LMKIT_GPU_DIAGNOSE_MAX=0
+bench_configs=() heads_configs=() graph_configs=()
 out=${LMKIT_GPU_OUT:-} reference_awd="" reference_mos=""
 while [ $# -gt 0 ]; do
   case $1 in
@@ -413,6 +450,8 @@ while [ $# -gt 0 ]; do
     --sharing-k) LMKIT_GPU_SHARING_K=$2; shift ;;
     --rank-contexts) LMKIT_GPU_RANK_CONTEXTS=$2; shift ;;
     --diagnose-cap) LMKIT_GPU_DIAGNOSE_CAP=$2; shift ;;
+    --diagnose-max) LMKIT_GPU_DIAGNOSE_MAX=$2; shift ;;
+    --graph-config) graph_configs+=("$2"); shift ;;
     --reference-awd) reference_awd=$2; shift ;;
     --reference-mos) reference_mos=$2; shift ;;
     --build-dir) build_dir=$2; shift ;;
@@ -430,6 +469,9 @@ LMKIT_GPU_BENCH_CONFIGS=$(IFS=';'; echo "${bench_configs[*]}")
 export LMKIT_GPU_BENCH_CONFIGS
 LMKIT_GPU_HEADS_CONFIGS=$(IFS=';'; echo "${heads_configs[*]}")
 export LMKIT_GPU_HEADS_CONFIGS
+[ ${#graph_configs[@]} -gt 0 ] || graph_configs=("ptb softmax" "ptb mos")
+LMKIT_GPU_GRAPH_CONFIGS=$(IFS=';'; echo "${graph_configs[*]}")
+export LMKIT_GPU_GRAPH_CONFIGS
 for step in "${steps[@]}"; do
   [[ " ${all_steps[*]} " == *" $step "* ]] || { echo "run_on_gpu.sh: unknown step '$step' (${all_steps[*]})" >&2; exit 2; }
 done
@@ -605,7 +647,7 @@ ready() {  # ready PART FILE: prints why PART cannot be used, nothing when it ca
 # one builds; a failure is not repeated by the steps after it.
 why_not() {
   local step=$1
-  case $step in facts|warnings) return 0 ;; esac   # they need no build
+  case $step in facts|warnings|graphs) return 0 ;; esac   # they need no build
   [ $carried_ok = yes ] || { echo "the carried dependencies are not usable"; return 0; }
   [ "$step" = configure ] || [ $configure_failed = no ] || { echo "configure failed"; return 0; }
   case $step in
