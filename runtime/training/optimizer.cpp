@@ -138,6 +138,31 @@ void Optimizer::step_gated(const torch::Tensor* proceed) {
   }
 }
 
+std::vector<std::vector<std::int64_t>> Optimizer::step_counters() const {
+  std::vector<std::vector<std::int64_t>> counters;
+  for (const auto& group : state_) {
+    counters.emplace_back();
+    for (const auto& s : group) counters.back().push_back(s.step);
+  }
+  return counters;
+}
+
+void Optimizer::set_step_counters(const std::vector<std::vector<std::int64_t>>& counters) {
+  if (counters.size() != state_.size()) throw std::logic_error("Optimizer::set_step_counters: other groups");
+  for (std::size_t gi = 0; gi < state_.size(); ++gi) {
+    if (counters[gi].size() != state_[gi].size()) throw std::logic_error("Optimizer::set_step_counters: other groups");
+    for (std::size_t pi = 0; pi < state_[gi].size(); ++pi) state_[gi][pi].step = counters[gi][pi];
+  }
+}
+
+void Optimizer::count_replayed_step() {
+  for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+    for (std::size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
+      if (groups_[gi].params[pi].grad().defined()) ++state_[gi][pi].step;
+    }
+  }
+}
+
 void Optimizer::swap_with_average() {
   if (!averages()) throw UsageError("optimizer: only \"asgd\" keeps an average to swap in");
   torch::NoGradGuard no_grad;

@@ -50,6 +50,13 @@ class Optimizer {
   // Where it is true, the same arithmetic as step(), bit for bit. Gradients may be overwritten.
   void step(const torch::Tensor& proceed);
 
+  // The host's step counters (per group, per parameter), and a step whose device work ran without
+  // this object's host code — a replayed CUDA graph (step_graphs.h): every parameter with a
+  // gradient counts one step, as step() counts it.
+  std::vector<std::vector<std::int64_t>> step_counters() const;
+  void set_step_counters(const std::vector<std::vector<std::int64_t>>& counters);
+  void count_replayed_step();
+
   const std::string& kind() const { return kind_; }
   bool averages() const { return kind_ == "asgd"; }
   std::vector<ParameterGroup>& groups() { return groups_; }

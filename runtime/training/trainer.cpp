@@ -12,7 +12,7 @@ namespace {
 // Keys of config.json whose change does not make a different run (resume may change them).
 // More epochs or finetune epochs continue a run, a finished one included.
 const std::set<std::string> kResumableChanges = {"epochs",       "finetune_epochs", "max_seconds",     "log_interval",
-                                                 "test",         "steps_in_flight", "log_tensorboard"};
+                                                 "test",         "steps_in_flight", "log_tensorboard", "cuda_graphs"};
 
 // A split must give every column of its batch at least `rows` tokens (an input and its target;
 // training needs one more, for a window of length 2). Checked before the first step, so that a
@@ -276,6 +276,15 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
   // A new event file per session: a resumed run replays its steps bit for bit, so a step written
   // twice holds the same numbers in both files.
   if (tensorboard) s.tensorboard = std::make_unique<TensorBoardWriter>(s.store.dir());
+  if (s.options.cuda_graphs != "off") {
+    s.graphs = std::make_unique<StepGraphs>(s.options.cuda_graphs);
+    if (s.options.cuda_graphs == "on") {
+      if (const auto why = s.graph_disqualifier(); !why.empty()) {
+        throw UsageError("cuda_graphs = \"on\", but this run's steps cannot be CUDA graphs: " + why +
+                         ". Use cuda_graphs = \"auto\" (graphs where a step qualifies, each step launched otherwise)");
+      }
+    }
+  }
 }
 
 Trainer::~Trainer() = default;

@@ -72,6 +72,53 @@ double Trainer::State::schedule_factor() const {
   return scheduled_lr(schedule, step);
 }
 
+torch::Tensor Trainer::State::launch_step(const torch::Tensor& window_input, const torch::Tensor& window_target,
+                                          bool state_in_place) {
+  optimizer->zero_grad();
+  const auto chunk = chunk_size();
+  const auto chunks = options.batch_size / chunk;
+  const double share = static_cast<double>(chunk) / static_cast<double>(options.batch_size);
+  // The step's loss stays on the device; it comes back with the norm through a deferred read.
+  torch::Tensor step_loss;
+  // The windows are slices of the training tokens, checked when the trainer was made; only this
+  // loop is covered (callbacks run outside it and pass their own ids through the models' checks).
+  const CheckedTokenStream checked;
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    auto input = window_input.narrow(1, c * chunk, chunk);
+    auto target = window_target.narrow(1, c * chunk, chunk);
+    // A Transformer's training windows start from no earlier tokens (reading them exactly costs a
+    // pass per position: sliding_context); the AWD-LSTM carries its state, detached.
+    const bool separate = model->encoder->capabilities().separate_windows;
+    if (separate || !state_in_place) hidden[c] = separate ? model->init_hidden(chunk) : detach_state(hidden[c]);
+    auto out = model->loss(input, target, state_in_place ? detach_state(hidden[c]) : hidden[c]);
+    torch::Tensor nll = out.loss;
+    if (options.flood) nll = (nll - *options.flood).abs() + *options.flood;
+    torch::Tensor loss = nll + out.ar + out.tar;
+    if (chunks > 1) loss = loss * share;
+    loss.backward();
+    if (state_in_place && !separate) {
+      copy_state_into(hidden[c], out.hidden);  // after the backward, which reads the state it began from
+    } else {
+      hidden[c] = out.hidden;
+    }
+    const auto part = out.loss.detach().to(torch::kFloat64) * share;
+    step_loss = step_loss.defined() ? step_loss + part : part;
+  }
+  // Nothing here waits for the device: the norm, its clipping coefficient and whether the step is
+  // finite stay there, the update is gated there on every step so far being finite, and the
+  // step's numbers come back to the host through a deferred read.
+  torch::Tensor squares;
+  const auto norm = gradient_norm(params, &squares);
+  const auto finite = all_finite(torch::stack({step_loss, norm}));
+  // In place: a graph reads and writes the same tensor at every replay.
+  if (!proceed.defined()) proceed = torch::ones({}, finite.options());
+  proceed.bitwise_and_(finite);
+  if (options.clip > 0) scale_gradients(params, clip_coefficient(norm, options.clip));
+  optimizer->step(proceed);
+  return torch::cat({step_loss.reshape({1}), norm.reshape({1}), squares});
+
+}
+
 bool Trainer::State::train_step(const data::Batch& window) {
   auto& groups = optimizer->groups();
   auto& main = groups[0];
@@ -88,40 +135,11 @@ bool Trainer::State::train_step(const data::Batch& window) {
     for (std::size_t i = 0; i < groups.size(); ++i) groups[i].lr = base_lrs[i];
   };
   model->train();
-  optimizer->zero_grad();
-  const auto chunk = chunk_size();
-  const auto chunks = options.batch_size / chunk;
-  const double share = static_cast<double>(chunk) / static_cast<double>(options.batch_size);
-  // The step's loss stays on the device; it comes back with the norm through a deferred read.
-  torch::Tensor step_loss;
-  // The windows are slices of the training tokens, checked when the trainer was made; only this
-  // loop is covered (callbacks run outside it and pass their own ids through the models' checks).
-  const CheckedTokenStream checked;
-  for (std::int64_t c = 0; c < chunks; ++c) {
-    auto input = window.input.narrow(1, c * chunk, chunk);
-    auto target = window.target.narrow(1, c * chunk, chunk);
-    // A Transformer's training windows start from no earlier tokens (reading them exactly costs a
-    // pass per position: sliding_context); the AWD-LSTM carries its state, detached.
-    hidden[c] = model->encoder->capabilities().separate_windows ? model->init_hidden(chunk) : detach_state(hidden[c]);
-    auto out = model->loss(input, target, hidden[c]);
-    torch::Tensor nll = out.loss;
-    if (options.flood) nll = (nll - *options.flood).abs() + *options.flood;
-    torch::Tensor loss = nll + out.ar + out.tar;
-    if (chunks > 1) loss = loss * share;
-    loss.backward();
-    hidden[c] = out.hidden;
-    const auto part = out.loss.detach().to(torch::kFloat64) * share;
-    step_loss = step_loss.defined() ? step_loss + part : part;
-  }
-  // Nothing here waits for the device: the norm, its clipping coefficient and whether the step is
-  // finite stay there, the update is gated there on every step so far being finite, and the
-  // step's numbers come back to the host through a deferred read.
-  torch::Tensor squares;
-  const auto norm = gradient_norm(params, &squares);
-  const auto finite = all_finite(torch::stack({step_loss, norm}));
-  proceed = proceed.defined() ? proceed.bitwise_and(finite) : finite;
-  if (options.clip > 0) scale_gradients(params, clip_coefficient(norm, options.clip));
-  optimizer->step(proceed);
+  const auto key = graph_key(window);
+  // Graphs no step of this run can replay again (the switch to ASGD) give their memory back.
+  if (key.empty() && graphs && graphs->holds_graphs()) graphs->release();
+  const torch::Tensor values =
+      key.empty() ? launch_step(window.input, window.target, /*state_in_place=*/false) : graphed_step(key, window);
   restore_lrs();
 
   PendingStep pending;
@@ -133,7 +151,7 @@ bool Trainer::State::train_step(const data::Batch& window) {
   pending.position = window.position;
   pending.seq_len = window.seq_len;
   pending.tokens = window.input.numel();
-  pending.values.start(torch::cat({step_loss.reshape({1}), norm.reshape({1}), squares}));
+  pending.values.start(values);
   ++step;
   ++batch;
   in_flight.push_back(std::move(pending));

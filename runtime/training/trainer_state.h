@@ -36,6 +36,7 @@
 #include "runtime/training/preemption.h"
 #include "runtime/training/progress.h"
 #include "runtime/training/run_progress.h"
+#include "runtime/training/step_graphs.h"
 #include "runtime/training/switch_policy.h"
 #include "runtime/training/tensorboard_writer.h"
 
@@ -168,6 +169,18 @@ struct Trainer::State : RunPosition, LossTotals, BestModel, AveragingState, Fine
   // gates each update there (Optimizer::step(proceed)), so a non-finite step — seen on the host a
   // step later on a GPU — changes no weight, and neither does any step after it.
   torch::Tensor proceed;
+  std::unique_ptr<StepGraphs> graphs;  // unless cuda_graphs = "off"
+
+  // The step's device work on a window — the chunks' forward and backward, the norm, clipping and
+  // the gated update — launched without reading anything back; returns [loss, norm, ‖g_p‖²...] on
+  // the device. With state_in_place, the carried state is written into hidden's own tensors (a
+  // graph's static state) instead of replacing them.
+  torch::Tensor launch_step(const torch::Tensor& input, const torch::Tensor& target, bool state_in_place);
+  // Why this step cannot be a graph (empty: it can); the key of its shape when it can.
+  std::string graph_disqualifier() const;
+  std::string graph_key(const data::Batch& window) const;
+  // The step through its graph: eager the first time its shape comes, captured the second, replayed after.
+  torch::Tensor graphed_step(const std::string& key, const data::Batch& window);
 
   // One optimizer step on one window, launched without waiting for the device; then the
   // bookkeeping of the steps whose values have come back (on a GPU the previous step's, on the CPU

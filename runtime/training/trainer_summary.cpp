@@ -43,6 +43,11 @@ json Trainer::State::summary_json(const std::optional<EvalResult>& valid, const 
   if (test) out["test_loss"] = test->loss, out["test_ppl"] = test->perplexity;
   if (!stop_reason.empty()) out["stop_reason"] = stop_reason;
   if (!diagnostic.empty()) out["diagnostic"] = diagnostic;
+  if (graphs) {
+    json graph_counts = {{"mode", graphs->mode()}, {"captured", graphs->captures()}, {"replayed", graphs->replays()}};
+    if (const auto why = graph_disqualifier(); !why.empty()) graph_counts["eager_because"] = why;
+    out["cuda_graphs"] = graph_counts;
+  }
   return out;
 }
 

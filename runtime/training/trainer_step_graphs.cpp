@@ -1,0 +1,112 @@
+// The trainer's steps as CUDA graphs (step_graphs.h): which steps qualify, the key of a step's
+// shape, and the step through its graph.
+#include <cstdio>
+#include <functional>
+#include <utility>
+
+#include "runtime/core/number_text.h"
+#include "runtime/training/trainer_state.h"
+
+namespace lmkit::training {
+
+std::string Trainer::State::graph_disqualifier() const {
+  if (!graphs) return "cuda_graphs = \"off\"";
+  if (!graphs->rehearsing()) {
+    if (const auto why = ops::cuda_graphs_unsupported(device); !why.empty()) return why;
+  }
+  if (optimizer->kind() != "sgd") {
+    return "the optimizer is " + optimizer->kind() +
+           ", whose step uses numbers that change every step (ASGD's average, Adam's bias corrections)";
+  }
+  if (options.schedule || options.warmup) return "an lr schedule or warm-up changes the rate every step";
+  const auto head = model->head->kind();
+  if (head == "pointwise" || head == "custom") {
+    return "the head is written in Lua, and a captured step would run its function once, at the capture";
+  }
+  return "";
+}
+
+std::string Trainer::State::graph_key(const data::Batch& window) const {
+  if (!graphs || !graph_disqualifier().empty()) return "";
+  // Everything the host hands the step's launches: the window's shape, each group's rate (scaled
+  // for this window), and where every parameter and gradient lives and whether it trains.
+  std::string key = integer_text(window.input.size(0)) + "x" + integer_text(window.input.size(1));
+  char number[64];
+  for (const auto& group : optimizer->groups()) {
+    std::snprintf(number, sizeof number, " %a/%a", group.lr, group.weight_decay);
+    key += number;
+  }
+  std::snprintf(number, sizeof number, " opt%p", static_cast<const void*>(optimizer.get()));
+  key += number;
+  for (const auto& p : params) {
+    std::snprintf(number, sizeof number, " %p:%p:%d", p.data_ptr(), p.grad().defined() ? p.grad().data_ptr() : nullptr,
+                  p.requires_grad() ? 1 : 0);
+    key += number;
+  }
+  return key;
+}
+
+torch::Tensor Trainer::State::graphed_step(const std::string& key, const data::Batch& window) {
+  auto& g = *graphs;
+  if (!g.captured(key) && (!g.seen_before(key) || g.full())) {
+    // The first time this shape comes (or when no more graphs are kept): eagerly.
+    return launch_step(window.input, window.target, /*state_in_place=*/false);
+  }
+  // The carried state into the static state every graph reads and writes.
+  auto& state = g.static_state(hidden);
+  for (std::size_t c = 0; c < hidden.size(); ++c) {
+    if (!same_state(hidden[c], state[c])) {
+      copy_state_into(state[c], hidden[c]);
+      hidden[c] = state[c];
+    }
+    // A graph reads and writes the tensors it was captured with (a rehearsal, whatever hidden holds
+    // when it runs): both must be the static state.
+    if (!same_state(hidden[c], state[c])) throw std::logic_error("graphed_step: the carried state is not the static state");
+  }
+  auto& graph = g.graph(key);
+  if (!graph.input.defined()) {
+    graph.input = torch::empty_like(window.input);
+    graph.target = torch::empty_like(window.target);
+  }
+  graph.input.copy_(window.input);
+  graph.target.copy_(window.target);
+  // The optimizer's host counters count the step once, whether its host code ran (a capture, a
+  // rehearsal) or not (a replay).
+  const auto counters = optimizer->step_counters();
+  if (!g.captured(key)) {
+    std::function<void()> work = [this, &graph] {
+      graph.values = launch_step(graph.input, graph.target, /*state_in_place=*/true);
+    };
+    if (g.rehearsing()) {
+      // What a capture bakes into a graph, a rehearsal holds fixed too: the rates as they were at
+      // the capture, the optimizer and the gate tensor it was captured with.
+      std::vector<double> rates;
+      for (const auto& group : optimizer->groups()) rates.push_back(group.lr);
+      work = [this, work, rates, captured_with = optimizer.get(), gate = proceed] {
+        if (optimizer.get() != captured_with || !proceed.is_same(gate)) {
+          throw std::logic_error("rehearsed step: the optimizer or the gate tensor was replaced since its capture");
+        }
+        auto& groups = optimizer->groups();
+        std::vector<double> now;
+        for (std::size_t i = 0; i < groups.size(); ++i) now.push_back(std::exchange(groups[i].lr, rates.at(i)));
+        work();
+        for (std::size_t i = 0; i < groups.size(); ++i) groups[i].lr = now[i];
+      };
+    }
+    try {
+      g.capture(key, device, work);
+    } catch (const EnvironmentError& e) {
+      // After a failed capture Torch's CUDA generator and caching allocator are in no defined
+      // state: the run cannot go on in this process. Its last epoch's files are kept.
+      optimizer->set_step_counters(counters);
+      throw EnvironmentError(std::string(e.what()) + ". This step cannot be a CUDA graph in this Torch and CUDA; " +
+                             kept_checkpoints() + " Run it again with cuda_graphs = \"off\" (it resumes from there)");
+    }
+  }
+  g.replay(key);
+  optimizer->set_step_counters(counters);
+  optimizer->count_replayed_step();
+  return graph.values;
+}
+
+}  // namespace lmkit::training

@@ -1,0 +1,179 @@
+// CUDA graphs of the training step (runtime/training/step_graphs.h). On any machine, "rehearse"
+// replays each captured step by running its function again: a step that read the window or the
+// carried state from anywhere but its graph's own buffers and the static state would then train on
+// stale numbers, and the metrics would differ from the eager run's. (A rehearsal runs the step's
+// host code again, so host numbers baked into a real graph — the rates — are covered by the key
+// and by CudaGraphTest, not here.) On a GPU (CudaGraphTest, label gpu; skipped elsewhere) the replayed CUDA graphs give
+// the eager steps' bits.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/core/determinism.h"
+#include "runtime/core/error.h"
+#include "runtime/training/trainer.h"
+#include "tests/support/comparable_metrics.h"
+#include "tests/support/small_training.h"
+#include "tests/support/temporary_folder.h"
+
+namespace lmkit::training {
+namespace {
+
+using testing::comparable_metrics;
+using testing::small_corpus;
+using testing::small_model;
+
+struct Trained {
+  std::vector<nlohmann::json> metrics;
+  nlohmann::json summary;
+  std::vector<torch::Tensor> weights;
+};
+
+class StepGraphsTest : public testing::TemporaryFolderTest {
+ protected:
+  StepGraphsTest() : TemporaryFolderTest("lmkit_step_graphs_test_") {}
+
+  // Variable windows (a graph per length), two chunks per batch, every dropout on; the switch to
+  // ASGD after the second epoch, whose steps then run eagerly.
+  TrainOptions options(const std::string& graphs) const {
+    TrainOptions o;
+    o.lr = 5;
+    o.batch_size = 4;
+    o.small_batch_size = 2;
+    o.bptt = 10;
+    o.epochs = 3;
+    o.switch_policy = "et";
+    o.switch_epoch = 2;
+    o.log_interval = 10;
+    o.seed = 11;
+    o.cuda_graphs = graphs;
+    return o;
+  }
+
+  // on_step: called with the trainer and the step's record (a callback that steers the run).
+  Trained train(const std::string& name, const nlohmann::json& head, const TrainOptions& o,
+                const torch::Device& device = torch::kCPU,
+                const std::function<void(Trainer&, const nlohmann::json&)>& on_step = nullptr) {
+    auto model = small_model(head);
+    model->to(device);
+    Trainer* running = nullptr;
+    TrainCallbacks callbacks;
+    if (on_step) callbacks.on_step = [&](const nlohmann::json& record) { on_step(*running, record); };
+    Trainer trainer(model, small_corpus(), o, dir(name), callbacks);
+    running = &trainer;
+    Trained out;
+    out.summary = trainer.run();
+    out.metrics = comparable_metrics(trainer.store().metrics());
+    for (const auto& p : model->parameters()) out.weights.push_back(p.detach().to(torch::kCPU).clone());
+    return out;
+  }
+};
+
+void expect_same_bits(const Trained& a, const Trained& b) {
+  ASSERT_FALSE(a.metrics.empty());
+  EXPECT_EQ(a.metrics, b.metrics);
+  ASSERT_EQ(a.weights.size(), b.weights.size());
+  for (std::size_t i = 0; i < a.weights.size(); ++i) EXPECT_TRUE(torch::equal(a.weights[i], b.weights[i])) << i;
+}
+
+TEST_F(StepGraphsTest, RehearsedGraphStepsGiveTheEagerStepsBits) {
+  const nlohmann::json head = {{"kind", "softmax"}};
+  const auto eager = train("eager", head, options("off"));
+  const auto rehearsed = train("rehearsed", head, options("rehearse"));
+  expect_same_bits(eager, rehearsed);
+  const auto& graphs = rehearsed.summary.at("cuda_graphs");
+  // Random window lengths: several graphs, each replayed from its second use on, until the switch.
+  EXPECT_GE(graphs.at("captured").get<int>(), 3) << graphs.dump();
+  EXPECT_GT(graphs.at("replayed").get<int>(), 3 * graphs.at("captured").get<int>()) << graphs.dump();
+  // The ASGD stage launched its steps one by one, and says why.
+  EXPECT_NE(graphs.value("eager_because", "").find("asgd"), std::string::npos) << graphs.dump();
+  EXPECT_FALSE(eager.summary.contains("cuda_graphs"));
+}
+
+TEST_F(StepGraphsTest, ARateChangedByACallbackReachesTheReplayedSteps) {
+  // Every window of one length (one shape), and a new rate halfway: the graph captured with the
+  // first rate must not be replayed with the second (the rate is part of a step's shape).
+  auto o = options("off");
+  o.epochs = 1;
+  o.windows = "fixed";
+  const auto halve_at_step_40 = [](Trainer& trainer, const nlohmann::json& record) {
+    if (record.at("step").get<int>() == 40) trainer.set_lr(trainer.lr() / 2);
+  };
+  const auto eager = train("eager", {{"kind", "softmax"}}, o, torch::kCPU, halve_at_step_40);
+  o.cuda_graphs = "rehearse";
+  const auto rehearsed = train("rehearsed", {{"kind", "softmax"}}, o, torch::kCPU, halve_at_step_40);
+  expect_same_bits(eager, rehearsed);
+  // One graph per rate: each shape runs eagerly once, is captured at its second step and replayed
+  // at every step after that. Eager: the first step (no gradients yet: a shape of its own), the
+  // first step at each rate, and the epoch's last window (9 tokens, not 10, seen once).
+  const auto& graphs = rehearsed.summary.at("cuda_graphs");
+  const int steps = rehearsed.summary.at("steps").get<int>();
+  EXPECT_EQ(graphs.at("captured").get<int>(), 2) << graphs.dump();
+  EXPECT_EQ(steps, 100);
+  EXPECT_EQ(graphs.at("replayed").get<int>(), steps - 4) << graphs.dump();
+}
+
+TEST_F(StepGraphsTest, AHeadWithItsOwnRateAndAFusedKernelRehearseToo) {
+  // LMS-PLIF: a second parameter group (the slopes' rate) and a custom autograd op.
+  const nlohmann::json head = {{"kind", "plif"}, {"K", 50}};
+  auto o = options("off");
+  o.epochs = 1;
+  const auto eager = train("eager", head, o);
+  o.cuda_graphs = "rehearse";
+  const auto rehearsed = train("rehearsed", head, o);
+  expect_same_bits(eager, rehearsed);
+  EXPECT_GT(rehearsed.summary.at("cuda_graphs").at("replayed").get<int>(), 0);
+}
+
+TEST_F(StepGraphsTest, StepsThatCannotBeGraphsRunEagerlyAndSayWhy) {
+  auto o = options("rehearse");
+  o.epochs = 1;
+  o.schedule = "cosine";
+  const auto scheduled = train("scheduled", {{"kind", "softmax"}}, o);
+  const auto& graphs = scheduled.summary.at("cuda_graphs");
+  EXPECT_EQ(graphs.at("replayed").get<int>(), 0);
+  EXPECT_NE(graphs.value("eager_because", "").find("schedule"), std::string::npos) << graphs.dump();
+}
+
+TEST_F(StepGraphsTest, OnIsRefusedWhereNoGraphCanBeCaptured) {
+  auto model = small_model({{"kind", "softmax"}});
+  try {
+    Trainer trainer(model, small_corpus(), options("on"), dir("on"));
+    FAIL() << "cuda_graphs = \"on\" on the CPU was accepted";
+  } catch (const UsageError& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("cuda_graphs = \"on\""), std::string::npos) << text;
+    EXPECT_NE(text.find("CUDA device"), std::string::npos) << text;
+    EXPECT_NE(text.find("cuda_graphs = \"auto\""), std::string::npos) << text;
+  }
+}
+
+// On a GPU: the same runs with CUDA graphs captured and replayed give the eager run's bits.
+class CudaGraphTest : public StepGraphsTest, public ::testing::WithParamInterface<nlohmann::json> {};
+
+TEST_P(CudaGraphTest, ReplayedStepsGiveTheEagerStepsBits) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  set_deterministic(true);
+  const auto head = GetParam();
+  const auto eager = train("eager", head, options("off"), torch::kCUDA);
+  const auto graphed = train("graphed", head, options("on"), torch::kCUDA);
+  set_deterministic(false);
+  expect_same_bits(eager, graphed);
+  const auto& graphs = graphed.summary.at("cuda_graphs");
+  EXPECT_GE(graphs.at("captured").get<int>(), 3) << graphs.dump();
+  EXPECT_GT(graphs.at("replayed").get<int>(), 0) << graphs.dump();
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryFusedKernel, CudaGraphTest,
+                         ::testing::Values(nlohmann::json{{"kind", "softmax"}},
+                                           nlohmann::json{{"kind", "gss"}, {"c", 1.0}, {"k", 1.5}},
+                                           nlohmann::json{{"kind", "plif"}, {"K", 2000}},
+                                           nlohmann::json{{"kind", "mos"}, {"K", 3}}),
+                         [](const ::testing::TestParamInfo<nlohmann::json>& info) {
+                           return info.param.at("kind").get<std::string>();
+                         });
+
+}  // namespace
+}  // namespace lmkit::training
