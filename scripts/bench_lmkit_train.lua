@@ -19,7 +19,8 @@
 -- then (once its values have landed, so the step has ended): per step the clock readings are shifted
 -- by about a step, the total over the timed steps is not.
 local cfg = lmkit.configure({size = "tiny", head = "softmax", K = 15, plif_K = 100000, mixtape_K = 4, bptt = 70, bsz = 0, steps = 20, warmup = 3,
-                             threads = 2, torch_threads = 0, blas_threads = 0, lr = 20.0, seed = 141, dir = "", device = "cpu"})
+                             threads = 2, torch_threads = 0, blas_threads = 0, lr = 20.0, seed = 141, dir = "", device = "cpu",
+                             cuda_graphs = "off"})
 -- threads: the cores lmkit gets (lmkit.set_threads: OpenBLAS n, Torch 1); torch_threads /
 -- blas_threads > 0 set one pool explicitly (docs/benchmarks.md's thread study)
 lmkit.set_threads(cfg.threads, {torch = cfg.torch_threads, blas = cfg.blas_threads})
@@ -75,6 +76,7 @@ local ends, tokens = {}, {}
 local run = lmkit.train{
   model = model, corpus = corpus, run_dir = dir .. "/run", lr = cfg.lr, batch_size = bsz, bptt = cfg.bptt,
   epochs = 1, switch = "none", clip = 0.25, wdecay = 1.2e-6, log_interval = 1000000, seed = cfg.seed, test = false,
+  cuda_graphs = cfg.cuda_graphs,
   on_step = function(info, control)
     ends[#ends + 1] = clock()
     tokens[#tokens + 1] = info.seq_len * bsz
@@ -109,10 +111,13 @@ if cfg.device ~= "cpu" then
   if not ok then io.stderr:write("bench_lmkit_train.lua: no peak device memory: ", tostring(memory), "\n") end
 end
 local v = lmkit.version()
+local summary = run:summary()
+local graphs = summary.cuda_graphs or {}
 print(("{\"impl\": \"lmkit.train\", \"size\": %q, \"head\": %q, \"bsz\": %d, \"bptt\": %d, \"steps\": %d, \"warmup\": %d, " ..
        "\"threads\": %d, \"torch_threads\": %d, \"blas_threads\": %d, \"device\": %q, \"parameters\": %d, \"tokens_per_s\": %.1f, \"step_ms\": %.2f, \"step_ms_mean\": %.2f, " ..
-       "\"peak_rss_mb\": %.0f, \"peak_device_mb\": %.0f, \"status\": %q, \"torch\": %q, \"lmkit\": %q}"):format(
+       "\"peak_rss_mb\": %.0f, \"peak_device_mb\": %.0f, \"status\": %q, \"cuda_graphs\": %q, \"graphs_captured\": %d, " ..
+       "\"graphs_replayed\": %d, \"torch\": %q, \"lmkit\": %q}"):format(
   cfg.size, cfg.head, bsz, cfg.bptt, cfg.steps, cfg.warmup, cfg.threads, lmkit.get_threads(), select(2, lmkit.get_threads()), cfg.device,
-  model:parameter_count().total, timed_tokens / seconds, 1000 * median, 1000 * seconds / n, peak_kib / 1024, peak_device_mb, run:summary().status,
-  tostring(v.torch), tostring(v.lmkit)))
+  model:parameter_count().total, timed_tokens / seconds, 1000 * median, 1000 * seconds / n, peak_kib / 1024, peak_device_mb, summary.status,
+  cfg.cuda_graphs, graphs.captured or 0, graphs.replayed or 0, tostring(v.torch), tostring(v.lmkit)))
 if cfg.dir == "" then os.execute(("rm -rf '%s'"):format(dir:gsub("'", "'\\''"))) end

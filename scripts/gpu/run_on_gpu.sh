@@ -30,7 +30,8 @@
 #   measures lmkit.train against the original research code (scripts/bench_reference.sh: AWD-LSTM
 #   Softmax and MoS K=15 at PTB sizes), skipped when neither folder below is given; graphs times
 #   the PyTorch yardstick's step eager and replayed as one captured CUDA graph (what graph replay
-#   buys that step, or the op that refused capture), needing no build.
+#   buys that step, or the op that refused capture), then lmkit.train with cuda_graphs off and
+#   auto (when lmkit is built).
 # Options: --budget SECONDS (540): the whole run's deadline, each step gets what is left of it;
 #          --bench-steps N (200) --bench-warmup N (20) --bench-repeats R (1): timed steps per program,
 #          alternating lmkit.train, lmkit's Lua loop and the PyTorch yardstick R times per configuration;
@@ -360,12 +361,28 @@ PY
           echo "$config${mode:+ $mode}: $line"
           lines+=("$line")
         done
+        # lmkit.train with its own graphs off and on (when lmkit is built): random window lengths,
+        # so a graph per length, each captured at its second use.
+        if [ -x "$build/lmkit" ]; then
+          for mode in off auto; do
+            left=$(( LMKIT_GPU_DEADLINE - $(date +%s) ))
+            [ "$left" -gt 30 ] || break
+            line=$(timeout "$(( left - 10 ))" "$build/lmkit" run scripts/bench_lmkit_train.lua --set size="$size" --set head="$head" \
+              --set device=cuda --set threads=4 --set steps="$LMKIT_GPU_BENCH_STEPS" --set warmup="$LMKIT_GPU_BENCH_WARMUP" \
+              --set cuda_graphs=$mode 2>&1 | tail -1) || true
+            echo "$config lmkit.train cuda_graphs=$mode: $line"
+            lines+=("$line")
+          done
+        fi
         ratio=$(machine_python -c 'import json, sys
-try:
-    eager, graph = (json.loads(text) for text in sys.argv[1:3])
-    print("eager %.2f ms, graph %.2f ms per step: %.2fx" % (eager["step_ms"], graph["step_ms"], eager["step_ms"] / graph["step_ms"]))
-except Exception:
-    print("no ratio: " + sys.argv[2][:300])' "${lines[0]:-}" "${lines[1]:-}")
+def ratio(a, b, what):
+    try:
+        eager, graph = json.loads(a), json.loads(b)
+        return "%s eager %.2f ms, graph %.2f ms per step: %.2fx" % (what, eager["step_ms"], graph["step_ms"], eager["step_ms"] / graph["step_ms"])
+    except Exception:
+        return "%s: no ratio (%s)" % (what, b[:200])
+texts = sys.argv[1:] + [""] * 4
+print(ratio(texts[0], texts[1], "yardstick") + ("; " + ratio(texts[2], texts[3], "lmkit.train") if texts[2] else ""))' "${lines[@]}")
         summary+=("$config: $ratio")
       done
       echo "result: $(join '; ' "${summary[@]}")"

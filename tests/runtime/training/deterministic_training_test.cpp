@@ -18,6 +18,7 @@
 #include "runtime/core/determinism.h"
 #include "runtime/training/trainer.h"
 #include "tests/support/comparable_metrics.h"
+#include "tests/support/fused_kernel_heads.h"
 #include "tests/support/small_training.h"
 #include "tests/support/temporary_folder.h"
 
@@ -100,14 +101,7 @@ TEST_P(CudaDeterminismTest, TwoRunsFromOneSeedGiveTheSameMetricsBitForBit) {
   milestone("metrics compared");
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryFusedKernel, CudaDeterminismTest,
-                         ::testing::Values(nlohmann::json{{"kind", "softmax"}},
-                                           nlohmann::json{{"kind", "gss"}, {"c", 1.0}, {"k", 1.5}},
-                                           nlohmann::json{{"kind", "plif"}, {"K", 2000}},
-                                           nlohmann::json{{"kind", "mos"}, {"K", 3}}),
-                         [](const ::testing::TestParamInfo<nlohmann::json>& info) {
-                           return info.param.at("kind").get<std::string>();
-                         });
+INSTANTIATE_TEST_SUITE_P(EveryFusedKernel, CudaDeterminismTest, testing::every_fused_kernel_head(), testing::head_kind_name);
 
 }  // namespace
 }  // namespace lmkit::training
