@@ -20,13 +20,15 @@
 #   bash scripts/gpu/run_on_gpu.sh --quick --out ~/lmkit-results/node7
 #   bash scripts/gpu/run_on_gpu.sh --reference-awd ../awd-lstm-lm --reference-mos ../mos   # also the original code
 #
-# Steps, in order: facts configure build_lmkit doctor build_tests gpu_tests diagnose warnings build
-#   rank bench graphs reference heads sharing cpu_suite (--quick: up to build). build_lmkit builds the `lmkit`
+# Steps, in order: facts configure build_lmkit doctor build_tests gpu_tests diagnose warnings
+#   determinism build rank bench graphs reference heads sharing cpu_suite (--quick: up to build). build_lmkit builds the `lmkit`
 #   executable alone, build_tests the GoogleTest executable that holds the GPU tests, build the rest;
 #   diagnose reruns each GPU test that crashed, failed or was cut off, as one GoogleTest case, under
 #   gdb (else cuda-gdb: `-batch -ex run -ex 'thread apply all bt 15'`) and `compute-sanitizer --tool
 #   memcheck`, each capped by --diagnose-cap; warnings counts cuDNN's "not part of single contiguous
-#   chunk of memory" in the doctor's and ctest's logs (a count above 0 fails the step); reference
+#   chunk of memory" in the doctor's and ctest's logs (a count above 0 fails the step); determinism
+#   trains two runs from one seed per fused kernel's head through the lmkit executable
+#   (scripts/gpu/determinism_check.lua, LMKIT_DETERMINISTIC=1), with CUDA graphs off and on; reference
 #   measures lmkit.train against the original research code (scripts/bench_reference.sh: AWD-LSTM
 #   Softmax and MoS K=15 at PTB sizes), skipped when neither folder below is given; graphs times
 #   the PyTorch yardstick's step eager and replayed as one captured CUDA graph (what graph replay
@@ -342,6 +344,35 @@ PY
       echo; echo "== all configurations"
       [ ${#rows[@]} -eq 0 ] || { echo "$header"; printf '%s\n' "${rows[@]}"; }
       ;;
+    determinism)
+      # Two runs from one seed per fused kernel's head through the lmkit executable (not the test
+      # program), with LMKIT_DETERMINISTIC=1: bit-identical numbers and a clean exit (a crash after
+      # "end of script" is in the process's exit). Once with CUDA graphs off and once with them on
+      # (rehearsed on a CPU): the same numbers both times.
+      set +e  # each run's exit status is a result, not the end of the step
+      graphed=auto
+      [ "$LMKIT_GPU_DEVICE" = cpu ] && graphed=rehearse
+      verdicts=()
+      for mode in off $graphed; do
+        log=$LMKIT_GPU_OUT_DIR/logs/determinism_$mode.log
+        left=$(( LMKIT_GPU_DEADLINE - $(date +%s) - 5 ))
+        LMKIT_DETERMINISTIC=1 timeout "$left" "$build/lmkit" run scripts/gpu/determinism_check.lua \
+          --set device="$LMKIT_GPU_DEVICE" --set cuda_graphs=$mode >"$log" 2>&1
+        status=$?
+        grep '^determinism_check:' "$log" | sed "s/^/cuda_graphs=$mode: /"
+        ended=no
+        grep -q '^determinism_check: end of script' "$log" && ended=yes
+        verdicts+=("cuda_graphs=$mode exit $status (script ended: $ended)")
+      done
+      same=no
+      if [ -s "$LMKIT_GPU_OUT_DIR/logs/determinism_off.log" ] &&
+         diff <(grep ' run [ab]: ' "$LMKIT_GPU_OUT_DIR/logs/determinism_off.log") \
+              <(grep ' run [ab]: ' "$LMKIT_GPU_OUT_DIR/logs/determinism_$graphed.log") >/dev/null; then
+        same=yes
+      fi
+      echo "result: $(join '; ' "${verdicts[@]}"); graphs give the eager numbers: $same"
+      [ "$same" = yes ] && [[ "${verdicts[*]}" != *"exit "[1-9]* ]]
+      ;;
     graphs)
       # The yardstick's step eager, then captured once as a CUDA graph and replayed: how much of the
       # step is the host's launching (the lever for lmkit's own graphs, issue 37), or which op
@@ -445,8 +476,8 @@ fi
 # diagnose and warnings) as soon as their executable is, before the rest of the build. The rank
 # timing before the benchmarks: one short run for one target, while the benchmarks take whatever
 # time is left, configuration by configuration.
-all_steps=(facts configure build_lmkit doctor build_tests gpu_tests diagnose warnings build rank bench graphs reference heads sharing cpu_suite)
-quick_steps=(facts configure build_lmkit doctor build_tests gpu_tests diagnose warnings build)
+all_steps=(facts configure build_lmkit doctor build_tests gpu_tests diagnose warnings determinism build rank bench graphs reference heads sharing cpu_suite)
+quick_steps=(facts configure build_lmkit doctor build_tests gpu_tests diagnose warnings determinism build)
 steps=("${all_steps[@]}")
 budget=540 build_dir=build-gpu
 export LMKIT_GPU_BENCH_STEPS=200 LMKIT_GPU_BENCH_WARMUP=20 LMKIT_GPU_BENCH_REPEATS=1 LMKIT_GPU_DEVICE=cuda
@@ -669,7 +700,7 @@ why_not() {
   [ "$step" = configure ] || [ $configure_failed = no ] || { echo "configure failed"; return 0; }
   case $step in
     build_lmkit|build_tests|build) [ -f "$LMKIT_GPU_BUILD/build.ninja" ] || echo "not configured" ;;
-    doctor|rank|bench|heads|sharing) ready lmkit "$LMKIT_GPU_BUILD/lmkit" lmkit ;;
+    doctor|determinism|rank|bench|heads|sharing) ready lmkit "$LMKIT_GPU_BUILD/lmkit" lmkit ;;
     reference)
       if [ -z "$LMKIT_GPU_REFERENCE_AWD$LMKIT_GPU_REFERENCE_MOS" ]; then
         echo "no --reference-awd or --reference-mos given (the original code's folders: scripts/gpu/README.md)"
