@@ -215,6 +215,17 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
   s.config = run_config(s.model, s.corpus, s.options);
   // Asked before the run directory is touched: a build without event files says so and writes nothing.
   const bool tensorboard = tensorboard_requested(s.options.log_tensorboard);
+  if (s.options.cuda_graphs != "off") {
+    s.graphs = std::make_unique<StepGraphs>(s.options.cuda_graphs);
+    // "on" is refused before the run directory is touched. A run resumed after its switch to ASGD
+    // is not refused: its steps run eagerly, as every ASGD step does.
+    if (const auto obstacles = s.graph_obstacles(s.options.optimizer); s.options.cuda_graphs == "on" && !obstacles.empty()) {
+      std::string text;
+      for (const auto& why : obstacles) text += (text.empty() ? "" : "; ") + why;
+      throw UsageError("cuda_graphs = \"on\", but this run's steps cannot be CUDA graphs: " + text +
+                       ". Use cuda_graphs = \"auto\" (graphs where a step qualifies, each step launched otherwise) or \"off\"");
+    }
+  }
 
   const auto leftovers = remove_stale_temporaries(s.store.dir().string());
   if (leftovers.files > 0) {
@@ -276,15 +287,6 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
   // A new event file per session: a resumed run replays its steps bit for bit, so a step written
   // twice holds the same numbers in both files.
   if (tensorboard) s.tensorboard = std::make_unique<TensorBoardWriter>(s.store.dir());
-  if (s.options.cuda_graphs != "off") {
-    s.graphs = std::make_unique<StepGraphs>(s.options.cuda_graphs);
-    if (s.options.cuda_graphs == "on") {
-      if (const auto why = s.graph_disqualifier(); !why.empty()) {
-        throw UsageError("cuda_graphs = \"on\", but this run's steps cannot be CUDA graphs: " + why +
-                         ". Use cuda_graphs = \"auto\" (graphs where a step qualifies, each step launched otherwise)");
-      }
-    }
-  }
 }
 
 Trainer::~Trainer() = default;

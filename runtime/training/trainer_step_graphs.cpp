@@ -3,27 +3,39 @@
 #include <cstdio>
 #include <functional>
 #include <utility>
+#include <vector>
 
 #include "runtime/core/number_text.h"
 #include "runtime/training/trainer_state.h"
 
 namespace lmkit::training {
 
-std::string Trainer::State::graph_disqualifier() const {
-  if (!graphs) return "cuda_graphs = \"off\"";
+std::vector<std::string> Trainer::State::graph_obstacles(const std::string& optimizer_kind) const {
+  std::vector<std::string> obstacles;
+  if (!graphs) return {"cuda_graphs = \"off\""};
   if (!graphs->rehearsing()) {
-    if (const auto why = ops::cuda_graphs_unsupported(device); !why.empty()) return why;
+    if (const auto why = ops::cuda_graphs_unsupported(device); !why.empty()) obstacles.push_back(why);
   }
-  if (optimizer->kind() != "sgd") {
-    return "the optimizer is " + optimizer->kind() +
-           ", whose step uses numbers that change every step (ASGD's average, Adam's bias corrections)";
+  if (optimizer_kind == "asgd") {
+    obstacles.push_back("the optimizer is ASGD, whose running average takes a weight that changes every step");
+  } else if (optimizer_kind != "sgd") {
+    obstacles.push_back("the optimizer is " + optimizer_kind + ", whose bias corrections change every step");
   }
-  if (options.schedule || options.warmup) return "an lr schedule or warm-up changes the rate every step";
+  // A constant rate (schedule "constant" without a warm-up) is no obstacle.
+  if ((options.schedule && *options.schedule != "constant") || (options.warmup && *options.warmup > 0)) {
+    obstacles.push_back("an lr schedule or warm-up changes the rate every step");
+  }
   const auto head = model->head->kind();
   if (head == "pointwise" || head == "custom") {
-    return "the head is written in Lua, and a captured step would run its function once, at the capture";
+    obstacles.push_back("the head is written in Lua, and a captured step would run its function once, at the capture");
   }
-  return "";
+  return obstacles;
+}
+
+std::string Trainer::State::graph_disqualifier() const {
+  std::string text;
+  for (const auto& why : graph_obstacles(optimizer->kind())) text += (text.empty() ? "" : "; ") + why;
+  return text;
 }
 
 std::string Trainer::State::graph_key(const data::Batch& window) const {

@@ -7,6 +7,7 @@
 // the eager steps' bits.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -89,7 +90,7 @@ TEST_F(StepGraphsTest, RehearsedGraphStepsGiveTheEagerStepsBits) {
   EXPECT_GE(graphs.at("captured").get<int>(), 3) << graphs.dump();
   EXPECT_GT(graphs.at("replayed").get<int>(), 3 * graphs.at("captured").get<int>()) << graphs.dump();
   // The ASGD stage launched its steps one by one, and says why.
-  EXPECT_NE(graphs.value("eager_because", "").find("asgd"), std::string::npos) << graphs.dump();
+  EXPECT_NE(graphs.value("eager_because", "").find("ASGD"), std::string::npos) << graphs.dump();
   EXPECT_FALSE(eager.summary.contains("cuda_graphs"));
 }
 
@@ -136,18 +137,30 @@ TEST_F(StepGraphsTest, StepsThatCannotBeGraphsRunEagerlyAndSayWhy) {
   const auto& graphs = scheduled.summary.at("cuda_graphs");
   EXPECT_EQ(graphs.at("replayed").get<int>(), 0);
   EXPECT_NE(graphs.value("eager_because", "").find("schedule"), std::string::npos) << graphs.dump();
+  // A constant schedule without a warm-up keeps the rate: its steps qualify.
+  o.schedule = "constant";
+  o.warmup = 0;
+  const auto constant = train("constant", {{"kind", "softmax"}}, o);
+  EXPECT_GT(constant.summary.at("cuda_graphs").at("replayed").get<int>(), 0) << constant.summary.dump();
+  EXPECT_FALSE(constant.summary.at("cuda_graphs").contains("eager_because")) << constant.summary.dump();
 }
 
 TEST_F(StepGraphsTest, OnIsRefusedWhereNoGraphCanBeCaptured) {
   auto model = small_model({{"kind", "softmax"}});
+  auto o = options("on");
+  o.optimizer = "adam";
   try {
-    Trainer trainer(model, small_corpus(), options("on"), dir("on"));
+    Trainer trainer(model, small_corpus(), o, dir("on"));
     FAIL() << "cuda_graphs = \"on\" on the CPU was accepted";
   } catch (const UsageError& e) {
+    // Every obstacle at once, and the ways out; the run directory untouched.
     const std::string text = e.what();
     EXPECT_NE(text.find("cuda_graphs = \"on\""), std::string::npos) << text;
     EXPECT_NE(text.find("CUDA device"), std::string::npos) << text;
+    EXPECT_NE(text.find("the optimizer is adam"), std::string::npos) << text;
     EXPECT_NE(text.find("cuda_graphs = \"auto\""), std::string::npos) << text;
+    EXPECT_NE(text.find("\"off\""), std::string::npos) << text;
+    EXPECT_FALSE(std::filesystem::exists(dir("on") + "/config.json"));
   }
 }
 
