@@ -109,8 +109,6 @@ void CudaGraphs::replay(const std::string& key) {
 CudaGraphs::CudaGraphs() : graphs_(std::make_unique<Graphs>()) {}
 CudaGraphs::~CudaGraphs() = default;
 
-bool CudaGraphs::has(const std::string& key) const { return graphs_->by_key.count(key) > 0; }
-std::size_t CudaGraphs::size() const { return graphs_->by_key.size(); }
 void CudaGraphs::clear() { graphs_ = std::make_unique<Graphs>(); }
 
 }  // namespace lmkit::ops

@@ -25,7 +25,6 @@ class CudaGraphs {
   CudaGraphs(const CudaGraphs&) = delete;
   CudaGraphs& operator=(const CudaGraphs&) = delete;
 
-  bool has(const std::string& key) const;
   // Captures `work` under `key` on a side stream of `device` (nothing runs: call replay). `work`
   // may only launch device work — no read to the host, no synchronisation, no host-to-device copy
   // from pageable memory. When the capture fails, nothing is kept and EnvironmentError says why;
@@ -35,7 +34,6 @@ class CudaGraphs {
   // Launches the captured work on the current stream (the random draws continue the default
   // generator's sequence, as the same work launched eagerly would).
   void replay(const std::string& key);
-  std::size_t size() const;
   // Releases every graph and the shared pool.
   void clear();
 

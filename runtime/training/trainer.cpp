@@ -220,9 +220,7 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
     // "on" is refused before the run directory is touched. A run resumed after its switch to ASGD
     // is not refused: its steps run eagerly, as every ASGD step does.
     if (const auto obstacles = s.graph_obstacles(s.options.optimizer); s.options.cuda_graphs == "on" && !obstacles.empty()) {
-      std::string text;
-      for (const auto& why : obstacles) text += (text.empty() ? "" : "; ") + why;
-      throw UsageError("cuda_graphs = \"on\", but this run's steps cannot be CUDA graphs: " + text +
+      throw UsageError("cuda_graphs = \"on\", but this run's steps cannot be CUDA graphs: " + obstacles +
                        ". Use cuda_graphs = \"auto\" (graphs where a step qualifies, each step launched otherwise) or \"off\"");
     }
   }

@@ -176,9 +176,9 @@ struct Trainer::State : RunPosition, LossTotals, BestModel, AveragingState, Fine
   // the device. With state_in_place, the carried state is written into hidden's own tensors (a
   // graph's static state) instead of replacing them.
   torch::Tensor launch_step(const torch::Tensor& input, const torch::Tensor& target, bool state_in_place);
-  // Every reason why steps of this run cannot be graphs with this optimizer (empty: they can);
-  // graph_disqualifier joins them for the current optimizer. The key of a step's shape when it can.
-  std::vector<std::string> graph_obstacles(const std::string& optimizer_kind) const;
+  // Every reason why steps of this run cannot be graphs with this optimizer, joined (empty: they
+  // can); graph_disqualifier: for the current optimizer. The key of a step's shape when it can.
+  std::string graph_obstacles(const std::string& optimizer_kind) const;
   std::string graph_disqualifier() const;
   std::string graph_key(const data::Batch& window) const;
   // The step through its graph: eager the first time its shape comes, captured the second, replayed after.

@@ -10,9 +10,9 @@
 
 namespace lmkit::training {
 
-std::vector<std::string> Trainer::State::graph_obstacles(const std::string& optimizer_kind) const {
+std::string Trainer::State::graph_obstacles(const std::string& optimizer_kind) const {
+  if (!graphs) return "cuda_graphs = \"off\"";
   std::vector<std::string> obstacles;
-  if (!graphs) return {"cuda_graphs = \"off\""};
   if (!graphs->rehearsing()) {
     if (const auto why = ops::cuda_graphs_unsupported(device); !why.empty()) obstacles.push_back(why);
   }
@@ -29,14 +29,12 @@ std::vector<std::string> Trainer::State::graph_obstacles(const std::string& opti
   if (head == "pointwise" || head == "custom") {
     obstacles.push_back("the head is written in Lua, and a captured step would run its function once, at the capture");
   }
-  return obstacles;
-}
-
-std::string Trainer::State::graph_disqualifier() const {
   std::string text;
-  for (const auto& why : graph_obstacles(optimizer->kind())) text += (text.empty() ? "" : "; ") + why;
+  for (const auto& why : obstacles) text += (text.empty() ? "" : "; ") + why;
   return text;
 }
+
+std::string Trainer::State::graph_disqualifier() const { return graph_obstacles(optimizer->kind()); }
 
 std::string Trainer::State::graph_key(const data::Batch& window) const {
   if (!graphs || !graph_disqualifier().empty()) return "";

@@ -511,6 +511,12 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+# Counts and seconds are whole numbers (a typo would otherwise surface as a shell error mid-run).
+for pair in "--budget $budget" "--bench-steps $LMKIT_GPU_BENCH_STEPS" "--bench-warmup $LMKIT_GPU_BENCH_WARMUP" \
+            "--bench-repeats $LMKIT_GPU_BENCH_REPEATS" "--rank-contexts $LMKIT_GPU_RANK_CONTEXTS" \
+            "--diagnose-cap $LMKIT_GPU_DIAGNOSE_CAP" "--diagnose-max $LMKIT_GPU_DIAGNOSE_MAX"; do
+  [[ ${pair#* } =~ ^[0-9]+$ ]] || { echo "run_on_gpu.sh: ${pair%% *} takes a whole number, got '${pair#* }'" >&2; exit 2; }
+done
 # The workloads that the training benchmarks express: "SIZE HEAD [BSZ]".
 [ ${#bench_configs[@]} -gt 0 ] || bench_configs=("ptb softmax" "ptb mos" "wt2 mos" "wt2 softmax 15")
 LMKIT_GPU_BENCH_CONFIGS=$(IFS=';'; echo "${bench_configs[*]}")
