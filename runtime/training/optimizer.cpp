@@ -1,6 +1,7 @@
 #include "runtime/training/optimizer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -11,8 +12,12 @@
 
 namespace lmkit::training {
 
+namespace {
+std::atomic<std::uint64_t> optimizers_made{0};
+}  // namespace
+
 Optimizer::Optimizer(std::string kind, std::vector<ParameterGroup> groups)
-    : kind_(std::move(kind)), groups_(std::move(groups)) {
+    : kind_(std::move(kind)), groups_(std::move(groups)), id_(++optimizers_made) {
   if (kind_ != "sgd" && kind_ != "asgd" && kind_ != "adam" && kind_ != "adamw") {
     throw UsageError("optimizer: unknown kind '" + kind_ + "' (use \"sgd\", \"asgd\", \"adam\" or \"adamw\")");
   }
@@ -89,26 +94,7 @@ void Optimizer::step_gated(const torch::Tensor* proceed) {
         sgd_params.push_back(p);
         sgd_grads.push_back(grad);
       } else if (kind_ == "asgd") {
-        if (s.step == 1) {
-          s.eta = group.lr;
-          s.mu = 1;
-          s.ax = torch::zeros_like(p);
-        }
-        p.add_(grad, -s.eta);
-        if (s.mu != 1) {
-          if (proceed != nullptr) {
-            s.ax.add_(p.sub(s.ax).mul(scalar(s.mu, 0.0)));  // μ = 0 when halted: ax + 0
-          } else {
-            s.ax.add_(p.sub(s.ax).mul(s.mu));
-          }
-        } else if (proceed != nullptr) {
-          // ax ← p, or ax kept: ax·0 + p·1 or ax·1 + p·0, exactly (both finite).
-          s.ax.mul_(halt).add_(p.mul(*proceed));
-        } else {
-          s.ax.copy_(p);
-        }
-        s.eta = group.lr;  // lr / (1 + λ·lr·step)^α with λ = 0
-        s.mu = 1.0 / static_cast<double>(std::max<std::int64_t>(1, s.step));
+        asgd_update(s, p, grad, group.lr, proceed, halt, scalar);
       } else {  // adam, adamw
         constexpr double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
         if (s.step == 1) {
@@ -138,27 +124,95 @@ void Optimizer::step_gated(const torch::Tensor* proceed) {
   }
 }
 
-std::vector<std::vector<std::int64_t>> Optimizer::step_counters() const {
-  std::vector<std::vector<std::int64_t>> counters;
-  for (const auto& group : state_) {
-    counters.emplace_back();
-    for (const auto& s : group) counters.back().push_back(s.step);
+void Optimizer::asgd_update(SlotState& s, torch::Tensor& p, const torch::Tensor& grad, double lr,
+                            const torch::Tensor* proceed, const torch::Tensor& halt, const std::function<torch::Tensor(double, double)>& scalar) {
+  if (s.step == 1) {
+    s.eta = lr;
+    s.mu = 1;
+    s.ax = torch::zeros_like(p);
   }
-  return counters;
+  if (scalars_on_device_ && !s.eta_on_device.defined()) put_scalars_on_device(s, p, s.step - 1);
+  if (scalars_on_device_) {
+    // What a captured step reads at each replay: η, μ and the count from the device, never a
+    // number of the host's (it would be the capture's).
+    p.sub_(grad.mul(s.eta_on_device));
+    auto next = torch::where(s.mu_on_device.eq(1), p, s.ax.add(p.sub(s.ax).mul(s.mu_on_device)));
+    if (proceed != nullptr) next = torch::where(*proceed, next, s.ax);
+    s.ax.copy_(next);
+    s.eta_on_device.fill_(lr);  // this step's rate: fixed for a graph's shape
+    s.steps_on_device.add_(1);
+    s.mu_on_device.copy_(s.steps_on_device.clamp_min(1).reciprocal());
+  } else {
+    p.sub_(grad.mul(s.eta));
+    if (s.mu != 1) {
+      if (proceed != nullptr) {
+        s.ax.add_(p.sub(s.ax).mul(scalar(s.mu, 0.0)));  // μ = 0 when halted: ax + 0
+      } else {
+        s.ax.add_(p.sub(s.ax).mul(s.mu));
+      }
+    } else if (proceed != nullptr) {
+      // ax ← p, or ax kept: ax·0 + p·1 or ax·1 + p·0, exactly (both finite).
+      s.ax.mul_(halt).add_(p.mul(*proceed));
+    } else {
+      s.ax.copy_(p);
+    }
+  }
+  s.eta = lr;  // lr / (1 + λ·lr·step)^α with λ = 0
+  s.mu = 1.0 / static_cast<double>(std::max<std::int64_t>(1, s.step));
 }
 
-void Optimizer::set_step_counters(const std::vector<std::vector<std::int64_t>>& counters) {
-  if (counters.size() != state_.size()) throw std::logic_error("Optimizer::set_step_counters: other groups");
+void Optimizer::put_scalars_on_device(SlotState& s, const torch::Tensor& p, std::int64_t steps_before) {
+  // Fills with a number as the kernel's argument: nothing waits for the device.
+  const auto options = p.options().dtype(torch::kFloat64);
+  s.eta_on_device = torch::full({}, s.eta, options);
+  s.mu_on_device = torch::full({}, s.mu, options);
+  s.steps_on_device = torch::full({}, static_cast<double>(steps_before), options);
+}
+
+void Optimizer::keep_scalars_on_device() {
+  if (kind_ != "asgd" || scalars_on_device_) return;
+  scalars_on_device_ = true;
+  // Now, before any capture: a slot not yet stepped gets its scalars at its first step.
+  for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+    for (std::size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
+      auto& s = state_[gi][pi];
+      if (s.step > 0) put_scalars_on_device(s, groups_[gi].params[pi], s.step);
+    }
+  }
+}
+
+Optimizer::HostScalars Optimizer::host_scalars() const {
+  HostScalars out;
+  for (const auto& group : state_) {
+    out.emplace_back();
+    for (const auto& s : group) out.back().push_back({s.step, s.eta, s.mu});
+  }
+  return out;
+}
+
+void Optimizer::set_host_scalars(const HostScalars& scalars) {
+  if (scalars.size() != state_.size()) throw std::logic_error("Optimizer::set_host_scalars: other groups");
   for (std::size_t gi = 0; gi < state_.size(); ++gi) {
-    if (counters[gi].size() != state_[gi].size()) throw std::logic_error("Optimizer::set_step_counters: other groups");
-    for (std::size_t pi = 0; pi < state_[gi].size(); ++pi) state_[gi][pi].step = counters[gi][pi];
+    if (scalars[gi].size() != state_[gi].size()) throw std::logic_error("Optimizer::set_host_scalars: other groups");
+    for (std::size_t pi = 0; pi < state_[gi].size(); ++pi) {
+      auto& s = state_[gi][pi];
+      s.step = scalars[gi][pi].step;
+      s.eta = scalars[gi][pi].eta;
+      s.mu = scalars[gi][pi].mu;
+    }
   }
 }
 
 void Optimizer::count_replayed_step() {
   for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
     for (std::size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
-      if (groups_[gi].params[pi].grad().defined()) ++state_[gi][pi].step;
+      if (!groups_[gi].params[pi].grad().defined()) continue;
+      auto& s = state_[gi][pi];
+      ++s.step;
+      if (kind_ == "asgd") {
+        s.eta = groups_[gi].lr;
+        s.mu = 1.0 / static_cast<double>(std::max<std::int64_t>(1, s.step));
+      }
     }
   }
 }
@@ -242,6 +296,8 @@ void Optimizer::load_state(const nlohmann::json& scalars, const std::map<std::st
       s.ax = take("ax");
       s.exp_avg = take("exp_avg");
       s.exp_avg_sq = take("exp_avg_sq");
+      s.eta_on_device = s.mu_on_device = s.steps_on_device = torch::Tensor();
+      if (scalars_on_device_ && s.step > 0) put_scalars_on_device(s, groups_[gi].params[pi], s.step);
     }
   }
 }

@@ -8,17 +8,21 @@
 //   "sgd":  p ← p − lr·g                                                   (no momentum)
 //   "asgd": torch.optim.ASGD with t0 = 0, λ = 0, α = 0.75 — plain SGD steps with a step size η
 //           plus a running average ax of the iterates. Per parameter, at its k-th step:
-//             p ← p − η_k·g;   ax ← p if μ_k = 1 else ax + μ_k·(p − ax)
+//             p ← p − (η_k·g);   ax ← p if μ_k = 1 else ax + μ_k·(p − ax)
 //             η_{k+1} = lr (the group's lr at that moment);   μ_{k+1} = 1 / max(1, k)
 //           with η_1 = lr at the first step and μ_1 = 1. Two reference quirks follow and are kept:
 //           μ is 1 for the first two steps, so ax after k steps is the mean of the iterates
 //           p_2..p_k (the first is overwritten); and η lags the lr by one step, so the trainer's
-//           per-batch lr scaling (seq_len/bptt) acts one batch late while averaging.
+//           per-batch lr scaling (seq_len/bptt) acts one batch late while averaging. The product
+//           η·g is rounded before the difference (as torch.optim.ASGD(capturable=True) computes it,
+//           not the fused p + (−η)·g of its default): so η may come from the host or from a tensor on
+//           the device with the same bits (keep_scalars_on_device).
 //   "adam": torch.optim.Adam (β = (0.9, 0.999), ε = 1e−8, no amsgrad), bias-corrected.
 //   "adamw": torch.optim.AdamW (Loshchilov & Hutter 2019): Adam without the L2 coupling, and the
 //           decay applied to the weights themselves first: p ← p·(1 − lr·wd), then the Adam step.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -50,12 +54,27 @@ class Optimizer {
   // Where it is true, the same arithmetic as step(), bit for bit. Gradients may be overwritten.
   void step(const torch::Tensor& proceed);
 
-  // The host's step counters (per group, per parameter), and a step whose device work ran without
-  // this object's host code — a replayed CUDA graph (step_graphs.h): every parameter with a
-  // gradient counts one step, as step() counts it.
-  std::vector<std::vector<std::int64_t>> step_counters() const;
-  void set_step_counters(const std::vector<std::vector<std::int64_t>>& counters);
+  // The numbers the host keeps per parameter (its step count; ASGD's η and μ), and a step whose
+  // device work ran without this object's host code — a replayed CUDA graph (step_graphs.h):
+  // every parameter with a gradient counts one step and moves its η and μ on, as step() does.
+  struct SlotScalars {
+    std::int64_t step = 0;
+    double eta = 0, mu = 1;
+  };
+  using HostScalars = std::vector<std::vector<SlotScalars>>;
+  HostScalars host_scalars() const;
+  void set_host_scalars(const HostScalars& scalars);
   void count_replayed_step();
+
+  // ASGD's η, μ and step count kept on the device as well, and the step reading them there, so
+  // that a captured step (a CUDA graph) reads each replay's own values instead of the capture's.
+  // The same bits as the host's: η·g and μ·(p − ax) take the float32 rounding of the same double,
+  // and ax ← p where μ = 1 is a selection. Stays on for this optimizer; no-op for other kinds.
+  void keep_scalars_on_device();
+  bool scalars_on_device() const { return scalars_on_device_; }
+
+  // Different for every optimizer made in this process (a pointer may be reused).
+  std::uint64_t id() const { return id_; }
 
   const std::string& kind() const { return kind_; }
   bool averages() const { return kind_ == "asgd"; }
@@ -80,12 +99,21 @@ class Optimizer {
     double eta = 0;  // ASGD
     double mu = 1;   // ASGD
     torch::Tensor ax, exp_avg, exp_avg_sq;
+    // ASGD on the device (keep_scalars_on_device): float64 scalars as they stand before a step —
+    // its η and μ, and the steps taken so far.
+    torch::Tensor eta_on_device, mu_on_device, steps_on_device;
   };
   void step_gated(const torch::Tensor* proceed);
+  void asgd_update(SlotState& s, torch::Tensor& p, const torch::Tensor& grad, double lr, const torch::Tensor* proceed,
+                   const torch::Tensor& halt, const std::function<torch::Tensor(double, double)>& scalar);
+  // The device scalars of a slot from its host numbers, `steps_before` steps taken.
+  static void put_scalars_on_device(SlotState& s, const torch::Tensor& p, std::int64_t steps_before);
 
   std::string kind_;
   std::vector<ParameterGroup> groups_;
   std::vector<std::vector<SlotState>> state_;
+  bool scalars_on_device_ = false;
+  std::uint64_t id_;
 };
 
 }  // namespace lmkit::training

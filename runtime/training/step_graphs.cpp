@@ -44,6 +44,12 @@ void StepGraphs::release() {
   state_.clear();
 }
 
+void StepGraphs::serve(std::uint64_t optimizer_id) {
+  if (optimizer_id == served_) return;
+  release();
+  served_ = optimizer_id;
+}
+
 std::vector<EncoderState>& StepGraphs::static_state(const std::vector<EncoderState>& like) {
   if (state_.size() != like.size()) {
     torch::NoGradGuard no_grad;

@@ -7,10 +7,10 @@
 // carried state into the one static state, then one launch. The random draws continue the default
 // generator's sequence as eager launches would, so a replayed step gives the eager step's bits.
 //
-// A step qualifies when every number it uses on the host is fixed for its shape: plain SGD (ASGD's
-// average and Adam's bias corrections change every step) without an lr schedule, on a CUDA device
-// of a build with lmkit's CUDA support, with a head written in C++ (a Lua head's function would run
-// once, at capture). "rehearse" replays on any device by running the captured step's function
+// A step qualifies when every number it uses on the host is fixed for its shape: SGD, or ASGD with
+// its η, μ and step count kept on the device (Optimizer::keep_scalars_on_device; Adam's bias
+// corrections change every step), without an lr schedule, on a CUDA device of a build with lmkit's
+// CUDA support, with a head written in C++ (a Lua head's function would run once, at capture). "rehearse" replays on any device by running the captured step's function
 // again: a check, on a CPU, that a step reads nothing but its static buffers.
 #pragma once
 #include <cstdint>
@@ -57,6 +57,9 @@ class StepGraphs {
 
   // Releases the graphs and their buffers (once no step of the run can be one again).
   void release();
+  // The graphs are of one optimizer's steps: those of another (replaced at the switch to ASGD, at
+  // finetuning) are released, since no step replays them again.
+  void serve(std::uint64_t optimizer_id);
   bool holds_graphs() const { return !captured_.empty(); }
 
   std::int64_t captures() const { return captures_; }
@@ -72,6 +75,7 @@ class StepGraphs {
   std::map<std::string, std::function<void()>> rehearsed_;
   std::vector<EncoderState> state_;
   std::int64_t captures_ = 0, replays_ = 0;
+  std::uint64_t served_ = 0;
 };
 
 // Copies `from` into `to` in place (the same structure and shapes); nothing is recorded for autograd.

@@ -48,7 +48,7 @@ const config::BoundOptions<TrainOptions>& bound() {
         {"steps_in_flight", &TrainOptions::steps_in_flight, Range{0.0, 8.0, false, false},
          "steps whose loss and norm may still be on their way to the host while the next runs (nil: 1 on a GPU, 0 on the CPU); results do not depend on it, on_step and a divergence come that many steps later"},
         {"cuda_graphs", &TrainOptions::cuda_graphs, config::OneOf{{"auto", "on", "off", "rehearse"}},
-         "CUDA graphs of the training step (default \"off\" until verified on a GPU): \"auto\" replays each window length's captured step where the step qualifies (CUDA, plain SGD, no lr schedule, a head written in C++), \"on\" requires them, \"off\" launches every step; \"rehearse\" replays by running the step's function again, on any device (a check that a step reads only its own buffers); results are the same bits"},
+         "CUDA graphs of the training step (default \"off\" until verified on a GPU): \"auto\" replays each window length's captured step where the step qualifies (CUDA, SGD or ASGD, no lr schedule, a head written in C++), \"on\" requires them, \"off\" launches every step; \"rehearse\" replays by running the step's function again, on any device (a check that a step reads only its own buffers); results are the same bits"},
     });
   }();
   return table;

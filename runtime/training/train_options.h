@@ -53,8 +53,8 @@ struct TrainOptions {
   // on_step, the progress line and a divergence are seen that many steps later.
   std::optional<std::int64_t> steps_in_flight;
   // CUDA graphs of the training step (step_graphs.h): "auto" captures each window length's step
-  // once and replays it where the step qualifies (a CUDA device, lmkit's CUDA support, plain SGD
-  // without an lr schedule, a head written in C++), "on" requires them, "off" launches every step,
+  // once and replays it where the step qualifies (a CUDA device, lmkit's CUDA support, SGD or
+  // ASGD without an lr schedule, a head written in C++), "on" requires them, "off" launches every step,
   // "rehearse" replays on any device by running the captured step's function again (a check).
   // The default stays "off" until CudaGraphTest has passed on a GPU (issue 37).
   std::string cuda_graphs = "off";

@@ -136,8 +136,15 @@ bool Trainer::State::train_step(const data::Batch& window) {
   };
   model->train();
   const auto key = graph_key(window);
-  // Graphs no step of this run can replay again (the switch to ASGD) give their memory back.
-  if (key.empty() && graphs && graphs->holds_graphs()) graphs->release();
+  // Graphs no step of this run can replay again (of an optimizer replaced, or when no step
+  // qualifies any more) give their memory back.
+  if (graphs) {
+    if (!key.empty()) {
+      graphs->serve(optimizer->id());
+    } else if (graphs->holds_graphs()) {
+      graphs->release();
+    }
+  }
   const torch::Tensor values =
       key.empty() ? launch_step(window.input, window.target, /*state_in_place=*/false) : graphed_step(key, window);
   restore_lrs();

@@ -16,9 +16,8 @@ std::string Trainer::State::graph_obstacles(const std::string& optimizer_kind) c
   if (!graphs->rehearsing()) {
     if (const auto why = ops::cuda_graphs_unsupported(device); !why.empty()) obstacles.push_back(why);
   }
-  if (optimizer_kind == "asgd") {
-    obstacles.push_back("the optimizer is ASGD, whose running average takes a weight that changes every step");
-  } else if (optimizer_kind != "sgd") {
+  // SGD's rate is fixed for a shape (it is in the key); ASGD's η, μ and count live on the device.
+  if (optimizer_kind != "sgd" && optimizer_kind != "asgd") {
     obstacles.push_back("the optimizer is " + optimizer_kind + ", whose bias corrections change every step");
   }
   // A constant rate (schedule "constant" without a warm-up) is no obstacle.
@@ -46,7 +45,7 @@ std::string Trainer::State::graph_key(const data::Batch& window) const {
     std::snprintf(number, sizeof number, " %a/%a", group.lr, group.weight_decay);
     key += number;
   }
-  std::snprintf(number, sizeof number, " opt%p", static_cast<const void*>(optimizer.get()));
+  std::snprintf(number, sizeof number, " opt%llu", static_cast<unsigned long long>(optimizer->id()));
   key += number;
   for (const auto& p : params) {
     std::snprintf(number, sizeof number, " %p:%p:%d", p.data_ptr(), p.grad().defined() ? p.grad().data_ptr() : nullptr,
@@ -58,6 +57,8 @@ std::string Trainer::State::graph_key(const data::Batch& window) const {
 
 torch::Tensor Trainer::State::graphed_step(const std::string& key, const data::Batch& window) {
   auto& g = *graphs;
+  // Before any capture: what ASGD's step reads at each replay lives on the device from here on.
+  optimizer->keep_scalars_on_device();
   if (!g.captured(key) && (!g.seen_before(key) || g.full())) {
     // The first time this shape comes (or when no more graphs are kept): eagerly.
     return launch_step(window.input, window.target, /*state_in_place=*/false);
@@ -80,26 +81,31 @@ torch::Tensor Trainer::State::graphed_step(const std::string& key, const data::B
   }
   graph.input.copy_(window.input);
   graph.target.copy_(window.target);
-  // The optimizer's host counters count the step once, whether its host code ran (a capture, a
-  // rehearsal) or not (a replay).
-  const auto counters = optimizer->step_counters();
+  // The optimizer's host numbers (step counts, ASGD's η and μ) move on by one step, whether its
+  // host code ran (a capture, a rehearsal) or not (a replay).
+  const auto counters = optimizer->host_scalars();
   if (!g.captured(key)) {
     std::function<void()> work = [this, &graph] {
       graph.values = launch_step(graph.input, graph.target, /*state_in_place=*/true);
     };
     if (g.rehearsing()) {
-      // What a capture bakes into a graph, a rehearsal holds fixed too: the rates as they were at
-      // the capture, the optimizer and the gate tensor it was captured with.
+      // What a capture bakes into a graph, a rehearsal holds fixed too: the rates and the
+      // optimizer's host numbers as they were at the capture, the optimizer and the gate tensor it
+      // was captured with. A step that read a host number which changes between its replays
+      // gives other bits than the eager run.
       std::vector<double> rates;
       for (const auto& group : optimizer->groups()) rates.push_back(group.lr);
-      work = [this, work, rates, captured_with = optimizer.get(), gate = proceed] {
-        if (optimizer.get() != captured_with || !proceed.is_same(gate)) {
+      work = [this, work, rates, at_capture = counters, captured_with = optimizer->id(), gate = proceed] {
+        if (optimizer->id() != captured_with || !proceed.is_same(gate)) {
           throw std::logic_error("rehearsed step: the optimizer or the gate tensor was replaced since its capture");
         }
         auto& groups = optimizer->groups();
         std::vector<double> now;
         for (std::size_t i = 0; i < groups.size(); ++i) now.push_back(std::exchange(groups[i].lr, rates.at(i)));
+        const auto scalars_now = optimizer->host_scalars();
+        optimizer->set_host_scalars(at_capture);
         work();
+        optimizer->set_host_scalars(scalars_now);
         for (std::size_t i = 0; i < groups.size(); ++i) groups[i].lr = now[i];
       };
     }
@@ -108,13 +114,13 @@ torch::Tensor Trainer::State::graphed_step(const std::string& key, const data::B
     } catch (const EnvironmentError& e) {
       // After a failed capture Torch's CUDA generator and caching allocator are in no defined
       // state: the run cannot go on in this process. Its last epoch's files are kept.
-      optimizer->set_step_counters(counters);
+      optimizer->set_host_scalars(counters);
       throw EnvironmentError(std::string(e.what()) + ". This step cannot be a CUDA graph in this Torch and CUDA; " +
                              kept_checkpoints() + " Run it again with cuda_graphs = \"off\" (it resumes from there)");
     }
   }
   g.replay(key);
-  optimizer->set_step_counters(counters);
+  optimizer->set_host_scalars(counters);
   optimizer->count_replayed_step();
   return graph.values;
 }

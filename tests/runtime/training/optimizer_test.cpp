@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -196,6 +197,97 @@ TEST(OptimizerTest, AGatedStepIsTheStepOrNothing) {
   }
   Optimizer sgd("sgd", {{"main", {parameter({1.0})}, 0.1, 0.0}});
   EXPECT_THROW(sgd.step(torch::tensor(1.0)), UsageError);
+}
+
+// ASGD's η, μ and step count kept on the device (what a captured step reads at each replay) give
+// the host's bits: with a rate that changes every step (η lags it by one), the first steps' copy
+// and the later averages, a halted step with non-finite gradients, the device scalars switched on
+// before the first step and mid-run, and a reload of the state.
+TEST(OptimizerTest, AsgdScalarsOnTheDeviceGiveTheHostsBits) {
+  const auto kFloat = torch::TensorOptions().dtype(torch::kFloat32);
+  torch::manual_seed(5);
+  const auto start_a = torch::randn({4, 6}, kFloat), start_b = torch::randn({9}, kFloat);
+  std::vector<torch::Tensor> as, bs;
+  std::vector<std::unique_ptr<Optimizer>> optimizers;  // on the host, on the device from the start, from step 3
+  for (int i = 0; i < 3; ++i) {
+    as.push_back(start_a.clone().requires_grad_());
+    bs.push_back(start_b.clone().requires_grad_());
+    optimizers.push_back(std::make_unique<Optimizer>(
+        "asgd", std::vector<ParameterGroup>{{"main", {as.back()}, 0.3, 0.01}, {"own", {bs.back()}, 0.05, 0.0}}));
+  }
+  optimizers[1]->keep_scalars_on_device();
+  const auto yes = torch::tensor(true), no = torch::tensor(false);
+  for (int step = 0; step < 9; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    if (step == 3) optimizers[2]->keep_scalars_on_device();
+    if (step == 6) optimizers[1]->load_state(optimizers[1]->state_json(), optimizers[1]->state_tensors());
+    const bool halted = step == 5;
+    auto ga = torch::randn({4, 6}, kFloat), gb = torch::randn({9}, kFloat);
+    if (halted) {
+      ga[1][1] = std::numeric_limits<float>::quiet_NaN();
+      gb[0] = std::numeric_limits<float>::infinity();
+    }
+    const auto a_before = as[1].detach().clone(), ax_before = optimizers[1]->average_of(0, 0).clone();
+    for (int i = 0; i < 3; ++i) {
+      optimizers[i]->groups()[0].lr = 0.3 + 0.07 * step;
+      optimizers[i]->groups()[1].lr = 0.05 * (1 + step % 3);
+      as[i].mutable_grad() = ga.clone();
+      bs[i].mutable_grad() = gb.clone();
+      optimizers[i]->step(halted ? no : yes);
+    }
+    EXPECT_TRUE(optimizers[1]->scalars_on_device());
+    EXPECT_EQ(optimizers[2]->scalars_on_device(), step >= 3);
+    for (int i = 1; i < 3; ++i) {
+      EXPECT_TRUE(torch::equal(as[0], as[i])) << i;
+      EXPECT_TRUE(torch::equal(bs[0], bs[i])) << i;
+      EXPECT_TRUE(torch::equal(optimizers[0]->average_of(0, 0), optimizers[i]->average_of(0, 0))) << i;
+      EXPECT_TRUE(torch::equal(optimizers[0]->average_of(1, 0), optimizers[i]->average_of(1, 0))) << i;
+    }
+    if (halted) {
+      EXPECT_TRUE(torch::equal(as[1], a_before));
+      EXPECT_TRUE(torch::equal(optimizers[1]->average_of(0, 0), ax_before));
+    }
+  }
+  // The averages are not the iterates (the test went past ASGD's first two steps).
+  EXPECT_FALSE(torch::equal(optimizers[1]->average_of(0, 0), as[1].detach()));
+}
+
+// A replayed step (its device work done, its host code not run) moves the host's numbers on as a
+// step does: every parameter with a gradient counts one step; ASGD's η becomes the rate, μ 1/k.
+TEST(OptimizerTest, AReplayedStepMovesTheHostNumbersOnAsAStepDoes) {
+  for (const std::string kind : {"sgd", "asgd"}) {
+    SCOPED_TRACE(kind);
+    auto p1 = parameter({1.0, 2.0}), q1 = parameter({3.0});
+    auto p2 = parameter({1.0, 2.0}), q2 = parameter({3.0});
+    Optimizer stepped(kind, {{"main", {p1, q1}, 0.5, 0.0}});
+    Optimizer replayed(kind, {{"main", {p2, q2}, 0.5, 0.0}});
+    replayed.keep_scalars_on_device();
+    for (int step = 0; step < 5; ++step) {
+      for (auto* o : {&stepped, &replayed}) o->groups()[0].lr = 0.5 + step;
+      set_grad(p1, {1.0, -1.0});
+      set_grad(p2, {1.0, -1.0});
+      if (step >= 2) {  // q trains from the third step on
+        set_grad(q1, {0.5});
+        set_grad(q2, {0.5});
+      }
+      stepped.step();
+      if (step < 2) {
+        replayed.step();
+      } else {
+        const auto before = replayed.host_scalars();
+        replayed.step();  // the device work a replay does
+        replayed.set_host_scalars(before);
+        replayed.count_replayed_step();
+      }
+      const auto a = stepped.host_scalars(), b = replayed.host_scalars();
+      for (std::size_t i = 0; i < a[0].size(); ++i) {
+        EXPECT_EQ(a[0][i].step, b[0][i].step) << "step " << step << ", parameter " << i;
+        EXPECT_EQ(a[0][i].eta, b[0][i].eta) << "step " << step << ", parameter " << i;
+        EXPECT_EQ(a[0][i].mu, b[0][i].mu) << "step " << step << ", parameter " << i;
+      }
+    }
+    EXPECT_EQ(replayed.host_scalars()[0][1].step, 3);
+  }
 }
 
 // The step's device scalars are the host's double arithmetic: finiteness, min(1, clip/(norm + 1e-6))

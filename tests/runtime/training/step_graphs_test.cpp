@@ -1,9 +1,10 @@
 // CUDA graphs of the training step (runtime/training/step_graphs.h). On any machine, "rehearse"
 // replays each captured step by running its function again: a step that read the window or the
 // carried state from anywhere but its graph's own buffers and the static state would then train on
-// stale numbers, and the metrics would differ from the eager run's. (A rehearsal runs the step's
-// host code again, so host numbers baked into a real graph — the rates — are covered by the key
-// and by CudaGraphTest, not here.) On a GPU (CudaGraphTest, label gpu; skipped elsewhere) the replayed CUDA graphs give
+// stale numbers, and the metrics would differ from the eager run's. A rehearsal runs the step's
+// host code again, but with the host numbers a real graph bakes in held at their capture values —
+// the rates, and the optimizer's step counts and ASGD's η and μ — so a step that read one of them
+// where it changes between replays (ASGD's η, μ) differs too. On a GPU (CudaGraphTest, label gpu; skipped elsewhere) the replayed CUDA graphs give
 // the eager steps' bits.
 #include <gtest/gtest.h>
 
@@ -14,6 +15,7 @@
 
 #include "runtime/core/determinism.h"
 #include "runtime/core/error.h"
+#include "runtime/training/step_graphs.h"
 #include "runtime/training/trainer.h"
 #include "tests/support/comparable_metrics.h"
 #include "tests/support/fused_kernel_heads.h"
@@ -38,7 +40,7 @@ class StepGraphsTest : public testing::TemporaryFolderTest {
   StepGraphsTest() : TemporaryFolderTest("lmkit_step_graphs_test_") {}
 
   // Variable windows (a graph per length), two chunks per batch, every dropout on; the switch to
-  // ASGD after the second epoch, whose steps then run eagerly.
+  // ASGD after the second epoch (its steps graphs of their own, their η the previous window's rate).
   TrainOptions options(const std::string& graphs) const {
     TrainOptions o;
     o.lr = 5;
@@ -86,12 +88,18 @@ TEST_F(StepGraphsTest, RehearsedGraphStepsGiveTheEagerStepsBits) {
   const auto rehearsed = train("rehearsed", head, options("rehearse"));
   expect_same_bits(eager, rehearsed);
   const auto& graphs = rehearsed.summary.at("cuda_graphs");
-  // Random window lengths: several graphs, each replayed from its second use on, until the switch.
+  // Random window lengths: several graphs, each replayed from its second use on.
   EXPECT_GE(graphs.at("captured").get<int>(), 3) << graphs.dump();
   EXPECT_GT(graphs.at("replayed").get<int>(), 3 * graphs.at("captured").get<int>()) << graphs.dump();
-  // The ASGD stage launched its steps one by one, and says why.
-  EXPECT_NE(graphs.value("eager_because", "").find("ASGD"), std::string::npos) << graphs.dump();
+  EXPECT_FALSE(graphs.contains("eager_because")) << graphs.dump();
   EXPECT_FALSE(eager.summary.contains("cuda_graphs"));
+  // The ASGD stage's steps were replayed too: more replays than the SGD stage had steps.
+  int sgd_steps = -1;
+  for (const auto& record : rehearsed.metrics) {
+    if (record.value("type", "") == "epoch" && record.at("switched").get<bool>()) sgd_steps = record.at("step").get<int>();
+  }
+  ASSERT_GT(sgd_steps, 0) << "no switch to ASGD";
+  EXPECT_GT(graphs.at("replayed").get<int>(), sgd_steps) << graphs.dump();
 }
 
 TEST_F(StepGraphsTest, ARateChangedByACallbackReachesTheReplayedSteps) {
@@ -162,6 +170,27 @@ TEST_F(StepGraphsTest, OnIsRefusedWhereNoGraphCanBeCaptured) {
     EXPECT_NE(text.find("\"off\""), std::string::npos) << text;
     EXPECT_FALSE(std::filesystem::exists(dir("on") + "/config.json"));
   }
+}
+
+// Graphs of an optimizer that was replaced (the switch to ASGD, finetuning) are released: no step
+// replays them again, and their memory goes back.
+TEST(StepGraphsServeTest, GraphsOfAnotherOptimizerAreReleased) {
+  StepGraphs graphs("rehearse");
+  graphs.serve(7);
+  EXPECT_FALSE(graphs.seen_before("20x4"));
+  int runs = 0;
+  graphs.capture("20x4", torch::kCPU, [&runs] { ++runs; });
+  graphs.replay("20x4");
+  EXPECT_EQ(runs, 1);
+  graphs.serve(7);  // the same optimizer: kept
+  EXPECT_TRUE(graphs.holds_graphs());
+  EXPECT_TRUE(graphs.captured("20x4"));
+  graphs.serve(8);
+  EXPECT_FALSE(graphs.holds_graphs());
+  EXPECT_FALSE(graphs.captured("20x4"));
+  EXPECT_FALSE(graphs.seen_before("20x4"));  // the next step of this shape runs eagerly first
+  EXPECT_EQ(graphs.captures(), 1);           // the counts are the run's
+  EXPECT_EQ(graphs.replays(), 1);
 }
 
 // On a GPU: the same runs with CUDA graphs captured and replayed give the eager run's bits.
