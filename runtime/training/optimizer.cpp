@@ -59,7 +59,7 @@ torch::Tensor select_scalar(const torch::Tensor& proceed, double a, double b) {
 void Optimizer::step_gated(const torch::Tensor* proceed) {
   torch::NoGradGuard no_grad;
   const torch::Tensor halt = proceed != nullptr ? proceed->eq(false) : torch::Tensor();
-  // ASGD's μ and Adam's β as device scalars, one per value in this step (all slots usually share one).
+  // Adam's β as device scalars, one per value in this step.
   std::map<std::pair<double, double>, torch::Tensor> selected;
   auto scalar = [&](double value, double when_halted) -> torch::Tensor {
     auto& t = selected[{value, when_halted}];
@@ -94,7 +94,7 @@ void Optimizer::step_gated(const torch::Tensor* proceed) {
         sgd_params.push_back(p);
         sgd_grads.push_back(grad);
       } else if (kind_ == "asgd") {
-        asgd_update(s, p, grad, group.lr, proceed, halt, scalar);
+        asgd_update(s, p, grad, group.lr, proceed);
       } else {  // adam, adamw
         constexpr double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
         if (s.step == 1) {
@@ -125,7 +125,7 @@ void Optimizer::step_gated(const torch::Tensor* proceed) {
 }
 
 void Optimizer::asgd_update(SlotState& s, torch::Tensor& p, const torch::Tensor& grad, double lr,
-                            const torch::Tensor* proceed, const torch::Tensor& halt, const std::function<torch::Tensor(double, double)>& scalar) {
+                            const torch::Tensor* proceed) {
   if (s.step == 1) {
     s.eta = lr;
     s.mu = 1;
@@ -144,15 +144,12 @@ void Optimizer::asgd_update(SlotState& s, torch::Tensor& p, const torch::Tensor&
     s.mu_on_device.copy_(s.steps_on_device.clamp_min(1).reciprocal());
   } else {
     p.sub_(grad.mul(s.eta));
-    if (s.mu != 1) {
-      if (proceed != nullptr) {
-        s.ax.add_(p.sub(s.ax).mul(scalar(s.mu, 0.0)));  // μ = 0 when halted: ax + 0
-      } else {
-        s.ax.add_(p.sub(s.ax).mul(s.mu));
-      }
-    } else if (proceed != nullptr) {
-      // ax ← p, or ax kept: ax·0 + p·1 or ax·1 + p·0, exactly (both finite).
-      s.ax.mul_(halt).add_(p.mul(*proceed));
+    if (proceed != nullptr) {
+      // The device path's selections with the host's μ (the same bits, the sign of a zero too).
+      auto next = s.mu != 1 ? s.ax.add(p.sub(s.ax).mul(s.mu)) : p;
+      s.ax.copy_(torch::where(*proceed, next, s.ax));
+    } else if (s.mu != 1) {
+      s.ax.add_(p.sub(s.ax).mul(s.mu));
     } else {
       s.ax.copy_(p);
     }
@@ -167,6 +164,15 @@ void Optimizer::put_scalars_on_device(SlotState& s, const torch::Tensor& p, std:
   s.eta_on_device = torch::full({}, s.eta, options);
   s.mu_on_device = torch::full({}, s.mu, options);
   s.steps_on_device = torch::full({}, static_cast<double>(steps_before), options);
+}
+
+bool Optimizer::every_stepping_slot_started() const {
+  for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+    for (std::size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
+      if (groups_[gi].params[pi].grad().defined() && state_[gi][pi].step == 0) return false;
+    }
+  }
+  return true;
 }
 
 void Optimizer::keep_scalars_on_device() {
@@ -275,6 +281,8 @@ void Optimizer::load_state(const nlohmann::json& scalars, const std::map<std::st
   if (kind != kind_) throw UsageError("optimizer state is for '" + kind + "', this optimizer is '" + kind_ + "'");
   const auto& groups = scalars.at("groups");
   if (groups.size() != groups_.size()) throw UsageError("optimizer state has a different number of parameter groups");
+  // Its state tensors are new: graphs captured with the old ones are not this optimizer's any more.
+  id_ = ++optimizers_made;
   torch::NoGradGuard no_grad;
   for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
     const auto& g = groups[gi];

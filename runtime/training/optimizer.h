@@ -14,15 +14,14 @@
 //           μ is 1 for the first two steps, so ax after k steps is the mean of the iterates
 //           p_2..p_k (the first is overwritten); and η lags the lr by one step, so the trainer's
 //           per-batch lr scaling (seq_len/bptt) acts one batch late while averaging. The product
-//           η·g is rounded before the difference (as torch.optim.ASGD(capturable=True) computes it,
-//           not the fused p + (−η)·g of its default): so η may come from the host or from a tensor on
-//           the device with the same bits (keep_scalars_on_device).
+//           η·g is rounded before the difference (two kernels, never contracted into one fused
+//           multiply-add as p + (−η)·g may be), and ax ← p is a selection: so η and μ may come from
+//           the host or from tensors on the device with the same bits (keep_scalars_on_device).
 //   "adam": torch.optim.Adam (β = (0.9, 0.999), ε = 1e−8, no amsgrad), bias-corrected.
 //   "adamw": torch.optim.AdamW (Loshchilov & Hutter 2019): Adam without the L2 coupling, and the
 //           decay applied to the weights themselves first: p ← p·(1 − lr·wd), then the Adam step.
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -72,8 +71,12 @@ class Optimizer {
   // and ax ← p where μ = 1 is a selection. Stays on for this optimizer; no-op for other kinds.
   void keep_scalars_on_device();
   bool scalars_on_device() const { return scalars_on_device_; }
+  // Whether every parameter with a gradient has stepped before: a first step makes its state
+  // (ASGD's average, Adam's moments, the device scalars), which a captured step must not do.
+  bool every_stepping_slot_started() const;
 
-  // Different for every optimizer made in this process (a pointer may be reused).
+  // Different for every optimizer made in this process (a pointer may be reused), and new after
+  // load_state (its state tensors are others).
   std::uint64_t id() const { return id_; }
 
   const std::string& kind() const { return kind_; }
@@ -104,8 +107,7 @@ class Optimizer {
     torch::Tensor eta_on_device, mu_on_device, steps_on_device;
   };
   void step_gated(const torch::Tensor* proceed);
-  void asgd_update(SlotState& s, torch::Tensor& p, const torch::Tensor& grad, double lr, const torch::Tensor* proceed,
-                   const torch::Tensor& halt, const std::function<torch::Tensor(double, double)>& scalar);
+  void asgd_update(SlotState& s, torch::Tensor& p, const torch::Tensor& grad, double lr, const torch::Tensor* proceed);
   // The device scalars of a slot from its host numbers, `steps_before` steps taken.
   static void put_scalars_on_device(SlotState& s, const torch::Tensor& p, std::int64_t steps_before);
 

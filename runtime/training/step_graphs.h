@@ -10,8 +10,10 @@
 // A step qualifies when every number it uses on the host is fixed for its shape: SGD, or ASGD with
 // its η, μ and step count kept on the device (Optimizer::keep_scalars_on_device; Adam's bias
 // corrections change every step), without an lr schedule, on a CUDA device of a build with lmkit's
-// CUDA support, with a head written in C++ (a Lua head's function would run once, at capture). "rehearse" replays on any device by running the captured step's function
-// again: a check, on a CPU, that a step reads nothing but its static buffers.
+// CUDA support, with a head written in C++ (a Lua head's function would run once, at capture).
+// "rehearse" replays on any device by running the captured step's function again, with the host
+// numbers a graph bakes in held at their capture values: a check, on a CPU, that a step reads
+// nothing but its static buffers and the device's scalars.
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -59,8 +59,9 @@ torch::Tensor Trainer::State::graphed_step(const std::string& key, const data::B
   auto& g = *graphs;
   // Before any capture: what ASGD's step reads at each replay lives on the device from here on.
   optimizer->keep_scalars_on_device();
-  if (!g.captured(key) && (!g.seen_before(key) || g.full())) {
-    // The first time this shape comes (or when no more graphs are kept): eagerly.
+  if (!g.captured(key) && (!g.seen_before(key) || g.full() || !optimizer->every_stepping_slot_started())) {
+    // The first time this shape comes (or when no more graphs are kept, or a parameter's first
+    // step would make its optimizer state inside the capture): eagerly.
     return launch_step(window.input, window.target, /*state_in_place=*/false);
   }
   // The carried state into the static state every graph reads and writes.
@@ -104,9 +105,17 @@ torch::Tensor Trainer::State::graphed_step(const std::string& key, const data::B
         for (std::size_t i = 0; i < groups.size(); ++i) now.push_back(std::exchange(groups[i].lr, rates.at(i)));
         const auto scalars_now = optimizer->host_scalars();
         optimizer->set_host_scalars(at_capture);
+        // Put back whether the step ends or throws.
+        struct Restore {
+          Optimizer& optimizer;
+          const std::vector<double>& rates;
+          const Optimizer::HostScalars& scalars;
+          ~Restore() {
+            optimizer.set_host_scalars(scalars);
+            for (std::size_t i = 0; i < rates.size(); ++i) optimizer.groups()[i].lr = rates[i];
+          }
+        } restore{*optimizer, now, scalars_now};
         work();
-        optimizer->set_host_scalars(scalars_now);
-        for (std::size_t i = 0; i < groups.size(); ++i) groups[i].lr = now[i];
       };
     }
     try {

@@ -13,6 +13,7 @@
 #include "runtime/training/lr_schedule.h"
 #include "runtime/training/optimizer.h"
 #include "runtime/training/switch_policy.h"
+#include "tests/support/same_bits.h"
 
 namespace lmkit::training {
 namespace {
@@ -200,20 +201,24 @@ TEST(OptimizerTest, AGatedStepIsTheStepOrNothing) {
 }
 
 // ASGD's η, μ and step count kept on the device (what a captured step reads at each replay) give
-// the host's bits: with a rate that changes every step (η lags it by one), the first steps' copy
-// and the later averages, a halted step with non-finite gradients, the device scalars switched on
-// before the first step and mid-run, and a reload of the state.
+// the host's bits, the sign of a zero included: with a rate that changes every step (η lags it by
+// one), the first steps' copy and the later averages, a halted step with non-finite gradients, the
+// device scalars switched on before the first step and mid-run, and a reload of the state. One
+// weight is −0 with a zero gradient throughout (ax ← p and a halted step must keep its sign).
 TEST(OptimizerTest, AsgdScalarsOnTheDeviceGiveTheHostsBits) {
+  using testing::same_bits;
   const auto kFloat = torch::TensorOptions().dtype(torch::kFloat32);
   torch::manual_seed(5);
-  const auto start_a = torch::randn({4, 6}, kFloat), start_b = torch::randn({9}, kFloat);
+  auto start_a = torch::randn({4, 6}, kFloat);
+  start_a[0][0] = -0.0F;
+  const auto start_b = torch::randn({9}, kFloat);
   std::vector<torch::Tensor> as, bs;
   std::vector<std::unique_ptr<Optimizer>> optimizers;  // on the host, on the device from the start, from step 3
   for (int i = 0; i < 3; ++i) {
     as.push_back(start_a.clone().requires_grad_());
     bs.push_back(start_b.clone().requires_grad_());
     optimizers.push_back(std::make_unique<Optimizer>(
-        "asgd", std::vector<ParameterGroup>{{"main", {as.back()}, 0.3, 0.01}, {"own", {bs.back()}, 0.05, 0.0}}));
+        "asgd", std::vector<ParameterGroup>{{"main", {as.back()}, 0.3, 0.0}, {"own", {bs.back()}, 0.05, 0.01}}));
   }
   optimizers[1]->keep_scalars_on_device();
   const auto yes = torch::tensor(true), no = torch::tensor(false);
@@ -221,8 +226,9 @@ TEST(OptimizerTest, AsgdScalarsOnTheDeviceGiveTheHostsBits) {
     SCOPED_TRACE("step " + std::to_string(step));
     if (step == 3) optimizers[2]->keep_scalars_on_device();
     if (step == 6) optimizers[1]->load_state(optimizers[1]->state_json(), optimizers[1]->state_tensors());
-    const bool halted = step == 5;
+    const bool halted = step == 1 || step == 5;
     auto ga = torch::randn({4, 6}, kFloat), gb = torch::randn({9}, kFloat);
+    ga[0][0] = 0.0F;
     if (halted) {
       ga[1][1] = std::numeric_limits<float>::quiet_NaN();
       gb[0] = std::numeric_limits<float>::infinity();
@@ -238,14 +244,20 @@ TEST(OptimizerTest, AsgdScalarsOnTheDeviceGiveTheHostsBits) {
     EXPECT_TRUE(optimizers[1]->scalars_on_device());
     EXPECT_EQ(optimizers[2]->scalars_on_device(), step >= 3);
     for (int i = 1; i < 3; ++i) {
-      EXPECT_TRUE(torch::equal(as[0], as[i])) << i;
-      EXPECT_TRUE(torch::equal(bs[0], bs[i])) << i;
-      EXPECT_TRUE(torch::equal(optimizers[0]->average_of(0, 0), optimizers[i]->average_of(0, 0))) << i;
-      EXPECT_TRUE(torch::equal(optimizers[0]->average_of(1, 0), optimizers[i]->average_of(1, 0))) << i;
+      EXPECT_TRUE(same_bits(as[0], as[i])) << i;
+      EXPECT_TRUE(same_bits(bs[0], bs[i])) << i;
+      EXPECT_TRUE(same_bits(optimizers[0]->average_of(0, 0), optimizers[i]->average_of(0, 0))) << i;
+      EXPECT_TRUE(same_bits(optimizers[0]->average_of(1, 0), optimizers[i]->average_of(1, 0))) << i;
     }
     if (halted) {
-      EXPECT_TRUE(torch::equal(as[1], a_before));
-      EXPECT_TRUE(torch::equal(optimizers[1]->average_of(0, 0), ax_before));
+      EXPECT_TRUE(same_bits(as[1], a_before));
+      EXPECT_TRUE(same_bits(optimizers[1]->average_of(0, 0), ax_before));
+    }
+    // −0 stays the weight; the average is −0 after the first step's copy and the halted step
+    // (later, −0 + μ·(+0) is +0 in every path).
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_TRUE(std::signbit(as[i][0][0].item<float>())) << i;
+      if (step <= 1) EXPECT_TRUE(std::signbit(optimizers[i]->average_of(0, 0)[0][0].item<float>())) << i;
     }
   }
   // The averages are not the iterates (the test went past ASGD's first two steps).
@@ -254,7 +266,10 @@ TEST(OptimizerTest, AsgdScalarsOnTheDeviceGiveTheHostsBits) {
 
 // A replayed step (its device work done, its host code not run) moves the host's numbers on as a
 // step does: every parameter with a gradient counts one step; ASGD's η becomes the rate, μ 1/k.
+// The host's copies then equal the device's scalars: a reload (which remakes those from these)
+// changes no later step's bits. A parameter's first step is never a replay (it makes its state).
 TEST(OptimizerTest, AReplayedStepMovesTheHostNumbersOnAsAStepDoes) {
+  using testing::same_bits;
   for (const std::string kind : {"sgd", "asgd"}) {
     SCOPED_TRACE(kind);
     auto p1 = parameter({1.0, 2.0}), q1 = parameter({3.0});
@@ -262,16 +277,17 @@ TEST(OptimizerTest, AReplayedStepMovesTheHostNumbersOnAsAStepDoes) {
     Optimizer stepped(kind, {{"main", {p1, q1}, 0.5, 0.0}});
     Optimizer replayed(kind, {{"main", {p2, q2}, 0.5, 0.0}});
     replayed.keep_scalars_on_device();
-    for (int step = 0; step < 5; ++step) {
+    for (int step = 0; step < 9; ++step) {
       for (auto* o : {&stepped, &replayed}) o->groups()[0].lr = 0.5 + step;
-      set_grad(p1, {1.0, -1.0});
-      set_grad(p2, {1.0, -1.0});
-      if (step >= 2) {  // q trains from the third step on
-        set_grad(q1, {0.5});
-        set_grad(q2, {0.5});
+      set_grad(p1, {1.0, -1.0 + step});
+      set_grad(p2, {1.0, -1.0 + step});
+      if (step >= 1) {  // q trains from the second step on
+        set_grad(q1, {0.5 * step});
+        set_grad(q2, {0.5 * step});
       }
+      EXPECT_EQ(replayed.every_stepping_slot_started(), step != 0 && step != 1);
       stepped.step();
-      if (step < 2) {
+      if (step < 2 || step == 5) {
         replayed.step();
       } else {
         const auto before = replayed.host_scalars();
@@ -279,14 +295,21 @@ TEST(OptimizerTest, AReplayedStepMovesTheHostNumbersOnAsAStepDoes) {
         replayed.set_host_scalars(before);
         replayed.count_replayed_step();
       }
+      if (step == 6) replayed.load_state(replayed.state_json(), replayed.state_tensors());
       const auto a = stepped.host_scalars(), b = replayed.host_scalars();
       for (std::size_t i = 0; i < a[0].size(); ++i) {
         EXPECT_EQ(a[0][i].step, b[0][i].step) << "step " << step << ", parameter " << i;
         EXPECT_EQ(a[0][i].eta, b[0][i].eta) << "step " << step << ", parameter " << i;
         EXPECT_EQ(a[0][i].mu, b[0][i].mu) << "step " << step << ", parameter " << i;
       }
+      EXPECT_TRUE(same_bits(p1, p2)) << "step " << step;
+      EXPECT_TRUE(same_bits(q1, q2)) << "step " << step;
+      if (kind == "asgd") {
+        EXPECT_TRUE(same_bits(stepped.average_of(0, 0), replayed.average_of(0, 0))) << "step " << step;
+        EXPECT_TRUE(same_bits(stepped.average_of(0, 1), replayed.average_of(0, 1))) << "step " << step;
+      }
     }
-    EXPECT_EQ(replayed.host_scalars()[0][1].step, 3);
+    EXPECT_EQ(replayed.host_scalars()[0][1].step, 8);
   }
 }
 

@@ -4,10 +4,12 @@
 // stale numbers, and the metrics would differ from the eager run's. A rehearsal runs the step's
 // host code again, but with the host numbers a real graph bakes in held at their capture values —
 // the rates, and the optimizer's step counts and ASGD's η and μ — so a step that read one of them
-// where it changes between replays (ASGD's η, μ) differs too. On a GPU (CudaGraphTest, label gpu; skipped elsewhere) the replayed CUDA graphs give
-// the eager steps' bits.
+// where it changes between replays (ASGD's η, μ) differs too. On a GPU (CudaGraphTest, label gpu;
+// skipped elsewhere) the replayed CUDA graphs give the eager steps' bits.
 #include <gtest/gtest.h>
 
+#include <csignal>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -15,10 +17,12 @@
 
 #include "runtime/core/determinism.h"
 #include "runtime/core/error.h"
+#include "runtime/training/preemption.h"
 #include "runtime/training/step_graphs.h"
 #include "runtime/training/trainer.h"
 #include "tests/support/comparable_metrics.h"
 #include "tests/support/fused_kernel_heads.h"
+#include "tests/support/same_bits.h"
 #include "tests/support/small_training.h"
 #include "tests/support/temporary_folder.h"
 
@@ -79,7 +83,7 @@ void expect_same_bits(const Trained& a, const Trained& b) {
   ASSERT_FALSE(a.metrics.empty());
   EXPECT_EQ(a.metrics, b.metrics);
   ASSERT_EQ(a.weights.size(), b.weights.size());
-  for (std::size_t i = 0; i < a.weights.size(); ++i) EXPECT_TRUE(torch::equal(a.weights[i], b.weights[i])) << i;
+  for (std::size_t i = 0; i < a.weights.size(); ++i) EXPECT_TRUE(testing::same_bits(a.weights[i], b.weights[i])) << i;
 }
 
 TEST_F(StepGraphsTest, RehearsedGraphStepsGiveTheEagerStepsBits) {
@@ -100,6 +104,39 @@ TEST_F(StepGraphsTest, RehearsedGraphStepsGiveTheEagerStepsBits) {
   }
   ASSERT_GT(sgd_steps, 0) << "no switch to ASGD";
   EXPECT_GT(graphs.at("replayed").get<int>(), sgd_steps) << graphs.dump();
+}
+
+// Preempted while averaging, resumed (a new optimizer from the state file: its η, μ and counts back
+// on the device from the host's copies, which the replays kept), then finetuned (ASGD's optimizer
+// made anew again): the rehearsed run gives the eager run's bits.
+TEST_F(StepGraphsTest, AnAveragingRunPreemptedResumedAndFinetunedRehearsesToTheEagerBits) {
+  const nlohmann::json head = {{"kind", "softmax"}};
+  auto o = options("off");
+  o.finetune_epochs = 1;
+  const auto eager = train("eager", head, o);
+  std::int64_t sgd_steps = -1;
+  for (const auto& record : eager.metrics) {
+    if (record.value("type", "") == "epoch" && record.at("switched").get<bool>()) sgd_steps = record.at("step").get<std::int64_t>();
+  }
+  ASSERT_GT(sgd_steps, 0) << "no switch to ASGD";
+  o.cuda_graphs = "rehearse";
+  {
+    TrainCallbacks callbacks;
+    callbacks.on_step = [&](const nlohmann::json& info) {
+      if (info.at("step").get<std::int64_t>() == sgd_steps + 20) std::raise(SIGTERM);
+    };
+    Trainer trainer(small_model(head), small_corpus(), o, dir("rehearsed"), callbacks);
+    EXPECT_THROW(trainer.run(), Preempted);
+  }
+  auto model = small_model(head);
+  Trainer resumed(model, small_corpus(), o, dir("rehearsed"));
+  ASSERT_TRUE(resumed.resumed());
+  Trained out;
+  out.summary = resumed.run();
+  out.metrics = comparable_metrics(resumed.store().metrics());
+  for (const auto& p : model->parameters()) out.weights.push_back(p.detach().clone());
+  expect_same_bits(eager, out);
+  EXPECT_GT(out.summary.at("cuda_graphs").at("replayed").get<int>(), 0) << out.summary.dump();
 }
 
 TEST_F(StepGraphsTest, ARateChangedByACallbackReachesTheReplayedSteps) {
