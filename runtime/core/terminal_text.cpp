@@ -3,6 +3,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 #include <vector>
@@ -101,7 +102,9 @@ std::string wrap_text(const std::string& text, std::size_t width, std::size_t ha
     }
     const auto indent = line.find_first_not_of(' ');
     const std::string lead(indent == std::string::npos ? 0 : indent, ' ');
-    const std::string continuation = lead + std::string(hang, ' ');
+    // A hang wider than the width holds nothing of the line after it: counted as the width, so
+    // that any number given bounds the memory by the line's own length.
+    const std::string continuation = lead + std::string(std::min(hang, width), ' ');
     std::istringstream words(line.substr(lead.size()));
     std::string word, current = lead;
     bool empty = true;

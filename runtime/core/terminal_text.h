@@ -26,8 +26,8 @@ std::string printable_text(const std::string& text);
 std::string fit_to_width(const std::string& text, std::size_t width);
 
 // Each line of `text` longer than `width` broken at spaces, the continuation lines indented as the
-// line itself is (its leading spaces) plus `hang` columns; a word longer than a line is left whole.
-// width 0: unchanged.
+// line itself is (its leading spaces) plus `hang` columns (at most `width`); a word longer than a
+// line is left whole. width 0: unchanged.
 std::string wrap_text(const std::string& text, std::size_t width, std::size_t hang = 0);
 
 }  // namespace lmkit

@@ -2,6 +2,8 @@
 // width (a bar that wraps leaves a copy of itself per redraw).
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "runtime/core/terminal_text.h"
 #include "runtime/training/progress.h"
 
@@ -29,6 +31,9 @@ TEST(TerminalTextTest, WrapBreaksLongLinesAtSpacesUnderTheirIndent) {
   EXPECT_EQ(wrap_text("a verylongwordthatdoesnotfit b", 10), "a\nverylongwordthatdoesnotfit\nb");
   EXPECT_EQ(wrap_text("one two three", 0), "one two three");
   EXPECT_EQ(wrap_text("x y\n", 2), "x\ny\n");
+  // Any hang (a number from Lua): beyond the width it counts as the width, never as memory.
+  EXPECT_EQ(wrap_text("a b", 1, std::numeric_limits<std::size_t>::max()), "a\n b");
+  EXPECT_EQ(wrap_text("  a b", 3, 4294967297), "  a\n     b");
   for (const auto& line : {std::string("  lmkit.train{model=, corpus=, run_dir=, lr=30, optimizer=\"sgd\", wdecay=1.2e-06}")}) {
     std::istringstream wrapped(wrap_text(line, 30, 2));
     std::string piece;
