@@ -62,6 +62,9 @@ CachedTokens tokenize(const std::filesystem::path& dir, const std::string& proto
 }  // namespace
 
 torch::Tensor to_tensor(std::vector<std::int64_t>&& ids) {
+  // host: no ids (an empty text). Torch never calls the deleter of a blob at nullptr, which is
+  // where an empty vector's data lives: the vector would leak.
+  if (ids.empty()) return torch::empty({0}, torch::kInt64);
   auto* owned = new std::vector<std::int64_t>(std::move(ids));
   const auto n = static_cast<std::int64_t>(owned->size());
   // host: token ids read from disk; batches go to the model's device where they are used (batchify(...).to)
