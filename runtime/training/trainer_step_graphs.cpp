@@ -45,8 +45,7 @@ std::string Trainer::State::graph_key(const data::Batch& window) const {
     std::snprintf(number, sizeof number, " %a/%a", group.lr, group.weight_decay);
     key += number;
   }
-  std::snprintf(number, sizeof number, " opt%llu", static_cast<unsigned long long>(optimizer->id()));
-  key += number;
+  // (The optimizer is not in the key: a replaced one's graphs are released, StepGraphs::serve.)
   for (const auto& p : params) {
     std::snprintf(number, sizeof number, " %p:%p:%d", p.data_ptr(), p.grad().defined() ? p.grad().data_ptr() : nullptr,
                   p.requires_grad() ? 1 : 0);
@@ -84,7 +83,7 @@ torch::Tensor Trainer::State::graphed_step(const std::string& key, const data::B
   graph.target.copy_(window.target);
   // The optimizer's host numbers (step counts, ASGD's η and μ) move on by one step, whether its
   // host code ran (a capture, a rehearsal) or not (a replay).
-  const auto counters = optimizer->host_scalars();
+  const auto before_step = optimizer->host_scalars();
   if (!g.captured(key)) {
     std::function<void()> work = [this, &graph] {
       graph.values = launch_step(graph.input, graph.target, /*state_in_place=*/true);
@@ -96,7 +95,7 @@ torch::Tensor Trainer::State::graphed_step(const std::string& key, const data::B
       // gives other bits than the eager run.
       std::vector<double> rates;
       for (const auto& group : optimizer->groups()) rates.push_back(group.lr);
-      work = [this, work, rates, at_capture = counters, captured_with = optimizer->id(), gate = proceed] {
+      work = [this, work, rates, at_capture = before_step, captured_with = optimizer->id(), gate = proceed] {
         if (optimizer->id() != captured_with || !proceed.is_same(gate)) {
           throw std::logic_error("rehearsed step: the optimizer or the gate tensor was replaced since its capture");
         }
@@ -108,11 +107,11 @@ torch::Tensor Trainer::State::graphed_step(const std::string& key, const data::B
         // Put back whether the step ends or throws.
         struct Restore {
           Optimizer& optimizer;
-          const std::vector<double>& rates;
+          const std::vector<double>& lrs;
           const Optimizer::HostScalars& scalars;
           ~Restore() {
             optimizer.set_host_scalars(scalars);
-            for (std::size_t i = 0; i < rates.size(); ++i) optimizer.groups()[i].lr = rates[i];
+            for (std::size_t i = 0; i < lrs.size(); ++i) optimizer.groups()[i].lr = lrs[i];
           }
         } restore{*optimizer, now, scalars_now};
         work();
@@ -123,13 +122,13 @@ torch::Tensor Trainer::State::graphed_step(const std::string& key, const data::B
     } catch (const EnvironmentError& e) {
       // After a failed capture Torch's CUDA generator and caching allocator are in no defined
       // state: the run cannot go on in this process. Its last epoch's files are kept.
-      optimizer->set_host_scalars(counters);
+      optimizer->set_host_scalars(before_step);
       throw EnvironmentError(std::string(e.what()) + ". This step cannot be a CUDA graph in this Torch and CUDA; " +
                              kept_checkpoints() + " Run it again with cuda_graphs = \"off\" (it resumes from there)");
     }
   }
   g.replay(key);
-  optimizer->set_host_scalars(counters);
+  optimizer->set_host_scalars(before_step);
   optimizer->count_replayed_step();
   return graph.values;
 }
