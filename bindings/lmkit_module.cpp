@@ -5,6 +5,7 @@
 
 #include "bindings/embedded_lua.h"
 #include "bindings/lua_call.h"
+#include "bindings/lua_collector.h"
 #include "bindings/lua_config.h"
 #include "bindings/lua_analysis.h"
 #include "bindings/lua_data.h"
@@ -47,6 +48,7 @@ int open_module(lua_State* L) {
     std::snprintf(failure, sizeof failure, "%s", e.what());
   }
   if (failure[0] != '\0') return luaL_error(L, "%s", failure);  // no C++ object lives past here
+  open_collector(L);
   preload_embedded(L);
   lua_newtable(L);
   const int module = lua_gettop(L);

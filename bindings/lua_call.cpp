@@ -8,11 +8,13 @@
 #include <new>
 #include <vector>
 
+#include "bindings/lua_collector.h"
 #include "runtime/config/json_text.h"
 #include "runtime/config/option_schema.h"
 #include "runtime/core/error.h"
 #include "runtime/core/exception_text.h"
 #include "runtime/core/number_text.h"
+#include "runtime/core/tensor_memory.h"
 
 namespace lmkit::lua {
 namespace {
@@ -84,6 +86,8 @@ int invoke(lua_State* L) noexcept {
   const auto* fn = static_cast<const Function*>(lua_touserdata(L, lua_upvalueindex(1)));
   const char* name = lua_tostring(L, lua_upvalueindex(2));
   const bool method = lua_toboolean(L, lua_upvalueindex(3));
+  // An allocation about to fail inside the call first collects the state's garbage (lua_collector.h).
+  TensorMemoryReclaimer reclaimer(&collect_before_allocation_fails, L);
   try {
     return fn->fn(L);
   } catch (const PendingLuaError&) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "bindings/entry_point.h"
+#include "bindings/lua_collector.h"
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
 #include "runtime/heads/head_registry.h"
@@ -70,6 +71,9 @@ torch::Tensor call_for_tensor(const LuaRef& fn, std::initializer_list<torch::Ten
   const std::string got = luaL_typename(L, -1);
   torch::Tensor result = t != nullptr ? *t : torch::Tensor();
   lua_settop(L, base);
+  // What the call made and did not return — its intermediates, each holding the autograd graph
+  // behind it — goes now, not when the collector next finds time (lua_collector.h).
+  collect_after_callback(L);
   if (!result.defined()) throw LuaCallbackError(what + " must return a Tensor, got " + got);
   return result;
 }

@@ -16,6 +16,7 @@
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
+#include "runtime/core/tensor_memory.h"
 #include "runtime/core/terminal_text.h"
 #include "runtime/core/version.h"
 #include "runtime/tensor/nested_list.h"
@@ -199,6 +200,8 @@ const Function kFunctions[] = {
     entry<&default_device_name>("lmkit", "device", "", "\"cuda\" when a CUDA device is usable, else \"cpu\"."),
     entry<&ops::device_memory>("lmkit", "device_memory", "device", "Torch's CUDA allocator on \"cuda\" or \"cuda:N\": bytes in live tensors now, their peak since the start or lmkit.reset_peak_device_memory, and bytes held from the driver (with its cache)."),
     entry<&ops::reset_peak_device_memory>("lmkit", "reset_peak_device_memory", "device", "Starts a new peak of lmkit.device_memory at the current allocation."),
+    entry<&tensor_memory_status>("lmkit", "tensor_memory", "", "What lmkit's tensors hold in host memory (counted by lmkit's allocator under Torch's), the process's resident memory, and the full collections Lua's collector ran because tensor bytes grew (docs/lua-api.md, \"Memory\"). Bytes."),
+    entry<&reset_peak_tensor_memory>("lmkit", "reset_peak_tensor_memory", "", "Starts a new peak of lmkit.tensor_memory().peak_host at the current bytes."),
     entry<&set_deterministic>("lmkit", "set_deterministic", "on", "Deterministic CUDA kernels (Torch's, cuDNN's), for bit-identical reruns on a GPU: call it first, before any CUDA work. cuBLAS needs CUBLAS_WORKSPACE_CONFIG from the process's start: run with LMKIT_DETERMINISTIC=1, which sets both (a warning says so when it is missing). An op without a deterministic kernel then raises an error naming it (docs/training.md, Reproducibility)."),
     entry<&deterministic>("lmkit", "deterministic", "", "Whether deterministic kernels are on (lmkit.set_deterministic, or LMKIT_DETERMINISTIC=1 at the start)."),
     entry<&use_threads>("lmkit", "set_threads", "n", "Gives lmkit n CPU cores (1..1024): OpenBLAS's n threads run the matrix products and Torch's intra-op pool keeps 1 thread, since both pools at n oversubscribe the cores (measured: docs/benchmarks.md, \"Threads\"). torch= and blas= set a pool's count explicitly."),

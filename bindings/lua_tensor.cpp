@@ -7,6 +7,7 @@
 
 #include "bindings/entry_point.h"
 #include "bindings/lua_call.h"
+#include "bindings/lua_collector.h"
 #include "runtime/core/error.h"
 #include "runtime/tensor/nested_list.h"
 #include "runtime/core/number_text.h"
@@ -217,7 +218,10 @@ torch::Tensor& push_new_tensor(lua_State* L) {
   return box->tensor;
 }
 
-void push_tensor(lua_State* L, torch::Tensor tensor) { push_new_tensor(L) = std::move(tensor); }
+void push_tensor(lua_State* L, torch::Tensor tensor) {
+  pace_collector(L, tensor);  // before the box exists: the collection cannot reach this tensor
+  push_new_tensor(L) = std::move(tensor);
+}
 
 torch::Tensor check_operand(lua_State* L, int position) {
   switch (lua_type(L, position)) {

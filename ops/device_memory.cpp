@@ -46,6 +46,19 @@ DeviceMemory device_memory(const std::string& device) {
 #endif
 }
 
+std::int64_t allocated_device_bytes(int index) noexcept {
+#ifdef LMKIT_OPS_CUDA
+  try {
+    return cuda::memory_counts(index).allocated;
+  } catch (...) {
+    return -1;
+  }
+#else
+  (void)index;
+  return -1;
+#endif
+}
+
 void reset_peak_device_memory(const std::string& device) {
   const int index = cuda_index(device, "reset_peak_device_memory");
 #ifdef LMKIT_OPS_CUDA

@@ -31,6 +31,11 @@ inline auto declared_result(config::Tag<DeviceMemory>) {
 // counts.
 DeviceMemory device_memory(const std::string& device);
 
+// Bytes in live tensors on "cuda:index" (-1: the current device) without raising: -1 where this
+// build or this Torch cannot say. Read for every CUDA tensor that reaches Lua, to pace its collector
+// (runtime/core/tensor_memory.h).
+std::int64_t allocated_device_bytes(int index) noexcept;
+
 // Starts a new peak at the current allocation, e.g. between two models measured in one process.
 void reset_peak_device_memory(const std::string& device);
 

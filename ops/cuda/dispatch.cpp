@@ -16,9 +16,20 @@
 #include "ops/cuda/kernels.h"
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
+#include "runtime/core/tensor_memory.h"
 
 namespace lmkit::ops::cuda {
 namespace {
+
+// Before Torch's CUDA allocator gives up on an allocation, it calls the registered free-memory
+// callbacks and tries again: lmkit's collects the garbage of the Lua state the allocating thread
+// runs (runtime/core/tensor_memory.h; nothing on threads that run no Lua, e.g. autograd's device
+// threads). Torch holds its allocator's recursive mutex meanwhile, so the tensors the collection
+// frees return their blocks on this same thread.
+class ReclaimTensorMemory final : public c10::FreeMemoryCallback {
+ public:
+  bool Execute() override { return reclaim_tensor_memory(); }
+};
 
 // The stream Torch is using on the current device: the kernels queue behind the ATen work
 // around them, and under a caller's torch::cuda::CUDAStreamGuard they follow it.
@@ -260,3 +271,8 @@ void reset_peak_memory(int index) {
 }
 
 }  // namespace lmkit::ops::cuda
+
+// (In namespace c10, where the macro's registerer type is declared.)
+namespace c10 {
+REGISTER_FREE_MEMORY_CALLBACK(lmkit_reclaim_tensor_memory, lmkit::ops::cuda::ReclaimTensorMemory)
+}  // namespace c10

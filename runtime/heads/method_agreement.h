@@ -23,8 +23,12 @@ void check_head_output(const torch::Tensor& result, const std::vector<std::int64
                        const std::string& what);
 // Rows of log-probabilities have logsumexp 0; the tolerance, 1e-3, admits float32 rounding over a
 // large vocabulary (~1e-5) and nothing a real mistake produces (unnormalized logits are off by
-// units). UsageError naming the first row out of it.
-void check_log_probabilities(const torch::Tensor& log_probs, const std::string& what);
+// units). UsageError naming the worst row checked. `call` 0 checks every row; a later call checks at
+// most kSampledRows rows, evenly spaced from an offset that moves with `call`, so every row position
+// is checked within ceil(M / kSampledRows) calls and the check costs ~1% of a head's step instead of
+// a logsumexp over the whole [M, N] (docs/lua-heads.md).
+constexpr std::int64_t kSampledRows = 64;
+void check_log_probabilities(const torch::Tensor& log_probs, const std::string& what, std::int64_t call = 0);
 // −log p ≥ 0 (within the same tolerance): a negative value means unnormalized probabilities.
 void check_nll_values(const torch::Tensor& nll, const std::string& what);
 

@@ -26,7 +26,7 @@ torch::Tensor CustomHeadImpl::log_probs(const torch::Tensor& h, const Decoder& d
   const std::string what = "custom head '" + functions_.name + "': forward(h, weight, bias)";
   auto log_probs = functions_.forward(rows_of(h), decoder.weight, decoder.bias);
   check_head_output(log_probs, {rows_of(h).size(0), decoder.weight.size(0)}, h.scalar_type(), what);
-  check_log_probabilities(log_probs, what);
+  check_log_probabilities(log_probs, what, calls_++);
   return log_probs;
 }
 

@@ -48,6 +48,7 @@ class CustomHeadImpl : public HeadImpl {
  private:
   CustomHeadFunctions functions_;
   bool check_nll_;  // until the first nll has been compared with forward (or check was off)
+  std::int64_t calls_ = 0;  // forward's calls so far: the first checks every row's normalization, later ones a sample
 };
 
 }  // namespace lmkit

@@ -6,6 +6,7 @@
 #include "runtime/core/host_read.h"
 #include "runtime/core/number_text.h"
 #include "runtime/models/checked_tokens.h"
+#include "runtime/training/divergence_warning.h"
 #include "runtime/training/gradient_clipping.h"
 #include "runtime/training/lr_schedule.h"
 #include "runtime/training/trainer_state.h"
@@ -475,6 +476,10 @@ void Trainer::State::finish_epoch(const EvalResult& valid, double epoch_time, bo
                   stage == "train" ? "epoch" : "finetune epoch", epoch, epoch_time, std::exp(last_train_loss),
                   valid.perplexity, averaging && !switched ? " | averaged" : "", best ? " | best" : "",
                   switched ? " | switching to ASGD" : ""));
+  const auto warning = divergence_warning(last_train_loss, model->vocab_size(),
+                                          (stage == "train" ? "epoch " : "finetune epoch ") + integer_text(epoch), options,
+                                          !model->head->own_lr_parameters().empty());
+  if (!warning.empty()) log("warning: " + warning);
   if (switched && callbacks.on_switch) {
     callbacks.on_switch({{"epoch", epoch}, {"policy", options.switch_policy}, {"valid_loss", valid.loss}});
   }

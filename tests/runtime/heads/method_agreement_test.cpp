@@ -66,5 +66,31 @@ TEST(MethodAgreementTest, TheToleranceScalesWithTheValuesAndIsTightInFloat64) {
   EXPECT_THROW(check_nll_matches_log_probs(nan, c.log_probs, c.targets, "nll"), UsageError);
 }
 
+// The normalization check of a Lua head's forward: every row on the first call, a rotating sample of
+// at most kSampledRows rows later, which reaches every row within ceil(M / kSampledRows) calls and
+// names the row by its place in the whole output.
+TEST(MethodAgreementTest, TheNormalizationCheckSamplesRowsAfterTheFirstCallAndReachesEveryRow) {
+  const std::int64_t M = 300, N = 7, bad = 211;
+  auto log_probs = torch::log_softmax(torch::randn({M, N}, torch::kFloat64), 1).to(torch::kFloat32);
+  EXPECT_NO_THROW(check_log_probabilities(log_probs, "f", 0));
+  EXPECT_NO_THROW(check_log_probabilities(log_probs, "f", 5));
+  log_probs[bad] += 0.5;
+  const auto names_the_row = [&](std::int64_t call) {
+    try {
+      check_log_probabilities(log_probs, "f", call);
+      return false;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("row " + std::to_string(bad + 1) + " has logsumexp 0.5"), std::string::npos) << e.what();
+      return true;
+    }
+  };
+  EXPECT_TRUE(names_the_row(0));  // the first call: every row
+  const std::int64_t stride = (M + kSampledRows - 1) / kSampledRows;
+  int found = 0;
+  for (std::int64_t call = 1; call <= stride; ++call) found += names_the_row(call) ? 1 : 0;
+  EXPECT_EQ(found, 1);  // exactly one of `stride` consecutive calls samples the row
+  EXPECT_EQ(names_the_row(bad % stride + stride), true);
+}
+
 }  // namespace
 }  // namespace lmkit
