@@ -8,7 +8,6 @@
 #include <new>
 #include <vector>
 
-#include "bindings/lua_collector.h"
 #include "runtime/config/json_text.h"
 #include "runtime/config/option_schema.h"
 #include "runtime/core/error.h"
@@ -86,8 +85,14 @@ int invoke(lua_State* L) noexcept {
   const auto* fn = static_cast<const Function*>(lua_touserdata(L, lua_upvalueindex(1)));
   const char* name = lua_tostring(L, lua_upvalueindex(2));
   const bool method = lua_toboolean(L, lua_upvalueindex(3));
-  // An allocation about to fail inside the call first collects the state's garbage (lua_collector.h).
-  TensorMemoryReclaimer reclaimer(&collect_before_allocation_fails, L);
+  if (tensor_memory_reclaiming() && std::strcmp(fn->name, "__gc") != 0 && std::strcmp(fn->name, "__close") != 0) {
+    // A finalizer of the script's, run by the collection that makes room for an allocation Torch is in
+    // the middle of (lua_collector.h): Torch's own state and locks are that allocation's, so no other
+    // work may start here. Finalizers that only release (lmkit's own) pass.
+    push_failure(L, name, "called from a finalizer while lmkit collects garbage to make room for an allocation; "
+                          "a __gc function must not compute with lmkit (release things there, compute elsewhere)");
+    return -1;
+  }
   try {
     return fn->fn(L);
   } catch (const PendingLuaError&) {

@@ -12,9 +12,9 @@
 
 namespace lmkit::lua {
 
-// At luaopen_lmkit: counts host tensor memory from now on and puts the state's collector in
+// At luaopen_lmkit: counts host tensor memory from now on, puts the state's collector in
 // generational mode (young collections are what makes the release after each call cheap:
-// docs/lua-api.md, "Memory").
+// docs/lua-api.md, "Memory") and makes its full collection the process's reclaimer.
 void open_collector(lua_State* L);
 
 // Before `incoming` (a tensor a binding made) is pushed: a full collection if one is due. The
@@ -25,8 +25,9 @@ void pace_collector(lua_State* L, const torch::Tensor& incoming);
 // collection (a step in incremental mode, where a script asked for it).
 void collect_after_callback(lua_State* L);
 
-// The reclaimer installed around every binding call: a full collection of the state of `L`
-// (a lua_State*). Returns whether it ran.
+// The state's reclaimer (set by open_collector for the thread that opened lmkit, removed when the
+// state closes): a full collection of the state of `L` (its main thread, a lua_State*), even where
+// the script stopped the collector. Returns whether it ran.
 bool collect_before_allocation_fails(void* L);
 
 }  // namespace lmkit::lua

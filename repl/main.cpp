@@ -22,6 +22,7 @@
 #include "runtime/core/error.h"
 #include "runtime/core/exception_text.h"
 #include "runtime/core/number_text.h"
+#include "runtime/core/tensor_memory.h"
 #include "runtime/core/version.h"
 #include "runtime/core/warning.h"
 
@@ -182,6 +183,9 @@ int main(int argc, char** argv) {
   // set, for LMKIT_DETERMINISTIC=1) before anything can start CUDA; Torch's warnings go through
   // lmkit's, each text once.
   lmkit::route_torch_warnings();
+  // Before any tensor exists: every host tensor of the process is counted (docs/lua-api.md, "Memory"),
+  // and none allocated by Torch's own allocator is freed through lmkit's.
+  lmkit::count_host_tensor_memory();
   try {
     lmkit::deterministic_from_environment();
   } catch (const std::exception&) {

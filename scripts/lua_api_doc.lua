@@ -65,23 +65,31 @@ Lua's collector sees a tensor as a few bytes of its own heap while the tensor ho
 through its autograd graph, every activation saved behind it. lmkit keeps the collector in step with
 tensor memory, so that a loop, a head written in Lua or an analysis never needs `collectgarbage`:
 
-- **Counted host memory.** From `require "lmkit"` on, every CPU tensor is allocated through a counting
-  allocator placed under Torch's own (`lmkit.tensor_memory().host`: one atomic number, read for free).
+- **Counted host memory.** From lmkit's start on (the `lmkit` program's first step, or `require "lmkit"`
+  in another Lua), every CPU tensor Torch allocates goes through a counting allocator placed under
+  Torch's own (`lmkit.tensor_memory().host`: one atomic number, read for free). Tensors that map a file
+  (`lmkit.read_tensors` of a large file) or that existed before are not counted.
 - **A full collection when tensors outgrow what the last one left.** Before a tensor reaches Lua, lmkit
   runs a full collection if host tensor bytes exceed max(16 MiB, 2 × what the last collection left) —
   Lua's own pause of 200%, applied to tensor bytes. A collection that frees little lets the threshold
-  climb with the live set; one that frees much brings it back. CUDA tensors are paced the same way by
-  the device's allocated bytes (floor 256 MiB).
+  climb with the live set; one that frees much brings it back. In a build with lmkit's CUDA side, CUDA
+  tensors are paced the same way by the device's allocated bytes (floor 256 MiB).
 - **Released when a call returns.** After a Lua function that lmkit calls returns (a head's `forward`,
   `nll` or `fn`, on every step), lmkit runs a young collection: the tensors the function made and did
   not return, and the graph each one holds, are freed then, not when the collector next finds time.
   This is what generational mode makes cheap (a young collection visits only what is new), so lmkit
-  puts Lua's collector in generational mode when it loads. `collectgarbage("incremental")` in a script
-  undoes that and the release becomes a step of the incremental collector; `collectgarbage("stop")`
-  stops lmkit's collections too, except the last-resort one below.
-- **Once more before an allocation fails.** When Torch cannot allocate host memory (or, in a build
-  with lmkit's CUDA side, device memory) inside a call from Lua, lmkit runs a full collection and the
-  allocation is tried again; only then does the call fail.
+  puts Lua's collector in generational mode when it loads. (What a call made stays until the next full
+  collection when a full collection ran in the middle of that call: it made those objects old.)
+  `collectgarbage("incremental")` in a script undoes the mode and the release becomes a step of the
+  incremental collector; `collectgarbage("stop")` stops lmkit's collections too, except the last
+  resort below.
+- **Once more before an allocation fails.** When Torch cannot allocate host memory on the thread that
+  runs the script, lmkit runs a full collection and the allocation is tried again; only then does it
+  fail ("out of memory: it asked for ..."). On a GPU (a build with lmkit's CUDA side) Torch's allocator
+  asks at every miss of its cache; lmkit collects there only when the device has less than 1/16 of its
+  memory free, and never while a CUDA graph is captured. A `__gc` function of the script's that such a
+  collection runs may release things but not compute with lmkit: Torch is in the middle of the failing
+  allocation, and the call gets an error saying so.
 
 `lmkit.tensor_memory()` shows the counts (host bytes now and at their peak, the process's resident
 memory, and the collections lmkit ran); docs/benchmarks.md ("Lua heads") measures what this costs.

@@ -21,14 +21,26 @@
 namespace lmkit::ops::cuda {
 namespace {
 
-// Before Torch's CUDA allocator gives up on an allocation, it calls the registered free-memory
-// callbacks and tries again: lmkit's collects the garbage of the Lua state the allocating thread
-// runs (runtime/core/tensor_memory.h; nothing on threads that run no Lua, e.g. autograd's device
-// threads). Torch holds its allocator's recursive mutex meanwhile, so the tensors the collection
-// frees return their blocks on this same thread.
+// Torch's CUDA allocator calls the registered free-memory callbacks whenever its cache has no block
+// for an allocation, before it asks the driver for more, and looks again if one says it freed
+// something. lmkit's collects the garbage of the Lua state the allocating thread runs
+// (runtime/core/tensor_memory.h; nothing on threads that run no Lua, e.g. autograd's device
+// threads), but only where the device is nearly full — a collection at every miss of the cache
+// would be a full collection per new block size — and never while a CUDA graph is captured (a
+// script's finalizers would run into the graph). Torch holds its allocator's recursive mutex
+// meanwhile, so the tensors the collection frees return their blocks on this same thread.
 class ReclaimTensorMemory final : public c10::FreeMemoryCallback {
  public:
-  bool Execute() override { return reclaim_tensor_memory(); }
+  bool Execute() override {
+    if (c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None) return false;
+    std::size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+      (void)cudaGetLastError();  // a failed query is no reason to collect, and must not linger
+      return false;
+    }
+    if (free > total / 16) return false;  // the driver has room: the allocator gets its block there
+    return reclaim_tensor_memory();
+  }
 };
 
 // The stream Torch is using on the current device: the kernels queue behind the ATen work

@@ -9,6 +9,11 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <thread>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 
 namespace lmkit {
 namespace {
@@ -29,26 +34,54 @@ static_assert(sizeof(CountedHeader) <= kHeader, "the header must fit before the 
 // process's exit (after static destructors ran) still finds its counter.
 std::atomic<CountingAllocator*> process_allocator{nullptr};
 
-thread_local TensorMemoryReclaimer* innermost_reclaimer = nullptr;
+// The reclaimer, by value, and the thread it belongs to.
+struct Reclaimer {
+  TensorMemoryReclaim reclaim = nullptr;
+  void* context = nullptr;
+  std::thread::id thread;
+};
+std::mutex reclaimer_mutex;
+Reclaimer reclaimer;
 thread_local bool reclaiming = false;
+
+// The caller's size in Torch's own words, which lmkit's messages translate ("out of memory: it
+// asked for ..."; runtime/core/exception_text.cpp): the header is lmkit's, not the caller's.
+[[noreturn]] void allocation_failed(std::size_t bytes) {
+  TORCH_CHECK(false, "can't allocate memory: you tried to allocate ", bytes, " bytes.");
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+// Under ASan a write just before a tensor's data lands in lmkit's header: poisoned, it is reported.
+void poison_header(void* header) { ASAN_POISON_MEMORY_REGION(header, kHeader); }
+void unpoison_header(void* header) { ASAN_UNPOISON_MEMORY_REGION(header, kHeader); }
+#else
+void poison_header(void*) {}
+void unpoison_header(void*) {}
+#endif
 
 }  // namespace
 
 c10::DataPtr CountingAllocator::counted(std::size_t bytes) const {
+  if (bytes > std::numeric_limits<std::size_t>::max() - kHeader) allocation_failed(bytes);
   c10::DataPtr inner;
   try {
     inner = inner_->allocate(bytes + kHeader);
   } catch (const c10::Error&) {
     // Out of memory, or a size no allocator can give: collect what a script left for its
-    // collector, then try once more (the second failure is the caller's error, unchanged).
-    if (!reclaim_tensor_memory()) throw;
-    inner = inner_->allocate(bytes + kHeader);
+    // collector, then try once more.
+    if (!reclaim_tensor_memory()) allocation_failed(bytes);
+    try {
+      inner = inner_->allocate(bytes + kHeader);
+    } catch (const c10::Error&) {
+      allocation_failed(bytes);
+    }
   }
   auto* base = static_cast<char*>(inner.get());
   void* data = base + kHeader;
   const auto device = inner.device();
   const auto n = static_cast<std::int64_t>(bytes);
   new (base) CountedHeader{std::move(inner), n, &bytes_};
+  poison_header(base);
   const auto now = bytes_.fetch_add(n, std::memory_order_relaxed) + n;
   auto peak = peak_.load(std::memory_order_relaxed);
   while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
@@ -58,7 +91,9 @@ c10::DataPtr CountingAllocator::counted(std::size_t bytes) const {
 
 void CountingAllocator::release(void* data) {
   if (data == nullptr) return;
-  auto* header = reinterpret_cast<CountedHeader*>(static_cast<char*>(data) - kHeader);
+  char* base = static_cast<char*>(data) - kHeader;
+  unpoison_header(base);
+  auto* header = reinterpret_cast<CountedHeader*>(base);
   header->counter->fetch_sub(header->bytes, std::memory_order_relaxed);
   c10::DataPtr inner = std::move(header->inner);
   header->~CountedHeader();
@@ -147,25 +182,35 @@ TensorMemoryStatus tensor_memory_status() {
 
 void reset_peak_tensor_memory() { reset_peak_host_tensor_bytes(); }
 
-TensorMemoryReclaimer::TensorMemoryReclaimer(Function reclaim, void* context)
-    : reclaim_(reclaim), context_(context), previous_(innermost_reclaimer) {
-  innermost_reclaimer = this;
+void set_tensor_memory_reclaimer(TensorMemoryReclaim reclaim, void* context) {
+  std::lock_guard<std::mutex> lock(reclaimer_mutex);
+  reclaimer = Reclaimer{reclaim, context, std::this_thread::get_id()};
 }
 
-TensorMemoryReclaimer::~TensorMemoryReclaimer() { innermost_reclaimer = previous_; }
+void clear_tensor_memory_reclaimer(void* context) {
+  std::lock_guard<std::mutex> lock(reclaimer_mutex);
+  if (reclaimer.context == context) reclaimer = Reclaimer{};
+}
 
 bool reclaim_tensor_memory() {
-  auto* reclaimer = innermost_reclaimer;
-  if (reclaimer == nullptr || reclaiming) return false;
+  if (reclaiming) return false;
+  Reclaimer r;
+  {
+    std::lock_guard<std::mutex> lock(reclaimer_mutex);
+    r = reclaimer;
+  }
+  if (r.reclaim == nullptr || r.thread != std::this_thread::get_id()) return false;
   reclaiming = true;
   bool freed = false;
   try {
-    freed = reclaimer->reclaim_(reclaimer->context_);
+    freed = r.reclaim(r.context);
   } catch (...) {
     freed = false;  // a reclaimer that fails frees nothing; the allocation's own error is the one to see
   }
   reclaiming = false;
   return freed;
 }
+
+bool tensor_memory_reclaiming() { return reclaiming; }
 
 }  // namespace lmkit

@@ -9,9 +9,9 @@
 //   - a pacer (CollectionPacer) that says when a full collection is due: when the tensors' bytes
 //     outgrow `growth` times what the last collection left (and a floor), as Lua's own pause does
 //     for its heap;
-//   - a reclaimer per thread (TensorMemoryReclaimer): before a host allocation (or, with lmkit's CUDA
-//     side, a device allocation) fails for want of memory, it is called once — the collection that
-//     may free enough — and the allocation is tried again.
+//   - a reclaimer (set_tensor_memory_reclaimer): before a host allocation fails for want of memory
+//     (or, with lmkit's CUDA side, a device allocation on a nearly full device), it is called once —
+//     the collection that may free enough — and the allocation is tried again.
 // The policy lives here; bindings/ only calls the collector when it is told to.
 #pragma once
 #include <cstddef>
@@ -118,29 +118,20 @@ TensorMemoryStatus tensor_memory_status();
 // Starts a new host peak at the current bytes.
 void reset_peak_tensor_memory();
 
-// The calling thread's reclaimer: what frees memory before an allocation fails (a full collection
-// of the Lua state this thread runs). Returns whether it may have freed something. Installed for
-// the lifetime of the object (scopes nest; the innermost is called). A reclaimer is never called
-// from within itself.
-// (A plain function and its argument: one is installed around every call into lmkit from Lua, so it
-// must cost no allocation.)
-class TensorMemoryReclaimer {
- public:
-  using Function = bool (*)(void* context);
-  TensorMemoryReclaimer(Function reclaim, void* context);
-  ~TensorMemoryReclaimer();
-  TensorMemoryReclaimer(const TensorMemoryReclaimer&) = delete;
-  TensorMemoryReclaimer& operator=(const TensorMemoryReclaimer&) = delete;
+// The process's reclaimer: what frees memory before an allocation fails (a full collection of the
+// Lua state lmkit was opened in). It is called only on the thread that set it (the thread that runs
+// that state), once per failing allocation, never from within itself. One at a time: a second
+// set_tensor_memory_reclaimer replaces the first. A plain function and its argument, held by value:
+// nothing of it lives on a stack that an error could unwind past.
+using TensorMemoryReclaim = bool (*)(void* context);
+void set_tensor_memory_reclaimer(TensorMemoryReclaim reclaim, void* context);
+// Removes the reclaimer if it is the one set with `context` (a closing Lua state removes its own).
+void clear_tensor_memory_reclaimer(void* context);
 
- private:
-  friend bool reclaim_tensor_memory();
-  Function reclaim_;
-  void* context_;
-  TensorMemoryReclaimer* previous_;
-};
-
-// Calls the calling thread's innermost reclaimer unless one is already running on this thread;
-// returns whether one ran and said it may have freed something. What the allocators call.
+// Calls the reclaimer if it was set on this thread and is not running already; returns whether it
+// ran and said it may have freed something. What the allocators call.
 bool reclaim_tensor_memory();
+// Whether the reclaimer is running on this thread now (code it runs must not start other work).
+bool tensor_memory_reclaiming();
 
 }  // namespace lmkit

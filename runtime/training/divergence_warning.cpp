@@ -10,7 +10,8 @@ namespace lmkit::training {
 
 std::string divergence_warning(double train_loss, std::int64_t vocab_size, const std::string& epoch_name,
                                const TrainOptions& options, bool head_has_own_rate) {
-  if (vocab_size < 1) return "";
+  // NaN: an epoch without steps (a non-finite step loss stops the run before its epoch ends).
+  if (vocab_size < 1 || std::isnan(train_loss)) return "";
   const double uniform = std::log(static_cast<double>(vocab_size));
   if (std::isfinite(train_loss) && train_loss <= uniform + kDivergenceMarginNats) return "";
   const std::string ppl = std::isfinite(train_loss) ? fmt::format("{:.3g}", std::exp(train_loss)) : describe_number(train_loss);

@@ -13,7 +13,8 @@ namespace lmkit::training {
 constexpr double kDivergenceMarginNats = 4.605170185988092;
 
 // The warning for an epoch (`epoch_name`, e.g. "epoch 3" or "finetune epoch 1") whose mean training
-// loss is non-finite or more than kDivergenceMarginNats above log(vocab_size), naming the perplexity,
+// loss is infinite or more than kDivergenceMarginNats above log(vocab_size) (NaN, an epoch without
+// steps, is none), naming the perplexity,
 // the uniform model's and the ways out with the run's own values (a lower lr, clipping, the head's
 // own rate); empty when the loss is within that range.
 std::string divergence_warning(double train_loss, std::int64_t vocab_size, const std::string& epoch_name,

@@ -4,6 +4,7 @@
 local T = require "lmkit.testing"
 
 local MB = 1024 * 1024
+lmkit.set_threads(2)  -- the BLAS's per-thread buffers: as many on any machine
 
 -- The process's resident memory grows by at most `bound` bytes over `base` (glibc keeps freed
 -- blocks in the process, so resident memory is about the peak of what was live; the sanitizers'
@@ -19,6 +20,7 @@ T.test("a tensor loop without collectgarbage stays within 3x one iteration's ten
   lmkit.seed(1)
   local w = lmkit.randn(500, 500, {requires_grad = true})
   local iteration = 3 * 2000 * 500 * 4   -- x, x·w and tanh(x·w): 12 MB (the sum holds the graph behind them)
+  local _ = lmkit.randn(2000, 500):matmul(w):tanh():sum():item()  -- the BLAS's buffers exist before memory is read
   local start = lmkit.tensor_memory()
   lmkit.reset_peak_tensor_memory()
   for i = 1, 250 do
@@ -49,6 +51,37 @@ T.test("what a Lua head's function made and did not return is released when it r
   T.eq(next(made), nil, "the logits of the call were collected as it returned")
   loss:backward()
   T.truthy(loss:item() > 0)
+end)
+
+T.test("an allocation that fails first collects the garbage, even with the collector stopped", function()
+  local held = setmetatable({}, {__mode = "v"})
+  local inside
+  collectgarbage("stop")   -- the script's choice: lmkit's paced collections respect it, the last resort does not
+  do
+    held[1] = lmkit.zeros(1000)   -- garbage at the end of this block
+    -- A finalizer of the script's, run by that collection, may not compute with lmkit (Torch is in
+    -- the middle of the failing allocation): it gets an error saying so.
+    setmetatable({}, {__gc = function() inside = select(2, pcall(lmkit.zeros, 3)) end})
+  end
+  local ok, message = pcall(lmkit.zeros, 1000000, 1000000)   -- 4 TB: no machine gives it
+  collectgarbage("restart")
+  T.truthy(not ok, "a 4 TB tensor was allocated")
+  T.truthy(tostring(message):find("out of memory: it asked for 3725.3 GiB (4000000000000 bytes)", 1, true), tostring(message))
+  T.eq(held[1], nil, "the tensor left for the collector was collected before the allocation failed")
+  T.truthy(tostring(inside):find("called from a finalizer while lmkit collects garbage", 1, true), tostring(inside))
+end)
+
+T.test("collectgarbage('stop') stops lmkit's paced collections too", function()
+  local before = lmkit.tensor_memory().collections
+  collectgarbage("stop")
+  for _ = 1, 20 do local x = lmkit.zeros(1000, 1000) end   -- 80 MB made and dropped: due many times over
+  local during = lmkit.tensor_memory().collections
+  collectgarbage("restart")
+  collectgarbage()
+  T.eq(during, before)
+  local after_restart = lmkit.tensor_memory().collections
+  for _ = 1, 20 do local x = lmkit.zeros(1000, 1000) end
+  T.truthy(lmkit.tensor_memory().collections > after_restart, "paced again once restarted")
 end)
 
 -- Trains the same model with `head` on a synthetic language for `epochs` epochs of about 100 steps;

@@ -5,6 +5,8 @@
 
 #include <cstring>
 #include <limits>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/core/tensor_memory.h"
@@ -108,31 +110,52 @@ TEST(TensorMemoryTest, TensorsOnTheCountingAllocatorAreCountedByTheirStorages) {
   EXPECT_EQ(counting.bytes(), 0);
 }
 
+// The reclaimer set for one test and removed at its end, whatever happens.
+class ScopedReclaimer {
+ public:
+  ScopedReclaimer(TensorMemoryReclaim reclaim, void* context) : context_(context) {
+    set_tensor_memory_reclaimer(reclaim, context);
+  }
+  ~ScopedReclaimer() { clear_tensor_memory_reclaimer(context_); }
+
+ private:
+  void* context_;
+};
+
+struct Garbage {
+  std::vector<c10::DataPtr> blocks;
+  int calls = 0;
+};
+
+// What a collection of Lua's garbage does to the tensors it held.
+bool free_the_garbage(void* context) {
+  auto* garbage = static_cast<Garbage*>(context);
+  ++garbage->calls;
+  garbage->blocks.clear();
+  return true;
+}
+
 TEST(TensorMemoryTest, AnAllocationThatFailsIsTriedAgainAfterTheReclaimerFreedRoom) {
-  BudgetAllocator inner(1000);
+  BudgetAllocator inner(1000 + 2 * 64);
   CountingAllocator counting(&inner);
   c10::Allocator& allocator = counting;
-  std::vector<c10::DataPtr> garbage;
-  garbage.push_back(allocator.allocate(600));
-  struct Context {
-    std::vector<c10::DataPtr>* garbage;
-    int calls = 0;
-  } context{&garbage};
-  TensorMemoryReclaimer reclaimer(
-      [](void* c) {
-        auto* context = static_cast<Context*>(c);
-        ++context->calls;
-        context->garbage->clear();  // what a collection of Lua's garbage does to the tensors it held
-        return true;
-      },
-      &context);
+  Garbage garbage;
+  garbage.blocks.push_back(allocator.allocate(600));
+  ScopedReclaimer reclaimer(&free_the_garbage, &garbage);
   auto fits = allocator.allocate(700);  // 600 + 700 > 1000: fails once, reclaims, succeeds
-  EXPECT_EQ(context.calls, 1);
+  EXPECT_EQ(garbage.calls, 1);
   EXPECT_EQ(inner.failures(), 1);
   EXPECT_EQ(counting.bytes(), 700);
-  // Past the budget even after the reclaimer: the inner allocator's own error, after one reclaim.
-  EXPECT_THROW((void)allocator.allocate(400), c10::Error);
-  EXPECT_EQ(context.calls, 2);
+  // Past the budget even after the reclaimer: an error in Torch's words with the caller's size
+  // (lmkit's messages read it), after one reclaim.
+  try {
+    (void)allocator.allocate(400);
+    ADD_FAILURE() << "an allocation past the budget succeeded";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("can't allocate memory: you tried to allocate 400 bytes"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(garbage.calls, 2);
   EXPECT_EQ(counting.bytes(), 700);
 }
 
@@ -143,27 +166,41 @@ TEST(TensorMemoryTest, WithoutAReclaimerAFailedAllocationFailsAtOnce) {
   EXPECT_THROW((void)allocator.allocate(101), c10::Error);
   EXPECT_EQ(inner.failures(), 1);
   EXPECT_EQ(counting.bytes(), 0);
+  // A size no allocator can give, with the header added: refused before it wraps around.
+  EXPECT_THROW((void)allocator.allocate(std::numeric_limits<std::size_t>::max() - 10), c10::Error);
 }
 
-TEST(TensorMemoryTest, ReclaimersNestAndNeverRunInsideThemselves) {
-  int outer_calls = 0, inner_calls = 0;
-  TensorMemoryReclaimer outer([](void* n) { return ++*static_cast<int*>(n), true; }, &outer_calls);
-  {
-    struct Inner {
-      int* calls;
-    } inner{&inner_calls};
-    TensorMemoryReclaimer nested(
-        [](void* c) {
-          ++*static_cast<Inner*>(c)->calls;
-          EXPECT_FALSE(reclaim_tensor_memory());  // an allocation failing inside the reclaimer: no recursion
-          return true;
-        },
-        &inner);
-    EXPECT_TRUE(reclaim_tensor_memory());
-  }
+struct Nested {
+  int calls = 0;
+  bool inner_reclaim = true;
+  bool reclaiming_inside = false;
+};
+
+TEST(TensorMemoryTest, TheReclaimerRunsOnItsOwnThreadAndNeverInsideItself) {
+  Nested nested;
+  ScopedReclaimer reclaimer(
+      [](void* c) {
+        auto* n = static_cast<Nested*>(c);
+        ++n->calls;
+        n->reclaiming_inside = tensor_memory_reclaiming();
+        n->inner_reclaim = reclaim_tensor_memory();  // an allocation failing inside it: no recursion
+        return true;
+      },
+      &nested);
+  EXPECT_FALSE(tensor_memory_reclaiming());
   EXPECT_TRUE(reclaim_tensor_memory());
-  EXPECT_EQ(inner_calls, 1);
-  EXPECT_EQ(outer_calls, 1);
+  EXPECT_EQ(nested.calls, 1);
+  EXPECT_TRUE(nested.reclaiming_inside);
+  EXPECT_FALSE(nested.inner_reclaim);
+  bool elsewhere = true;
+  std::thread([&] { elsewhere = reclaim_tensor_memory(); }).join();  // another thread runs no Lua of it
+  EXPECT_FALSE(elsewhere);
+  EXPECT_EQ(nested.calls, 1);
+  clear_tensor_memory_reclaimer(&elsewhere);  // another's context removes nothing
+  EXPECT_TRUE(reclaim_tensor_memory());
+  clear_tensor_memory_reclaimer(&nested);
+  EXPECT_FALSE(reclaim_tensor_memory());
+  EXPECT_EQ(nested.calls, 2);
 }
 
 TEST(TensorMemoryTest, ThePacerCollectsWhenBytesOutgrowTwiceWhatTheLastCollectionLeft) {
