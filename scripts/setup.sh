@@ -225,8 +225,6 @@ else
 fi
 
 [ "$build" = yes ] || exit 0
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fresh=()
 if [ -n "$torch_python" ]; then
   # A CUDA PyTorch's CMake config needs the CUDA toolkit to configure at all ("Your installed Caffe2
@@ -266,7 +264,7 @@ else
             "remove $build_dir to build against Debian's instead" ;;
   esac
 fi
-cmake "${fresh[@]}" -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
+cmake "${fresh[@]}" -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "${torch_cmake[@]}" "${cmake_extra[@]}"
 cmake --build "$build_dir"
 echo "setup.sh: built $build_dir/lmkit"
