@@ -266,8 +266,10 @@ else
 fi
 cmake "${fresh[@]}" -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "${torch_cmake[@]}" "${cmake_extra[@]}"
-cmake --build "$build_dir"
-echo "setup.sh: built $build_dir/lmkit"
+# What the quickstart needs: the lmkit program and the Lua module. scripts/test.sh builds the rest
+# (the test program) when it first runs.
+cmake --build "$build_dir" --target lmkit lmkit_lua_module
+echo "setup.sh: built $build_dir/lmkit and the Lua module $build_dir/lua/lmkit.so"
 if [ -n "$torch_python" ] && [ -n "$torch_cuda" ]; then
   echo "setup.sh: next, on the GPU: $build_dir/lmkit doctor --device cuda"
 fi
