@@ -3,12 +3,12 @@
 #include <atomic>
 #include <optional>
 #include <stdexcept>
-#include <thread>
 
 #include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "runtime/core/error.h"
+#include "runtime/core/polling_wait.h"
 
 namespace lmkit {
 namespace {
@@ -65,9 +65,9 @@ bool DeferredHostRead::ready() const { return copy_ != nullptr && (!copy_->event
 
 std::vector<double> DeferredHostRead::take() {
   if (copy_ == nullptr) throw std::logic_error("DeferredHostRead::take: nothing was started");
-  if (copy_->event) {
-    while (!copy_->event->query()) std::this_thread::yield();
-  }
+  // Polled with growing sleeps, not spun: Torch 1.13's events have no blocking wait, and the
+  // training thread should leave its core to the data loader and the other tasks on the node.
+  if (copy_->event && !copy_->event->query()) wait_until([this] { return copy_->event->query(); });
   const double* data = copy_->host.data_ptr<double>();
   std::vector<double> values(data, data + copy_->host.numel());
   copy_.reset();

@@ -12,14 +12,16 @@
 namespace lmkit {
 namespace {
 
+// Both never destroyed: Torch (or a thread of CUDA's) may warn while the process exits, after
+// static destructors ran; a destroyed mutex or std::function there is undefined behaviour.
 std::mutex& handler_mutex() {
-  static std::mutex m;
-  return m;
+  static auto* m = new std::mutex;
+  return *m;
 }
 
 WarningHandler& current_handler() {
-  static WarningHandler handler;
-  return handler;
+  static auto* handler = new WarningHandler;
+  return *handler;
 }
 
 }  // namespace

@@ -73,8 +73,9 @@ void Optimizer::step_gated(const torch::Tensor* proceed) {
     std::vector<torch::Tensor> sgd_params, sgd_grads;
     for (std::size_t pi = 0; pi < group.params.size(); ++pi) {
       auto& p = group.params[pi];
-      if (!p.grad().defined()) continue;
       auto& s = state_[gi][pi];
+      s.unused = !p.grad().defined() && p.requires_grad();
+      if (!p.grad().defined()) continue;
       torch::Tensor grad = p.grad();
       const bool decoupled = kind_ == "adamw";
       if (group.weight_decay != 0 && !decoupled) grad = grad.add(p, group.weight_decay);
@@ -169,7 +170,10 @@ void Optimizer::put_scalars_on_device(SlotState& s, const torch::Tensor& p, std:
 bool Optimizer::every_stepping_slot_started() const {
   for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
     for (std::size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
-      if (groups_[gi].params[pi].grad().defined() && state_[gi][pi].step == 0) return false;
+      const auto& p = groups_[gi].params[pi];
+      const auto& s = state_[gi][pi];
+      if (s.step > 0) continue;
+      if (p.grad().defined() || (p.requires_grad() && !s.unused)) return false;
     }
   }
   return true;

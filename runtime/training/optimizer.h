@@ -71,8 +71,10 @@ class Optimizer {
   // and ax ← p where μ = 1 is a selection. Stays on for this optimizer; no-op for other kinds.
   void keep_scalars_on_device();
   bool scalars_on_device() const { return scalars_on_device_; }
-  // Whether every parameter with a gradient has stepped before: a first step makes its state
-  // (ASGD's average, Adam's moments, the device scalars), which a captured step must not do.
+  // Whether every parameter that may step has stepped before: a first step makes its state
+  // (ASGD's average, Adam's moments, the device scalars), which a captured step must not do. A
+  // parameter may step when it has a gradient, or when it trains (requires_grad: unfrozen, say) and
+  // this optimizer's last step has not shown it unused (a step that left it without a gradient).
   bool every_stepping_slot_started() const;
 
   // Different for every optimizer made in this process (a pointer may be reused), and new after
@@ -99,6 +101,8 @@ class Optimizer {
  private:
   struct SlotState {
     std::int64_t step = 0;
+    // Trainable, yet the last step left it without a gradient (a parameter the loss does not use).
+    bool unused = false;
     double eta = 0;  // ASGD
     double mu = 1;   // ASGD
     torch::Tensor ax, exp_avg, exp_avg_sq;

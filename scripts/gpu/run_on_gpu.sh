@@ -11,30 +11,45 @@
 # original research code when its folders are given, then each head against lmkit's Softmax) and the
 # CPU suite. Every step is timed under one deadline and may fail
 # without stopping the next ones, except those that need what a failed step should have built.
-# Each step's result line goes to stderr as soon as the step ends, so a run cut off by the node's
-# time limit still shows what finished (results.md and logs/ in the output folder too).
+# Each step has a cap (a table below, --cap STEP=SECONDS) and gets the smaller of its cap and what is
+# left of the budget; its result line goes to stderr as soon as it ends and results.md is rewritten
+# then, so a run cut off by the node's time limit still shows what finished (results.md and logs/ in
+# the output folder too). --dry-run prints that plan without running anything (no GPU, Torch or build
+# needed) and fails when the caps do not fit the budget.
 #
 #   bash scripts/gpu/run_on_gpu.sh --quick     # facts, configure, lmkit + doctor, GPU tests (+ diagnose): a first probe
 #   bash scripts/gpu/run_on_gpu.sh             # also the rank timing, the benchmarks and the CPU suite
 #   bash scripts/gpu/run_on_gpu.sh --only configure,build,cpu_suite   # chosen steps (an existing build is reused)
 #   bash scripts/gpu/run_on_gpu.sh --quick --out ~/lmkit-results/node7
 #   bash scripts/gpu/run_on_gpu.sh --reference-awd ../awd-lstm-lm --reference-mos ../mos   # also the original code
+#   bash scripts/gpu/run_on_gpu.sh --budget 560 --only facts,configure,build_lmkit --if-time doctor --dry-run
 #
 # Steps, in order: facts configure build_lmkit doctor build_tests gpu_tests diagnose warnings
-#   determinism build rank bench graphs reference heads sharing cpu_suite (--quick: up to build). build_lmkit builds the `lmkit`
+#   determinism graphs build rank bench reference heads sharing cpu_suite (--quick: up to build): the
+#   checks and the graphs' verdict before the benchmarks. build_lmkit builds the `lmkit`
 #   executable alone, build_tests the GoogleTest executable that holds the GPU tests, build the rest;
 #   diagnose reruns each GPU test that crashed, failed or was cut off, as one GoogleTest case, under
 #   gdb (else cuda-gdb: `-batch -ex run -ex 'thread apply all bt 15'`) and `compute-sanitizer --tool
 #   memcheck`, each capped by --diagnose-cap; warnings counts cuDNN's "not part of single contiguous
 #   chunk of memory" in the doctor's and ctest's logs (a count above 0 fails the step); determinism
 #   trains two runs from one seed per fused kernel's head through the lmkit executable
-#   (scripts/gpu/determinism_check.lua, LMKIT_DETERMINISTIC=1), with CUDA graphs off and on; reference
-#   measures lmkit.train against the original research code (scripts/bench_reference.sh: AWD-LSTM
-#   Softmax and MoS K=15 at PTB sizes), skipped when neither folder below is given; graphs times
+#   (scripts/gpu/determinism_check.lua, LMKIT_DETERMINISTIC=1), with CUDA graphs off and on, each run
+#   capped at half the step's time; graphs times
 #   the PyTorch yardstick's step eager and replayed as one captured CUDA graph (what graph replay
 #   buys that step, or the op that refused capture), then lmkit.train with cuda_graphs off and
-#   auto (when lmkit is built).
-# Options: --budget SECONDS (540): the whole run's deadline, each step gets what is left of it;
+#   auto (when lmkit is built); reference
+#   measures lmkit.train against the original research code (scripts/bench_reference.sh: AWD-LSTM
+#   Softmax and MoS K=15 at PTB sizes), skipped when neither folder below is given.
+# Options: --budget SECONDS (default: the sum of the plan's caps): the whole run's deadline, each
+#            step gets what is left of it, up to its cap;
+#          --cap STEP=SECONDS (repeatable, or STEP=S,STEP=S): a step's cap instead of the table's
+#            (step_caps below: what the step took on the H100 visit's 16 cores, with a margin);
+#          --if-time STEPS: steps run after the others only while time is left, each given what is
+#            left up to its cap; they are not counted in the plan's sum (a build that ends early
+#            leaves its time to them);
+#          --dry-run (or --plan): print the steps in order with their caps and the sum, and exit:
+#            1 when the sum (with PLAN_OVERHEAD for unpacking the prefix and packing the logs)
+#            exceeds --budget; a real run prints the same plan first and warns instead;
 #          --bench-steps N (200) --bench-warmup N (20) --bench-repeats R (1): timed steps per program,
 #          alternating lmkit.train, lmkit's Lua loop and the PyTorch yardstick R times per configuration;
 #          --bench-config "SIZE HEAD [BSZ]" (repeatable; default: ptb softmax,
@@ -50,10 +65,17 @@
 #          --rank-contexts N (82430, PTB test); --build-dir DIR (build-gpu, under the repository root);
 #          --out DIR: the output folder (default: $LMKIT_GPU_OUT, else ./gpu-out in the repository
 #            root; a relative DIR is taken from the folder the script is run from);
-#          --diagnose-cap SECONDS (300): the most each rerun of diagnose may take;
+#          --test-timeout SECONDS (300): ctest's limit per test (gpu_tests, cpu_suite), lowered to
+#            what is left of the step;
+#          --diagnose-tools LIST (gdb,memcheck): the reruns of diagnose, gdb (else cuda-gdb) and/or
+#            memcheck (compute-sanitizer); `--diagnose-tools gdb` for a short visit;
+#          --diagnose-cap SECONDS (300): the most each rerun of diagnose may take, within the
+#            diagnose step's own cap (--cap diagnose=SECONDS: raise both for long reruns);
 #          --diagnose-max N (0: all): diagnose the first N tests that did not pass (crashes first);
 #          --graph-config "SIZE HEAD" (repeatable; default: ptb softmax, ptb mos): graphs' workloads;
-#          --device cpu: a dry run of this driver on a machine without a GPU (CUDA off, CPU benchmarks).
+#          --cxx-standard N: the C++ standard to build with (default: what the Torch's headers
+#            require, at least 17; scripts/gpu/configure.sh detects it);
+#          --device cpu: a rehearsal of this driver on a machine without a GPU (CUDA off, CPU benchmarks).
 # PYTHON (default python3) is the Python whose torch lmkit is built against and the yardstick and the
 # original code run on.
 # The output folder receives machine.txt (the node's facts), results.md (the table of steps, the
@@ -79,6 +101,18 @@ if [ "${1:-}" = --step ]; then
       "$(command -v "$LMKIT_GPU_PYTHON")" >/tmp/lmkit-machine-python
     chmod +x /tmp/lmkit-machine-python
   }
+  step_left() {  # seconds left of this step: its cap, or what was left of the budget when it began
+    echo $(( LMKIT_GPU_STEP_DEADLINE - $(date +%s) ))
+  }
+  # ctest_limits MARGIN: --timeout and --stop-time for a ctest run that must end MARGIN seconds
+  # before this step does, so that ctest writes its summary (and names the tests it cut) before the
+  # step's own timeout would end it without one. Each test gets --test-timeout, or less when less is left.
+  ctest_limits() {
+    local left=$(( $(step_left) - $1 )) per_test=$LMKIT_GPU_TEST_TIMEOUT
+    [ "$left" -ge 10 ] || left=10
+    [ "$per_test" -le "$left" ] || per_test=$left
+    echo "--timeout $per_test --stop-time $(date -d "+${left} seconds" +%H:%M:%S)"
+  }
   join() {  # join SEPARATOR WORD...: the words with the separator between them
     local separator=$1 joined=$2; shift 2
     local word
@@ -95,7 +129,8 @@ if [ "${1:-}" = --step ]; then
     if [ ! -s "$tests_log" ]; then
       echo "== no gpu_tests log in this run: ctest -L gpu first"
       tests_log=$dir/ctest.log
-      ctest --test-dir "$build" -L gpu --output-on-failure --timeout 300 >"$tests_log" 2>&1
+      # shellcheck disable=SC2046  # ctest_limits prints options, split on purpose
+      ctest --test-dir "$build" -L gpu --output-on-failure $(ctest_limits 30) >"$tests_log" 2>&1
     fi
     # "name<TAB>status" of each test that did not pass (a skipped one did: no GPU); one that started
     # and never ended was cut off.
@@ -120,15 +155,19 @@ if [ "${1:-}" = --step ]; then
       broken=("${broken[@]:0:$limit}")
     fi
 
-    # The tools: gdb, else cuda-gdb (the same arguments), and compute-sanitizer, from PATH or CUDA.
-    local cuda_bin=${CUDA_HOME:-/usr/local/cuda}/bin debugger="" sanitizer="" tool
+    # The tools: gdb, else cuda-gdb (the same arguments), and compute-sanitizer, from PATH or CUDA;
+    # only those --diagnose-tools names (gdb alone for a short visit: memcheck runs a test ~10x slower).
+    local cuda_bin=${CUDA_HOME:-/usr/local/cuda}/bin debugger="" sanitizer="" tool wanted=()
+    [[ ,$LMKIT_GPU_DIAGNOSE_TOOLS, == *,gdb,* ]] && wanted+=(debugger)
+    [[ ,$LMKIT_GPU_DIAGNOSE_TOOLS, == *,memcheck,* ]] && wanted+=(sanitizer)
     for tool in gdb cuda-gdb "$cuda_bin/cuda-gdb" /usr/local/cuda/bin/cuda-gdb; do
       if command -v "$tool" >/dev/null 2>&1; then debugger=$(command -v "$tool"); break; fi
     done
     for tool in compute-sanitizer "$cuda_bin/compute-sanitizer" /usr/local/cuda/bin/compute-sanitizer; do
       if command -v "$tool" >/dev/null 2>&1; then sanitizer=$(command -v "$tool"); break; fi
     done
-    echo "debugger: ${debugger:-none (neither gdb nor cuda-gdb)}; sanitizer: ${sanitizer:-none (no compute-sanitizer)}"
+    echo "debugger: ${debugger:-none (neither gdb nor cuda-gdb)}; sanitizer: ${sanitizer:-none (no compute-sanitizer)};" \
+      "rerun under: ${wanted[*]} (--diagnose-tools $LMKIT_GPU_DIAGNOSE_TOOLS)"
 
     # Each test's command, environment and folder from CTest itself: one small script per test that
     # runs `WRAPPER... COMMAND` there (WRAPPER: the debugger or the sanitizer with its arguments).
@@ -154,26 +193,31 @@ for name in sys.argv[3:]:
                   " ".join(shlex.quote(a) for a in test["command"]) + "\n")
 PY
 
-    local summaries=() name file status rerun cap left rc gdb_log check_log found signal frame errors
+    local summaries=() name file status rerun cap left rc gdb_log check_log found signal frame errors no_caching
     for entry in "${broken[@]}"; do
       name=${entry%%$'\t'*} status=${entry#*$'\t'}
       file=${name//\//_}
       rerun=$dir/$file.rerun.sh
       if [ ! -f "$rerun" ]; then summaries+=("$name ($status): not in ctest -L gpu --show-only"); continue; fi
       found=()
-      for tool in debugger sanitizer; do
-        left=$(( LMKIT_GPU_DEADLINE - $(date +%s) - 30 ))
+      for tool in "${wanted[@]}"; do
+        # Each rerun within the step's own time, 5 s kept for the summary and results.md's lines.
+        left=$(( $(step_left) - 5 ))
         cap=$LMKIT_GPU_DIAGNOSE_CAP
         [ "$left" -lt "$cap" ] && cap=$left
-        if [ "$cap" -lt 20 ]; then found+=("$tool: no time left"); continue; fi
-        if [ $tool = debugger ]; then
+        if [ "$cap" -lt 10 ]; then found+=("$tool: no time left in the step's cap"); continue; fi
+        if [ "$tool" = debugger ]; then
           [ -n "$debugger" ] || { found+=("no gdb or cuda-gdb"); continue; }
           gdb_log=$dir/$file.gdb.log
           echo "== $name ($status): ${debugger##*/} -batch, at most ${cap}s -> logs/diagnose/${gdb_log##*/}"
           # Besides the backtraces, the words on top of the stopped thread's stack, as symbols: when
           # the program counter is 0 (a call through a null pointer) or the unwinder gives up, the
           # first of them that names a function is the return address, the caller.
-          timeout --kill-after=10 "$cap" sh "$rerun" "$debugger" -batch -ex 'set pagination off' \
+          # Torch's caching allocator stays on: under PYTORCH_NO_CUDA_MEMORY_CACHING every CUDA graph
+          # capture fails by Torch's design, which would hide a graph test's own failure (unset here
+          # even when the node's environment sets it).
+          # shellcheck disable=SC2016  # $sp is gdb's, not the shell's
+          env -u PYTORCH_NO_CUDA_MEMORY_CACHING timeout --kill-after=5 "$cap" sh "$rerun" "$debugger" -batch -ex 'set pagination off' \
             -ex 'set print thread-events off' -ex 'set print asm-demangle on' -ex run -ex 'echo == stack words\n' -ex 'x/24a $sp' \
             -ex 'echo == end of stack words\n' -ex 'thread apply all bt 15' --args >"$gdb_log" 2>&1
           rc=$?
@@ -201,8 +245,13 @@ PY
           [ -n "$sanitizer" ] || { found+=("no compute-sanitizer"); continue; }
           check_log=$dir/$file.memcheck.log
           echo "== $name ($status): compute-sanitizer --tool memcheck, at most ${cap}s -> logs/diagnose/${check_log##*/}"
-          # Without Torch's caching allocator memcheck sees each allocation's own bounds.
-          PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout --kill-after=10 "$cap" sh "$rerun" "$sanitizer" --tool memcheck \
+          # Without Torch's caching allocator memcheck sees each allocation's own bounds, so an
+          # overrun inside a cached block is caught; but no CUDA graph can be captured without it
+          # (Torch refuses by design), so a test that captures graphs keeps the allocator and
+          # memcheck sees the cached blocks' bounds only.
+          no_caching=(PYTORCH_NO_CUDA_MEMORY_CACHING=1)
+          [[ $name == *CudaGraph* ]] && no_caching=(-u PYTORCH_NO_CUDA_MEMORY_CACHING)
+          env "${no_caching[@]}" timeout --kill-after=5 "$cap" sh "$rerun" "$sanitizer" --tool memcheck \
             --print-limit 50 >"$check_log" 2>&1
           rc=$?
           errors=$(grep -m1 -oE 'ERROR SUMMARY: [0-9]+ errors?' "$check_log" | sed 's/ERROR SUMMARY: //')
@@ -274,8 +323,15 @@ PY
       echo "CUDA architecture: $arch (TORCH_CUDA_ARCH_LIST=$TORCH_CUDA_ARCH_LIST)"
       cuda=ON
       [ "$LMKIT_GPU_DEVICE" = cpu ] && cuda=OFF
+      # The C++ standard: --cxx-standard, else configure.sh reads what the Torch's headers require.
+      standard=()
+      [ -z "$LMKIT_GPU_CXX_STANDARD" ] || standard=(-DCMAKE_CXX_STANDARD="$LMKIT_GPU_CXX_STANDARD")
+      # No ccache: the node's own (its version, its cache folder, that folder's permissions) is not
+      # lmkit's to rely on, and an empty cache only costs on a first build.
       bash scripts/gpu/configure.sh "$build" -DLMKIT_CUDA=$cuda -DLMKIT_CUDA_ARCHITECTURES="$arch" \
-        -DLMKIT_BUILD_TESTS=ON -DPython3_EXECUTABLE="$(command -v "$LMKIT_GPU_PYTHON")"
+        -DLMKIT_BUILD_TESTS=ON -DLMKIT_CCACHE=OFF -DPython3_EXECUTABLE="$(command -v "$LMKIT_GPU_PYTHON")" "${standard[@]}"
+      echo "result: $(grep -E '^configure\.sh: (C\+\+ standard |protobuf:)' "$LMKIT_GPU_OUT_DIR/logs/configure.log" |
+        sed -E 's/^configure\.sh: //; s/ \(.*//' | paste -sd ';' - | sed 's/;/; /g')"
       ;;
     build_lmkit)
       # The executable alone first: the doctor can run before the tests and the rest are compiled.
@@ -304,7 +360,8 @@ PY
     gpu_tests)
       # Four at a time: each is its own process on the one GPU (no test depends on another's
       # timing or memory), and most of a test's time is the process's Torch and CUDA start.
-      ctest --test-dir "$build" -L gpu --output-on-failure --timeout 300 -j 4
+      # shellcheck disable=SC2046  # ctest_limits prints options, split on purpose
+      ctest --test-dir "$build" -L gpu --output-on-failure -j 4 $(ctest_limits 5)
       ;;
     diagnose)
       diagnose
@@ -331,7 +388,7 @@ PY
       write_machine_python
       rows=() header=""
       for config in "${configs[@]}"; do
-        left=$(( LMKIT_GPU_DEADLINE - $(date +%s) ))
+        left=$(step_left)
         if [ "$left" -lt 60 ]; then echo "== $config: skipped, ${left}s left"; continue; fi
         echo "== $config"
         table=$(LMKIT="$build/lmkit" PYTHON=/tmp/lmkit-machine-python timeout "$((left - 10))" \
@@ -348,21 +405,30 @@ PY
       # Two runs from one seed per fused kernel's head through the lmkit executable (not the test
       # program), with LMKIT_DETERMINISTIC=1: bit-identical numbers and a clean exit (a crash after
       # "end of script" is in the process's exit). Once with CUDA graphs off and once with them on
-      # (rehearsed on a CPU): the same numbers both times.
+      # (rehearsed on a CPU): the same numbers both times. Each run has a cap of its own, half of
+      # what is left of the step for the first, the rest for the second: a run that hangs cannot
+      # take the other's time, and the verdict line is still written.
       set +e  # each run's exit status is a result, not the end of the step
       graphed=auto
       [ "$LMKIT_GPU_DEVICE" = cpu ] && graphed=rehearse
-      verdicts=()
+      verdicts=() runs_left=2
       for mode in off $graphed; do
         log=$LMKIT_GPU_OUT_DIR/logs/determinism_$mode.log
-        left=$(( LMKIT_GPU_DEADLINE - $(date +%s) - 5 ))
-        LMKIT_DETERMINISTIC=1 timeout "$left" "$build/lmkit" run scripts/gpu/determinism_check.lua \
-          --set device="$LMKIT_GPU_DEVICE" --set cuda_graphs=$mode >"$log" 2>&1
+        rm -f "$log"  # an earlier --only run's numbers must not stand in for a run that did not happen
+        cap=$(( ($(step_left) - 5) / runs_left )) runs_left=$((runs_left - 1))
+        if [ "$cap" -lt 5 ]; then verdicts+=("cuda_graphs=$mode not run: no time left in the step's cap"); continue; fi
+        echo "== cuda_graphs=$mode: at most ${cap}s"
+        LMKIT_DETERMINISTIC=1 timeout --kill-after=3 "$cap" "$build/lmkit" run scripts/gpu/determinism_check.lua \
+          --set device="$LMKIT_GPU_DEVICE" --set cuda_graphs="$mode" >"$log" 2>&1
         status=$?
         grep '^determinism_check:' "$log" | sed "s/^/cuda_graphs=$mode: /"
         ended=no
         grep -q '^determinism_check: end of script' "$log" && ended=yes
-        verdicts+=("cuda_graphs=$mode exit $status (script ended: $ended)")
+        if [ $status = 124 ] || [ $status = 137 ]; then
+          verdicts+=("cuda_graphs=$mode cut at its cap of ${cap}s (script ended: $ended)")
+        else
+          verdicts+=("cuda_graphs=$mode exit $status (script ended: $ended)")
+        fi
       done
       same=no
       if [ -s "$LMKIT_GPU_OUT_DIR/logs/determinism_off.log" ] &&
@@ -371,7 +437,13 @@ PY
         same=yes
       fi
       echo "result: $(join '; ' "${verdicts[@]}"); graphs give the eager numbers: $same"
-      [ "$same" = yes ] && [[ "${verdicts[*]}" != *"exit "[1-9]* ]]
+      # The step fails unless both runs ended cleanly with the same numbers (under set +e, the
+      # verdict must be this step's exit status, not a test whose failure is ignored).
+      if [ "$same" = yes ] && [[ "${verdicts[*]}" != *"exit "[1-9]* ]] && [[ "${verdicts[*]}" != *"cut at"* ]] &&
+         [[ "${verdicts[*]}" != *"not run"* ]]; then
+        exit 0
+      fi
+      exit 1
       ;;
     graphs)
       # The yardstick's step eager, then captured once as a CUDA graph and replayed: how much of the
@@ -380,13 +452,21 @@ PY
       if [ "$LMKIT_GPU_DEVICE" = cpu ]; then echo "result: skipped: a CUDA graph needs a GPU"; exit 0; fi
       IFS=';' read -r -a configs <<<"$LMKIT_GPU_GRAPH_CONFIGS"
       summary=()
+      # Each program run gets an equal share of what is left of the step (the yardstick eager and
+      # graphed, lmkit.train off and auto, per workload): one that ends early leaves its time to the
+      # next, none takes the others'.
+      runs_left=$(( ${#configs[@]} * 2 ))
+      [ -x "$build/lmkit" ] && runs_left=$(( ${#configs[@]} * 4 ))
+      run_cap() { cap=$(( ($(step_left) - 5) / runs_left )); runs_left=$((runs_left - 1)); }  # sets cap
       for config in "${configs[@]}"; do
         read -r size head <<<"$config"
-        left=$(( LMKIT_GPU_DEADLINE - $(date +%s) ))
-        if [ "$left" -lt 40 ]; then echo "== $config: skipped, ${left}s left"; continue; fi
+        left=$(step_left)
+        if [ "$left" -lt 20 ]; then echo "== $config: skipped, ${left}s left"; continue; fi
         lines=()
         for mode in "" --cuda-graph; do
-          line=$(timeout "$(( (left - 10) / 2 ))" env LD_LIBRARY_PATH="$LMKIT_GPU_ORIGINAL_LD_LIBRARY_PATH" "$LMKIT_GPU_PYTHON" \
+          run_cap
+          if [ "$cap" -lt 5 ]; then echo "$config${mode:+ $mode}: skipped, no time left in the step's cap"; lines+=(""); continue; fi
+          line=$(timeout --kill-after=3 "$cap" env LD_LIBRARY_PATH="$LMKIT_GPU_ORIGINAL_LD_LIBRARY_PATH" "$LMKIT_GPU_PYTHON" \
             scripts/awd_lstm_reference.py --size "$size" --head "$head" --device cuda --threads 4 \
             --steps "$LMKIT_GPU_BENCH_STEPS" --warmup "$LMKIT_GPU_BENCH_WARMUP" $mode 2>&1 | tail -1) || true
           echo "$config${mode:+ $mode}: $line"
@@ -396,9 +476,9 @@ PY
         # so a graph per length, each captured at its second use.
         if [ -x "$build/lmkit" ]; then
           for mode in off auto; do
-            left=$(( LMKIT_GPU_DEADLINE - $(date +%s) ))
-            [ "$left" -gt 30 ] || break
-            line=$(timeout "$(( left - 10 ))" "$build/lmkit" run scripts/bench_lmkit_train.lua --set size="$size" --set head="$head" \
+            run_cap
+            [ "$cap" -ge 5 ] || break
+            line=$(timeout --kill-after=3 "$cap" "$build/lmkit" run scripts/bench_lmkit_train.lua --set size="$size" --set head="$head" \
               --set device=cuda --set threads=4 --set steps="$LMKIT_GPU_BENCH_STEPS" --set warmup="$LMKIT_GPU_BENCH_WARMUP" \
               --set cuda_graphs=$mode 2>&1 | tail -1) || true
             echo "$config lmkit.train cuda_graphs=$mode: $line"
@@ -426,7 +506,7 @@ print(ratio(texts[0], texts[1], "yardstick") + ("; " + ratio(texts[2], texts[3],
       [ -z "$LMKIT_GPU_REFERENCE_AWD" ] || { reference_args+=(--reference-awd "$LMKIT_GPU_REFERENCE_AWD"); programs=$((programs + 2)); }
       [ -z "$LMKIT_GPU_REFERENCE_MOS" ] || { reference_args+=(--reference-mos "$LMKIT_GPU_REFERENCE_MOS"); programs=$((programs + 2)); }
       [ "$programs" -gt 0 ] || { echo "result: skipped: no --reference-awd or --reference-mos given"; exit 0; }
-      left=$(( LMKIT_GPU_DEADLINE - $(date +%s) - 20 ))
+      left=$(( $(step_left) - 20 ))
       cap=$(( left / programs ))
       [ "$cap" -ge 30 ] || cap=30
       size=ptb
@@ -459,12 +539,11 @@ print(ratio(texts[0], texts[1], "yardstick") + ("; " + ratio(texts[2], texts[3],
         --set contexts="$LMKIT_GPU_RANK_CONTEXTS"
       ;;
     cpu_suite)
-      left=$(( LMKIT_GPU_DEADLINE - $(date +%s) - 15 ))
-      # --stop-time ends ctest itself before the deadline, so that its summary is still written.
+      # --stop-time ends ctest itself before the step's cap, so that its summary is still written.
       # Not the Slurm test (no Slurm there) nor the Debian package's (it requires a package that
       # depends on Debian's libtorch; Torch here is PyTorch's).
-      ctest --test-dir "$build" -LE 'gpu|package' -E batch_slurm --output-on-failure -j "$LMKIT_GPU_CORES" --timeout 300 \
-        --stop-time "$(date -d "+${left} seconds" +%H:%M:%S)"
+      # shellcheck disable=SC2046  # ctest_limits prints options, split on purpose
+      ctest --test-dir "$build" -LE 'gpu|package' -E batch_slurm --output-on-failure -j "$LMKIT_GPU_CORES" $(ctest_limits 15)
       ;;
     *) echo "run_on_gpu.sh: unknown step '$step'" >&2; exit 2 ;;
   esac
@@ -473,22 +552,42 @@ fi
 
 # --- the driver -------------------------------------------------------------------------------
 # What is most informative comes first: the doctor as soon as `lmkit` is built, the GPU tests (with
-# diagnose and warnings) as soon as their executable is, before the rest of the build. The rank
-# timing before the benchmarks: one short run for one target, while the benchmarks take whatever
-# time is left, configuration by configuration.
-all_steps=(facts configure build_lmkit doctor build_tests gpu_tests diagnose warnings determinism build rank bench graphs reference heads sharing cpu_suite)
+# diagnose and warnings) as soon as their executable is, before the rest of the build; then the
+# verdict on CUDA graphs (determinism: graphs give the eager numbers; graphs: what they buy), and
+# only then the rest of the build and the benchmarks. The rank timing before the other benchmarks:
+# one short run for one target.
+all_steps=(facts configure build_lmkit doctor build_tests gpu_tests diagnose warnings determinism graphs build rank bench reference heads sharing cpu_suite)
 quick_steps=(facts configure build_lmkit doctor build_tests gpu_tests diagnose warnings determinism build)
-steps=("${all_steps[@]}")
-budget=540 build_dir=build-gpu
+# Each step's cap in seconds: it gets the smaller of its cap and what is left of --budget, so a step
+# that hangs cannot take the next ones' time. The build steps' caps are what the H100 visit took on
+# 16 cores (configure 18 s, `lmkit` 147 s, the test program 69 s) with about a quarter more; on a
+# slower node raise them with --cap (a build cut at its cap goes on where it stopped in the next
+# run: ninja keeps what was compiled). The benchmarks print each row as it is measured, so a cap
+# that cuts one keeps the rows done.
+declare -A step_caps=(
+  [facts]=15 [configure]=35 [build_lmkit]=180 [doctor]=60 [build_tests]=90 [gpu_tests]=70
+  [diagnose]=120 [warnings]=5 [determinism]=60 [graphs]=60 [build]=300 [rank]=60 [bench]=600
+  [reference]=600 [heads]=600 [sharing]=300 [cpu_suite]=1200
+)
+# Seconds a plan keeps for what no cap covers: unpacking the carried prefix before the first step,
+# each step's start, packing the logs after the last.
+plan_overhead=10
+steps=("${all_steps[@]}") optional_steps=() caps_given=() dry_run=no
+budget="" build_dir=build-gpu
 export LMKIT_GPU_BENCH_STEPS=200 LMKIT_GPU_BENCH_WARMUP=20 LMKIT_GPU_BENCH_REPEATS=1 LMKIT_GPU_DEVICE=cuda
 export LMKIT_GPU_RANK_CONTEXTS=82430 LMKIT_GPU_PYTHON=${PYTHON:-python3} LMKIT_GPU_SHARING_K="1 2 4 8"
-export LMKIT_GPU_DIAGNOSE_CAP=300 LMKIT_GPU_DIAGNOSE_MAX=0
+export LMKIT_GPU_DIAGNOSE_CAP=300 LMKIT_GPU_DIAGNOSE_MAX=0 LMKIT_GPU_DIAGNOSE_TOOLS=gdb,memcheck
+export LMKIT_GPU_TEST_TIMEOUT=300 LMKIT_GPU_CXX_STANDARD=""
 bench_configs=() heads_configs=() graph_configs=()
 out=${LMKIT_GPU_OUT:-} reference_awd="" reference_mos=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) steps=("${quick_steps[@]}") ;;
     --only) IFS=, read -r -a steps <<<"$2"; shift ;;
+    --if-time) IFS=, read -r -a optional_steps <<<"$2"; shift ;;
+    --cap) caps_given+=("$2"); shift ;;
+    --cap=?*) caps_given+=("${1#--cap=}") ;;
+    --dry-run|--plan) dry_run=yes ;;
     --budget) budget=$2; shift ;;
     --bench-steps) LMKIT_GPU_BENCH_STEPS=$2; shift ;;
     --bench-warmup) LMKIT_GPU_BENCH_WARMUP=$2; shift ;;
@@ -497,9 +596,12 @@ while [ $# -gt 0 ]; do
     --heads-config) heads_configs+=("$2"); shift ;;
     --sharing-k) LMKIT_GPU_SHARING_K=$2; shift ;;
     --rank-contexts) LMKIT_GPU_RANK_CONTEXTS=$2; shift ;;
+    --test-timeout) LMKIT_GPU_TEST_TIMEOUT=$2; shift ;;
+    --diagnose-tools) LMKIT_GPU_DIAGNOSE_TOOLS=$2; shift ;;
     --diagnose-cap) LMKIT_GPU_DIAGNOSE_CAP=$2; shift ;;
     --diagnose-max) LMKIT_GPU_DIAGNOSE_MAX=$2; shift ;;
     --graph-config) graph_configs+=("$2"); shift ;;
+    --cxx-standard) LMKIT_GPU_CXX_STANDARD=$2; shift ;;
     --reference-awd) reference_awd=$2; shift ;;
     --reference-mos) reference_mos=$2; shift ;;
     --build-dir) build_dir=$2; shift ;;
@@ -512,11 +614,16 @@ while [ $# -gt 0 ]; do
   shift
 done
 # Counts and seconds are whole numbers (a typo would otherwise surface as a shell error mid-run).
-for pair in "--budget $budget" "--bench-steps $LMKIT_GPU_BENCH_STEPS" "--bench-warmup $LMKIT_GPU_BENCH_WARMUP" \
+for pair in "--budget ${budget:-0}" "--bench-steps $LMKIT_GPU_BENCH_STEPS" "--bench-warmup $LMKIT_GPU_BENCH_WARMUP" \
             "--bench-repeats $LMKIT_GPU_BENCH_REPEATS" "--rank-contexts $LMKIT_GPU_RANK_CONTEXTS" \
-            "--diagnose-cap $LMKIT_GPU_DIAGNOSE_CAP" "--diagnose-max $LMKIT_GPU_DIAGNOSE_MAX"; do
+            "--diagnose-cap $LMKIT_GPU_DIAGNOSE_CAP" "--diagnose-max $LMKIT_GPU_DIAGNOSE_MAX" \
+            "--test-timeout $LMKIT_GPU_TEST_TIMEOUT"; do
   [[ ${pair#* } =~ ^[0-9]+$ ]] || { echo "run_on_gpu.sh: ${pair%% *} takes a whole number, got '${pair#* }'" >&2; exit 2; }
 done
+[[ $LMKIT_GPU_DIAGNOSE_TOOLS =~ ^(gdb|memcheck)(,(gdb|memcheck))*$ ]] ||
+  { echo "run_on_gpu.sh: --diagnose-tools takes gdb, memcheck or gdb,memcheck, got '$LMKIT_GPU_DIAGNOSE_TOOLS'" >&2; exit 2; }
+[ -z "$LMKIT_GPU_CXX_STANDARD" ] || [[ $LMKIT_GPU_CXX_STANDARD =~ ^(17|20|23|26)$ ]] ||
+  { echo "run_on_gpu.sh: --cxx-standard takes 17, 20, 23 or 26, got '$LMKIT_GPU_CXX_STANDARD'" >&2; exit 2; }
 # The issue's workloads that the training benchmarks express: "SIZE HEAD [BSZ]".
 [ ${#bench_configs[@]} -gt 0 ] || bench_configs=("ptb softmax" "ptb mos" "wt2 mos" "wt2 softmax 15")
 LMKIT_GPU_BENCH_CONFIGS=$(IFS=';'; echo "${bench_configs[*]}")
@@ -526,8 +633,25 @@ export LMKIT_GPU_HEADS_CONFIGS
 [ ${#graph_configs[@]} -gt 0 ] || graph_configs=("ptb softmax" "ptb mos")
 LMKIT_GPU_GRAPH_CONFIGS=$(IFS=';'; echo "${graph_configs[*]}")
 export LMKIT_GPU_GRAPH_CONFIGS
-for step in "${steps[@]}"; do
+[ ${#steps[@]} -gt 0 ] || { echo "run_on_gpu.sh: --only names no step (${all_steps[*]})" >&2; exit 2; }
+for step in "${steps[@]}" "${optional_steps[@]}"; do
   [[ " ${all_steps[*]} " == *" $step "* ]] || { echo "run_on_gpu.sh: unknown step '$step' (${all_steps[*]})" >&2; exit 2; }
+done
+for step in "${optional_steps[@]}"; do
+  [[ " ${steps[*]} " != *" $step "* ]] ||
+    { echo "run_on_gpu.sh: step '$step' is both planned and in --if-time: name it in one of them" >&2; exit 2; }
+done
+# --cap STEP=SECONDS, repeatable, or several joined by commas.
+for given in "${caps_given[@]}"; do
+  IFS=, read -r -a pairs <<<"$given"
+  for pair in "${pairs[@]}"; do
+    step=${pair%%=*} seconds=${pair#*=}
+    [[ $pair == *=* && " ${all_steps[*]} " == *" $step "* ]] ||
+      { echo "run_on_gpu.sh: --cap takes STEP=SECONDS with STEP one of: ${all_steps[*]}; got '$pair'" >&2; exit 2; }
+    [[ $seconds =~ ^[1-9][0-9]*$ ]] ||
+      { echo "run_on_gpu.sh: --cap $step=SECONDS: SECONDS must be a whole number ≥ 1, got '$seconds'" >&2; exit 2; }
+    step_caps[$step]=$seconds
+  done
 done
 
 # The output folder: --out, else LMKIT_GPU_OUT, else gpu-out in the repository root (ignored by git).
@@ -545,6 +669,44 @@ for folder in "--reference-awd $reference_awd" "--reference-mos $reference_mos";
     { echo "run_on_gpu.sh: ${folder%% *}: no main.py in '${folder#--reference-??? }' (a git clone of the original code; scripts/gpu/README.md)" >&2; exit 2; }
 done
 export LMKIT_GPU_REFERENCE_AWD=$reference_awd LMKIT_GPU_REFERENCE_MOS=$reference_mos
+export LMKIT_GPU_BUILD=$root/$build_dir
+[[ $build_dir = /* ]] && LMKIT_GPU_BUILD=$build_dir
+
+# The plan: the steps in order with their caps, and their sum against the budget. Every step gets
+# its whole cap only when the sum fits; --dry-run stops here (it needs no GPU, Torch or build).
+plan_sum=$plan_overhead
+for step in "${steps[@]}"; do plan_sum=$(( plan_sum + step_caps[$step] )); done
+# Without --budget, the plan's own sum: every step gets its whole cap.
+[ -n "$budget" ] || budget=$plan_sum
+print_plan() {
+  local i=0 step verdict="fits"
+  [ "$plan_sum" -le "$budget" ] || verdict="does NOT fit"
+  echo "run_on_gpu.sh: the plan, each step at most its cap (seconds; less if less of the budget is left):"
+  printf '  %2s  %-12s %5s\n' '#' step cap
+  for step in "${steps[@]}"; do i=$((i + 1)); printf '  %2s  %-12s %5s\n' "$i" "$step" "${step_caps[$step]}"; done
+  printf '      %-12s %5s  %s\n' overhead "$plan_overhead" "(unpacking the prefix, packing the logs)"
+  printf '      %-12s %5s  %s\n' sum "$plan_sum" "of the budget $budget: $verdict"
+  if [ ${#optional_steps[@]} -gt 0 ]; then
+    echo "  if time is left (--if-time: each gets what is left, up to its cap; not in the sum):"
+    for step in "${optional_steps[@]}"; do i=$((i + 1)); printf '  %2s  %-12s %5s\n' "$i" "$step" "${step_caps[$step]}"; done
+  fi
+  echo "  output folder: $out"
+  echo "  build folder: $LMKIT_GPU_BUILD"
+}
+over_budget="the plan's caps sum to $plan_sum s (with $plan_overhead s for unpacking the prefix and packing the logs), over the budget of $budget s (--budget)"
+if [ $dry_run = yes ]; then
+  print_plan
+  if [ "$plan_sum" -gt "$budget" ]; then
+    echo "run_on_gpu.sh: $over_budget: lower a step's cap (--cap STEP=SECONDS), move a step to --if-time, or raise --budget" >&2
+    exit 1
+  fi
+  exit 0
+fi
+print_plan >&2
+if [ "$plan_sum" -gt "$budget" ]; then
+  echo "run_on_gpu.sh: warning: $over_budget: the last steps get less than their cap, or nothing" >&2
+fi
+
 # This run's logs only: a run that was cut off leaves its logs/ behind, which diagnose and
 # warnings would otherwise read as this run's.
 rm -rf "$out/logs"
@@ -552,23 +714,38 @@ mkdir -p "$out/logs"
 out=$(cd "$out" && pwd)
 export LMKIT_GPU_OUT_DIR=$out
 export LMKIT_GPU_DEADLINE=$(( $(date +%s) + budget ))
-export LMKIT_GPU_BUILD=$root/$build_dir
-[[ $build_dir = /* ]] && LMKIT_GPU_BUILD=$build_dir
 export LMKIT_GPU_ORIGINAL_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-} LMKIT_GPU_ORIGINAL_PATH=$PATH
 # All cores: nproc obeys OMP_NUM_THREADS, which an image may set.
 LMKIT_GPU_CORES=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
 export LMKIT_GPU_CORES
 export PYTHONUNBUFFERED=1
+# Torch's caching allocator must stay on: under PYTORCH_NO_CUDA_MEMORY_CACHING every CUDA graph
+# capture fails by Torch's design, so the graph tests, determinism and graphs would fail for Torch's
+# reason rather than lmkit's. Only diagnose's memcheck reruns of tests that capture no graph set it.
+environment_note=""
+if [ -n "${PYTORCH_NO_CUDA_MEMORY_CACHING+set}" ]; then
+  environment_note="PYTORCH_NO_CUDA_MEMORY_CACHING=$PYTORCH_NO_CUDA_MEMORY_CACHING was set: unset for this run (no CUDA graph can be captured under it)"
+  unset PYTORCH_NO_CUDA_MEMORY_CACHING
+fi
 
 results=()  # "| step | seconds | status |" rows
 failed_logs=()
+declare -A recorded=()  # the steps with a row: the others are listed as not reached
 write_results() {
+  local step
   {
     echo "# lmkit on a GPU machine: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
     echo
     echo "| step | seconds | status |"
     echo "|---|---|---|"
     printf '%s\n' "${results[@]}"
+    # The plan's steps not reached yet: after a kill, what never ran is named, not merely absent.
+    for step in "${steps[@]}"; do
+      [ -n "${recorded[$step]:-}" ] || echo "| $step | | not reached (cap ${step_caps[$step]} s) |"
+    done
+    for step in "${optional_steps[@]}"; do
+      [ -n "${recorded[$step]:-}" ] || echo "| $step | | not reached (if time is left, cap ${step_caps[$step]} s) |"
+    done
     if [ -f "$out/logs/bench.log" ]; then
       echo; echo "## Benchmarks (scripts/bench.sh --device $LMKIT_GPU_DEVICE: lmkit.train, lmkit's Lua loop, the PyTorch yardstick)"; echo
       sed -n '/^== all configurations/,$p' "$out/logs/bench.log" | tail -n +2
@@ -602,36 +779,31 @@ write_results() {
   } >"$out/results.md"
 }
 
-# The carried dependencies once, here, so that every step sees the same PATH and LD_LIBRARY_PATH.
-# Its log joins the output folder only when it failed: the folder keeps to its three files.
-carried_ok=yes carried_log=$(mktemp)
-carried_start=$(date +%s)
-# shellcheck source=carried_deps.sh
-source "$root/scripts/gpu/carried_deps.sh" >"$carried_log" 2>&1 || carried_ok=no
-results+=("| unpack carried dependencies | $(( $(date +%s) - carried_start )) | $([ $carried_ok = yes ] && echo "ok (cmake/ninja: $LMKIT_DEPS_TOOLS)" || echo failed) |")
-
-say() { echo "$@" >&2; }  # progress: stderr, written as it happens
+say() { echo "$@" >&2; }  # progress: stderr, unbuffered, written as it happens
 
 # The step now running, for a signal's handler: its process, name, start and log.
 current_pid="" current_step="" current_start=0 current_log=""
 run_step() {
-  local step=$1 log cap start rc=0 status detail
+  local step=$1 log cap left limit="its cap" start rc=0 status detail
   log=$out/logs/$step.log
   [ "$step" = facts ] && log=$out/machine.txt
-  cap=$(( LMKIT_GPU_DEADLINE - $(date +%s) ))
-  if [ "$cap" -lt 20 ]; then
-    record "$step" 0 "skipped: the budget is spent"; return 1
+  # The step's cap, or what is left of the budget when that is less.
+  cap=${step_caps[$step]} left=$(( LMKIT_GPU_DEADLINE - $(date +%s) ))
+  if [ "$left" -lt "$cap" ]; then
+    cap=$left limit="the budget's end"
+    if [ "$cap" -lt 10 ]; then record "$step" 0 "skipped: the budget is spent (${left}s left)"; return 1; fi
   fi
-  say "== $step (at most ${cap}s)"
+  say "== $step (at most ${cap}s: $limit)"
   start=$(date +%s%N)
+  export LMKIT_GPU_STEP_DEADLINE=$(( $(date +%s) + cap ))
   # In the background, so that a signal to this script (the node's time limit) is handled at once.
-  timeout --kill-after=10 "$cap" bash "$self" --step "$step" >"$log" 2>&1 &
+  timeout --kill-after=5 "$cap" bash "$self" --step "$step" >"$log" 2>&1 &
   current_pid=$! current_step=$step current_start=$start current_log=$log
   wait "$current_pid" || rc=$?
   current_pid=""
   case $rc in
     0) status=ok ;;
-    124|137) status="timed out (budget)" ;;
+    124|137) status="cut at $limit (${cap}s)" ;;
     *) status="failed (exit $rc)" ;;
   esac
   # The step's own summary: its last "result: " line, else a ctest summary.
@@ -639,8 +811,8 @@ run_step() {
   [ -n "$detail" ] || detail=$(grep -oE '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1)
   # lmkit doctor's verdict: "Everything passed on cuda." or "2 of 10 checks failed on cuda ...".
   [ -n "$detail" ] || [ "$step" != doctor ] || detail=$(grep -E '^(Everything passed|[0-9]+ of [0-9]+ checks failed)' "$log" | tail -1)
-  if [ "$step" = cpu_suite ] && grep -q "stop time has been passed" "$log"; then
-    status="cut at the deadline"
+  if [[ $step == @(cpu_suite|gpu_tests) ]] && grep -q "stop time has been passed" "$log"; then
+    status="$status, ctest cut at its stop time (${cap}s)"
   fi
   [ -z "$detail" ] || status="$status: $detail"
   [ $rc = 0 ] || { failed_logs+=("$log"); tail -15 "$log" >&2; }
@@ -653,9 +825,24 @@ elapsed() {  # elapsed START_NS: seconds since then, with tenths
 }
 record() {  # record STEP SECONDS STATUS: a row of results.md, written at once, and a line on stderr
   results+=("| $1 | $2 | ${3//|/\\|} |")
+  recorded[$1]=yes
   write_results
   say "   $1: $3 (${2}s)"
 }
+
+[ -z "$environment_note" ] || record environment 0 "$environment_note"
+# The carried dependencies once, here, so that every step sees the same PATH and LD_LIBRARY_PATH.
+# Its log travels in logs.tar.gz; its tail joins results.md when it failed.
+carried_ok=yes carried_log=$out/logs/carried_deps.log
+carried_start=$(date +%s%N)
+# shellcheck source=carried_deps.sh
+source "$root/scripts/gpu/carried_deps.sh" >"$carried_log" 2>&1 || carried_ok=no
+if [ $carried_ok = yes ]; then
+  record "unpack carried dependencies" "$(elapsed "$carried_start")" "ok (cmake/ninja: $LMKIT_DEPS_TOOLS)"
+else
+  failed_logs+=("$carried_log"); tail -15 "$carried_log" >&2
+  record "unpack carried dependencies" "$(elapsed "$carried_start")" "failed"
+fi
 
 # A signal (the node's time limit: Slurm sends SIGTERM, then SIGKILL) ends the running step and
 # leaves the three files with what finished, the cut step named as such.
@@ -718,7 +905,8 @@ why_not() {
   esac
 }
 
-for step in "${steps[@]}"; do
+# The planned steps, then those of --if-time while time is left.
+for step in "${steps[@]}" "${optional_steps[@]}"; do
   reason=$(why_not "$step")
   if [ -n "$reason" ]; then record "$step" 0 "skipped: $reason"; continue; fi
   if run_step "$step"; then

@@ -45,6 +45,33 @@ TEST(OptimizerTest, ParametersWithoutGradientAreNotStepped) {
   EXPECT_DOUBLE_EQ(q.item<double>(), 3.0);  // no gradient: no decay either (torch.optim skips it)
 }
 
+// A captured step must not hold a parameter's first step (it makes the slot's state). A parameter
+// that trains but has no gradient yet (unfrozen since the last step) steps at the next one: not
+// started. One the loss leaves without a gradient at a step is unused, and no obstacle; frozen ones
+// (requires_grad off) never are.
+TEST(OptimizerTest, ATrainableParameterWithoutAGradientHasNotStartedUntilAStepShowsItUnused) {
+  auto p = parameter({1.0});
+  auto frozen = parameter({2.0}).requires_grad_(false);
+  Optimizer asgd("asgd", {{"main", {p, frozen}, 0.5, 0.0}});
+  EXPECT_FALSE(asgd.every_stepping_slot_started()) << "p trains and has not stepped";
+  set_grad(p, {0.1});
+  EXPECT_FALSE(asgd.every_stepping_slot_started());
+  asgd.step();
+  EXPECT_TRUE(asgd.every_stepping_slot_started()) << "p stepped; the frozen one never steps";
+
+  // Unfrozen: it trains, has no gradient yet, and its first step is still to come.
+  frozen.requires_grad_(true);
+  EXPECT_FALSE(asgd.every_stepping_slot_started()) << "an unfrozen parameter would take its first step in the next (captured) step";
+  // A step that leaves it without a gradient shows it unused by the loss.
+  asgd.step();
+  EXPECT_TRUE(asgd.every_stepping_slot_started());
+  // Once it has a gradient, its first step is due again.
+  set_grad(frozen, {0.3});
+  EXPECT_FALSE(asgd.every_stepping_slot_started());
+  asgd.step();
+  EXPECT_TRUE(asgd.every_stepping_slot_started());
+}
+
 // ax after k steps is the mean of the iterates p_2..p_k (PyTorch's μ stays 1 for two steps).
 TEST(OptimizerTest, AsgdAverageIsTheMeanOfTheIteratesFromTheSecondStep) {
   auto p = parameter({0.5, -1.0, 2.0});
@@ -257,7 +284,9 @@ TEST(OptimizerTest, AsgdScalarsOnTheDeviceGiveTheHostsBits) {
     // (later, −0 + μ·(+0) is +0 in every path).
     for (int i = 0; i < 3; ++i) {
       EXPECT_TRUE(std::signbit(as[i][0][0].item<float>())) << i;
-      if (step <= 1) EXPECT_TRUE(std::signbit(optimizers[i]->average_of(0, 0)[0][0].item<float>())) << i;
+      if (step <= 1) {
+        EXPECT_TRUE(std::signbit(optimizers[i]->average_of(0, 0)[0][0].item<float>())) << i;
+      }
     }
   }
   // The averages are not the iterates (the test went past ASGD's first two steps).

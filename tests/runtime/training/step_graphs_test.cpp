@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -238,8 +239,29 @@ TEST_P(CudaGraphTest, ReplayedStepsGiveTheEagerStepsBits) {
   set_deterministic(true);
   const auto head = GetParam();
   const auto eager = train("eager", head, options("off"), torch::kCUDA);
-  const auto graphed = train("graphed", head, options("on"), torch::kCUDA);
+  // The verdict is printed and flushed as soon as it is known, before any teardown: a crash at
+  // exit (or in a later case) cannot hide it from a GPU node's log.
+  const auto verdict = [&head](const std::string& text) {
+    std::printf("cuda graphs verdict [%s]: %s\n", head.value("kind", "?").c_str(), text.c_str());
+    std::fflush(stdout);
+  };
+  Trained graphed;
+  try {
+    graphed = train("graphed", head, options("on"), torch::kCUDA);
+  } catch (const std::exception& e) {
+    verdict(std::string("no capture: ") + e.what());
+    set_deterministic(false);
+    throw;
+  }
   set_deterministic(false);
+  {
+    bool same = eager.metrics == graphed.metrics && eager.weights.size() == graphed.weights.size();
+    for (std::size_t i = 0; same && i < eager.weights.size(); ++i) same = testing::same_bits(eager.weights[i], graphed.weights[i]);
+    const auto& counts = graphed.summary.value("cuda_graphs", nlohmann::json::object());
+    verdict(std::string("eager vs graphed ") + (same ? "same bits" : "DIFFER") + ", captured " +
+            counts.value("captured", nlohmann::json(0)).dump() + ", replayed " + counts.value("replayed", nlohmann::json(0)).dump() +
+            (counts.contains("eager_because") ? ", eager because " + counts.at("eager_because").dump() : std::string()));
+  }
   expect_same_bits(eager, graphed);
   const auto& graphs = graphed.summary.at("cuda_graphs");
   EXPECT_GE(graphs.at("captured").get<int>(), 3) << graphs.dump();
