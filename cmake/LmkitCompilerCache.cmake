@@ -8,8 +8,9 @@
 #   CCACHE_NOHASHDIR the build folder itself stays out of the hash (it only reaches debug information,
 #                    whose compilation directory is then the first clone's);
 #   CCACHE_SLOPPINESS pch_defines,time_macros: what ccache needs to cache a source compiled with a
-#                    precompiled header; include_file_mtime,include_file_ctime: the header is built
-#                    seconds before its users, which ccache would otherwise refuse as "too new".
+#                    precompiled header; include_file_mtime,include_file_ctime: the precompiled
+#                    header is written moments before its users read it, and a file modified during
+#                    the compilation is otherwise not cached.
 # The settings travel on the command line (`cmake -E env`), not in the user's ccache.conf.
 # LMKIT_CCACHE=OFF builds without it; a launcher given by hand (CMAKE_CXX_COMPILER_LAUNCHER) wins,
 # except a bare `ccache` (what older build folders were configured with), which gets these settings.
@@ -28,4 +29,8 @@ if(LMKIT_CCACHE AND LMKIT_CCACHE_PROGRAM
   set(CMAKE_C_COMPILER_LAUNCHER ${_lmkit_ccache_launcher})
   set(CMAKE_CXX_COMPILER_LAUNCHER ${_lmkit_ccache_launcher})
   message(STATUS "lmkit: compiling through ${LMKIT_CCACHE_PROGRAM} (base folder ${PROJECT_SOURCE_DIR})")
+elseif(NOT LMKIT_CCACHE AND CMAKE_CXX_COMPILER_LAUNCHER MATCHES "^([^;]*/)?ccache$")
+  # OFF means off, also in a build folder configured earlier with a bare ccache.
+  set(CMAKE_C_COMPILER_LAUNCHER "")
+  set(CMAKE_CXX_COMPILER_LAUNCHER "")
 endif()

@@ -16,7 +16,11 @@ std::int64_t wait_until(const std::function<bool()>& done, const PollingWaitLimi
   for (;;) {
     ++polls;
     if (done()) return polls;
-    std::this_thread::sleep_for(sleep);
+    if (limits.sleep) {
+      limits.sleep(sleep);
+    } else {
+      std::this_thread::sleep_for(sleep);
+    }
     sleep = std::min(sleep * 2, limits.longest_sleep);
   }
 }

@@ -13,6 +13,8 @@ struct PollingWaitLimits {
   int quick_polls = 64;                                // yields before the first sleep
   std::chrono::microseconds first_sleep{20};
   std::chrono::microseconds longest_sleep{500};
+  // How to sleep; empty: std::this_thread::sleep_for (a test records the sleeps instead).
+  std::function<void(std::chrono::microseconds)> sleep;
 };
 
 // Returns once done() is true; the number of polls it took (done() calls).

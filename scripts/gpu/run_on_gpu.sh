@@ -12,10 +12,11 @@
 # CPU suite. Every step is timed under one deadline and may fail
 # without stopping the next ones, except those that need what a failed step should have built.
 # Each step has a cap (a table below, --cap STEP=SECONDS) and gets the smaller of its cap and what is
-# left of the budget; its result line goes to stderr as soon as it ends and results.md is rewritten
-# then, so a run cut off by the node's time limit still shows what finished (results.md and logs/ in
-# the output folder too). --dry-run prints that plan without running anything (no GPU, Torch or build
-# needed) and fails when the caps do not fit the budget.
+# left of the budget; the whole run, packing the logs included, ends within --budget. results.md is
+# rewritten as each step starts (its row says it is running) and as it ends (its result line goes to
+# stderr too), so a run cut off by the node's time limit still shows what finished and where it was
+# cut (results.md and logs/ in the output folder too). --dry-run prints that plan without running
+# anything (no GPU, Torch or build needed) and fails when the caps do not fit the budget.
 #
 #   bash scripts/gpu/run_on_gpu.sh --quick     # facts, configure, lmkit + doctor, GPU tests (+ diagnose): a first probe
 #   bash scripts/gpu/run_on_gpu.sh             # also the rank timing, the benchmarks and the CPU suite
@@ -31,7 +32,8 @@
 #   diagnose reruns each GPU test that crashed, failed or was cut off, as one GoogleTest case, under
 #   gdb (else cuda-gdb: `-batch -ex run -ex 'thread apply all bt 15'`) and `compute-sanitizer --tool
 #   memcheck`, each capped by --diagnose-cap; warnings counts cuDNN's "not part of single contiguous
-#   chunk of memory" in the doctor's and ctest's logs (a count above 0 fails the step); determinism
+#   chunk of memory" in the logs of doctor, gpu_tests and cpu_suite that ran before it in this run
+#   (a count above 0 fails the step); determinism
 #   trains two runs from one seed per fused kernel's head through the lmkit executable
 #   (scripts/gpu/determinism_check.lua, LMKIT_DETERMINISTIC=1), with CUDA graphs off and on, each run
 #   capped at half the step's time; graphs times
@@ -40,18 +42,21 @@
 #   auto (when lmkit is built); reference
 #   measures lmkit.train against the original research code (scripts/bench_reference.sh: AWD-LSTM
 #   Softmax and MoS K=15 at PTB sizes), skipped when neither folder below is given.
-# Options: --budget SECONDS (default: the sum of the plan's caps): the whole run's deadline, each
-#            step gets what is left of it, up to its cap;
+# Options: --budget SECONDS (default: the sum of the plan's caps): the whole run's deadline, packing
+#            the logs included; each step gets what is left of it, up to its cap, less the 5 s a
+#            step stopped at its limit may take to end and the 2 s kept for packing;
 #          --cap STEP=SECONDS (repeatable, or STEP=S,STEP=S): a step's cap instead of the table's
 #            (step_caps below: what the step took on the H100 visit's 16 cores, with a margin);
 #          --if-time STEPS: steps run after the others only while time is left, each given what is
 #            left up to its cap; they are not counted in the plan's sum (a build that ends early
 #            leaves its time to them);
 #          --dry-run (or --plan): print the steps in order with their caps and the sum, and exit:
-#            1 when the sum (with PLAN_OVERHEAD for unpacking the prefix and packing the logs)
-#            exceeds --budget; a real run prints the same plan first and warns instead;
-#          --bench-steps N (200) --bench-warmup N (20) --bench-repeats R (1): timed steps per program,
-#          alternating lmkit.train, lmkit's Lua loop and the PyTorch yardstick R times per configuration;
+#            1 when the sum exceeds --budget; a real run prints the same plan first and warns
+#            instead. The sum includes a fixed 10 s that no cap covers: unpacking the prefix and
+#            the steps' starts (3 s), the last step's 5 s to end once stopped, packing the logs (2 s);
+#          --bench-steps N (200) --bench-warmup N (20) --bench-repeats R (1), each at least 1: timed
+#          steps per program, alternating lmkit.train, lmkit's Lua loop and the PyTorch yardstick R
+#          times per configuration;
 #          --bench-config "SIZE HEAD [BSZ]" (repeatable; default: ptb softmax,
 #            ptb mos, wt2 mos, wt2 softmax 15: the workloads with a PyTorch yardstick);
 #          --heads-config "SIZE HEAD [BSZ]" (repeatable; default: scripts/bench_heads.sh's on a GPU:
@@ -78,9 +83,11 @@
 #          --device cpu: a rehearsal of this driver on a machine without a GPU (CUDA off, CPU benchmarks).
 # PYTHON (default python3) is the Python whose torch lmkit is built against and the yardstick and the
 # original code run on.
+# Numbers are whole, without leading zeros, and at least 1 (--diagnose-max: 0 or more).
 # The output folder receives machine.txt (the node's facts), results.md (the table of steps, the
 # benchmark table, the tail of each failed step's log) and logs.tar.gz (every step's full log):
-# three files to copy back and attach to a report.
+# three files to copy back and attach to a report. A row "running since HH:MM:SS UTC" in results.md
+# names the step that was running when the run was killed outright.
 
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
@@ -395,7 +402,7 @@ PY
           bash scripts/bench.sh --device "$LMKIT_GPU_DEVICE" --threads 4 --config "$config" --repeats "$LMKIT_GPU_BENCH_REPEATS" \
             --steps "$LMKIT_GPU_BENCH_STEPS" --warmup "$LMKIT_GPU_BENCH_WARMUP" --ptb-steps "$LMKIT_GPU_BENCH_STEPS" --ptb-warmup "$LMKIT_GPU_BENCH_WARMUP") || { echo "$table"; echo "== $config: failed"; continue; }
         echo "$table"
-        header=$(grep -m1 -A1 '^| config' <<<"$table")
+        header=$(grep -m1 -A1 '^| config' <<<"$table" || true)
         rows+=("$(tail -1 <<<"$table")")
       done
       echo; echo "== all configurations"
@@ -569,9 +576,14 @@ declare -A step_caps=(
   [diagnose]=120 [warnings]=5 [determinism]=60 [graphs]=60 [build]=300 [rank]=60 [bench]=600
   [reference]=600 [heads]=600 [sharing]=300 [cpu_suite]=1200
 )
-# Seconds a plan keeps for what no cap covers: unpacking the carried prefix before the first step,
-# each step's start, packing the logs after the last.
-plan_overhead=10
+# Seconds a plan keeps for what no cap covers, a fixed 10 in all (plan_overhead): unpacking the
+# carried prefix before the first step and each step's start (3), the seconds a step stopped at its
+# limit gets to end before SIGKILL (step_stop_grace: every step's limit leaves them before the
+# steps' end), writing results.md and packing the logs after the last step (pack_seconds: the steps
+# end that much before the budget's end). So a run that fits its plan gives every step its cap, and
+# any run, packing included, ends within --budget.
+step_stop_grace=5 pack_seconds=2
+plan_overhead=$(( 3 + step_stop_grace + pack_seconds ))
 steps=("${all_steps[@]}") optional_steps=() caps_given=() dry_run=no
 budget="" build_dir=build-gpu
 export LMKIT_GPU_BENCH_STEPS=200 LMKIT_GPU_BENCH_WARMUP=20 LMKIT_GPU_BENCH_REPEATS=1 LMKIT_GPU_DEVICE=cuda
@@ -613,13 +625,21 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-# Counts and seconds are whole numbers (a typo would otherwise surface as a shell error mid-run).
-for pair in "--budget ${budget:-0}" "--bench-steps $LMKIT_GPU_BENCH_STEPS" "--bench-warmup $LMKIT_GPU_BENCH_WARMUP" \
-            "--bench-repeats $LMKIT_GPU_BENCH_REPEATS" "--rank-contexts $LMKIT_GPU_RANK_CONTEXTS" \
-            "--diagnose-cap $LMKIT_GPU_DIAGNOSE_CAP" "--diagnose-max $LMKIT_GPU_DIAGNOSE_MAX" \
-            "--test-timeout $LMKIT_GPU_TEST_TIMEOUT"; do
-  [[ ${pair#* } =~ ^[0-9]+$ ]] || { echo "run_on_gpu.sh: ${pair%% *} takes a whole number, got '${pair#* }'" >&2; exit 2; }
+# Counts and seconds are whole numbers without leading zeros (a typo would otherwise surface as a
+# shell error mid-run: bash reads 08 as a bad octal number), at least 1 where 0 means nothing (the
+# benchmarks' scripts refuse 0 steps or warm-up steps); --diagnose-max 0 means all.
+positive_options=("--bench-steps $LMKIT_GPU_BENCH_STEPS" "--bench-warmup $LMKIT_GPU_BENCH_WARMUP"
+  "--bench-repeats $LMKIT_GPU_BENCH_REPEATS" "--rank-contexts $LMKIT_GPU_RANK_CONTEXTS"
+  "--diagnose-cap $LMKIT_GPU_DIAGNOSE_CAP" "--test-timeout $LMKIT_GPU_TEST_TIMEOUT")
+[ -z "$budget" ] || positive_options+=("--budget $budget")
+for pair in "${positive_options[@]}"; do
+  [[ ${pair#* } =~ ^[1-9][0-9]*$ ]] ||
+    { echo "run_on_gpu.sh: ${pair%% *} takes a whole number ≥ 1 without leading zeros, got '${pair#* }'" >&2; exit 2; }
 done
+[[ $LMKIT_GPU_DIAGNOSE_MAX =~ ^(0|[1-9][0-9]*)$ ]] ||
+  { echo "run_on_gpu.sh: --diagnose-max takes a whole number (0: all) without leading zeros, got '$LMKIT_GPU_DIAGNOSE_MAX'" >&2; exit 2; }
+[[ $LMKIT_GPU_SHARING_K =~ ^[1-9][0-9]*( [1-9][0-9]*)*$ ]] ||
+  { echo "run_on_gpu.sh: --sharing-k takes whole numbers ≥ 1 without leading zeros, one space apart (\"1 2 4 8\"), got '$LMKIT_GPU_SHARING_K'" >&2; exit 2; }
 [[ $LMKIT_GPU_DIAGNOSE_TOOLS =~ ^(gdb|memcheck)(,(gdb|memcheck))*$ ]] ||
   { echo "run_on_gpu.sh: --diagnose-tools takes gdb, memcheck or gdb,memcheck, got '$LMKIT_GPU_DIAGNOSE_TOOLS'" >&2; exit 2; }
 [ -z "$LMKIT_GPU_CXX_STANDARD" ] || [[ $LMKIT_GPU_CXX_STANDARD =~ ^(17|20|23|26)$ ]] ||
@@ -713,7 +733,11 @@ rm -rf "$out/logs"
 mkdir -p "$out/logs"
 out=$(cd "$out" && pwd)
 export LMKIT_GPU_OUT_DIR=$out
-export LMKIT_GPU_DEADLINE=$(( $(date +%s) + budget ))
+# In milliseconds: the run's end (the budget from now), and the steps' end, pack_seconds before it so
+# that results.md and logs.tar.gz are written within the budget.
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+run_end_ms=$(( $(now_ms) + budget * 1000 ))
+steps_end_ms=$(( run_end_ms - pack_seconds * 1000 ))
 export LMKIT_GPU_ORIGINAL_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-} LMKIT_GPU_ORIGINAL_PATH=$PATH
 # All cores: nproc obeys OMP_NUM_THREADS, which an image may set.
 LMKIT_GPU_CORES=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
@@ -730,21 +754,29 @@ fi
 
 results=()  # "| step | seconds | status |" rows
 failed_logs=()
-declare -A recorded=()  # the steps with a row: the others are listed as not reached
+declare -A recorded=()  # the steps with a row: the others are listed as running or not reached
+# The step now running, for results.md and a signal's handler: its name, start (UTC, and for its
+# seconds), limit and why, log and process.
+current_step="" current_since="" current_start=0 current_limit="" current_log="" current_pid=""
 write_results() {
-  local step
+  local step log  # local: run_step's own log (the step's output) must survive this call
   {
     echo "# lmkit on a GPU machine: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
     echo
     echo "| step | seconds | status |"
     echo "|---|---|---|"
     printf '%s\n' "${results[@]}"
-    # The plan's steps not reached yet: after a kill, what never ran is named, not merely absent.
-    for step in "${steps[@]}"; do
-      [ -n "${recorded[$step]:-}" ] || echo "| $step | | not reached (cap ${step_caps[$step]} s) |"
-    done
-    for step in "${optional_steps[@]}"; do
-      [ -n "${recorded[$step]:-}" ] || echo "| $step | | not reached (if time is left, cap ${step_caps[$step]} s) |"
+    # The step running as this is written, then the plan's steps not reached yet: after a kill
+    # (SIGKILL: no handler runs), the step that was cut and what never ran are named, not merely absent.
+    for step in "${steps[@]}" "${optional_steps[@]}"; do
+      [ -z "${recorded[$step]:-}" ] || continue
+      if [ "$step" = "$current_step" ]; then
+        echo "| $step | | running since $current_since UTC (at most $current_limit): if this row stays, the run was cut here |"
+      elif [[ " ${steps[*]} " == *" $step "* ]]; then
+        echo "| $step | | not reached (cap ${step_caps[$step]} s) |"
+      else
+        echo "| $step | | not reached (if time is left, cap ${step_caps[$step]} s) |"
+      fi
     done
     if [ -f "$out/logs/bench.log" ]; then
       echo; echo "## Benchmarks (scripts/bench.sh --device $LMKIT_GPU_DEVICE: lmkit.train, lmkit's Lua loop, the PyTorch yardstick)"; echo
@@ -781,36 +813,45 @@ write_results() {
 
 say() { echo "$@" >&2; }  # progress: stderr, unbuffered, written as it happens
 
-# The step now running, for a signal's handler: its process, name, start and log.
-current_pid="" current_step="" current_start=0 current_log=""
 run_step() {
   local step=$1 log cap left limit="its cap" start rc=0 status detail
   log=$out/logs/$step.log
   [ "$step" = facts ] && log=$out/machine.txt
-  # The step's cap, or what is left of the budget when that is less.
-  cap=${step_caps[$step]} left=$(( LMKIT_GPU_DEADLINE - $(date +%s) ))
-  if [ "$left" -lt "$cap" ]; then
-    cap=$left limit="the budget's end"
-    if [ "$cap" -lt 10 ]; then record "$step" 0 "skipped: the budget is spent (${left}s left)"; return 1; fi
+  # The step's cap, or what is left until the steps' end when that is less: whole seconds, less the
+  # step_stop_grace that `timeout` gives a stopped step before SIGKILL, so that even a step that
+  # ignores SIGTERM has ended by then.
+  cap=${step_caps[$step]} left=$(( (steps_end_ms - $(now_ms)) / 1000 ))
+  if [ $(( left - step_stop_grace )) -lt "$cap" ]; then
+    cap=$(( left - step_stop_grace )) limit="the budget's end"
+    if [ "$cap" -lt 10 ]; then
+      [ "$left" -ge 0 ] || left=0
+      record "$step" 0 "skipped: the budget is spent (${left}s left before packing the logs: under 10 s for the step and ${step_stop_grace} s for its stop)"; return 1
+    fi
   fi
   say "== $step (at most ${cap}s: $limit)"
   start=$(date +%s%N)
   export LMKIT_GPU_STEP_DEADLINE=$(( $(date +%s) + cap ))
+  # results.md before the step starts, its row saying so: a run killed outright (SIGKILL, no
+  # handler) leaves that row, naming the step it was cut in.
+  current_step=$step current_since=$(date -u +%H:%M:%S) current_start=$start current_limit="${cap} s: $limit" current_log=$log
+  write_results
   # In the background, so that a signal to this script (the node's time limit) is handled at once.
-  timeout --kill-after=5 "$cap" bash "$self" --step "$step" >"$log" 2>&1 &
-  current_pid=$! current_step=$step current_start=$start current_log=$log
+  timeout --kill-after="$step_stop_grace" "$cap" bash "$self" --step "$step" >"$log" 2>&1 &
+  current_pid=$!
   wait "$current_pid" || rc=$?
-  current_pid=""
+  current_pid="" current_step=""
   case $rc in
     0) status=ok ;;
     124|137) status="cut at $limit (${cap}s)" ;;
     *) status="failed (exit $rc)" ;;
   esac
   # The step's own summary: its last "result: " line, else a ctest summary.
-  detail=$(grep '^result: ' "$log" | tail -1 | cut -c9-)
-  [ -n "$detail" ] || detail=$(grep -oE '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1)
+  # (|| true: a log without such a line is no error, under pipefail and set -e alike.)
+  detail=$(grep '^result: ' "$log" | tail -1 | cut -c9- || true)
+  [ -n "$detail" ] || detail=$(grep -oE '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1 || true)
   # lmkit doctor's verdict: "Everything passed on cuda." or "2 of 10 checks failed on cuda ...".
-  [ -n "$detail" ] || [ "$step" != doctor ] || detail=$(grep -E '^(Everything passed|[0-9]+ of [0-9]+ checks failed)' "$log" | tail -1)
+  [ -n "$detail" ] || [ "$step" != doctor ] ||
+    detail=$(grep -E '^(Everything passed|[0-9]+ of [0-9]+ checks failed)' "$log" | tail -1 || true)
   if [[ $step == @(cpu_suite|gpu_tests) ]] && grep -q "stop time has been passed" "$log"; then
     status="$status, ctest cut at its stop time (${cap}s)"
   fi
@@ -852,7 +893,9 @@ on_signal() {
     kill -TERM "$current_pid" 2>/dev/null || true   # timeout passes it on to the step's processes
     wait "$current_pid" 2>/dev/null || true
     failed_logs+=("$current_log")
-    record "$current_step" "$(elapsed "$current_start")" "cut off by SIG$1"
+    local step=$current_step
+    current_pid="" current_step=""
+    record "$step" "$(elapsed "$current_start")" "cut off by SIG$1"
   fi
   tar -C "$out" -czf "$out/logs.tar.gz" logs && rm -rf "$out/logs"
   say "run_on_gpu.sh: stopped by SIG$1; the results so far are in $out"
@@ -918,7 +961,18 @@ for step in "${steps[@]}" "${optional_steps[@]}"; do
 done
 
 write_results
-tar -C "$out" -czf "$out/logs.tar.gz" logs && rm -rf "$out/logs"
+# The logs packed in what is left of the budget (the steps ended pack_seconds before its end; at
+# least one second): a tar cut there leaves logs/ unpacked, as after a kill, and no logs.tar.gz.
+pack_ms=$(( run_end_ms - $(now_ms) ))
+[ "$pack_ms" -ge 1000 ] || pack_ms=1000
+if timeout --signal=KILL "$(( pack_ms / 1000 )).$(printf '%03d' $(( pack_ms % 1000 )))" \
+     tar -C "$out" -czf "$out/logs.tar.gz" logs; then
+  rm -rf "$out/logs"
+  packed="machine.txt, results.md, logs.tar.gz"
+else
+  rm -f "$out/logs.tar.gz"
+  packed="machine.txt, results.md, and logs/ unpacked: packing them did not end within the budget"
+fi
 trap - TERM INT HUP
 echo; cat "$out/results.md"
-echo; echo "run_on_gpu.sh: the results are in $out (machine.txt, results.md, logs.tar.gz)"
+echo; echo "run_on_gpu.sh: the results are in $out ($packed)"

@@ -3,9 +3,9 @@
 # fits its budget. The call is taken from the page itself (the fenced block after the line
 # "<!-- next-visit-call: ...", "The next visit"), so the page and this test cannot drift apart, and
 # run with --dry-run: scripts/gpu/run_on_gpu.sh then prints its plan and exits, needing no GPU, Torch
-# or build. Checked: the block fetches the prefix first and packs what goes to the node, the call
-# names its output folder and budget, the plan fits the budget, and the GPU tests, the determinism
-# runs and the graphs' timing come before every benchmark.
+# or build. Checked: the block fetches the prefix first and packs what goes to the node (into an
+# archive outside the tree), the call names its output folder and budget, the plan fits the budget,
+# and the GPU tests, the determinism runs and the graphs' timing come before every benchmark.
 set -euo pipefail
 root=${1:?usage: gpu_visit_plan.sh ROOT}
 page=$root/docs/development.md
@@ -28,8 +28,10 @@ call_line=$(line_of '^bash scripts/gpu/run_on_gpu\.sh ')
 if [ -z "$fetch_line" ] || [ "$fetch_line" -gt "$call_line" ]; then
   fail "the block must fetch the prefix first: 'bash scripts/gpu/fetch_debs.sh' before the run_on_gpu.sh call"
 fi
-grep -q '^tar -czf [^ ]*\.tar\.gz .*\.gpu-deps' <<<"$block" ||
-  fail "the block must pack what goes to the node: a 'tar -czf NAME.tar.gz' line that names .gpu-deps"
+# The archive outside the tree it packs (../NAME or an absolute path): inside it, tar reads its own
+# growing archive ("file changed as we read it") and a rerun packs the previous one.
+grep -qE '^tar -czf (\.\./|/)[^ ]*\.tar\.gz .*\.gpu-deps' <<<"$block" ||
+  fail "the block must pack what goes to the node: a 'tar -czf ../NAME.tar.gz' line (outside the tree it packs) that names .gpu-deps"
 call=$(sed -n "${call_line}p" <<<"$block")
 for option in --out --budget; do
   [[ " $call " == *" $option "* ]] || fail "the call names no $option: every result goes to the folder it is given, within its budget"

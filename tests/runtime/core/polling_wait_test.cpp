@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "runtime/core/polling_wait.h"
 
@@ -29,21 +30,15 @@ TEST(PollingWaitTest, ALongWaitSleepsInsteadOfSpinning) {
   EXPECT_GT(polls, 64) << "it returned before the thing was done";
 }
 
-TEST(PollingWaitTest, SleepsDoubleUpToTheLongest) {
-  // With no quick polls and 1 ms sleeps from the start, a 50 ms wait polls about 50 times.
+TEST(PollingWaitTest, SleepsDoubleFromTheFirstUpToTheLongest) {
   PollingWaitLimits limits;
-  limits.quick_polls = 0;
-  limits.first_sleep = std::chrono::milliseconds(1);
-  limits.longest_sleep = std::chrono::milliseconds(1);
-  std::atomic<bool> done{false};
-  std::thread setter([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    done = true;
-  });
-  const auto polls = wait_until([&] { return done.load(); }, limits);
-  setter.join();
-  EXPECT_LE(polls, 52);
-  EXPECT_GE(polls, 2);
+  limits.quick_polls = 2;
+  std::vector<long long> sleeps;
+  limits.sleep = [&sleeps](std::chrono::microseconds us) { sleeps.push_back(us.count()); };
+  int calls = 0;
+  EXPECT_EQ(wait_until([&calls] { return ++calls == 11; }, limits), 11);
+  // 2 quick polls, then a sleep after each of the 8 polls that were not yet done.
+  EXPECT_EQ(sleeps, (std::vector<long long>{20, 40, 80, 160, 320, 500, 500, 500}));
 }
 
 }  // namespace
