@@ -1,6 +1,8 @@
 // The protocol's loop: a step on a window, an epoch, validation, the best checkpoint, finetuning.
 #include <filesystem>
+#include <optional>
 
+#include "ops/graph_stream.h"
 #include "runtime/core/exception_text.h"
 #include "runtime/core/folders.h"
 #include "runtime/core/host_read.h"
@@ -121,6 +123,10 @@ torch::Tensor Trainer::State::launch_step(const torch::Tensor& window_input, con
 }
 
 bool Trainer::State::train_step(const data::Batch& window) {
+  // With CUDA graphs, every step — the eager ones before a capture, the capture, the replays and
+  // the read of the step's numbers — runs on the graphs' one stream (ops/graph_stream.h).
+  std::optional<ops::GraphStreamScope> on_graph_stream;
+  if (graphs) on_graph_stream.emplace(device);
   auto& groups = optimizer->groups();
   auto& main = groups[0];
   const double factor = schedule_factor();
