@@ -49,20 +49,26 @@ __global__ void __launch_bounds__(kRowThreads)
 }
 
 // ∂/∂l = coef·(onehot(t) − exp((z − max) − log_sum))·G'(l), written over l.
+// A 2-D grid: rows along y, each row's columns along x. An element's row and column come from
+// the grid, not from a 64-bit division of a flat index per element (which cost more than the
+// element's own arithmetic at WT2 sizes); the row's four numbers are read once per row.
 template <typename scalar_t>
 __global__ void backward_kernel(scalar_t* logits, const scalar_t* row_max, const scalar_t* log_sum, const scalar_t* coef,
                                 const int64_t* targets, int64_t M, int64_t N, int64_t K, int64_t k,
                                 bool transform, scalar_t c, scalar_t kappa) {
-  const int64_t total = M * N;
-  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
-       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t m = e / N, j = e - m * N;
+  for (int64_t m = blockIdx.y; m < M; m += gridDim.y) {
     const int64_t slot = m * K + k;
-    const scalar_t l = logits[e];
-    const scalar_t p = detail::exp_of((component_logit(l, transform, c, kappa) - row_max[slot]) - log_sum[slot]);
-    scalar_t g = coef[slot] * ((j == targets[m] ? scalar_t(1) : scalar_t(0)) - p);
-    if (transform) g *= detail::gss_transform_slope(l, c, kappa);
-    logits[e] = g;
+    const scalar_t max = row_max[slot], sum = log_sum[slot], weight = coef[slot];
+    const int64_t t = targets[m];
+    scalar_t* row = logits + m * N;
+    for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < N;
+         j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+      const scalar_t l = row[j];
+      const scalar_t p = detail::exp_of((component_logit(l, transform, c, kappa) - max) - sum);
+      scalar_t g = weight * ((j == t ? scalar_t(1) : scalar_t(0)) - p);
+      if (transform) g *= detail::gss_transform_slope(l, c, kappa);
+      row[j] = g;
+    }
   }
 }
 
@@ -86,7 +92,11 @@ const char* launch_mixture_component_backward(scalar_t* logits, const scalar_t* 
                                               const int64_t* targets, int64_t M, int64_t N, int64_t K,
                                               int64_t k, double c, double kappa, Stream stream) {
   if (M == 0 || N == 0) return nullptr;
-  backward_kernel<scalar_t><<<detail::elementwise_blocks(M * N, kThreads), kThreads, 0, stream>>>(
+  // Rows beyond the y-dimension's limit are taken by the blocks' loop; a row's columns by at most
+  // as many blocks as cover it once.
+  constexpr int64_t kMaxGridRows = 65535;
+  const dim3 grid(detail::elementwise_blocks(N, kThreads), static_cast<unsigned>(M < kMaxGridRows ? M : kMaxGridRows));
+  backward_kernel<scalar_t><<<grid, kThreads, 0, stream>>>(
       logits, row_max, log_sum, coef, targets, M, N, K, k, kappa != 1.0, static_cast<scalar_t>(c),
       static_cast<scalar_t>(kappa));
   return detail::launch_error();
