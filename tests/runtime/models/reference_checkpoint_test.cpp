@@ -17,13 +17,14 @@
 #include "runtime/heads/mos_head.h"
 #include "runtime/tensor_files/tensor_file.h"
 #include "tests/support/failure_text.h"
+#include "tests/support/source_tree.h"
 #include "tests/support/temporary_folder.h"
 
 namespace lmkit {
 namespace {
 
 std::string fixture(const std::string& name) {
-  return (std::filesystem::path(__FILE__).parent_path() / "files" / name).string();
+  return testing::source_tree_path("tests/runtime/models/files/" + name).string();
 }
 
 using testing::contains;

@@ -27,6 +27,7 @@
 #include "runtime/models/checkpoint.h"
 #include "runtime/tensor_files/tensor_file.h"
 #include "runtime/tensor_files/zip_archive.h"
+#include "tests/support/source_tree.h"
 #include "tests/support/temporary_folder.h"
 
 namespace lmkit {
@@ -80,7 +81,7 @@ class TensorFileFuzzTest : public testing::TemporaryFolderTest {
 
   std::vector<Seed> seeds() {
     std::vector<Seed> out;
-    const auto fixtures = std::filesystem::path(__FILE__).parent_path() / "files";
+    const auto fixtures = testing::source_tree_path("tests/runtime/tensor_files/files");
     for (const auto& entry : std::filesystem::directory_iterator(fixtures)) {
       const auto extension = entry.path().extension().string();
       if (extension == ".npy" || extension == ".npz" || extension == ".safetensors" || extension == ".pt") {

@@ -18,13 +18,14 @@
 #include "runtime/tensor/tensor_format.h"
 #include "runtime/tensor_files/zip_archive.h"
 #include "tests/support/failure_text.h"
+#include "tests/support/source_tree.h"
 #include "tests/support/temporary_folder.h"
 
 namespace lmkit {
 namespace {
 
 std::string fixture(const std::string& name) {
-  return (std::filesystem::path(__FILE__).parent_path() / "files" / name).string();
+  return testing::source_tree_path("tests/runtime/tensor_files/files/" + name).string();
 }
 
 // arange(n) in the stored dtype, as the fixture script writes every array (bool: i % 2 == 1).
