@@ -137,29 +137,24 @@ std::pair<torch::Tensor, torch::Tensor> plif_backward(const torch::Tensor& logit
   const auto g = contiguous_as(grad_out, l.scalar_type());
   const auto s = contiguous_as(slopes, torch::kFloat64);
   const int64_t n = l.numel(), K = s.numel();
-  // Intervals are sorted as int32 keys (half the radix-sort passes of int64).
+  // Intervals are sorted as 32-bit keys, and tile-local indices are 32-bit (ops/cuda/plif_kernels.cu).
   LMKIT_OP_CHECK(K <= std::numeric_limits<int32_t>::max(),
                  "plif: at most 2^31 − 1 slopes on CUDA, got " + integer_text(K));
   auto grad_logits = torch::empty(l.sizes(), l.options());
-  auto interval = torch::empty({n}, l.options().dtype(torch::kInt32));
   auto doubles = l.options().dtype(torch::kFloat64);
   auto grad_slopes = torch::empty({K}, doubles);
+  std::size_t scratch_bytes = 0;
+  check_launch(plif_slope_grad_scratch_bytes(n, K, &scratch_bytes), "plif backward (slope gradients)");
+  // Bytes from Torch's caching allocator (no cudaMalloc per step, and capturable in a CUDA graph).
+  auto scratch = torch::empty({static_cast<int64_t>(scratch_bytes)}, l.options().dtype(torch::kUInt8));
   AT_DISPATCH_FLOATING_TYPES(l.scalar_type(), "plif_backward_cuda", [&] {
     check_launch(launch_plif_backward_logits<scalar_t>(
                      l.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(), s.data_ptr<double>(),
-                     grad_logits.data_ptr<scalar_t>(), interval.data_ptr<int32_t>(), n, K, T,
-                     current_stream()),
+                     grad_logits.data_ptr<scalar_t>(), n, K, T, current_stream()),
                  "plif backward");
-    // A stable sort keeps equal intervals in element order, so the summation order below is a
-    // function of the data alone.
-    const auto sorted = torch::sort(interval, c10::optional<bool>(true), /*dim=*/0, /*descending=*/false);
-    const auto& sorted_interval = std::get<0>(sorted);
-    const auto& order = std::get<1>(sorted);
-    auto scratch = torch::empty({plif_slope_grad_scratch_size(n, K)}, doubles);
     check_launch(launch_plif_slope_grad<scalar_t>(
-                     l.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(), sorted_interval.data_ptr<int32_t>(),
-                     order.data_ptr<int64_t>(), scratch.data_ptr<double>(), grad_slopes.data_ptr<double>(),
-                     n, K, T, current_stream()),
+                     l.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(), scratch.data_ptr(), scratch_bytes,
+                     grad_slopes.data_ptr<double>(), n, K, T, current_stream()),
                  "plif backward (slope gradients)");
   });
   return {grad_logits, grad_slopes};

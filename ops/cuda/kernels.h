@@ -7,6 +7,7 @@
 // `stream` and returns nullptr on success or CUDA's message for the launch error.
 // Each launcher is instantiated for float and double (scalar_t); accumulations are noted per op.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 // The runtime's own stream handle type (cudaStream_t is `CUstream_st*`), named without its header.
@@ -34,23 +35,22 @@ const char* launch_gss_log_softmax_backward(const scalar_t* logits, const scalar
 template <typename scalar_t>
 const char* launch_plif_forward(const scalar_t* logits, const double* knots, const double* slopes,
                                 scalar_t* out, int64_t n, int64_t K, double T, Stream stream);
-// grad_logits[e] = g[e]·slopes[i] and interval[e] = i (the sort key for the slope gradient).
+// grad_logits[e] = g[e]·slopes[i].
 template <typename scalar_t>
 const char* launch_plif_backward_logits(const scalar_t* logits, const scalar_t* grad_out,
-                                        const double* slopes, scalar_t* grad_logits,
-                                        int32_t* interval, int64_t n, int64_t K, double T,
-                                        Stream stream);
-// Size of the scratch buffer (in doubles) that launch_plif_slope_grad needs for n elements, K slopes.
-int64_t plif_slope_grad_scratch_size(int64_t n, int64_t K);
-// The K slope gradients (double) from the elements in interval order: sorted_interval[p] is the
-// interval and order[p] the element index of sorted position p, as a *stable* sort of the keys
-// from launch_plif_backward_logits gives them. Every sum runs in a fixed order (element order
-// within fixed chunks, chunks in order), so the result is the same bits on every run; no atomics.
+                                        const double* slopes, scalar_t* grad_logits, int64_t n,
+                                        int64_t K, double T, Stream stream);
+// Bytes of device scratch that launch_plif_slope_grad needs for n elements and K slopes, written
+// to *bytes: O(min(n, 2^24) + K), whatever n is. Returns nullptr or CUDA's message.
+const char* plif_slope_grad_scratch_bytes(int64_t n, int64_t K, std::size_t* bytes);
+// The K slope gradients (double). The elements are taken in fixed tiles of 2^24; each tile's
+// intervals are sorted (a stable radix sort of 32-bit keys over the interval's bits only, 32-bit
+// element indices) and every sum runs in a fixed order (element order within fixed chunks, chunks
+// in order, tiles in order), so the result is the same bits on every run; no atomics.
 template <typename scalar_t>
-const char* launch_plif_slope_grad(const scalar_t* logits, const scalar_t* grad_out,
-                                   const int32_t* sorted_interval, const int64_t* order,
-                                   double* scratch, double* grad_slopes, int64_t n, int64_t K,
-                                   double T, Stream stream);
+const char* launch_plif_slope_grad(const scalar_t* logits, const scalar_t* grad_out, void* scratch,
+                                   std::size_t scratch_bytes, double* grad_slopes, int64_t n,
+                                   int64_t K, double T, Stream stream);
 
 // ── mixture_nll (ops/mixture_nll.h): one component k of K, logits block l [M, N] ──
 // Per row m (slot = m·K + k): z = G(l[m]) (G = GSS transform, skipped when kappa = 1),

@@ -153,6 +153,9 @@ std::vector<PlifCase> plif_cases() {
       // Narrow range: the two end intervals hold most logits, runs span many summation chunks.
       {"clamped", torch::randn({64, 3000}, torch::kFloat64) * 5, 7, 0.5},
       {"one interval", torch::randn({3, 1000}, torch::kFloat64), 1, 1.0},
+      // More logits than the CUDA kernel sorts at once (2^24): the slope sums continue across
+      // tiles, and intervals span the tiles' boundary.
+      {"two sort tiles", torch::randn({4097, 4097}, torch::kFloat64) * 6, 1000, 4.0},
   };
 }
 
@@ -184,10 +187,11 @@ TEST(OpsCudaTest, PlifSlopeGradientIsBitIdenticalAcrossRuns) {
   torch::manual_seed(12);
   const torch::Device gpu(torch::kCUDA);
   for (auto type : kTypes) {
-    // Enough logits that a nondeterministic reduction would almost surely show it.
-    auto l = (torch::randn({256, 4000}) * 8).to(gpu, type);
+    // Enough logits that a nondeterministic reduction would almost surely show it, and more than
+    // the kernel sorts at once (2^24), so the sums continue from tile to tile.
+    auto l = (torch::randn({4100, 4100}) * 8).to(gpu, type);
     auto v = torch::randn({100000}).to(gpu, type).requires_grad_();
-    auto g = torch::randn({256, 4000}).to(gpu, type);
+    auto g = torch::randn({4100, 4100}).to(gpu, type);
     auto first = torch::autograd::grad({plif(l, torch::softplus(v), 20.0)}, {v}, {g})[0];
     for (int run = 0; run < 3; ++run) {
       auto again = torch::autograd::grad({plif(l, torch::softplus(v), 20.0)}, {v}, {g})[0];
