@@ -20,6 +20,13 @@ namespace lmkit::ops {
 
 torch::Tensor plif(const torch::Tensor& logits, const torch::Tensor& slopes, double T);
 
+// The LMS-PLIF head's loss: −log_softmax(plif(logits))[m, targets[m]] for each row m of logits
+// [M, N] (targets: M int64 ids). With the op's kernels it holds one full-size tensor in forward
+// and in backward (f(l) is computed again there; l and the rows' log-sum-exp are saved), the
+// memory of Softmax's loss; the composition through plif() and log_softmax holds four.
+torch::Tensor plif_nll(const torch::Tensor& logits, const torch::Tensor& slopes, const torch::Tensor& targets,
+                       double T);
+
 // The same function composed from ATen ops (autograd through gather/cumsum): the test reference.
 torch::Tensor plif_reference(const torch::Tensor& logits, const torch::Tensor& slopes, double T);
 

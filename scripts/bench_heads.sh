@@ -2,7 +2,8 @@
 # What a head costs over Softmax in lmkit's own training step: lmkit.train (scripts/bench_lmkit_train.lua)
 # with each head beside Softmax at the same size, batch and token stream, alternating, on this machine.
 # Prints each run's raw JSON line, then one Markdown table of medians: tokens/s, the step time's ratio to
-# Softmax's, and peak memory (live tensors on a CUDA device, the process's peak RSS on the CPU).
+# Softmax's, and peak memory (live tensors: on a CUDA device Torch's count, on the CPU lmkit's counting
+# allocator's; each JSON line also has the process's peak RSS).
 #
 #   bash scripts/bench_heads.sh                                   # tiny gss, tiny plif (CPU)
 #   bash scripts/bench_heads.sh --device cuda --steps 200 --warmup 20    # the GPU table's heads
@@ -88,10 +89,10 @@ local function thousands(x)
   local s = ("%.0f"):format(x)
   return (s:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
 end
-local memory = cfg.device == "cpu" and "peak RSS MB" or "peak device MB (live tensors)"
+local memory = cfg.device == "cpu" and "peak host MB (live tensors)" or "peak device MB (live tensors)"
 if cfg.header then print(("| head (size, bptt×bsz, parameters) | tok/s | Softmax tok/s | step ms | Softmax step ms | step / Softmax | %s | memory / Softmax |"):format(memory))
 print("|---|---|---|---|---|---|---|---|") end
-local field = cfg.device == "cpu" and "peak_rss_mb" or "peak_device_mb"
+local field = cfg.device == "cpu" and "peak_host_tensor_mb" or "peak_device_mb"
 for _, key in ipairs(order) do
   local list = runs[key]
   local r = list[1]

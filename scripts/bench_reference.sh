@@ -7,14 +7,16 @@
 #
 #   bash scripts/bench_reference.sh --reference-awd ../awd-lstm-lm --reference-mos ../mos     # an H100: PTB sizes
 #   bash scripts/bench_reference.sh --reference-mos ../mos --batches 400 --warmup 40
+#   bash scripts/bench_reference.sh --size wt2 --reference-awd ../awd-lstm-lm --reference-mos ../mos   # WikiText-2 sizes
 #   PYTHON=/usr/bin/python3 bash scripts/bench_reference.sh --device cpu --size tiny --reference-awd ../awd-lstm-lm \
 #     --reference-mos ../mos --batches 20 --warmup 5 --threads 2                              # a CPU check, seconds
 #
 # --reference-awd DIR, --reference-mos DIR (either or both): the original code's folders, each with its
 #   main.py; they are only read: each is copied into the work folder and run there.
-# --device cuda|cpu (cuda); --size ptb|tiny (ptb: the papers' PTB sizes on a synthetic corpus of
-#   PTB's counts, 10,000 words and 929,589 / 73,760 / 82,430 tokens; tiny: 1,000 words and the
-#   sizes of bench_lmkit_train.lua's tiny model, for a CPU check); --batches N (200) timed batches,
+# --device cuda|cpu (cuda); --size ptb|wt2|tiny (ptb: the papers' PTB sizes on a synthetic corpus of
+#   PTB's counts, 10,000 words and 929,589 / 73,760 / 82,430 tokens; wt2: the papers' WikiText-2
+#   sizes on one of WikiText-2's counts, 33,278 words and 2,088,628 / 217,646 / 245,569 tokens;
+#   tiny: 1,000 words and the sizes of bench_lmkit_train.lua's tiny model, for a CPU check); --batches N (200) timed batches,
 #   after --warmup N (20); --threads T (2): the CPU threads of both programs; --cap SECONDS (900): the
 #   most each program may run; --work DIR: the scratch folder (kept; default a temporary folder,
 #   removed at the end).
@@ -22,14 +24,20 @@
 # the folder the script is run from); PYTHON: a python with torch (and numpy) for the original code
 # (default python3).
 #
-# The original code runs with its PTB-paper settings (AWD-LSTM: 400/1150/3, batch 20, bptt 70, lr 30;
-# MoS: 280/960/620, 15 experts, batch 12, bptt 70, lr 20, the dropouts of its README's PTB command;
-# seed 141; MoS with --single_gpu on CUDA) for one epoch, in the background, with --log-interval set
+# The original code runs with its papers' settings. PTB: AWD-LSTM 400/1150/3, batch 20, bptt 70,
+# lr 30; MoS 280/960/620, 15 experts, batch 12, bptt 70, lr 20, the dropouts of its README's PTB
+# command. WikiText-2: AWD-LSTM 400/1150/3, batch 80, lr 30, dropouti 0.65, dropouth 0.2 (its
+# README's WT2 command); MoS 300/1150/650, 15 experts, batch 15, lr 15, the dropouts and
+# --max_seq_len_delta 20 of its README's WT2 command, with --small_batch_size 15 (its 3-GPU
+# command's value, on one GPU): the README's single-GPU command splits each batch of 15 into three
+# of 5 to fit a 12 GB GPU, which an H100 does not need, and lmkit steps the batch of 15 at once.
+# Seed 141; MoS with --single_gpu on CUDA. For one epoch, in the background, with --log-interval set
 # so that the timed batches give at least four log lines; it is stopped (its process group) once
 # those lines have appeared: its epoch's end (validation, test) is never waited for. tokens/s =
 # batch size × the sampler's mean window length / the median ms/batch of the log lines after the
 # warm-up (the original samples each window as max(5, int(N(bptt', 5))), bptt' = bptt with
-# probability 0.95, else bptt / 2; MoS caps it at bptt + 40).
+# probability 0.95, else bptt / 2; MoS caps it at bptt + --max_seq_len_delta: 40 by default, 20 in
+# its WT2 command).
 # lmkit.train counts each window's own length. The one known incompatibility of the original code with
 # Torch ≥ 1.x is patched in the copies: WeightDrop in eval mode sets the raw Parameter back as the LSTM's
 # weight, and the next training forward then fails (awd-lstm-lm's issue #79); the copy's eval-mode
@@ -73,7 +81,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 case $device in cuda|cpu) ;; *) die 2 "--device must be cuda or cpu, got '$device'" ;; esac
-case $size in ptb|tiny) ;; *) die 2 "--size must be ptb or tiny, got '$size'" ;; esac
+case $size in ptb|wt2|tiny) ;; *) die 2 "--size must be ptb, wt2 or tiny, got '$size'" ;; esac
 for pair in "batches $batches" "warmup $warmup" "threads $threads" "cap $cap"; do
   read -r name value <<<"$pair"
   [[ $value =~ ^[1-9][0-9]*$ ]] || die 2 "--$name takes an integer ≥ 1, got '$value'"
@@ -166,8 +174,17 @@ done
 # --- the workloads -------------------------------------------------------------------------------
 # The papers' PTB settings; tiny keeps them but for bench_lmkit_train.lua's tiny model and batch 20.
 bptt=70
+mos_delta=40  # MoS's --max_seq_len_delta: the cap of its window lengths is bptt + this
 declare -A bsz args label
-if [ "$size" = ptb ]; then
+if [ "$size" = wt2 ]; then
+  vocab=33278 mos_delta=20
+  bsz[awd]=80 bsz[mos]=15
+  args[awd]="--emsize 400 --nhid 1150 --nlayers 3 --batch_size 80 --lr 30 --dropouti 0.65 --dropouth 0.2"
+  args[mos]="--emsize 300 --nhid 1150 --nhidlast 650 --nlayers 3 --n_experts 15 --batch_size 15 --small_batch_size 15"
+  args[mos]+=" --max_seq_len_delta 20 --lr 15 --dropout 0.4 --dropouti 0.55 --dropouth 0.2 --dropoutl 0.29"
+  label[awd]="AWD-LSTM Softmax, WikiText-2 sizes (400/1150/3, bsz 80, bptt 70)"
+  label[mos]="MoS K=15, WikiText-2 sizes (300/1150/650, bsz 15, bptt 70)"
+elif [ "$size" = ptb ]; then
   vocab=10000
   bsz[awd]=20 bsz[mos]=12
   args[awd]="--emsize 400 --nhid 1150 --nlayers 3"
@@ -182,8 +199,12 @@ else
   label[awd]="AWD-LSTM Softmax, tiny (32/64/3, bsz 20, bptt 70)"
   label[mos]="MoS K=15, tiny (32/64/32, bsz 20, bptt 70)"
 fi
-args[awd]+=" --batch_size ${bsz[awd]} --bptt $bptt --lr 30 --dropouti 0.4 --dropouth 0.25 --seed 141 --epochs 1"
-args[mos]+=" --batch_size ${bsz[mos]} --bptt $bptt --lr 20 --dropout 0.4 --dropouti 0.4 --dropouth 0.225 --dropoutl 0.29 --seed 141 --epochs 1"
+if [ "$size" != wt2 ]; then
+  args[awd]+=" --batch_size ${bsz[awd]} --lr 30 --dropouti 0.4 --dropouth 0.25"
+  args[mos]+=" --batch_size ${bsz[mos]} --lr 20 --dropout 0.4 --dropouti 0.4 --dropouth 0.225 --dropoutl 0.29"
+fi
+args[awd]+=" --bptt $bptt --seed 141 --epochs 1"
+args[mos]+=" --bptt $bptt --seed 141 --epochs 1"
 # --cuda is store_false in both: given, it turns CUDA off.
 if [ "$device" = cpu ]; then
   args[awd]+=" --cuda" args[mos]+=" --cuda"
@@ -221,7 +242,7 @@ PY
 }
 declare -A window
 window[awd]=$(mean_window "$bptt" 1e9)
-window[mos]=$(mean_window "$bptt" $(( bptt + 40 )))
+window[mos]=$(mean_window "$bptt" $(( bptt + mos_delta )))
 echo "original code's mean window length: AWD-LSTM ${window[awd]}, MoS ${window[mos]} tokens (bptt $bptt)"
 
 # --- the corpus ------------------------------------------------------------------------------------
@@ -229,13 +250,14 @@ echo "original code's mean window length: AWD-LSTM ${window[awd]}, MoS ${window[
 # (data.Corpus adds <eos> to each line). Word types w1..w(vocab-1), each one in the training split's
 # first lines, then uniform draws of a Park-Miller LCG; 5 to 40 words a line. Token counts include
 # each line's <eos>.
-if [ "$size" = ptb ]; then
+if [ "$size" != tiny ]; then
   n_train=929589 n_valid=73760 n_test=82430
+  [ "$size" = wt2 ] && n_train=2088628 n_valid=217646 n_test=245569
   # The run must end within the first epoch: `last` batches of at most ~1.2 bptt tokens per column.
   for w in "${workloads[@]}"; do
     need=$(( (last + 1) * bptt * 6 * ${bsz[$w]} / 5 ))
     [ "$need" -le "$n_train" ] ||
-      die 2 "--warmup $warmup --batches $batches: the original code's $((last + 1)) batches need ~$need training tokens at batch ${bsz[$w]}, more than PTB's $n_train (fewer batches)"
+      die 2 "--warmup $warmup --batches $batches: the original code's $((last + 1)) batches need ~$need training tokens at batch ${bsz[$w]}, more than the $n_train of --size $size (fewer batches)"
   done
 else
   need=$(( (last + 1) * bptt * 6 * 20 / 5 ))

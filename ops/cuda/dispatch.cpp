@@ -128,7 +128,8 @@ torch::Tensor plif_forward(const torch::Tensor& logits, const torch::Tensor& kno
 
 std::pair<torch::Tensor, torch::Tensor> plif_backward(const torch::Tensor& logits,
                                                       const torch::Tensor& slopes,
-                                                      const torch::Tensor& grad_out, double T) {
+                                                      const torch::Tensor& grad_out, double T,
+                                                      torch::Tensor grad_logits) {
   check_on_cuda(logits, "plif", "logits");
   check_same_device(logits, slopes, "plif", "slopes");
   check_same_device(logits, grad_out, "plif", "the incoming gradient");
@@ -140,7 +141,13 @@ std::pair<torch::Tensor, torch::Tensor> plif_backward(const torch::Tensor& logit
   // Intervals are sorted as 32-bit keys, and tile-local indices are 32-bit (ops/cuda/plif_kernels.cu).
   LMKIT_OP_CHECK(K <= std::numeric_limits<int32_t>::max(),
                  "plif: at most 2^31 − 1 slopes on CUDA, got " + integer_text(K));
-  auto grad_logits = torch::empty(l.sizes(), l.options());
+  if (grad_logits.defined()) {
+    // The callers in ops/plif.cpp make it; a mismatch is a bug there, not a user error.
+    TORCH_INTERNAL_ASSERT(grad_logits.is_contiguous() && grad_logits.sizes() == l.sizes() &&
+                          grad_logits.scalar_type() == l.scalar_type() && grad_logits.device() == l.device());
+  } else {
+    grad_logits = torch::empty(l.sizes(), l.options());
+  }
   auto doubles = l.options().dtype(torch::kFloat64);
   auto grad_slopes = torch::empty({K}, doubles);
   std::size_t scratch_bytes = 0;
@@ -148,14 +155,15 @@ std::pair<torch::Tensor, torch::Tensor> plif_backward(const torch::Tensor& logit
   // Bytes from Torch's caching allocator (no cudaMalloc per step, and capturable in a CUDA graph).
   auto scratch = torch::empty({static_cast<int64_t>(scratch_bytes)}, l.options().dtype(torch::kUInt8));
   AT_DISPATCH_FLOATING_TYPES(l.scalar_type(), "plif_backward_cuda", [&] {
-    check_launch(launch_plif_backward_logits<scalar_t>(
-                     l.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(), s.data_ptr<double>(),
-                     grad_logits.data_ptr<scalar_t>(), n, K, T, current_stream()),
-                 "plif backward");
+    // The slope sums first: they read the incoming gradient, which grad_logits may be.
     check_launch(launch_plif_slope_grad<scalar_t>(
                      l.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(), scratch.data_ptr(), scratch_bytes,
                      grad_slopes.data_ptr<double>(), n, K, T, current_stream()),
                  "plif backward (slope gradients)");
+    check_launch(launch_plif_backward_logits<scalar_t>(
+                     l.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(), s.data_ptr<double>(),
+                     grad_logits.data_ptr<scalar_t>(), n, K, T, current_stream()),
+                 "plif backward");
   });
   return {grad_logits, grad_slopes};
 }

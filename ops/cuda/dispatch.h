@@ -20,9 +20,12 @@ torch::Tensor gss_log_softmax_backward(const torch::Tensor& logits, const torch:
 torch::Tensor plif_forward(const torch::Tensor& logits, const torch::Tensor& knots,
                            const torch::Tensor& slopes, double T);
 // Returns (∂/∂logits like logits, ∂/∂slopes [K] in double), the latter the same bits on every run.
+// ∂/∂logits is written into grad_logits when it is given (contiguous, like logits; it may be
+// grad_out itself), else into a new tensor.
 std::pair<torch::Tensor, torch::Tensor> plif_backward(const torch::Tensor& logits,
                                                       const torch::Tensor& slopes,
-                                                      const torch::Tensor& grad_out, double T);
+                                                      const torch::Tensor& grad_out, double T,
+                                                      torch::Tensor grad_logits = {});
 
 // ops/mixture_nll.h, component k. logits: the block h_k·Eᵀ + b [M, N], contiguous. Fills column k
 // of a, row_max and log_sum ([M, K], contiguous, logits' dtype; the normalizer is their sum).

@@ -21,6 +21,11 @@ torch::Tensor PlifHeadImpl::log_probs(const torch::Tensor& h, const Decoder& dec
   return torch::log_softmax(ops::plif(l, slopes().to(l.scalar_type()), options.T()), 1);
 }
 
+torch::Tensor PlifHeadImpl::nll(const torch::Tensor& h, const torch::Tensor& targets, const Decoder& decoder) {
+  auto l = decoder.logits(rows_of(h));
+  return ops::plif_nll(l, slopes().to(l.scalar_type()), targets.reshape({-1}), options.T());
+}
+
 torch::Tensor PlifHeadImpl::f_logits(const torch::Tensor& h, const Decoder& decoder) {
   auto l = decoder.logits(rows_of(h));
   const auto s = slopes().to(l.scalar_type());

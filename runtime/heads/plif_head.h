@@ -35,6 +35,8 @@ class PlifHeadImpl : public HeadImpl {
   nlohmann::json config() const override;
   torch::Tensor log_probs(const torch::Tensor& h, const Decoder& decoder) override;
   torch::Tensor f_logits(const torch::Tensor& h, const Decoder& decoder) override;
+  // ops::plif_nll: the loss in Softmax's memory (one full-size tensor in forward and in backward).
+  torch::Tensor nll(const torch::Tensor& h, const torch::Tensor& targets, const Decoder& decoder) override;
   std::vector<torch::Tensor> own_lr_parameters() override;
   std::optional<double> own_lr() const override { return options.lr(); }
   torch::Tensor slopes() const { return torch::softplus(v); }

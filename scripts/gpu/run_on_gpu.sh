@@ -41,7 +41,7 @@
 #   buys that step, or the op that refused capture), then lmkit.train with cuda_graphs off and
 #   auto (when lmkit is built); reference
 #   measures lmkit.train against the original research code (scripts/bench_reference.sh: AWD-LSTM
-#   Softmax and MoS K=15 at PTB sizes), skipped when neither folder below is given.
+#   Softmax and MoS K=15 at the sizes of --reference-sizes), skipped when neither folder below is given.
 # Options: --budget SECONDS (default: the sum of the plan's caps): the whole run's deadline, packing
 #            the logs included; each step gets what is left of it, up to its cap, less the 5 s a
 #            step stopped at its limit may take to end and the 2 s kept for packing;
@@ -67,6 +67,8 @@
 #          --reference-awd DIR, --reference-mos DIR: the original code's folders (git clones of
 #            salesforce/awd-lstm-lm and zihangdai/mos, only read; a relative DIR is taken from the
 #            folder the script is run from); the reference step's timed batches and warm-up are --bench-*'s;
+#          --reference-sizes LIST (ptb): the reference step's sizes, ptb and/or wt2, in order (e.g.
+#            ptb,wt2), the step's time shared between them;
 #          --rank-contexts N (82430, PTB test); --build-dir DIR (build-gpu, under the repository root);
 #          --out DIR: the output folder (default: $LMKIT_GPU_OUT, else ./gpu-out in the repository
 #            root; a relative DIR is taken from the folder the script is run from);
@@ -513,19 +515,23 @@ print(ratio(texts[0], texts[1], "yardstick") + ("; " + ratio(texts[2], texts[3],
       [ -z "$LMKIT_GPU_REFERENCE_AWD" ] || { reference_args+=(--reference-awd "$LMKIT_GPU_REFERENCE_AWD"); programs=$((programs + 2)); }
       [ -z "$LMKIT_GPU_REFERENCE_MOS" ] || { reference_args+=(--reference-mos "$LMKIT_GPU_REFERENCE_MOS"); programs=$((programs + 2)); }
       [ "$programs" -gt 0 ] || { echo "result: skipped: no --reference-awd or --reference-mos given"; exit 0; }
+      IFS=, read -r -a sizes <<<"$LMKIT_GPU_REFERENCE_SIZES"
+      [ "$LMKIT_GPU_DEVICE" = cpu ] && sizes=(tiny)
       left=$(( $(step_left) - 20 ))
-      cap=$(( left / programs ))
+      cap=$(( left / (programs * ${#sizes[@]}) ))
       [ "$cap" -ge 30 ] || cap=30
-      size=ptb
-      [ "$LMKIT_GPU_DEVICE" = cpu ] && size=tiny
-      rc=0
-      LMKIT="$build/lmkit" PYTHON=/tmp/lmkit-machine-python bash scripts/bench_reference.sh --device "$LMKIT_GPU_DEVICE" \
-        --size "$size" --threads 4 --batches "$LMKIT_GPU_BENCH_STEPS" --warmup "$LMKIT_GPU_BENCH_WARMUP" --cap "$cap" \
-        --work "$LMKIT_GPU_OUT_DIR/logs/reference" "${reference_args[@]}" || rc=$?
-      # Its logs (the original code's and lmkit's) travel in logs.tar.gz; the copies of the code, the
-      # corpus and the runs' folders do not.
-      find "$LMKIT_GPU_OUT_DIR/logs/reference" -mindepth 1 -maxdepth 1 ! -name logs -exec rm -rf {} +
-      echo "result: $(grep '^ratios: ' "$LMKIT_GPU_OUT_DIR/logs/reference.log" 2>/dev/null | tail -1 | cut -c9- || true)"
+      rc=0 ratios=()
+      for size in "${sizes[@]}"; do
+        echo "== reference, size $size"
+        LMKIT="$build/lmkit" PYTHON=/tmp/lmkit-machine-python bash scripts/bench_reference.sh --device "$LMKIT_GPU_DEVICE" \
+          --size "$size" --threads 4 --batches "$LMKIT_GPU_BENCH_STEPS" --warmup "$LMKIT_GPU_BENCH_WARMUP" --cap "$cap" \
+          --work "$LMKIT_GPU_OUT_DIR/logs/reference-$size" "${reference_args[@]}" || rc=$?
+        # Its logs (the original code's and lmkit's) travel in logs.tar.gz; the copies of the code,
+        # the corpus and the runs' folders do not.
+        find "$LMKIT_GPU_OUT_DIR/logs/reference-$size" -mindepth 1 -maxdepth 1 ! -name logs -exec rm -rf {} +
+        ratios+=("$size: $(grep '^ratios: ' "$LMKIT_GPU_OUT_DIR/logs/reference.log" 2>/dev/null | tail -1 | cut -c9- || true)")
+      done
+      echo "result: $(join '; ' "${ratios[@]}")"
       exit $rc
       ;;
     heads)
@@ -591,7 +597,7 @@ export LMKIT_GPU_RANK_CONTEXTS=82430 LMKIT_GPU_PYTHON=${PYTHON:-python3} LMKIT_G
 export LMKIT_GPU_DIAGNOSE_CAP=300 LMKIT_GPU_DIAGNOSE_MAX=0 LMKIT_GPU_DIAGNOSE_TOOLS=gdb,memcheck
 export LMKIT_GPU_TEST_TIMEOUT=300 LMKIT_GPU_CXX_STANDARD=""
 bench_configs=() heads_configs=() graph_configs=()
-out=${LMKIT_GPU_OUT:-} reference_awd="" reference_mos=""
+out=${LMKIT_GPU_OUT:-} reference_awd="" reference_mos="" reference_sizes=ptb
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) steps=("${quick_steps[@]}") ;;
@@ -616,6 +622,7 @@ while [ $# -gt 0 ]; do
     --cxx-standard) LMKIT_GPU_CXX_STANDARD=$2; shift ;;
     --reference-awd) reference_awd=$2; shift ;;
     --reference-mos) reference_mos=$2; shift ;;
+    --reference-sizes) reference_sizes=$2; shift ;;
     --build-dir) build_dir=$2; shift ;;
     --device) LMKIT_GPU_DEVICE=$2; shift ;;
     --out) out=$2; shift ;;
@@ -688,7 +695,9 @@ for folder in "--reference-awd $reference_awd" "--reference-mos $reference_mos";
   [ -z "${folder#--reference-??? }" ] || [ -f "${folder#--reference-??? }/main.py" ] ||
     { echo "run_on_gpu.sh: ${folder%% *}: no main.py in '${folder#--reference-??? }' (a git clone of the original code; scripts/gpu/README.md)" >&2; exit 2; }
 done
-export LMKIT_GPU_REFERENCE_AWD=$reference_awd LMKIT_GPU_REFERENCE_MOS=$reference_mos
+[[ $reference_sizes =~ ^(ptb|wt2)(,(ptb|wt2))*$ ]] ||
+  { echo "run_on_gpu.sh: --reference-sizes takes ptb and/or wt2, separated by commas (e.g. ptb,wt2), got '$reference_sizes'" >&2; exit 2; }
+export LMKIT_GPU_REFERENCE_AWD=$reference_awd LMKIT_GPU_REFERENCE_MOS=$reference_mos LMKIT_GPU_REFERENCE_SIZES=$reference_sizes
 export LMKIT_GPU_BUILD=$root/$build_dir
 [[ $build_dir = /* ]] && LMKIT_GPU_BUILD=$build_dir
 

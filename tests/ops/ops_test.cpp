@@ -1,6 +1,7 @@
 // The custom ops against their composed ATen references and against finite differences (float64).
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 
 #include "ops/device_memory.h"
@@ -8,6 +9,7 @@
 #include "ops/mixture_nll.h"
 #include "ops/plif.h"
 #include "runtime/core/error.h"
+#include "runtime/core/tensor_memory.h"
 #include "tests/support/gradcheck.h"
 
 namespace lmkit::ops {
@@ -122,6 +124,95 @@ TEST(PlifTest, SlopeGradientIsDeterministic) {
   auto first = torch::autograd::grad({plif(l, torch::softplus(v), 20.0)}, {v}, {g})[0];
   auto second = torch::autograd::grad({plif(l, torch::softplus(v), 20.0)}, {v}, {g})[0];
   EXPECT_TRUE(torch::equal(first, second));
+}
+
+// The composed loss −log_softmax(f(l))[t] through autograd (plif_reference: ATen ops only).
+torch::Tensor composed_plif_nll(const torch::Tensor& l, const torch::Tensor& s, const torch::Tensor& t, double T) {
+  return -torch::log_softmax(plif_reference(l, s, T), 1).gather(1, t.reshape({-1, 1})).squeeze(1);
+}
+
+TEST(PlifNllTest, MatchesTheComposedLossAndItsGradients) {
+  torch::manual_seed(21);
+  const double T = 2.0;
+  auto l = (torch::randn({13, 57}, kDouble) * 3).requires_grad_();  // many beyond ±T
+  auto s = (torch::rand({9}, kDouble) + 0.1).requires_grad_();
+  const auto t = torch::randint(57, {13}, torch::kInt64);
+  const auto g = torch::randn({13}, kDouble);
+  auto got = plif_nll(l, s, t, T);
+  auto want = composed_plif_nll(l, s, t, T);
+  EXPECT_TRUE(torch::allclose(got, want, 1e-12, 1e-12));
+  auto got_grads = torch::autograd::grad({got}, {l, s}, {g});
+  auto want_grads = torch::autograd::grad({want}, {l, s}, {g});
+  EXPECT_TRUE(torch::allclose(got_grads[0], want_grads[0], 1e-12, 1e-12));
+  EXPECT_TRUE(torch::allclose(got_grads[1], want_grads[1], 1e-10, 1e-10));
+}
+
+TEST(PlifNllTest, GradientsMatchFiniteDifferences) {
+  torch::manual_seed(22);
+  const double T = 2.0;
+  // Logits away from the knots, so that the finite differences stay on one piece.
+  auto l = (torch::rand({4, 9}, kDouble) * 5.6 - 2.8 + 0.013).requires_grad_();
+  auto s = (torch::rand({4}, kDouble) + 0.5).requires_grad_();
+  const auto t = torch::tensor({0, 8, 3, 3}, torch::kInt64);
+  EXPECT_LT(gradient_error([&](const auto& in) { return plif_nll(in[0], in[1], t, T); }, {l, s}), 1e-7);
+}
+
+TEST(PlifNllTest, Float32AgreesWithFloat64AtLargeLogits) {
+  torch::manual_seed(23);
+  const double T = 5.0;
+  const auto l64 = torch::randn({8, 3000}, kDouble) * 400;
+  const auto s64 = torch::rand({50}, kDouble) + 0.5;
+  const auto t = torch::randint(3000, {8}, torch::kInt64);
+  const auto truth = composed_plif_nll(l64, s64, t, T);
+  const auto got = plif_nll(l64.to(torch::kFloat32), s64.to(torch::kFloat32), t, T).to(torch::kFloat64);
+  EXPECT_TRUE(torch::isfinite(got).all().item<bool>());
+  // float32's ulp at ~2000 is 1.2e-4.
+  EXPECT_LT((got - truth).abs().max().item<double>(), 2e-3);
+}
+
+// Softmax's memory: one full-size tensor in forward (f, freed before it returns) and in backward
+// (the logits' gradient, which f's second computation becomes). The composition through plif()
+// and log_softmax holds f and log_softmax's output in forward, and at least two more in backward.
+TEST(PlifNllTest, HoldsOneFullSizeTensorInForwardAndInBackward) {
+  count_host_tensor_memory();
+  torch::manual_seed(24);
+  const double T = 5.0;
+  const int64_t M = 256, N = 4096;
+  const double full = static_cast<double>(M * N * sizeof(float));
+  auto l = (torch::randn({M, N}) * 4).requires_grad_();
+  auto s = (torch::rand({100}) + 0.5).requires_grad_();
+  const auto t = torch::randint(N, {M}, torch::kInt64);
+  // The first call on a device runs the kernel's self-check: not part of what is measured.
+  plif_nll(l.detach().narrow(0, 0, 2), s.detach(), t.narrow(0, 0, 2), T);
+  const auto measure = [&](const std::function<torch::Tensor()>& loss) {
+    l.mutable_grad() = torch::Tensor();
+    s.mutable_grad() = torch::Tensor();
+    reset_peak_host_tensor_bytes();
+    const auto before = host_tensor_bytes();
+    auto value = loss().sum();
+    const double forward = static_cast<double>(peak_host_tensor_bytes() - before) / full;
+    reset_peak_host_tensor_bytes();
+    const auto before_backward = host_tensor_bytes();
+    value.backward();
+    const double backward = static_cast<double>(peak_host_tensor_bytes() - before_backward) / full;
+    return std::make_pair(forward, backward);
+  };
+  const auto [forward, backward] = measure([&] { return plif_nll(l, s, t, T); });
+  EXPECT_LT(forward, 1.25) << "full-size tensors at once in forward";
+  EXPECT_LT(backward, 1.25) << "full-size tensors at once in backward";
+  // The measure tells the two apart.
+  const auto [composed_forward, composed_backward] =
+      measure([&] { return -torch::log_softmax(plif(l, s, T), 1).gather(1, t.reshape({-1, 1})).squeeze(1); });
+  EXPECT_GT(composed_forward, 1.75);
+  EXPECT_GT(composed_backward, 1.75);
+}
+
+TEST(PlifNllTest, BadTargetsAreNamed) {
+  const auto l = torch::randn({3, 5});
+  const auto s = torch::ones({4});
+  EXPECT_THROW(plif_nll(l, s, torch::tensor({0, 1, 5}, torch::kInt64), 1.0), UsageError);
+  EXPECT_THROW(plif_nll(l, s, torch::tensor({0, 1}, torch::kInt64), 1.0), UsageError);
+  EXPECT_THROW(plif_nll(l, s, torch::tensor({0, 1, 2}, torch::kInt32), 1.0), UsageError);
 }
 
 struct MixtureCase {
