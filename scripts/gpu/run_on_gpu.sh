@@ -74,8 +74,12 @@
 #            root; a relative DIR is taken from the folder the script is run from);
 #          --test-timeout SECONDS (300): ctest's limit per test (gpu_tests, cpu_suite), lowered to
 #            what is left of the step;
-#          --diagnose-tools LIST (gdb,memcheck): the reruns of diagnose, gdb (else cuda-gdb) and/or
-#            memcheck (compute-sanitizer); `--diagnose-tools gdb` for a short visit;
+#          --diagnose-tools LIST (gdb,memcheck): the reruns of diagnose, in this order: ab (the test
+#            again with LMKIT_TEST_QUICK_EXIT=1, which ends the process with std::_Exit right after
+#            the tests, and again with lmkit's malloc settings as GLIBC_TUNABLES: a crash that the
+#            quick exit removes is in the process's teardown, one that the malloc settings remove
+#            depends on glibc's malloc settings), gdb (else cuda-gdb) and/or memcheck
+#            (compute-sanitizer); `--diagnose-tools ab` or `gdb` for a short visit;
 #          --diagnose-cap SECONDS (300): the most each rerun of diagnose may take, within the
 #            diagnose step's own cap (--cap diagnose=SECONDS: raise both for long reruns);
 #          --diagnose-max N (0: all): diagnose the first N tests that did not pass (crashes first);
@@ -167,6 +171,7 @@ if [ "${1:-}" = --step ]; then
     # The tools: gdb, else cuda-gdb (the same arguments), and compute-sanitizer, from PATH or CUDA;
     # only those --diagnose-tools names (gdb alone for a short visit: memcheck runs a test ~10x slower).
     local cuda_bin=${CUDA_HOME:-/usr/local/cuda}/bin debugger="" sanitizer="" tool wanted=()
+    [[ ,$LMKIT_GPU_DIAGNOSE_TOOLS, == *,ab,* ]] && wanted+=(ab)
     [[ ,$LMKIT_GPU_DIAGNOSE_TOOLS, == *,gdb,* ]] && wanted+=(debugger)
     [[ ,$LMKIT_GPU_DIAGNOSE_TOOLS, == *,memcheck,* ]] && wanted+=(sanitizer)
     for tool in gdb cuda-gdb "$cuda_bin/cuda-gdb" /usr/local/cuda/bin/cuda-gdb; do
@@ -215,7 +220,35 @@ PY
         cap=$LMKIT_GPU_DIAGNOSE_CAP
         [ "$left" -lt "$cap" ] && cap=$left
         if [ "$cap" -lt 10 ]; then found+=("$tool: no time left in the step's cap"); continue; fi
-        if [ "$tool" = debugger ]; then
+        if [ "$tool" = ab ]; then
+          # Two reruns without a tool, each at most half of the cap: the crash with the teardown
+          # skipped, and with the malloc settings the lmkit executable uses (host_memory.cpp's
+          # mallopt calls; the test program keeps glibc's defaults).
+          local variant variant_cap outcome ab_log outcomes=() milestone
+          for variant in quick_exit lmkit_malloc; do
+            variant_cap=$(( cap / 2 ))
+            ab_log=$dir/$file.$variant.log
+            echo "== $name ($status): again with $variant, at most ${variant_cap}s -> logs/diagnose/${ab_log##*/}"
+            if [ "$variant" = quick_exit ]; then
+              timeout --kill-after=5 "$variant_cap" sh "$rerun" env LMKIT_TEST_QUICK_EXIT=1 LMKIT_TEST_MILESTONES=1 >"$ab_log" 2>&1
+            else
+              timeout --kill-after=5 "$variant_cap" sh "$rerun" env LMKIT_TEST_MILESTONES=1 \
+                GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824:glibc.malloc.top_pad=67108864 \
+                >"$ab_log" 2>&1
+            fi
+            rc=$?
+            case $rc in
+              0) outcome="passed" ;;
+              124|137) outcome="cut at ${variant_cap}s" ;;
+              *) if [ "$rc" -gt 128 ]; then outcome="signal $((rc - 128)) (exit $rc)"; else outcome="exit $rc"; fi ;;
+            esac
+            # The last milestone reached: where a crash came.
+            milestone=$(grep -oE '^\[ milestone \] .*' "$ab_log" | tail -1 | cut -c15-90)
+            outcomes+=("$variant: $outcome${milestone:+ (last milestone: $milestone)}")
+            grep -E '^\[ milestone \]|^\[  (FAILED|PASSED)  \]' "$ab_log" | tail -4
+          done
+          found+=("ab: $(join ', ' "${outcomes[@]}")")
+        elif [ "$tool" = debugger ]; then
           [ -n "$debugger" ] || { found+=("no gdb or cuda-gdb"); continue; }
           gdb_log=$dir/$file.gdb.log
           echo "== $name ($status): ${debugger##*/} -batch, at most ${cap}s -> logs/diagnose/${gdb_log##*/}"
@@ -647,8 +680,8 @@ done
   { echo "run_on_gpu.sh: --diagnose-max takes a whole number (0: all) without leading zeros, got '$LMKIT_GPU_DIAGNOSE_MAX'" >&2; exit 2; }
 [[ $LMKIT_GPU_SHARING_K =~ ^[1-9][0-9]*( [1-9][0-9]*)*$ ]] ||
   { echo "run_on_gpu.sh: --sharing-k takes whole numbers ≥ 1 without leading zeros, one space apart (\"1 2 4 8\"), got '$LMKIT_GPU_SHARING_K'" >&2; exit 2; }
-[[ $LMKIT_GPU_DIAGNOSE_TOOLS =~ ^(gdb|memcheck)(,(gdb|memcheck))*$ ]] ||
-  { echo "run_on_gpu.sh: --diagnose-tools takes gdb, memcheck or gdb,memcheck, got '$LMKIT_GPU_DIAGNOSE_TOOLS'" >&2; exit 2; }
+[[ $LMKIT_GPU_DIAGNOSE_TOOLS =~ ^(ab|gdb|memcheck)(,(ab|gdb|memcheck))*$ ]] ||
+  { echo "run_on_gpu.sh: --diagnose-tools takes ab, gdb and/or memcheck, separated by commas (e.g. ab,gdb), got '$LMKIT_GPU_DIAGNOSE_TOOLS'" >&2; exit 2; }
 [ -z "$LMKIT_GPU_CXX_STANDARD" ] || [[ $LMKIT_GPU_CXX_STANDARD =~ ^(17|20|23|26)$ ]] ||
   { echo "run_on_gpu.sh: --cxx-standard takes 17, 20, 23 or 26, got '$LMKIT_GPU_CXX_STANDARD'" >&2; exit 2; }
 # The issue's workloads that the training benchmarks express: "SIZE HEAD [BSZ]".
