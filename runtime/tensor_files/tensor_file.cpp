@@ -77,33 +77,31 @@ Listed npz_member(const ZipMember& member, const std::string& where) {
           }};
 }
 
-// The tensors of a torch.save archive: described by its pickle. A tensor alone on its storage is
-// read from the span of the storage it covers (a view of a large storage does not copy the rest);
+// Where a torch.save file keeps a storage's bytes: a member of the zip archive (read through
+// member_bytes, its CRC-32 checked once) or a span of the legacy format's file (read in place).
+struct StorageSource {
+  std::string name;      // in messages and as the key of the storages read once
+  std::uint64_t size = 0;  // bytes
+  // `reader`: who reads it, for the messages (the tensor's place in the file).
+  std::function<std::string_view(std::string& buffer, bool check, const std::string& reader)> bytes;
+};
+
+// The tensors of a torch.save file, described by its pickle: `pickled` as torch_pickle.h lists
+// them, `storage_of` the source of a storage key (nullptr: missing). A tensor alone on its storage
+// is read from the span of the storage it covers (a view of a large storage does not copy the rest);
 // tensors sharing a storage are views of one copy of it, as in PyTorch (2,000 views of a 4 MB
-// storage cost 4 MB, not 8 GB). `file_bytes`: the size of the file the archive came from, for the
-// pickle's build budget.
-std::vector<Listed> torch_save_entries(const std::string& where, const std::vector<ZipMember>& members, const ZipMember& pickle,
-                                       std::uint64_t file_bytes, const std::vector<std::string>& wanted = {}) {
-  const auto prefix = pickle.name.substr(0, pickle.name.size() - std::string("data.pkl").size());
-  // torch.save stores its pickle uncompressed, kilobytes to megabytes: a larger one is not a model's.
-  if (pickle.size > (std::uint64_t{1} << 30)) throw EnvironmentError(where + ": its data.pkl claims more than 1 GiB: it is damaged");
-  if (pickle.size > build_budget(file_bytes)) {
-    throw EnvironmentError(where + ": its data.pkl inflates to " + integer_text(pickle.size) + " bytes from " +
-                           integer_text(file_bytes) + " bytes of file, more than lmkit builds from a file that size "
-                           "(64 MiB plus 64 bytes per byte of file): it is damaged or hostile");
-  }
-  std::map<std::string, const ZipMember*> by_name;
-  for (const auto& member : members) by_name[member.name] = &member;
+// storage cost 4 MB, not 8 GB).
+std::vector<Listed> torch_save_entries(const std::string& where, const std::vector<PickledTensor>& pickled,
+                                       const std::function<const StorageSource*(const std::string&)>& storage_of,
+                                       const std::vector<std::string>& wanted) {
   // A tensor named several times (tied weights) is read once and shared; a storage's CRC-32 is
   // checked once, however many views read it.
   auto read_once = std::make_shared<std::map<std::int64_t, torch::Tensor>>();
   auto checked_storages = std::make_shared<std::set<std::string>>();
-  // Whole storages read once for the tensors that share them, by storage member and dtype.
+  // Whole storages read once for the tensors that share them, by storage and dtype.
   auto whole_storages = std::make_shared<std::map<std::pair<std::string, int>, torch::Tensor>>();
-  std::string pickle_buffer;
   std::vector<Listed> listed;
   std::set<std::string> names;
-  const auto pickled = pickled_tensors(member_bytes(pickle, pickle_buffer, where), where, file_bytes);
   // Storage key → the tensors (identities) over it that will be read: when only some names are
   // asked for, a storage they do not share is read only in the span each covers.
   std::map<std::string, std::set<std::int64_t>> tensors_on;
@@ -120,10 +118,9 @@ std::vector<Listed> torch_save_entries(const std::string& where, const std::vect
                              "' twice (a dict with a key twice: which one is meant?): the file is damaged");
     }
     const std::string tensor_where = where + ", tensor '" + t.name + "'";
-    const auto found = by_name.find(prefix + "data/" + t.storage_key);
-    const auto* storage = found == by_name.end() ? nullptr : found->second;
+    const auto* storage = storage_of(t.storage_key);
     if (!storage) {
-      throw EnvironmentError(tensor_where + ": its storage " + prefix + "data/" + t.storage_key + " is missing from the archive");
+      throw EnvironmentError(tensor_where + ": its storage '" + t.storage_key + "' is missing from the file");
     }
     const auto element = static_cast<std::int64_t>(c10::elementSize(t.dtype));
     const auto byte_count = checked_byte_count(t.shape, t.dtype, tensor_where);
@@ -148,23 +145,23 @@ std::vector<Listed> torch_save_entries(const std::string& where, const std::vect
     }
     StoredTensor description{t.name, dtype_name(t.dtype), t.shape, static_cast<std::int64_t>(byte_count)};
     const bool shared = tensors_on[t.storage_key].size() > 1;
-    listed.push_back({std::move(description), [member = *storage, t, last, byte_count, element, storage_numel, shared,
+    listed.push_back({std::move(description), [source = *storage, t, last, byte_count, element, storage_numel, shared,
                                                tensor_where, read_once, checked_storages, whole_storages] {
                         auto& known = (*read_once)[t.identity];
                         if (known.defined()) return known;
                         if (byte_count == 0) return known = tensor_from_bytes({}, t.shape, t.dtype);
                         std::string buffer;
-                        const bool check = checked_storages->insert(member.name).second;
+                        const bool check = checked_storages->insert(source.name).second;
                         if (shared) {
-                          auto& whole = (*whole_storages)[{member.name, static_cast<int>(t.dtype)}];
+                          auto& whole = (*whole_storages)[{source.name, static_cast<int>(t.dtype)}];
                           if (!whole.defined()) {
-                            const auto bytes = member_bytes(member, buffer, tensor_where, UINT64_MAX, check);
+                            const auto bytes = source.bytes(buffer, check, tensor_where);
                             whole = tensor_from_bytes(bytes.substr(0, static_cast<std::size_t>(storage_numel * element)),
                                                       {storage_numel}, t.dtype);
                           }
                           return known = whole.as_strided(t.shape, t.stride, t.storage_offset);
                         }
-                        const auto bytes = member_bytes(member, buffer, tensor_where, UINT64_MAX, check);
+                        const auto bytes = source.bytes(buffer, check, tensor_where);
                         const auto span = last - t.storage_offset + 1;
                         const auto covered = tensor_from_bytes(
                             bytes.substr(static_cast<std::size_t>(t.storage_offset * element), static_cast<std::size_t>(span * element)),
@@ -175,10 +172,67 @@ std::vector<Listed> torch_save_entries(const std::string& where, const std::vect
   return listed;
 }
 
+// A torch.save zip archive: its pickle (…/data.pkl) and storages (…/data/<key>). `file_bytes`: the
+// size of the file the archive came from, for the pickle's build budget.
+std::vector<Listed> torch_save_zip_entries(const std::string& where, const std::vector<ZipMember>& members, const ZipMember& pickle,
+                                           std::uint64_t file_bytes, const std::vector<std::string>& wanted = {}) {
+  const auto prefix = pickle.name.substr(0, pickle.name.size() - std::string("data.pkl").size());
+  // torch.save stores its pickle uncompressed, kilobytes to megabytes: a larger one is not a model's.
+  if (pickle.size > (std::uint64_t{1} << 30)) throw EnvironmentError(where + ": its data.pkl claims more than 1 GiB: it is damaged");
+  if (pickle.size > build_budget(file_bytes)) {
+    throw EnvironmentError(where + ": its data.pkl inflates to " + integer_text(pickle.size) + " bytes from " +
+                           integer_text(file_bytes) + " bytes of file, more than lmkit builds from a file that size "
+                           "(64 MiB plus 64 bytes per byte of file): it is damaged or hostile");
+  }
+  std::map<std::string, StorageSource> storages;
+  const auto storage_prefix = prefix + "data/";
+  for (const auto& member : members) {
+    if (member.name.compare(0, storage_prefix.size(), storage_prefix) != 0) continue;
+    storages[member.name.substr(storage_prefix.size())] = {
+        member.name, member.size, [member](std::string& buffer, bool check, const std::string& reader) {
+          return member_bytes(member, buffer, reader, UINT64_MAX, check);
+        }};
+  }
+  std::string pickle_buffer;
+  const auto pickled = pickled_tensors(member_bytes(pickle, pickle_buffer, where), where, file_bytes);
+  return torch_save_entries(
+      where, pickled,
+      [&](const std::string& key) {
+        const auto found = storages.find(key);
+        return found == storages.end() ? nullptr : &found->second;
+      },
+      wanted);
+}
+
+// A torch.save file in the legacy format (torch_pickle.h): its storages are spans of the file.
+std::vector<Listed> torch_save_legacy_entries(const std::string& where, const ByteSpan& file,
+                                              const std::vector<std::string>& wanted = {}) {
+  const auto all = file.bytes(0, file.size(), "the file");
+  const auto legacy = legacy_torch_save(all, where);
+  std::map<std::string, StorageSource> storages;
+  for (const auto& storage : legacy.storages) {
+    const auto size = static_cast<std::uint64_t>(storage.numel) * c10::elementSize(storage.dtype);
+    const auto bytes = all.substr(static_cast<std::size_t>(storage.offset), static_cast<std::size_t>(size));
+    storages[storage.key] = {"storage '" + storage.key + "'", size, [bytes](std::string&, bool, const std::string&) { return bytes; }};
+  }
+  return torch_save_entries(
+      where, legacy.tensors,
+      [&](const std::string& key) {
+        const auto found = storages.find(key);
+        return found == storages.end() ? nullptr : &found->second;
+      },
+      wanted);
+}
+
 std::vector<ZipMember>::const_iterator find_pickle(const std::vector<ZipMember>& members) {
   return std::find_if(members.begin(), members.end(), [](const ZipMember& m) {
     return m.name.size() >= 8 && m.name.compare(m.name.size() - 8, 8, "data.pkl") == 0;
   });
+}
+
+// A POSIX tar archive: "ustar" at byte 257 of its first header.
+bool looks_like_tar(const MappedFile& file) {
+  return file.size() >= 512 && file.bytes(257, 5, "its tar header") == "ustar";
 }
 
 // `wanted`: the names that will be read (empty: all), for the torch.save reader's choice between
@@ -196,7 +250,7 @@ std::vector<Listed> open_entries(const MappedFile& file, const std::vector<std::
     const auto members = zip_members(file.span());
     const auto pickle = find_pickle(members);
     if (pickle != members.end()) {
-      return torch_save_entries("torch.save file '" + file.path() + "'", members, *pickle, file.size(), wanted);
+      return torch_save_zip_entries("torch.save file '" + file.path() + "'", members, *pickle, file.size(), wanted);
     }
     std::set<std::string> names;
     for (const auto& member : members) {
@@ -214,9 +268,15 @@ std::vector<Listed> open_entries(const MappedFile& file, const std::vector<std::
     for (auto& entry : safetensors_entries(file)) listed.push_back(mapped(std::move(entry)));
     return listed;
   }
+  if (looks_like_legacy_torch_save(file.bytes(0, std::min<std::uint64_t>(file.size(), 15), "its first bytes"))) {
+    return torch_save_legacy_entries("torch.save file '" + file.path() + "' (legacy format)", file.span(), wanted);
+  }
+  if (looks_like_tar(file)) {
+    throw EnvironmentError(where + " is a tar archive: the torch.save format of PyTorch before 0.1.10 (2017), which lmkit "
+                           "does not read; load it with that PyTorch and save it again");
+  }
   if (!first.empty() && static_cast<unsigned char>(first[0]) == 0x80) {
-    throw EnvironmentError(where + " is a torch.save file in the legacy (pickle) format: save it again with PyTorch ≥ 1.6's "
-                           "default, torch.save(obj, path) (a zip archive), or as safetensors");
+    throw EnvironmentError(where + " is a pickle, but not torch.save's (its first pickle is not torch.save's magic number)");
   }
   throw EnvironmentError(where + " is not a format lmkit reads: safetensors, NumPy .npy/.npz or a torch.save zip archive "
                          "(its first bytes are not any of theirs)");
@@ -316,7 +376,7 @@ std::map<std::string, torch::Tensor> read_tensor_archive(const ByteSpan& archive
   const auto pickle = find_pickle(members);
   if (pickle == members.end()) throw EnvironmentError(where + " has no data.pkl: it is damaged");
   std::map<std::string, torch::Tensor> tensors;
-  for (const auto& listed : torch_save_entries(where, members, *pickle, archive.size())) {
+  for (const auto& listed : torch_save_zip_entries(where, members, *pickle, archive.size())) {
     tensors[listed.description.name] = listed.read();
   }
   return tensors;

@@ -41,26 +41,30 @@ const std::map<std::string, torch::ScalarType>& storage_types() {
 // The bytes a pickle has made lmkit build so far, against its budget.
 class BuildBudget {
  public:
-  BuildBudget(std::string where, std::uint64_t file_bytes)
-      : where_(std::move(where)), file_bytes_(file_bytes), limit_(build_budget(file_bytes)) {}
+  // pickles: what the messages call them ("its pickle (data.pkl)" in a zip archive).
+  BuildBudget(std::string where, std::uint64_t file_bytes, std::string pickles = "its pickle (data.pkl)")
+      : where_(std::move(where)), pickles_(std::move(pickles)), file_bytes_(file_bytes), limit_(build_budget(file_bytes)) {}
+  const std::string& pickles() const { return pickles_; }
   void spend(std::uint64_t bytes) {
     used_ += bytes;
     if (used_ > limit_) {
-      throw EnvironmentError(where_ + ": its pickle (data.pkl) builds more than " + integer_text(limit_) + " bytes from " +
+      throw EnvironmentError(where_ + ": " + pickles_ + " builds more than " + integer_text(limit_) + " bytes from " +
                              integer_text(file_bytes_) + " bytes of file (lmkit allows 64 MiB plus 64 bytes per byte "
                              "of file): it is damaged or hostile, not a model's");
     }
   }
 
  private:
-  std::string where_;
+  std::string where_, pickles_;
   std::uint64_t file_bytes_, limit_, used_ = 0;
 };
 
 class PickleReader {
  public:
-  PickleReader(std::string_view bytes, std::string where, BuildBudget& budget)
-      : bytes_(bytes), where_(std::move(where)), budget_(budget) {}
+  // Reads the pickle that begins at byte `start` of `bytes` (the legacy format holds several in a
+  // row); end() is where it stopped.
+  PickleReader(std::string_view bytes, std::string where, BuildBudget& budget, std::size_t start = 0)
+      : bytes_(bytes), where_(std::move(where)), at_(start), budget_(budget) {}
   // A damaged pickle can put a list inside itself: the containers are emptied here, so that no
   // cycle of shared pointers outlives the reader.
   ~PickleReader() {
@@ -71,6 +75,10 @@ class PickleReader {
   }
   PickleReader(const PickleReader&) = delete;
   PickleReader& operator=(const PickleReader&) = delete;
+
+  std::size_t end() const { return at_; }
+  // The dtype of every storage its persistent ids named, by key.
+  const std::map<std::string, torch::ScalarType>& storage_dtypes() const { return storage_dtypes_; }
 
   Ref run() {
     while (true) {
@@ -158,7 +166,7 @@ class PickleReader {
     return value;
   }
   [[noreturn]] void fail(const std::string& what) const {
-    throw EnvironmentError(where_ + ": its pickle (data.pkl) is damaged or not torch.save's: " + what + " at byte " + integer_text(at_));
+    throw EnvironmentError(where_ + ": " + budget_.pickles() + " is damaged or not torch.save's: " + what + " at byte " + integer_text(at_));
   }
   static std::string fmt_hex(unsigned char op) {
     const char* digits = "0123456789abcdef";
@@ -296,18 +304,31 @@ class PickleReader {
       object->entries = state->entries;
     }
   }
-  // ('storage', torch.<Type>Storage, key, location, numel)
+  // ('storage', torch.<Type>Storage, key, location, numel[, view]): view, in the legacy format, is
+  // None or (view key, offset, numel) of a storage that is a view of the storage `key`.
   Ref persistent(const Ref& id) {
     if (id->kind != Value::Kind::Tuple || id->items.size() < 5 || id->items[0]->text != "storage") {
       fail("a persistent id that is not a storage");
     }
     const auto type = storage_types().find(id->items[1]->text);
     if (type == storage_types().end()) fail("a storage of type " + id->items[1]->text + ", which lmkit does not read");
+    if (id->items[2]->kind != Value::Kind::String) fail("a storage whose key is not a string");
     auto storage = make(Value::Kind::Storage);
     storage->tensor.dtype = type->second;
-    budget_.spend(id->items[2]->text.size());
+    budget_.spend(2 * id->items[2]->text.size() + 4 * sizeof(void*));
     storage->tensor.storage_key = id->items[2]->text;
     storage->tensor.storage_numel = id->items[4]->integer;
+    const auto [known, fresh] = storage_dtypes_.emplace(storage->tensor.storage_key, type->second);
+    if (!fresh && known->second != type->second) {
+      fail("the storage '" + storage->tensor.storage_key + "' named with two types");
+    }
+    if (id->items.size() >= 6 && id->items[5]->kind == Value::Kind::Tuple) {
+      const auto& view = id->items[5]->items;
+      if (view.size() != 3 || view[1]->kind != Value::Kind::Integer || view[1]->integer < 0) {
+        fail("a storage view without its key, offset and size");
+      }
+      storage->tensor.storage_offset = view[1]->integer;
+    }
     return storage;
   }
   std::vector<std::int64_t> integers(const Ref& tuple) {
@@ -329,15 +350,21 @@ class PickleReader {
       auto t = make(Value::Kind::Tensor);
       t->tensor = args[0]->tensor;
       t->tensor.identity = static_cast<std::int64_t>(values_);
-      t->tensor.storage_offset = args[1]->integer;
+      // A storage that is a view of another (the legacy format's view metadata) starts inside it.
+      if (__builtin_add_overflow(args[0]->tensor.storage_offset, args[1]->integer, &t->tensor.storage_offset)) {
+        fail("a tensor's storage offset past 2^63");
+      }
       budget_.spend((args[2]->items.size() + args[3]->items.size()) * sizeof(std::int64_t) + t->tensor.storage_key.size());
       t->tensor.shape = integers(args[2]);
       t->tensor.stride = integers(args[3]);
       if (t->tensor.shape.size() != t->tensor.stride.size()) fail("sizes and strides of different lengths");
       return t;
     }
-    if (name == "torch._utils._rebuild_parameter" || name == "torch._utils._rebuild_parameter_with_state") {
-      if (args.empty()) fail("a parameter without its tensor");
+    // PyTorch 0.4 pickled a Parameter as torch.nn.parameter.Parameter(data, requires_grad), later
+    // ones as torch._utils._rebuild_parameter(data, requires_grad, hooks).
+    if (name == "torch._utils._rebuild_parameter" || name == "torch._utils._rebuild_parameter_with_state" ||
+        name == "torch.nn.parameter.Parameter") {
+      if (args.empty() || args[0]->kind != Value::Kind::Tensor) fail("a parameter without its tensor");
       return args[0];
     }
     if (name == "collections.OrderedDict") return make(Value::Kind::Dict);
@@ -353,6 +380,7 @@ class PickleReader {
   std::vector<std::size_t> marks_;
   std::map<std::uint64_t, Ref> memo_;
   std::vector<Ref> made_;
+  std::map<std::string, torch::ScalarType> storage_dtypes_;
   BuildBudget& budget_;
   std::uint64_t values_ = 0;  // a tensor's identity: the count of values made before it
 };
@@ -419,6 +447,109 @@ std::vector<PickledTensor> pickled_tensors(std::string_view pickle, const std::s
   std::set<const Value*> walked;
   collect(reader.run(), "", tensors, walked, 0, budget);
   return tensors;
+}
+
+namespace {
+
+// The legacy format's first pickle: protocol 2, the 10-byte integer 0x1950a86a20f9469cfc6c, STOP.
+constexpr unsigned char kLegacyMagic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46,
+                                          0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, 0x2e};
+constexpr std::int64_t kLegacyProtocol = 1001;
+
+const Value* dict_entry(const Value& dict, const std::string& key) {
+  for (const auto& [k, v] : dict.entries) {
+    if (k->kind == Value::Kind::String && k->text == key) return v.get();
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool looks_like_legacy_torch_save(std::string_view first_bytes) {
+  return first_bytes.size() >= sizeof kLegacyMagic && std::memcmp(first_bytes.data(), kLegacyMagic, sizeof kLegacyMagic) == 0;
+}
+
+LegacyTorchSave legacy_torch_save(std::string_view file, const std::string& where) {
+  if (!looks_like_legacy_torch_save(file)) throw EnvironmentError(where + " does not begin with the legacy torch.save magic number");
+  BuildBudget budget(where, file.size(), "one of its pickles (legacy torch.save format)");
+  std::size_t at = sizeof kLegacyMagic;
+  // The pickles after the magic number; each reader's values live as long as the reader.
+  const auto damaged = [&](const std::string& what) {
+    return EnvironmentError(where + ": its header (legacy torch.save format) is damaged: " + what);
+  };
+  {
+    PickleReader reader(file, where, budget, at);
+    const auto protocol = reader.run();
+    if (protocol->kind != Value::Kind::Integer || protocol->integer != kLegacyProtocol) {
+      throw damaged("protocol version " + (protocol->kind == Value::Kind::Integer ? integer_text(protocol->integer) : "(not a number)") +
+                    ", where torch.save writes 1001");
+    }
+    at = reader.end();
+  }
+  {
+    PickleReader reader(file, where, budget, at);
+    const auto facts = reader.run();
+    const Value* little = facts->kind == Value::Kind::Dict ? dict_entry(*facts, "little_endian") : nullptr;
+    if (!little || little->kind != Value::Kind::Boolean) throw damaged("its machine facts do not say the byte order");
+    if (!little->integer) {
+      throw EnvironmentError(where + " was written on a big-endian machine; lmkit reads little-endian torch.save files "
+                             "(load it there and save it again, or as safetensors)");
+    }
+    at = reader.end();
+  }
+  LegacyTorchSave result;
+  std::map<std::string, torch::ScalarType> dtypes;
+  {
+    PickleReader reader(file, where, budget, at);
+    std::set<const Value*> walked;
+    collect(reader.run(), "", result.tensors, walked, 0, budget);
+    dtypes = reader.storage_dtypes();
+    at = reader.end();
+  }
+  std::vector<std::string> keys;
+  {
+    PickleReader reader(file, where, budget, at);
+    const auto list = reader.run();
+    if (list->kind != Value::Kind::List) throw damaged("its list of storage keys is not a list");
+    for (const auto& key : list->items) {
+      if (key->kind != Value::Kind::String) throw damaged("a storage key that is not a string");
+      keys.push_back(key->text);
+    }
+    at = reader.end();
+  }
+  // Then each listed storage, in the list's order: its element count (int64, little-endian) and
+  // its elements.
+  std::set<std::string> seen;
+  for (const auto& key : keys) {
+    const auto dtype = dtypes.find(key);
+    if (dtype == dtypes.end()) {
+      throw EnvironmentError(where + ": its list of storages names '" + key + "', which its pickle does not use: the file is damaged");
+    }
+    if (!seen.insert(key).second) {
+      throw EnvironmentError(where + ": its list of storages names '" + key + "' twice: the file is damaged");
+    }
+    if (file.size() - at < 8) {
+      throw EnvironmentError(where + " is truncated: the storage '" + key + "' needs its element count at byte " +
+                             integer_text(at) + " of " + integer_text(file.size()));
+    }
+    std::uint64_t count = 0;
+    for (int i = 7; i >= 0; --i) count = (count << 8) | static_cast<unsigned char>(file[at + static_cast<std::size_t>(i)]);
+    at += 8;
+    const auto element = static_cast<std::uint64_t>(c10::elementSize(dtype->second));
+    const auto left = file.size() - at;
+    if (count > left / element) {
+      throw EnvironmentError(where + " is truncated or damaged: the storage '" + key + "' claims " + integer_text(count) +
+                             " elements of " + integer_text(element) + " bytes, and " + integer_text(left) + " bytes are left");
+    }
+    result.storages.push_back({key, dtype->second, static_cast<std::uint64_t>(at), static_cast<std::int64_t>(count)});
+    at += count * element;
+  }
+  for (const auto& [key, dtype] : dtypes) {
+    if (!seen.count(key)) {
+      throw EnvironmentError(where + ": its pickle uses the storage '" + key + "', which the file does not hold: it is truncated or damaged");
+    }
+  }
+  return result;
 }
 
 }  // namespace lmkit::tensor_files

@@ -1,4 +1,4 @@
-// The tensors of a torch.save file (the zip format of PyTorch ≥ 1.6): its data.pkl is read by a
+// The tensors of a torch.save file (the zip format of PyTorch ≥ 1.6, and the legacy format below): its data.pkl is read by a
 // pickle reader of lmkit's own, because LibTorch's (torch::pickle_load) stops at what Python's
 // pickler writes for a real state_dict (the OrderedDict's _metadata, a dict of one item).
 //
@@ -45,5 +45,28 @@ std::uint64_t build_budget(std::uint64_t file_bytes);
 // is an EnvironmentError "<where>: its pickle (data.pkl) builds more than N bytes from M bytes of
 // file", never an allocation. EnvironmentError naming `where` for a damaged or unsupported pickle.
 std::vector<PickledTensor> pickled_tensors(std::string_view pickle, const std::string& where, std::uint64_t file_bytes);
+
+// The legacy torch.save format (PyTorch < 1.6's only one, later `_use_new_zipfile_serialization=
+// False`; what the original AWD-LSTM and MoS codes wrote): five pickles in a row — the magic
+// number, the protocol version (1001), the machine's facts (byte order, C type sizes), the object
+// (its storages as persistent ids) and the list of storage keys — then each listed storage, in the
+// list's order: its element count (int64, little-endian) and its elements. Read with the rules of
+// pickled_tensors (one build budget for all the pickles, nothing executed).
+struct LegacyStorage {
+  std::string key;
+  torch::ScalarType dtype = torch::kFloat32;
+  std::uint64_t offset = 0;  // of its first element, in the file
+  std::int64_t numel = 0;
+};
+struct LegacyTorchSave {
+  std::vector<PickledTensor> tensors;
+  std::vector<LegacyStorage> storages;
+};
+// Whether a file begins as the legacy format does (its first pickle, the magic number).
+bool looks_like_legacy_torch_save(std::string_view first_bytes);
+// EnvironmentError naming `where` for a damaged, truncated or big-endian file: a storage count
+// past the file's end, a key listed twice or not used by the pickle, a storage the pickle uses
+// that the file does not hold.
+LegacyTorchSave legacy_torch_save(std::string_view file, const std::string& where);
 
 }  // namespace lmkit::tensor_files

@@ -12,11 +12,15 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
+#include <vector>
 
+#include "runtime/core/atomic_file.h"
 #include "runtime/core/error.h"
 #include "runtime/heads/mos_head.h"
 #include "runtime/tensor_files/tensor_file.h"
 #include "tests/support/failure_text.h"
+#include "tests/support/legacy_torch_save.h"
 #include "tests/support/source_tree.h"
 #include "tests/support/temporary_folder.h"
 
@@ -114,6 +118,25 @@ TEST_F(ReferenceCheckpointTest, AMosStateDictAndAWholeSavedModelGiveTheReference
     EXPECT_TRUE(model->options.tie_weights());
     const auto got = log_probs_of(model, outputs.at("ids"));
     EXPECT_LE((got - outputs.at("mos_log_probs")).abs().max().item<double>(), 1e-5);
+  }
+}
+
+// The original codes on PyTorch 0.x wrote the legacy format: the same state_dicts and whole
+// models as the fixtures, in it (their object pickles are PyTorch's own), import to the same
+// log-probabilities.
+TEST_F(ReferenceCheckpointTest, LegacyTorchSaveFilesImportLikeTheirZipCopies) {
+  const auto outputs = reference_outputs();
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {"awd_lstm_reference.pt", "awd-lstm", "awd_lstm_log_probs"},
+      {"mos_reference.pt", "mos", "mos_log_probs"},
+      {"mos_whole_model.pt", "mos", "mos_log_probs"}};
+  for (const auto& [name, format, truth] : cases) {
+    SCOPED_TRACE(name);
+    const auto legacy = dir("legacy_" + name);
+    write_file_atomically(legacy, testing::legacy_copy_of_zip(read_file(fixture(name))));
+    auto model = import_reference_checkpoint(legacy, import_as(format));
+    const auto got = log_probs_of(model, outputs.at("ids"));
+    EXPECT_LE((got - outputs.at(truth)).abs().max().item<double>(), 1e-5);
   }
 }
 

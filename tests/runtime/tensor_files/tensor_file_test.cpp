@@ -18,6 +18,7 @@
 #include "runtime/tensor/tensor_format.h"
 #include "runtime/tensor_files/zip_archive.h"
 #include "tests/support/failure_text.h"
+#include "tests/support/legacy_torch_save.h"
 #include "tests/support/source_tree.h"
 #include "tests/support/temporary_folder.h"
 
@@ -39,6 +40,12 @@ torch::Tensor expected(torch::IntArrayRef shape, torch::ScalarType dtype) {
 
 using testing::contains;
 using testing::failure;
+using testing::kLegacyMagic;
+using testing::legacy_facts;
+using testing::legacy_keys;
+using testing::legacy_object;
+using testing::legacy_protocol;
+using testing::legacy_storage;
 
 class TensorFileTest : public testing::TemporaryFolderTest {
  protected:
@@ -93,7 +100,6 @@ TEST_F(TensorFileTest, SafetensorsAndTorchSaveReadWithEveryDtype) {
   EXPECT_EQ(state.at("bias").scalar_type(), torch::kBFloat16);
   EXPECT_TRUE(torch::equal(state.at("ids"), expected({3}, torch::kInt64)));
   EXPECT_TRUE(torch::equal(state.at("block.scale"), expected({4}, torch::kFloat16)));  // nested dicts joined by dots
-  EXPECT_TRUE(contains(failure([] { read_tensor_file(fixture("state_legacy.pt"), {}); }), "legacy (pickle) format"));
   // A whole nn.Module saved with torch.save(model): its parameters and buffers under their state_dict
   // names, and not its other attributes.
   const auto module = read_tensor_file(fixture("whole_module.pt"), {});
@@ -103,6 +109,69 @@ TEST_F(TensorFileTest, SafetensorsAndTorchSaveReadWithEveryDtype) {
                                               "1.running_var", "1.weight"}));
   EXPECT_TRUE(torch::equal(module.at("0.weight"), expected({2, 3}, torch::kFloat32)));
   EXPECT_TRUE(torch::equal(module.at("0.bias"), expected({2}, torch::kFloat32)));
+}
+
+// The legacy format (PyTorch < 1.6; _use_new_zipfile_serialization=False), as PyTorch wrote it
+// (make_tensor_files.py): the same tensors as the zip format's file of the same state.
+TEST_F(TensorFileTest, LegacyTorchSaveReadsAsTheZipFormat) {
+  const auto zip = read_tensor_file(fixture("state.pt"), {});
+  const auto legacy = read_tensor_file(fixture("state_legacy.pt"), {});
+  ASSERT_EQ(legacy.size(), zip.size());
+  for (const auto& [name, tensor] : zip) {
+    ASSERT_TRUE(legacy.count(name)) << name;
+    EXPECT_EQ(legacy.at(name).scalar_type(), tensor.scalar_type()) << name;
+    EXPECT_TRUE(torch::equal(legacy.at(name), tensor)) << name;
+  }
+  const auto contents = tensor_file_contents(fixture("state_legacy.pt"));
+  ASSERT_EQ(contents.size(), 4u);
+  EXPECT_EQ(contents.front().name, "weight");
+  EXPECT_EQ(contents.front().bytes, 24);
+}
+
+TEST_F(TensorFileTest, HandMadeLegacyFilesReadAndDamagedOnesAreRefused) {
+  const auto head = kLegacyMagic + legacy_protocol(1001) + legacy_facts(true);
+  // Two tensors on two storages, listed in the other order than the pickle uses them.
+  const auto good = file("good.pt", head + legacy_object({{"a", "k1", 3}, {"b", "k2", 2}}) + legacy_keys({"k2", "k1"}) +
+                                        legacy_storage(2, 2) + legacy_storage(3, 3));
+  const auto tensors = read_tensor_file(good, {});
+  ASSERT_EQ(tensors.size(), 2u);
+  EXPECT_TRUE(torch::equal(tensors.at("a"), torch::arange(3, torch::kFloat32)));
+  EXPECT_TRUE(torch::equal(tensors.at("b"), torch::arange(2, torch::kFloat32)));
+
+  const auto refusal = [&](const std::string& name, const std::string& bytes) {
+    return failure([&] { read_tensor_file(file(name, bytes), {}); });
+  };
+  const auto object = legacy_object({{"a", "k1", 3}});
+  EXPECT_TRUE(contains(refusal("count.pt", head + object + legacy_keys({"k1"}) + legacy_storage(std::uint64_t{1} << 61, 3)),
+                       "the storage 'k1' claims 2305843009213693952 elements of 4 bytes, and 12 bytes are left"));
+  EXPECT_TRUE(contains(refusal("twice.pt", head + object + legacy_keys({"k1", "k1"}) + legacy_storage(3, 3) + legacy_storage(3, 3)),
+                       "names 'k1' twice"));
+  EXPECT_TRUE(contains(refusal("unused.pt", head + object + legacy_keys({"k1", "k9"}) + legacy_storage(3, 3) + legacy_storage(1, 1)),
+                       "names 'k9', which its pickle does not use"));
+  EXPECT_TRUE(contains(refusal("unlisted.pt", head + legacy_object({{"a", "k1", 3}, {"b", "k2", 2}}) + legacy_keys({"k1"}) +
+                                                  legacy_storage(3, 3)),
+                       "uses the storage 'k2', which the file does not hold"));
+  EXPECT_TRUE(contains(refusal("big.pt", kLegacyMagic + legacy_protocol(1001) + legacy_facts(false) + object +
+                                             legacy_keys({"k1"}) + legacy_storage(3, 3)),
+                       "big-endian"));
+  EXPECT_TRUE(contains(refusal("protocol.pt", kLegacyMagic + legacy_protocol(1000) + legacy_facts(true) + object +
+                                                  legacy_keys({"k1"}) + legacy_storage(3, 3)),
+                       "protocol version 1000"));
+  // A storage shorter than its tensor.
+  EXPECT_TRUE(contains(refusal("short.pt", head + object + legacy_keys({"k1"}) + legacy_storage(2, 2)), "reach past its storage"));
+
+  // Cut anywhere, the file is refused, in lmkit's words.
+  const auto whole = read_file(good);
+  for (std::size_t length = 0; length < whole.size(); ++length) {
+    const auto path = file("cut.pt", whole.substr(0, length));
+    try {
+      read_tensor_file(path, {});
+      ADD_FAILURE() << "a legacy file cut to " << length << " bytes was read";
+    } catch (const EnvironmentError&) {
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "a legacy file cut to " << length << " bytes: not lmkit's refusal: " << e.what();
+    }
+  }
 }
 
 TEST_F(TensorFileTest, ListingReadsHeadersAndConversionIsOnRequest) {
@@ -330,7 +399,7 @@ TEST_F(TensorFileTest, DamagedBytesDuplicatesAndNulNamesAreRefused) {
 TEST_F(TensorFileTest, DamagedCopiesOfEveryFixtureFailCleanly) {
   std::mt19937 random(20261126);
   int refused = 0, read = 0;
-  for (const auto* name : {"all.safetensors", "all.npz", "all_compressed.npz", "f64_fortran.npy", "state.pt"}) {
+  for (const auto* name : {"all.safetensors", "all.npz", "all_compressed.npz", "f64_fortran.npy", "state.pt", "state_legacy.pt"}) {
     const auto whole = read_file(fixture(name));
     for (int round = 0; round < 60; ++round) {
       auto damaged = whole;
@@ -355,7 +424,7 @@ TEST_F(TensorFileTest, DamagedCopiesOfEveryFixtureFailCleanly) {
     }
   }
   EXPECT_GT(refused, 50);  // most damage is noticed (a flipped byte inside the data is not damage a header shows)
-  EXPECT_EQ(read + refused, 300);
+  EXPECT_EQ(read + refused, 360);
 }
 
 }  // namespace
