@@ -189,7 +189,7 @@ const Function kFunctions[] = {
     entry<&wrap_text>("lmkit", "wrap_text", "text, width, hang", "Each line of text longer than width broken at spaces, continuation lines indented as the line is plus hang columns (width 0: unchanged)."),
     entry<&config::json_value>("lmkit", "json_decode", "text", "The Lua value of a JSON text (objects become tables, null becomes nil)."),
     entry<&read_tensor_file>("lmkit", "read_tensors", "path",
-        "The tensors of a safetensors, NumPy .npy/.npz or torch.save (zip) file, name → Tensor on the CPU; large files are "
+        "The tensors of a safetensors, NumPy .npy/.npz or torch.save (zip or legacy) file, name → Tensor on the CPU; large files are "
         "memory-mapped and only the entries read are touched. See docs/analysis.md (Your own model)."),
     entry<&tensor_file_contents>("lmkit", "list_tensors", "path", "The entries of a tensor file as its header describes them (no data is read)."),
     entry<&write_tensor_file>("lmkit", "write_tensors", "path, tensors",

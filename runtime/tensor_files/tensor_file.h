@@ -1,6 +1,7 @@
 // Tensors in the files other programs write, and back: safetensors (.safetensors), NumPy (.npy, one
 // array; .npz, a zip of them, stored or deflated) and PyTorch's torch.save of a dict of tensors (the
-// zip format: .pt, .pth, .bin). The format is told by the file's first bytes, not its name.
+// zip format of PyTorch ≥ 1.6 and the legacy one before it: .pt, .pth, .bin). The format is told by
+// the file's first bytes, not its name.
 //
 // Large files are not read whole: safetensors, .npy and the stored members of .npz are memory-mapped,
 // and reading one entry touches only its bytes (an LLM's unembedding is ~1 GB in float32, beside
