@@ -10,6 +10,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/core/number_text.h"
+#include "runtime/core/warning.h"
 #include "runtime/heads/mos_head.h"
 #include "runtime/models/awd_lstm.h"
 #include "runtime/tensor_files/tensor_file.h"
@@ -95,6 +96,44 @@ bool starts_with(const std::string& text, const std::string& prefix) { return te
 const std::string kBasePrefix = "base_model.", kTopPrefix = "top_model.";
 bool is_top_model_entry(const std::string& name) {
   return starts_with(name, "decoder.") || head_entries("thesis").count(name) > 0;
+}
+
+// torch.save([model, criterion, optimizer], f), as awd-lstm-lm's main.py saves: a list, whose
+// tensors are named by their element ("0.encoder.weight", "1.tail_vectors"). The element holding an
+// embedding (encoder.weight, under a DataParallel or thesis prefix too) is the model: taken, and
+// said so; with no such element, or several, the names stay as they are (and are refused as entries
+// of no state_dict).
+std::map<std::string, torch::Tensor> model_of_saved_list(std::map<std::string, torch::Tensor> read, const std::string& path) {
+  static const std::regex element(R"(([0-9]+)\.(.+))");
+  std::map<std::string, std::map<std::string, torch::Tensor>> elements;
+  for (auto& [name, tensor] : read) {
+    std::smatch match;
+    if (!std::regex_match(name, match, element)) return read;
+    elements[match[1].str()][match[2].str()] = tensor;
+  }
+  std::vector<std::string> models;
+  for (const auto& [index, entries] : elements) {
+    for (const auto* embedding : {"encoder.weight", "module.encoder.weight", "base_model.encoder.weight"}) {
+      if (entries.count(embedding)) {
+        models.push_back(index);
+        break;
+      }
+    }
+  }
+  if (models.size() != 1) return read;
+  std::vector<std::string> left_out;
+  for (const auto& [index, entries] : elements) {
+    if (index == models.front()) continue;
+    for (const auto& [name, tensor] : entries) left_out.push_back(index + "." + name);
+  }
+  std::string note = "import_checkpoint: '" + path + "' holds a saved list (as awd-lstm-lm's main.py saves [model, criterion, "
+                     "optimizer]): its element " + models.front() + " is the model, imported";
+  if (!left_out.empty()) {
+    note += "; the other elements' " + integer_text(static_cast<std::int64_t>(left_out.size())) + " tensors are left out (" +
+            left_out.front() + (left_out.size() > 1 ? ", ..." : "") + ")";
+  }
+  warn(note);
+  return std::move(elements[models.front()]);
 }
 
 ReferenceEntries sort_entries(std::map<std::string, torch::Tensor> read, const std::string& format) {
@@ -316,7 +355,7 @@ LanguageModel import_reference_checkpoint(const std::string& path, const ImportC
   }
   check_options_fit(options);
   const bool thesis = format == "thesis";
-  ReferenceReader file(path, format, sort_entries(read_tensor_file(path, {}), format));
+  ReferenceReader file(path, format, sort_entries(model_of_saved_list(read_tensor_file(path, {}), path), format));
   const auto& entries = file.entries();
   if (!entries.unexpected.empty()) {
     const auto any_unexpected = [&](const std::function<bool(const std::string&)>& test) {

@@ -17,6 +17,7 @@
 
 #include "runtime/core/atomic_file.h"
 #include "runtime/core/error.h"
+#include "runtime/core/warning.h"
 #include "runtime/heads/mos_head.h"
 #include "runtime/tensor_files/tensor_file.h"
 #include "tests/support/failure_text.h"
@@ -138,6 +139,33 @@ TEST_F(ReferenceCheckpointTest, LegacyTorchSaveFilesImportLikeTheirZipCopies) {
     const auto got = log_probs_of(model, outputs.at("ids"));
     EXPECT_LE((got - outputs.at(truth)).abs().max().item<double>(), 1e-5);
   }
+}
+
+// awd-lstm-lm's main.py saves torch.save([model, criterion, optimizer], f): the model is the
+// element with an embedding, taken with a line saying so; the criterion's tensors are left out.
+TEST_F(ReferenceCheckpointTest, TheModelOfASavedListIsTakenAndSaidSo) {
+  const auto path = altered("awd_lstm_reference.pt", [](auto& entries) {
+    std::map<std::string, torch::Tensor> listed;
+    for (auto& [name, tensor] : entries) listed["0." + name] = tensor;
+    listed["1.tail_vectors"] = torch::zeros({2, 6});  // a SplitCrossEntropyLoss's parameter
+    entries = listed;
+  });
+  std::vector<std::string> notes;
+  const auto previous = set_warning_handler([&](const std::string& m) { notes.push_back(m); });
+  auto model = import_reference_checkpoint(path, import_as("awd-lstm"));
+  set_warning_handler(previous);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_TRUE(contains(notes[0], "its element 0 is the model, imported; the other elements' 1 tensors are left out (1.tail_vectors)"))
+      << notes[0];
+  const auto outputs = reference_outputs();
+  EXPECT_LE((log_probs_of(model, outputs.at("ids")) - outputs.at("awd_lstm_log_probs")).abs().max().item<double>(), 1e-5);
+  // Two elements that both look like a model: none is chosen, and the entries are named.
+  const auto two = altered("awd_lstm_reference.pt", [](auto& entries) {
+    std::map<std::string, torch::Tensor> listed;
+    for (auto& [name, tensor] : entries) listed["0." + name] = listed["1." + name] = tensor;
+    entries = listed;
+  });
+  EXPECT_TRUE(contains(failure([&] { import_reference_checkpoint(two, import_as("awd-lstm")); }), "0.decoder.bias"));
 }
 
 // The MoS code's log(p + 1e-8), on a model whose words reach p < 1e-8: imported exact by default,
