@@ -105,7 +105,7 @@ void open_model(lua_State* L, int module_index) {
        "Truncated, corrupted or foreign files fail with an error naming the file. A model whose head was written in "
        "Lua (lmkit.heads.custom / pointwise: code, which no file holds) loads with that head given again as head = "
        "spec; its parameters are checked against the file by name and shape (docs/lua-heads.md)."},
-      entry<&import_reference_checkpoint>("lmkit", "import_checkpoint", "path", "The model of a state_dict saved by the reference code (format \"awd-lstm\": Merity et al.'s awd-lstm-lm; \"mos\": Yang et al.'s MoS code; \"thesis\": the thesis's code, its top_model a head), sizes read from its shapes, in evaluation mode: its log-probabilities are the reference model's (see docs/analysis.md, Your own model)."),
+      entry<&import_reference_checkpoint>("lmkit", "import_checkpoint", "path", "The model of a file saved by the reference code — a state_dict, the whole model, or awd-lstm-lm's list [model, criterion, optimizer]; the zip or the legacy torch.save format — (format \"awd-lstm\": Merity et al.'s awd-lstm-lm; \"mos\": Yang et al.'s MoS code; \"thesis\": the thesis's code, its top_model a head), sizes read from its shapes, in evaluation mode: its log-probabilities are the reference model's, except that a mixture's are log p exactly unless floor = 1e-8 asks for the MoS code's log(p + 1e-8) (see docs/analysis.md, Your own model)."),
   };
   set_functions(L, module_index, "lmkit", functions);
 }

@@ -63,7 +63,8 @@ function chapter5.settings(own)
                               "$LMKIT_DATA, ./data, $LMKIT_TEST_DATA, ../shared/data"),
     models = recipe.setting("", "a folder to share trained models between recipes (\"\": each cell's own)"),
     import = recipe.setting("", "models read from the reference code's checkpoints instead of trained: key=PATH[,key=PATH] " ..
-                                "(softmax: an awd-lstm-lm state_dict; mos, mos_nt: a MoS code state_dict; docs/analysis.md)"),
+                                "(softmax: awd-lstm-lm's; mos, mos_nt: the MoS code's), or key=thesis:PATH for any model " ..
+                                "(the thesis's code's checkpoint of it); docs/analysis.md"),
     import_floor = recipe.setting(0, "an imported MoS model's log(p + floor): 0 is log p exactly, as the thesis's code " ..
                                      "computes it (our choice); 1e-8 is the MoS code's own computation"),
   }
@@ -122,33 +123,51 @@ local function train_options(entry, p, cfg)
   return t
 end
 
--- The format of lmkit.import_checkpoint for each model that a reference checkpoint can hold.
+-- The format of lmkit.import_checkpoint for each model that the original papers' code can hold.
 local IMPORT_FORMATS = {softmax = "awd-lstm", mos = "mos", mos_nt = "mos"}
+-- The thesis's code (quettabit/awd-lstm-lmkit) trains every model: its --top_model for each.
+local THESIS_TOP_MODELS = {softmax = "smax", ss = "s_smax", gss = "gs_smax", plif = "plif_smax", mos = "mos", moc = "moc",
+                           mos_nt = "mos", moc_nt = "moc"}
 
--- --set import=mos=PATH,softmax=PATH → {mos = PATH, softmax = PATH}; keys are checked.
+-- --set import=mos=PATH,gss=thesis:PATH → {mos = PATH, gss = "thesis:PATH"}; keys are checked.
 function chapter5.imports(cfg)
   local paths = {}
   for item in tostring(cfg.import or ""):gmatch("[^,]+") do
     local key, path = item:match("^%s*([%w_]+)%s*=%s*(.-)%s*$")
-    if not key or path == "" then
-      error(("chapter5: import entry '%s' is not key=PATH (e.g. --set import=mos=mos_ptb.pt)"):format(item), 2)
+    if not key or path == "" or path == "thesis:" then
+      error(("chapter5: import entry '%s' is not key=PATH or key=thesis:PATH (e.g. --set import=mos=mos_ptb.pt)"):format(item), 2)
     end
     chapter5.model(key)
-    if not IMPORT_FORMATS[key] then
-      error(("chapter5: model '%s' has no reference checkpoint to import (softmax: awd-lstm-lm's, mos and mos_nt: " ..
-             "the MoS code's)"):format(key), 2)
+    if path:sub(1, 7) ~= "thesis:" and not IMPORT_FORMATS[key] then
+      error(("chapter5: model '%s' has no checkpoint of the original papers' code to import (softmax: awd-lstm-lm's, mos " ..
+             "and mos_nt: the MoS code's); the thesis's code's checkpoint of it: --set import=%s=thesis:PATH"):format(key, key), 2)
     end
     paths[key] = path
   end
   return paths
 end
 
+-- An import's lmkit.import_checkpoint options and its file, from chapter5.imports' value for `entry`.
+local function import_source(entry, value, cfg)
+  if value:sub(1, 7) == "thesis:" then
+    local options = {format = "thesis", top_model = THESIS_TOP_MODELS[entry.key]}
+    if entry.key == "gss" then
+      -- The (c, k) of §4.4.1 that the thesis's GSS models were trained with.
+      local chosen = (entry.options or {})[cfg.dataset] or {}
+      options.gs_smax_c, options.gs_smax_k = chosen.c, chosen.k
+    end
+    return options, value:sub(8)
+  end
+  return {format = IMPORT_FORMATS[entry.key]}, value
+end
+
 -- A reference checkpoint as the model of `entry`, with the valid/test perplexities of a run summary
 -- measured here on the corpus (the preset's evaluation batch sizes), since no run trained it.
-local function imported_model(entry, path, corpus, p, cfg)
-  local format = IMPORT_FORMATS[entry.key]
-  local floor = format == "mos" and (cfg.import_floor or 0) > 0 and cfg.import_floor or nil
-  local model = lmkit.import_checkpoint(path, {format = format, floor = floor})
+local function imported_model(entry, value, corpus, p, cfg)
+  local options, path = import_source(entry, value, cfg)
+  local mixture = entry.head == "mos" or entry.head == "moc"
+  options.floor = mixture and (cfg.import_floor or 0) > 0 and cfg.import_floor or nil
+  local model = lmkit.import_checkpoint(path, options)
   local n = corpus.vocab:size()
   local config = lmkit.json_decode(model:config())
   if config.vocab_size ~= n then
@@ -225,7 +244,7 @@ function chapter5.switch_note(results, cfg)
     local text = "NT-ASGD"
     if imports[entry.key] then
       text = "imported from the reference code's checkpoint " .. imports[entry.key] .. ", not trained here"
-      if IMPORT_FORMATS[entry.key] == "mos" then
+      if entry.head == "mos" or entry.head == "moc" then
         text = text .. ((cfg.import_floor or 0) > 0 and (", log(p + %g) as the MoS code computes it"):format(cfg.import_floor)
                                              or ", log p exactly (the MoS code's log(p + 1e-8): --set import_floor=1e-8)")
       end

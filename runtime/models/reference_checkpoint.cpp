@@ -36,8 +36,9 @@ const config::BoundOptions<ImportCheckpointOptions>& declared_options(config::Ta
     list.emplace_back("floor", &O::floor, Range::from_up_to(0, 1),
                       "a mixture head's log(p + floor): 1e-8 is the MoS code's computation (nil: 0, log p exactly)");
     list.emplace_back("top_model", &O::top_model, config::OneOf{{"smax", "gs_smax", "s_smax", "adv_smax", "plif_smax", "mos", "moc"}},
-                      "thesis: the code's --top_model (nil: plif_smax with plif_w, smax without head layers; "
-                      "mos or moc must be said)");
+                      "thesis: the code's --top_model (nil: plif_smax with plif_w, or the top model a gs_smax_*, "
+                      "plif_smax_t or adv_smax_alpha setting names; smax, gs_smax, s_smax and adv_smax files hold the same "
+                      "entries, and mos and moc files too: then it must be said)");
     list.emplace_back("gs_smax_c", &O::gs_smax_c, "thesis gs_smax: the bending point c (nil: 0)");
     list.emplace_back("gs_smax_k", &O::gs_smax_k, Range::positive(), "thesis gs_smax: the slope k (nil: 2)");
     list.emplace_back("plif_smax_t", &O::plif_smax_t, Range::positive(), "thesis plif_smax: the interval [-t, t] (nil: 20)");
@@ -311,11 +312,17 @@ std::string thesis_top_model(const ReferenceReader& file, const ImportCheckpoint
                                 : options.plif_smax_t                  ? std::string("plif_smax")
                                 : options.adv_smax_alpha               ? std::string("adv_smax")
                                                                        : std::string();
-  const auto top = options.top_model       ? *options.top_model
-                   : has_plif              ? std::string("plif_smax")
-                   : has_mixture           ? std::string()
+  const auto top = options.top_model           ? *options.top_model
+                   : has_plif                  ? std::string("plif_smax")
+                   : has_mixture               ? std::string()
                    : !named_by_setting.empty() ? named_by_setting
-                                               : std::string("smax");
+                                               : std::string();
+  if (top.empty() && !has_mixture) {
+    // The four save the same entries (the decoder alone under top_model.): computing a Softmax for
+    // a GSS, SigSoftmax or AdvSoft checkpoint would be a silent wrong model.
+    file.fail("its top model holds the decoder alone, as smax, gs_smax, s_smax and adv_smax all do: say which with "
+              "top_model = \"smax\", \"gs_smax\", \"s_smax\" or \"adv_smax\" (the code's --top_model; the file does not record it)");
+  }
   if (top.empty()) {
     file.fail("top_model.prior and top_model.latent are the layers of a mixture: say which, top_model = \"mos\" "
               "(mixture of softmaxes) or \"moc\" (mixture of contexts); the file does not record it");
@@ -339,7 +346,11 @@ nlohmann::json thesis_head(const std::string& top, const ImportCheckpointOptions
   if (top == "adv_smax") {
     return {{"kind", "advsoft"}, {"eps", chosen(options.adv_smax_alpha, 0.005)}, {"relative", true}, {"aligned_only", true}};
   }
-  if (top == "plif_smax") return {{"kind", "plif"}, {"K", K}, {"T", chosen(options.plif_smax_t, 20.0)}};
+  // The thesis code's curve starts at f(−T) = 0: its f-logits (and their Press rank) are lmkit's
+  // with the authors' offset (the log-probabilities are the same either way).
+  if (top == "plif_smax") {
+    return {{"kind", "plif"}, {"K", K}, {"T", chosen(options.plif_smax_t, 20.0)}, {"authors_offset", true}};
+  }
   if (top == "mos" || top == "moc") {
     return {{"kind", top}, {"K", K}, {"dropoutl", chosen(options.dropoutl, 0.29)}, {"floor", chosen(options.floor, 0.0)}};
   }

@@ -28,7 +28,8 @@
 //
 // The MoS code takes log(p + 1e-8) of the mixture probability p; lmkit computes log p exactly
 // (logsumexp over the components): the two differ by log(1 + 1e-8/p), under 1e-5 where p > 1e-3,
-// and by up to 18 nats where p underflows. `floor = 1e-8` imports the MoS code's computation (the
+// 0.69 nats at p = 1e-8, and without bound as p falls (over 85 nats where the MoS code's float32 p
+// underflows to 0 and it takes log 1e-8 = −18.4). `floor = 1e-8` imports the MoS code's computation (the
 // MoS head's floor option). The thesis's MoS takes log p without a floor.
 #pragma once
 #include <optional>

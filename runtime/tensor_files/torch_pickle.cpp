@@ -306,9 +306,17 @@ class PickleReader {
   }
   // ('storage', torch.<Type>Storage, key, location, numel[, view]): view, in the legacy format, is
   // None or (view key, offset, numel) of a storage that is a view of the storage `key`.
+  //
+  // The legacy format also names each nn.Module class of a whole saved model this way, once:
+  // ('module', the class, its source file, its source), which torch.load compares with the class's
+  // source now. Here it is the class's name, as a GLOBAL is; its source is neither run nor kept.
   Ref persistent(const Ref& id) {
+    if (id->kind == Value::Kind::Tuple && id->items.size() == 4 && id->items[0]->kind == Value::Kind::String &&
+        id->items[0]->text == "module" && id->items[1]->kind == Value::Kind::Global) {
+      return id->items[1];
+    }
     if (id->kind != Value::Kind::Tuple || id->items.size() < 5 || id->items[0]->text != "storage") {
-      fail("a persistent id that is not a storage");
+      fail("a persistent id that is neither a storage nor a module class");
     }
     const auto type = storage_types().find(id->items[1]->text);
     if (type == storage_types().end()) fail("a storage of type " + id->items[1]->text + ", which lmkit does not read");

@@ -214,7 +214,20 @@ T.test("chapter 5's recipes analyse a model imported from a reference checkpoint
   mos_note = chapter5.switch_note({{cell = {model = "mos"}}}, {import = "mos=m.pt", import_floor = 1e-8, dataset = "ptb",
                                                                scale = "tiny", epochs = 0})
   T.truthy(mos_note:find("log(p + 1e-08) as the MoS code computes it", 1, true), mos_note)
-  T.raises(function() chapter5.imports{import = "gss=x.pt"} end, "model 'gss' has no reference checkpoint")
+  T.raises(function() chapter5.imports{import = "gss=x.pt"} end, "the thesis's code's checkpoint of it: --set import=gss=thesis:PATH")
+  -- The thesis's code's checkpoints: any model, its --top_model said for it.
+  T.eq(chapter5.imports{import = "gss=thesis:g.pt, mos=m.pt"}.gss, "thesis:g.pt")
+  T.raises(function() chapter5.imports{import = "gss=thesis:"} end, "is not key=PATH or key=thesis:PATH")
+  local thesis_dir = os.getenv("LMKIT_SOURCE_DIR") .. "/tests/runtime/models/files/"
+  local thesis_cfg = {import = "gss=thesis:" .. thesis_dir .. "thesis_smax.pt", seed = 0, models = "", lines = 0, data = "",
+                      dataset = "ptb", scale = "tiny", epochs = 0}
+  local thesis_corpus = presets.load_corpus{corpus = {kind = "synthetic", vocab = 23, states = 8, dim = 4, train = 300, valid = 120, test = 90}}
+  local gss_model, gss_summary = chapter5.train{entry = chapter5.model("gss"), cfg = thesis_cfg, dir = dir, corpus = thesis_corpus}
+  T.eq(gss_summary.status, "imported")
+  local gss_config = lmkit.json_decode(gss_model:config())
+  T.eq(gss_config.head.kind, "gss")
+  T.eq(gss_config.head.c, -1.5)  -- §4.4.1's (c, k) on PTB
+  T.eq(gss_config.head.k, 2.5)
   T.raises(function() chapter5.imports{import = "mos"} end, "is not key=PATH")
   T.raises(function() chapter5.imports{import = "mosx=a.pt"} end, "no model 'mosx'")
   local small = presets.load_corpus{corpus = {kind = "synthetic", vocab = 30, states = 8, dim = 4, train = 300, valid = 120, test = 90}}

@@ -29,15 +29,31 @@ inline std::string legacy_facts(bool little_endian) {
          (little_endian ? "\x88" : "\x89") + pickled_string("type_sizes") + "}(" + pickled_string("short") + pickled_small(2) +
          pickled_string("int") + pickled_small(4) + pickled_string("long") + pickled_small(4) + "uu.";
 }
-// {name: a float32 tensor of `numel` elements over the storage `key`} for each (name, key, numel).
+// A float32 tensor of `numel` elements over the storage `key`, as torch.save pickles it.
+inline std::string legacy_tensor(const std::string& key, int numel) {
+  return "ctorch._utils\n_rebuild_tensor_v2\n((" + pickled_string("storage") + "ctorch\nFloatStorage\n" + pickled_string(key) +
+         pickled_string("cpu") + pickled_small(numel) + "NtQ" + pickled_small(0) + pickled_small(numel) + "\x85" +
+         pickled_small(1) + "\x85\x89" "ccollections\nOrderedDict\n)RtR";  // (a hex escape ends where the literal does)
+}
+// {name: legacy_tensor(key, numel)} for each (name, key, numel).
 inline std::string legacy_object(const std::vector<std::tuple<std::string, std::string, int>>& tensors) {
   std::string out = "\x80\x02}(";
-  for (const auto& [name, key, numel] : tensors) {
-    out += pickled_string(name) + "ctorch._utils\n_rebuild_tensor_v2\n((" + pickled_string("storage") + "ctorch\nFloatStorage\n" +
-           pickled_string(key) + pickled_string("cpu") + pickled_small(numel) + "NtQ" + pickled_small(0) + pickled_small(numel) +
-           "\x85" + pickled_small(1) + "\x85\x89" "ccollections\nOrderedDict\n)RtR";  // (a hex escape ends where the literal does)
-  }
+  for (const auto& [name, key, numel] : tensors) out += pickled_string(name) + legacy_tensor(key, numel);
   return out + "u.";
+}
+// An nn.Module object as the legacy torch.save pickles a whole model: its class through the
+// ('module', class, source file, source) persistent id (the first time a class comes), NEWOBJ,
+// then BUILD with its __dict__: _parameters {name: tensor}, _modules {name: submodule}.
+inline std::string legacy_module(const std::string& module, const std::string& cls,
+                                 const std::vector<std::pair<std::string, std::string>>& parameters,
+                                 const std::vector<std::pair<std::string, std::string>>& submodules) {
+  std::string out = "(" + pickled_string("module") + "c" + module + "\n" + cls + "\n" + pickled_string(module + ".py") +
+                    pickled_string("class " + cls + ": ...") + "tQ)\x81}(" + pickled_string("_parameters") +
+                    "ccollections\nOrderedDict\n)R(";
+  for (const auto& [name, tensor] : parameters) out += pickled_string(name) + tensor;
+  out += "u" + pickled_string("_modules") + "ccollections\nOrderedDict\n)R(";
+  for (const auto& [name, submodule] : submodules) out += pickled_string(name) + submodule;
+  return out + "u" + pickled_string("training") + "\x88ub";
 }
 inline std::string legacy_keys(const std::vector<std::string>& keys) {
   std::string out = "\x80\x02](";

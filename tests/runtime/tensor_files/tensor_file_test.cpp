@@ -43,6 +43,8 @@ using testing::failure;
 using testing::kLegacyMagic;
 using testing::legacy_facts;
 using testing::legacy_keys;
+using testing::legacy_module;
+using testing::legacy_tensor;
 using testing::legacy_object;
 using testing::legacy_protocol;
 using testing::legacy_storage;
@@ -160,10 +162,21 @@ TEST_F(TensorFileTest, HandMadeLegacyFilesReadAndDamagedOnesAreRefused) {
   // A storage shorter than its tensor.
   EXPECT_TRUE(contains(refusal("short.pt", head + object + legacy_keys({"k1"}) + legacy_storage(2, 2)), "reach past its storage"));
 
+  // A whole model (torch.save(model), as finetune.py and the MoS code save): its classes are named
+  // by ('module', class, file, source) persistent ids, whose source is neither run nor kept.
+  const auto inner = legacy_module("model", "Decoder", {{"weight", legacy_tensor("k2", 2)}}, {});
+  const auto model = file("model.pt", head + "\x80\x02" + legacy_module("model", "RNNModel", {{"scale", legacy_tensor("k1", 3)}},
+                                                                       {{"decoder", inner}}) +
+                                          "." + legacy_keys({"k1", "k2"}) + legacy_storage(3, 3) + legacy_storage(2, 2));
+  const auto whole = read_tensor_file(model, {});
+  ASSERT_EQ(whole.size(), 2u);
+  EXPECT_TRUE(torch::equal(whole.at("scale"), torch::arange(3, torch::kFloat32)));
+  EXPECT_TRUE(torch::equal(whole.at("decoder.weight"), torch::arange(2, torch::kFloat32)));
+
   // Cut anywhere, the file is refused, in lmkit's words.
-  const auto whole = read_file(good);
-  for (std::size_t length = 0; length < whole.size(); ++length) {
-    const auto path = file("cut.pt", whole.substr(0, length));
+  const auto good_bytes = read_file(good);
+  for (std::size_t length = 0; length < good_bytes.size(); ++length) {
+    const auto path = file("cut.pt", good_bytes.substr(0, length));
     try {
       read_tensor_file(path, {});
       ADD_FAILURE() << "a legacy file cut to " << length << " bytes was read";
