@@ -186,14 +186,19 @@ struct SlopeGradScratch {
 
 std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
+// A tile's buffers hold `stride` elements each, so that the second of each pair starts 256-byte
+// aligned as the first does.
+int64_t buffer_stride(int64_t tile) { return (tile + 63) / 64 * 64; }
+
 SlopeGradScratch scratch_layout(int64_t tile, int64_t K, std::size_t sort_bytes) {
   SlopeGradScratch at{};
+  const int64_t stride = buffer_stride(tile);
   at.chunk_first = 0;
   at.run_partial = at.chunk_first + aligned(sizeof(double) * 2 * chunk_count(tile));
   at.interval_sums = at.run_partial + aligned(sizeof(double) * 2 * K);
   at.keys = at.interval_sums + aligned(sizeof(double) * 2 * K);
-  at.indices = at.keys + aligned(sizeof(uint32_t) * 2 * tile);  // the sort's two key buffers
-  at.sort = at.indices + aligned(sizeof(uint32_t) * 2 * tile);  // and two index buffers
+  at.indices = at.keys + aligned(sizeof(uint32_t) * 2 * stride);  // the sort's two key buffers
+  at.sort = at.indices + aligned(sizeof(uint32_t) * 2 * stride);  // and two index buffers
   at.end = at.sort + aligned(sort_bytes);
   return at;
 }
@@ -275,7 +280,8 @@ const char* launch_plif_slope_grad(const scalar_t* logits, const scalar_t* grad_
           logits + first, keys, indices, items, K, T, w);
       if (const char* error = detail::launch_error()) return error;
     }
-    cub::DoubleBuffer<uint32_t> sorted_keys(keys, keys + tile), sorted_indices(indices, indices + tile);
+    const int64_t stride = buffer_stride(tile);
+    cub::DoubleBuffer<uint32_t> sorted_keys(keys, keys + stride), sorted_indices(indices, indices + stride);
     if (items > 0) {
       std::size_t available = sort_bytes;
       if (const cudaError_t status = cub::DeviceRadixSort::SortPairs(

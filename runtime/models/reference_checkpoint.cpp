@@ -107,10 +107,16 @@ bool is_top_model_entry(const std::string& name) {
 std::map<std::string, torch::Tensor> model_of_saved_list(std::map<std::string, torch::Tensor> read, const std::string& path) {
   static const std::regex element(R"(([0-9]+)\.(.+))");
   std::map<std::string, std::map<std::string, torch::Tensor>> elements;
+  static const std::regex bare_index(R"([0-9]+)");
   for (auto& [name, tensor] : read) {
     std::smatch match;
-    if (!std::regex_match(name, match, element)) return read;
-    elements[match[1].str()][match[2].str()] = tensor;
+    if (std::regex_match(name, match, element)) {
+      elements[match[1].str()][match[2].str()] = tensor;
+    } else if (std::regex_match(name, bare_index)) {
+      elements[name][""] = tensor;  // a tensor saved as an element of the list itself
+    } else {
+      return read;  // not a saved list
+    }
   }
   std::vector<std::string> models;
   for (const auto& [index, entries] : elements) {
@@ -125,7 +131,7 @@ std::map<std::string, torch::Tensor> model_of_saved_list(std::map<std::string, t
   std::vector<std::string> left_out;
   for (const auto& [index, entries] : elements) {
     if (index == models.front()) continue;
-    for (const auto& [name, tensor] : entries) left_out.push_back(index + "." + name);
+    for (const auto& [name, tensor] : entries) left_out.push_back(name.empty() ? index : index + "." + name);
   }
   std::string note = "import_checkpoint: '" + path + "' holds a saved list (as awd-lstm-lm's main.py saves [model, criterion, "
                      "optimizer]): its element " + models.front() + " is the model, imported";

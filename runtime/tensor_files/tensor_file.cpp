@@ -195,6 +195,12 @@ std::vector<Listed> torch_save_zip_entries(const std::string& where, const std::
   }
   std::string pickle_buffer;
   const auto pickled = pickled_tensors(member_bytes(pickle, pickle_buffer, where), where, file_bytes);
+  for (const auto& t : pickled) {
+    if (!storages.count(t.storage_key)) {
+      throw EnvironmentError(where + ", tensor '" + t.name + "': its storage " + storage_prefix + t.storage_key +
+                             " is missing from the archive");
+    }
+  }
   return torch_save_entries(
       where, pickled,
       [&](const std::string& key) {
@@ -268,7 +274,7 @@ std::vector<Listed> open_entries(const MappedFile& file, const std::vector<std::
     for (auto& entry : safetensors_entries(file)) listed.push_back(mapped(std::move(entry)));
     return listed;
   }
-  if (looks_like_legacy_torch_save(file.bytes(0, std::min<std::uint64_t>(file.size(), 15), "its first bytes"))) {
+  if (looks_like_legacy_torch_save(file.bytes(0, std::min<std::uint64_t>(file.size(), 24), "its first bytes"))) {
     return torch_save_legacy_entries("torch.save file '" + file.path() + "' (legacy format)", file.span(), wanted);
   }
   if (looks_like_tar(file)) {

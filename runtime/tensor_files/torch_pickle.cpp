@@ -459,10 +459,23 @@ std::vector<PickledTensor> pickled_tensors(std::string_view pickle, const std::s
 
 namespace {
 
-// The legacy format's first pickle: protocol 2, the 10-byte integer 0x1950a86a20f9469cfc6c, STOP.
-constexpr unsigned char kLegacyMagic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46,
-                                          0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, 0x2e};
+// The legacy format's first pickle: PROTO (2 by default; torch.save's pickle_protocol 3 to 5 too),
+// a FRAME from protocol 4 on, the 10-byte integer 0x1950a86a20f9469cfc6c (LONG1), STOP.
+constexpr unsigned char kLegacyMagic[] = {0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, 0x2e};
 constexpr std::int64_t kLegacyProtocol = 1001;
+
+// Where the legacy format's first pickle ends, or 0 when the bytes do not begin with it.
+std::size_t legacy_magic_end(std::string_view bytes) {
+  if (bytes.size() < 2 || static_cast<unsigned char>(bytes[0]) != 0x80) return 0;
+  const auto protocol = static_cast<unsigned char>(bytes[1]);
+  if (protocol < 2 || protocol > 5) return 0;
+  std::size_t at = 2;
+  if (bytes.size() > at && static_cast<unsigned char>(bytes[at]) == 0x95) at += 9;  // FRAME and its length
+  if (bytes.size() < at + sizeof kLegacyMagic || std::memcmp(bytes.data() + at, kLegacyMagic, sizeof kLegacyMagic) != 0) {
+    return 0;
+  }
+  return at + sizeof kLegacyMagic;
+}
 
 const Value* dict_entry(const Value& dict, const std::string& key) {
   for (const auto& [k, v] : dict.entries) {
@@ -473,14 +486,12 @@ const Value* dict_entry(const Value& dict, const std::string& key) {
 
 }  // namespace
 
-bool looks_like_legacy_torch_save(std::string_view first_bytes) {
-  return first_bytes.size() >= sizeof kLegacyMagic && std::memcmp(first_bytes.data(), kLegacyMagic, sizeof kLegacyMagic) == 0;
-}
+bool looks_like_legacy_torch_save(std::string_view first_bytes) { return legacy_magic_end(first_bytes) > 0; }
 
 LegacyTorchSave legacy_torch_save(std::string_view file, const std::string& where) {
   if (!looks_like_legacy_torch_save(file)) throw EnvironmentError(where + " does not begin with the legacy torch.save magic number");
   BuildBudget budget(where, file.size(), "one of its pickles (legacy torch.save format)");
-  std::size_t at = sizeof kLegacyMagic;
+  std::size_t at = legacy_magic_end(file);
   // The pickles after the magic number; each reader's values live as long as the reader.
   const auto damaged = [&](const std::string& what) {
     return EnvironmentError(where + ": its header (legacy torch.save format) is damaged: " + what);

@@ -556,13 +556,18 @@ print(ratio(texts[0], texts[1], "yardstick") + ("; " + ratio(texts[2], texts[3],
       rc=0 ratios=()
       for size in "${sizes[@]}"; do
         echo "== reference, size $size"
+        # Each size's own output, so that a size that ends early is not given another's ratios.
+        size_log=$LMKIT_GPU_OUT_DIR/logs/reference-$size.out
         LMKIT="$build/lmkit" PYTHON=/tmp/lmkit-machine-python bash scripts/bench_reference.sh --device "$LMKIT_GPU_DEVICE" \
           --size "$size" --threads 4 --batches "$LMKIT_GPU_BENCH_STEPS" --warmup "$LMKIT_GPU_BENCH_WARMUP" --cap "$cap" \
-          --work "$LMKIT_GPU_OUT_DIR/logs/reference-$size" "${reference_args[@]}" || rc=$?
+          --work "$LMKIT_GPU_OUT_DIR/logs/reference-$size" "${reference_args[@]}" 2>&1 | tee "$size_log" || rc=$?  # (pipefail: its status)
         # Its logs (the original code's and lmkit's) travel in logs.tar.gz; the copies of the code,
-        # the corpus and the runs' folders do not.
-        find "$LMKIT_GPU_OUT_DIR/logs/reference-$size" -mindepth 1 -maxdepth 1 ! -name logs -exec rm -rf {} +
-        ratios+=("$size: $(grep '^ratios: ' "$LMKIT_GPU_OUT_DIR/logs/reference.log" 2>/dev/null | tail -1 | cut -c9- || true)")
+        # the corpus and the runs' folders do not (none when it refused its arguments).
+        if [ -d "$LMKIT_GPU_OUT_DIR/logs/reference-$size" ]; then
+          find "$LMKIT_GPU_OUT_DIR/logs/reference-$size" -mindepth 1 -maxdepth 1 ! -name logs -exec rm -rf {} + || true
+        fi
+        found=$(grep '^ratios: ' "$size_log" 2>/dev/null | tail -1 | cut -c9- || true)
+        ratios+=("$size: ${found:-no ratios (see logs/reference-$size.out)}")
       done
       echo "result: $(join '; ' "${ratios[@]}")"
       exit $rc

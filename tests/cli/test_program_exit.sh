@@ -5,10 +5,11 @@
 # right after the tests (the teardown's milestone never comes) with the tests' result.
 set -u
 program=$1
+# Each run sets the variables it means (a caller's own exported ones must not change the outcome).
 filter=PlifTest.SlopeGradientIsDeterministic
 fail() { echo "test_program_exit.sh: $*" >&2; printf '%s\n' "$output" >&2; exit 1; }
 
-output=$(env LMKIT_TEST_MILESTONES=1 "$program" --gtest_filter="$filter" 2>&1)
+output=$(env -u LMKIT_TEST_QUICK_EXIT LMKIT_TEST_MILESTONES=1 "$program" --gtest_filter="$filter" 2>&1)
 status=$?
 [ "$status" = 0 ] || fail "a normal run exited $status"
 grep -q '^\[ milestone \] main: the tests returned 0; atexit handlers' <<<"$output" || fail "no milestone when the tests returned"
@@ -22,6 +23,6 @@ grep -q '^\[ milestone \] main: the tests returned 0; quick exit' <<<"$output" |
 grep -q '^\[  PASSED  \] 1 test' <<<"$output" || fail "the tests' report is missing (flushed before the quick exit?)"
 
 # Without the variables the program says nothing of its own.
-output=$("$program" --gtest_filter="$filter" 2>&1)
+output=$(env -u LMKIT_TEST_MILESTONES -u LMKIT_TEST_QUICK_EXIT "$program" --gtest_filter="$filter" 2>&1)
 ! grep -q 'milestone' <<<"$output" || fail "milestones without LMKIT_TEST_MILESTONES"
 echo "test_program_exit.sh: milestones and the quick exit as documented"

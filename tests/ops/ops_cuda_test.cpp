@@ -200,6 +200,39 @@ TEST(OpsCudaTest, PlifSlopeGradientIsBitIdenticalAcrossRuns) {
   }
 }
 
+// The LMS-PLIF head's loss (one op; its CUDA backward writes the logits' gradient over the softmax
+// it computes): forward and both gradients against the CPU, on rows of a vocabulary's width and on
+// more logits than the slope sums sort at once (2^24), and the same bits on every run.
+TEST(OpsCudaTest, PlifNllMatchesCpuAndRepeatsBitForBit) {
+  LMKIT_SKIP_WITHOUT_CUDA();
+  torch::manual_seed(14);
+  const torch::Device gpu(torch::kCUDA);
+  struct Case {
+    std::string name;
+    int64_t rows, width, K;
+    double T;
+  };
+  for (const auto& c : std::vector<Case>{{"vocabulary rows", 37, 3001, 1000, 4.0}, {"two sort tiles", 4100, 4100, 100000, 20.0}}) {
+    const auto logits = torch::randn({c.rows, c.width}, torch::kFloat64) * 5;
+    const auto slope_values = torch::rand({c.K}, torch::kFloat64) + 0.1;
+    const auto targets = torch::randint(c.width, {c.rows}, torch::kInt64);
+    const auto upstream = torch::randn({c.rows}, torch::kFloat64);
+    for (auto type : kTypes) {
+      const auto label = "plif_nll " + c.name + " " + std::string(c10::toString(type));
+      auto l_cpu = leaf(logits, type, torch::kCPU), l_gpu = leaf(logits, type, gpu);
+      auto s_cpu = leaf(slope_values, type, torch::kCPU), s_gpu = leaf(slope_values, type, gpu);
+      auto out_cpu = plif_nll(l_cpu, s_cpu, targets, c.T), out_gpu = plif_nll(l_gpu, s_gpu, targets.to(gpu), c.T);
+      EXPECT_TRUE(close(out_gpu, out_cpu, type, label + " forward"));
+      auto g_cpu = gradients(out_cpu, {l_cpu, s_cpu}, upstream);
+      auto g_gpu = gradients(out_gpu, {l_gpu, s_gpu}, upstream);
+      EXPECT_TRUE(close(g_gpu[0], g_cpu[0], type, label + " d/dlogits"));
+      EXPECT_TRUE(close(g_gpu[1], g_cpu[1], type, label + " d/dslopes"));
+      auto again = gradients(plif_nll(l_gpu, s_gpu, targets.to(gpu), c.T), {l_gpu, s_gpu}, upstream);
+      EXPECT_TRUE(torch::equal(again[0], g_gpu[0]) && torch::equal(again[1], g_gpu[1])) << label << ": a second run differs";
+    }
+  }
+}
+
 TEST(OpsCudaTest, MixtureNllMatchesCpu) {
   LMKIT_SKIP_WITHOUT_CUDA();
   torch::manual_seed(13);

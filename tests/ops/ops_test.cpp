@@ -210,9 +210,9 @@ TEST(PlifNllTest, HoldsOneFullSizeTensorInForwardAndInBackward) {
 TEST(PlifNllTest, BadTargetsAreNamed) {
   const auto l = torch::randn({3, 5});
   const auto s = torch::ones({4});
-  EXPECT_THROW(plif_nll(l, s, torch::tensor({0, 1, 5}, torch::kInt64), 1.0), UsageError);
   EXPECT_THROW(plif_nll(l, s, torch::tensor({0, 1}, torch::kInt64), 1.0), UsageError);
   EXPECT_THROW(plif_nll(l, s, torch::tensor({0, 1, 2}, torch::kInt32), 1.0), UsageError);
+  EXPECT_THROW(plif_nll(torch::randn({3, 0}), s, torch::tensor({0, 0, 0}, torch::kInt64), 1.0), UsageError);  // no words
 }
 
 struct MixtureCase {

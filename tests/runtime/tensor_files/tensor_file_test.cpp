@@ -140,6 +140,14 @@ TEST_F(TensorFileTest, HandMadeLegacyFilesReadAndDamagedOnesAreRefused) {
   EXPECT_TRUE(torch::equal(tensors.at("a"), torch::arange(3, torch::kFloat32)));
   EXPECT_TRUE(torch::equal(tensors.at("b"), torch::arange(2, torch::kFloat32)));
 
+  // torch.save's pickle_protocol 3 and 4 (a FRAME before the magic number) begin the same file.
+  const auto rest = read_file(good).substr(kLegacyMagic.size());
+  auto protocol3 = kLegacyMagic;
+  protocol3[1] = '\x03';
+  EXPECT_EQ(read_tensor_file(file("protocol3.pt", protocol3 + rest), {}).size(), 2u);
+  const auto protocol4 = std::string("\x80\x04\x95", 3) + testing::le_bytes(13, 8) + kLegacyMagic.substr(2);
+  EXPECT_EQ(read_tensor_file(file("protocol4.pt", protocol4 + rest), {}).size(), 2u);
+
   const auto refusal = [&](const std::string& name, const std::string& bytes) {
     return failure([&] { read_tensor_file(file(name, bytes), {}); });
   };
