@@ -372,7 +372,15 @@ LanguageModel import_reference_checkpoint(const std::string& path, const ImportC
   }
   check_options_fit(options);
   const bool thesis = format == "thesis";
-  ReferenceReader file(path, format, sort_entries(model_of_saved_list(read_tensor_file(path, {}), path), format));
+  auto read = read_tensor_file(path, {});
+  if (read.empty()) {
+    // An optimizer, a dict of numbers, a model saved without its weights: nothing to import.
+    const auto what = torch_save_object_summary(path);
+    throw EnvironmentError("import_checkpoint: '" + path + "' holds no tensor" + (what.empty() ? "" : " (its object is " + what + ")") +
+                           ", so no model: the reference code's state_dict, its whole saved model or awd-lstm-lm's "
+                           "[model, criterion, optimizer] list is what import_checkpoint reads");
+  }
+  ReferenceReader file(path, format, sort_entries(model_of_saved_list(std::move(read), path), format));
   const auto& entries = file.entries();
   if (!entries.unexpected.empty()) {
     const auto any_unexpected = [&](const std::function<bool(const std::string&)>& test) {

@@ -352,6 +352,23 @@ std::vector<StoredTensor> tensor_file_contents(const std::string& path) {
   });
 }
 
+std::string torch_save_object_summary(const std::string& path) {
+  MappedFile file(path, "tensor file");
+  const std::string where = "torch.save file '" + path + "'";
+  return unchanged_while(file, [&]() -> std::string {
+    if (looks_like_legacy_torch_save(file.bytes(0, std::min<std::uint64_t>(file.size(), 24), "its first bytes"))) {
+      return legacy_torch_save(file.bytes(0, file.size(), "the file"), where + " (legacy format)").object_summary;
+    }
+    if (!looks_like_zip(file.span())) return "";
+    const auto members = zip_members(file.span());
+    const auto pickle = find_pickle(members);
+    if (pickle == members.end()) return "";
+    std::string buffer, summary;
+    pickled_tensors(member_bytes(*pickle, buffer, where), where, file.size(), &summary);
+    return summary;
+  });
+}
+
 std::map<std::string, torch::Tensor> read_tensor_file(const std::string& path, const ReadTensorsOptions& options) {
   // Parsed first: a misspelt dtype is refused before the file is opened.
   const bool convert = options.dtype.has_value();

@@ -51,6 +51,11 @@ const config::BoundOptions<WriteTensorsOptions>& declared_options(config::Tag<Wr
 // The entries of a tensor file, in the file's order (safetensors: by data offset).
 std::vector<StoredTensor> tensor_file_contents(const std::string& path);
 
+// What a torch.save file's pickled object is, in a few words ("a dict of 2 entries ('epoch',
+// 'lr')", "an object of torch.optim.sgd.SGD"): what a file that holds no tensor holds instead.
+// "" for a file of another format.
+std::string torch_save_object_summary(const std::string& path);
+
 // The entries (all, or options.names), each a CPU tensor of its stored dtype unless options.dtype
 // names another: contiguous, except that tensors a torch.save file stores as views of one storage
 // and that are read together stay views of one copy of it (as torch.load gives them). A .npy file's one array is named after the file ("w.npy" → "w").

@@ -131,6 +131,7 @@ class PickleReader {
           pop();
           const auto type = pop();
           auto object = make(Value::Kind::Opaque);
+          if (type->kind == Value::Kind::Global) object->text = type->text;  // its class, for summary()
           // A TorchScript module (what torch::serialize::OutputArchive writes, as in lmkit's own
           // checkpoints): its attributes are its parameters, buffers and submodules, by name.
           object->script_object = type->kind == Value::Kind::Global &&
@@ -378,7 +379,9 @@ class PickleReader {
     if (name == "collections.OrderedDict") return make(Value::Kind::Dict);
     // LibTorch's pickler (torch::pickle_save) tags values with their TorchScript type, or wraps lists.
     if (name.rfind("torch.jit._pickle.", 0) == 0 && !args.empty()) return args[0];
-    return make(Value::Kind::Opaque);
+    auto object = make(Value::Kind::Opaque);
+    object->text = name;  // what made it, for summary()
+    return object;
   }
 
   std::string_view bytes_;
@@ -394,6 +397,48 @@ class PickleReader {
 };
 
 constexpr std::size_t kMaxNames = 1'000'000;
+
+// A pickled value in a few words, for a file that holds no tensor: "a dict of 2 entries ('epoch',
+// 'lr')", "an object of torch.optim.sgd.SGD", "a list of 3 items (an object of model.RNNModel, ...)".
+std::string summary(const Value& value, int depth = 0) {
+  const auto count = [](std::size_t n, const char* one, const char* many) {
+    return integer_text(static_cast<std::int64_t>(n)) + " " + (n == 1 ? one : many);
+  };
+  switch (value.kind) {
+    case Value::Kind::None: return "None";
+    case Value::Kind::Boolean: return "a boolean";
+    case Value::Kind::Integer: case Value::Kind::Float: return "a number";
+    case Value::Kind::String: return "a string";
+    case Value::Kind::Bytes: return "bytes";
+    case Value::Kind::Global: return "the name " + value.text;
+    case Value::Kind::Storage: return "a storage";
+    case Value::Kind::Tensor: return "a tensor";
+    case Value::Kind::Opaque: return value.text.empty() ? "an object" : "an object of " + value.text;
+    case Value::Kind::Tuple: case Value::Kind::List: {
+      std::string text = std::string(value.kind == Value::Kind::List ? "a list of " : "a tuple of ") + count(value.items.size(), "item", "items");
+      if (depth == 0 && !value.items.empty()) {
+        text += " (";
+        for (std::size_t i = 0; i < value.items.size() && i < 3; ++i) text += (i ? ", " : "") + summary(*value.items[i], depth + 1);
+        text += value.items.size() > 3 ? ", ...)" : ")";
+      }
+      return text;
+    }
+    case Value::Kind::Dict: {
+      std::string text = "a dict of " + count(value.entries.size(), "entry", "entries");
+      if (!value.entries.empty()) {
+        text += " (";
+        std::size_t shown = 0;
+        for (const auto& [key, item] : value.entries) {
+          if (shown == 3) break;
+          text += (shown++ ? ", " : "") + (key->kind == Value::Kind::String ? "'" + key->text.substr(0, 40) + "'" : summary(*key, 2));
+        }
+        text += value.entries.size() > 3 ? ", ...)" : ")";
+      }
+      return text;
+    }
+  }
+  return "a value";
+}
 
 // Tensors are listed under every path that reaches them (tied weights have two names); a container
 // reached again is not walked again (the memo can make a small pickle an exponentially large tree).
@@ -448,12 +493,15 @@ std::uint64_t build_budget(std::uint64_t file_bytes) {
   return file_bytes >= (kCap - kFloor) / kPerFileByte ? kCap : kFloor + kPerFileByte * file_bytes;
 }
 
-std::vector<PickledTensor> pickled_tensors(std::string_view pickle, const std::string& where, std::uint64_t file_bytes) {
+std::vector<PickledTensor> pickled_tensors(std::string_view pickle, const std::string& where, std::uint64_t file_bytes,
+                                           std::string* object_summary) {
   BuildBudget budget(where, file_bytes);
   PickleReader reader(pickle, where, budget);
   std::vector<PickledTensor> tensors;
   std::set<const Value*> walked;
-  collect(reader.run(), "", tensors, walked, 0, budget);
+  const auto object = reader.run();
+  collect(object, "", tensors, walked, 0, budget);
+  if (object_summary) *object_summary = summary(*object);
   return tensors;
 }
 
@@ -521,7 +569,9 @@ LegacyTorchSave legacy_torch_save(std::string_view file, const std::string& wher
   {
     PickleReader reader(file, where, budget, at);
     std::set<const Value*> walked;
-    collect(reader.run(), "", result.tensors, walked, 0, budget);
+    const auto object = reader.run();
+    collect(object, "", result.tensors, walked, 0, budget);
+    result.object_summary = summary(*object);
     dtypes = reader.storage_dtypes();
     at = reader.end();
   }

@@ -44,7 +44,10 @@ std::uint64_t build_budget(std::uint64_t file_bytes);
 // against build_budget(file_bytes), `file_bytes` being the size of the file it came from; going over
 // is an EnvironmentError "<where>: its pickle (data.pkl) builds more than N bytes from M bytes of
 // file", never an allocation. EnvironmentError naming `where` for a damaged or unsupported pickle.
-std::vector<PickledTensor> pickled_tensors(std::string_view pickle, const std::string& where, std::uint64_t file_bytes);
+// `object_summary`, when given, receives the pickle's object in a few words ("a dict of 2 entries
+// ('epoch', 'lr')", "an object of torch.optim.sgd.SGD"): what a file that holds no tensor holds.
+std::vector<PickledTensor> pickled_tensors(std::string_view pickle, const std::string& where, std::uint64_t file_bytes,
+                                           std::string* object_summary = nullptr);
 
 // The legacy torch.save format (PyTorch < 1.6's only one, later `_use_new_zipfile_serialization=
 // False`; what the original AWD-LSTM and MoS codes wrote): five pickles in a row — the magic
@@ -61,6 +64,7 @@ struct LegacyStorage {
 struct LegacyTorchSave {
   std::vector<PickledTensor> tensors;
   std::vector<LegacyStorage> storages;
+  std::string object_summary;  // as pickled_tensors gives it
 };
 // Whether a file begins as the legacy format does (its first pickle, the magic number).
 bool looks_like_legacy_torch_save(std::string_view first_bytes);

@@ -167,6 +167,13 @@ TEST_F(ReferenceCheckpointTest, TheModelOfASavedListIsTakenAndSaidSo) {
     entries = listed;
   });
   EXPECT_TRUE(contains(failure([&] { import_reference_checkpoint(two, import_as("awd-lstm")); }), "0.decoder.bias"));
+  // A file whose object holds no module (an optimizer saved alone): refused, naming what it holds.
+  const auto optimizer = dir("optimizer.pt");
+  write_file_atomically(optimizer, testing::kLegacyMagic + testing::legacy_protocol(1001) + testing::legacy_facts(true) +
+                                       "\x80\x02" "ctorch.optim.sgd\nSGD\n)\x81}(" + testing::pickled_string("lr") + "K\x1eub." +
+                                       testing::legacy_keys({}));
+  const auto text = failure([&] { import_reference_checkpoint(optimizer, import_as("awd-lstm")); });
+  EXPECT_TRUE(contains(text, "holds no tensor (its object is an object of torch.optim.sgd.SGD), so no model")) << text;
 }
 
 // The MoS code's log(p + 1e-8), on a model whose words reach p < 1e-8: imported exact by default,
