@@ -139,6 +139,20 @@ TEST_F(ReferenceCheckpointTest, LegacyTorchSaveFilesImportLikeTheirZipCopies) {
     const auto got = log_probs_of(model, outputs.at("ids"));
     EXPECT_LE((got - outputs.at(truth)).abs().max().item<double>(), 1e-5);
   }
+  // Written by PyTorch itself in the legacy format (files/make_reference_checkpoints.py): the list
+  // [model, criterion, optimizer] of awd-lstm-lm's main.py, and the MoS code's whole model, each
+  // class named by a ('module', class, file, source) persistent id whose source is not run.
+  for (const auto& [name, format, truth] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"awd_lstm_saved_list_legacy.pt", "awd-lstm", "awd_lstm_log_probs"}, {"mos_whole_model_legacy.pt", "mos", "mos_log_probs"}}) {
+    SCOPED_TRACE(name);
+    std::vector<std::string> notes;
+    const auto previous = set_warning_handler([&](const std::string& m) { notes.push_back(m); });
+    auto model = import_reference_checkpoint(fixture(name), import_as(format));
+    set_warning_handler(previous);
+    EXPECT_LE((log_probs_of(model, outputs.at("ids")) - outputs.at(truth)).abs().max().item<double>(), 1e-5);
+    EXPECT_EQ(notes.size(), format == "awd-lstm" ? 1u : 0u);  // the list's model is taken and said so
+    if (!notes.empty()) EXPECT_TRUE(contains(notes[0], "its element 0 is the model, imported")) << notes[0];
+  }
 }
 
 // awd-lstm-lm's main.py saves torch.save([model, criterion, optimizer], f): the model is the

@@ -9,6 +9,9 @@ fixed token ids.
   awd_lstm_reference.pt   state_dict of the softmax model (vocab 23, emb 6, nhid 10, nhidlast 6, 3 layers)
   mos_reference.pt        state_dict of the MoS model (vocab 23, emb 6, nhid 10, nhidlast 8, K 3)
   mos_whole_model.pt      torch.save(model) of the same MoS model (the whole nn.Module)
+  awd_lstm_saved_list_legacy.pt  torch.save([model, criterion, optimizer]) of the softmax model in the
+                          legacy format (_use_new_zipfile_serialization=False), as awd-lstm-lm's main.py
+  mos_whole_model_legacy.pt      torch.save(model) of the MoS model in the legacy format, as the MoS code
   mos_floor_reference.pt  the MoS model with a decoder bias 8 times as wide: some words get p < 1e-8
   reference_outputs.pt    {"ids": int64 [7, 2], "awd_lstm_log_probs": [14, 23], "mos_log_probs": [14, 23],
                            "mos_floor_exact_log_probs": [14, 23], "mos_floor_log_probs": [14, 23]}
@@ -137,6 +140,14 @@ def main():
         torch.save(model.state_dict(), os.path.join(HERE, name + "_reference.pt"))
         if head == "mos":
             torch.save(model, os.path.join(HERE, "mos_whole_model.pt"))
+        # The legacy format, which the original codes wrote on PyTorch 0.x: awd-lstm-lm's main.py saves
+        # the list [model, criterion, optimizer], the MoS code the whole model.
+        legacy = {"_use_new_zipfile_serialization": False}
+        if head == "softmax":
+            optimizer = torch.optim.SGD(model.parameters(), lr=30, weight_decay=1.2e-6)
+            torch.save([model, nn.CrossEntropyLoss(), optimizer], os.path.join(HERE, "awd_lstm_saved_list_legacy.pt"), **legacy)
+        else:
+            torch.save(model, os.path.join(HERE, "mos_whole_model_legacy.pt"), **legacy)
         models[head] = model
 
     # The floor matters where p < 1e-3: the same MoS model with a decoder bias 8 times as wide, so
