@@ -127,7 +127,7 @@ std::pair<torch::Tensor, torch::Tensor> plif_gradients(const torch::Tensor& l, c
     auto i = interval_of(l, K, T).view(-1);
     auto gd = g.to(torch::kFloat64).view(-1);
     auto offset = l.to(torch::kFloat64).view(-1) - (-T + i.to(torch::kFloat64) * w);
-    grad_l = g * slopes.index({interval_of(l, K, T)});
+    grad_l = g * slopes.index({i.view(l.sizes())});
     auto offset_sum = torch::zeros({K}, gd.options()).index_add_(0, i, gd * offset);
     auto grad_sum = torch::zeros({K}, gd.options()).index_add_(0, i, gd);
     auto later = grad_sum.sum() - grad_sum.cumsum(0);  // Σ_{i>j}, without flip (no meta kernel in Torch 1.13)
@@ -199,17 +199,26 @@ class PlifNll : public torch::autograd::Function<PlifNll> {
 
 }  // namespace
 
+namespace {
+
+// What plif and plif_nll ask of their logits, slopes and T (`op` names the one called).
+void check_plif_arguments(const std::string& op, const torch::Tensor& logits, const torch::Tensor& slopes, double T) {
+  check_floating(logits, op.c_str(), "logits");
+  check_floating(slopes, op.c_str(), "slopes");
+  LMKIT_OP_CHECK(slopes.dim() == 1 && slopes.size(0) > 0, op + ": slopes must be a non-empty vector, got " + shape_of(slopes));
+  LMKIT_OP_CHECK(T > 0, op + ": T must be positive");
+  LMKIT_OP_CHECK(slopes.device() == logits.device(), op + ": logits and slopes on different devices");
+}
+
+}  // namespace
+
 torch::Tensor plif(const torch::Tensor& logits, const torch::Tensor& slopes, double T) {
-  check_floating(logits, "plif", "logits");
-  check_floating(slopes, "plif", "slopes");
-  LMKIT_OP_CHECK(slopes.dim() == 1 && slopes.size(0) > 0, "plif: slopes must be a non-empty vector, got " + shape_of(slopes));
-  LMKIT_OP_CHECK(T > 0, "plif: T must be positive");
-  LMKIT_OP_CHECK(slopes.device() == logits.device(), "plif: logits and slopes on different devices");
+  check_plif_arguments("plif", logits, slopes, T);
   return Plif::apply(logits, slopes, T, detail::use_fused_kernel("plif", logits));
 }
 
 torch::Tensor plif_nll(const torch::Tensor& logits, const torch::Tensor& slopes, const torch::Tensor& targets, double T) {
-  check_floating(logits, "plif_nll", "logits");
+  check_plif_arguments("plif_nll", logits, slopes, T);
   LMKIT_OP_CHECK(logits.dim() == 2 && logits.size(1) > 0,
                  "plif_nll: logits must be [rows, vocabulary] with a vocabulary of at least one word, got " + shape_of(logits));
   LMKIT_OP_CHECK(targets.scalar_type() == torch::kInt64 && targets.dim() == 1 && targets.size(0) == logits.size(0),
@@ -218,10 +227,6 @@ torch::Tensor plif_nll(const torch::Tensor& logits, const torch::Tensor& slopes,
   LMKIT_OP_CHECK(targets.device() == logits.device(), "plif_nll: logits and targets on different devices");
   // The ids are not read here: a training step never waits for the host (HostSyncTest); the
   // corpus's ids are checked against the vocabulary where they are made.
-  check_floating(slopes, "plif_nll", "slopes");
-  LMKIT_OP_CHECK(slopes.dim() == 1 && slopes.size(0) > 0, "plif_nll: slopes must be a non-empty vector, got " + shape_of(slopes));
-  LMKIT_OP_CHECK(T > 0, "plif_nll: T must be positive");
-  LMKIT_OP_CHECK(slopes.device() == logits.device(), "plif_nll: logits and slopes on different devices");
   if (!detail::use_fused_kernel("plif", logits)) {
     return -torch::log_softmax(plif(logits, slopes, T), 1).gather(1, targets.reshape({-1, 1})).squeeze(1);
   }

@@ -87,13 +87,14 @@ struct StorageSource {
 };
 
 // The tensors of a torch.save file, described by its pickle: `pickled` as torch_pickle.h lists
-// them, `storage_of` the source of a storage key (nullptr: missing). A tensor alone on its storage
+// them, `storages` by key; a storage the pickle uses and `storages` lacks is named as
+// `storage_prefix` + its key. A tensor alone on its storage
 // is read from the span of the storage it covers (a view of a large storage does not copy the rest);
 // tensors sharing a storage are views of one copy of it, as in PyTorch (2,000 views of a 4 MB
 // storage cost 4 MB, not 8 GB).
 std::vector<Listed> torch_save_entries(const std::string& where, const std::vector<PickledTensor>& pickled,
-                                       const std::function<const StorageSource*(const std::string&)>& storage_of,
-                                       const std::vector<std::string>& wanted) {
+                                       const std::map<std::string, StorageSource>& storages,
+                                       const std::string& storage_prefix, const std::vector<std::string>& wanted) {
   // A tensor named several times (tied weights) is read once and shared; a storage's CRC-32 is
   // checked once, however many views read it.
   auto read_once = std::make_shared<std::map<std::int64_t, torch::Tensor>>();
@@ -118,10 +119,11 @@ std::vector<Listed> torch_save_entries(const std::string& where, const std::vect
                              "' twice (a dict with a key twice: which one is meant?): the file is damaged");
     }
     const std::string tensor_where = where + ", tensor '" + t.name + "'";
-    const auto* storage = storage_of(t.storage_key);
-    if (!storage) {
-      throw EnvironmentError(tensor_where + ": its storage '" + t.storage_key + "' is missing from the file");
+    const auto found = storages.find(t.storage_key);
+    if (found == storages.end()) {
+      throw EnvironmentError(tensor_where + ": its storage " + storage_prefix + t.storage_key + " is missing from the file");
     }
+    const auto* storage = &found->second;
     const auto element = static_cast<std::int64_t>(c10::elementSize(t.dtype));
     const auto byte_count = checked_byte_count(t.shape, t.dtype, tensor_where);
     // The elements it covers: [offset, last] of its storage, checked against the storage's size.
@@ -195,19 +197,7 @@ std::vector<Listed> torch_save_zip_entries(const std::string& where, const std::
   }
   std::string pickle_buffer;
   const auto pickled = pickled_tensors(member_bytes(pickle, pickle_buffer, where), where, file_bytes);
-  for (const auto& t : pickled) {
-    if (!storages.count(t.storage_key)) {
-      throw EnvironmentError(where + ", tensor '" + t.name + "': its storage " + storage_prefix + t.storage_key +
-                             " is missing from the archive");
-    }
-  }
-  return torch_save_entries(
-      where, pickled,
-      [&](const std::string& key) {
-        const auto found = storages.find(key);
-        return found == storages.end() ? nullptr : &found->second;
-      },
-      wanted);
+  return torch_save_entries(where, pickled, storages, storage_prefix, wanted);
 }
 
 // A torch.save file in the legacy format (torch_pickle.h): its storages are spans of the file.
@@ -221,13 +211,8 @@ std::vector<Listed> torch_save_legacy_entries(const std::string& where, const By
     const auto bytes = all.substr(static_cast<std::size_t>(storage.offset), static_cast<std::size_t>(size));
     storages[storage.key] = {"storage '" + storage.key + "'", size, [bytes](std::string&, bool, const std::string&) { return bytes; }};
   }
-  return torch_save_entries(
-      where, legacy.tensors,
-      [&](const std::string& key) {
-        const auto found = storages.find(key);
-        return found == storages.end() ? nullptr : &found->second;
-      },
-      wanted);
+  // (legacy_torch_save has checked that the file holds every storage the pickle uses)
+  return torch_save_entries(where, legacy.tensors, storages, "", wanted);
 }
 
 std::vector<ZipMember>::const_iterator find_pickle(const std::vector<ZipMember>& members) {
