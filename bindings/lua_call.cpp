@@ -12,8 +12,10 @@
 #include "runtime/config/option_schema.h"
 #include "runtime/core/error.h"
 #include "runtime/core/exception_text.h"
+#include "runtime/core/interruption.h"
 #include "runtime/core/number_text.h"
 #include "runtime/core/tensor_memory.h"
+#include "runtime/training/preemption.h"
 
 namespace lmkit::lua {
 namespace {
@@ -68,6 +70,10 @@ bool is_user_mistake(const std::exception_ptr& error) {
     return true;
   } catch (const EnvironmentError&) {
     return true;
+  } catch (const Interrupted&) {
+    return true;  // Ctrl-C: the work was stopped, it did not fail
+  } catch (const training::Preempted&) {
+    return true;  // a signal stopped the run with its state saved
   } catch (...) {
     return false;
   }
@@ -131,30 +137,71 @@ bool has_position(const char* message) {
   return *p == ':';
 }
 
-int traceback_handler(lua_State* L) {
-  const char* msg = lua_tostring(L, 1);
-  if (msg != nullptr && lua_type(L, 1) == LUA_TSTRING) {
-    // A user's mistake that an lmkit function named, or a message raised for a person (level 0):
-    // the message alone. A runtime error or a bug: with the traceback that finds it.
+// Whether a traceback line is a frame of lmkit's own Lua modules (bindings/lua/, embedded under
+// that chunk name) or the protected call and the raise that carried the error through them.
+bool is_lmkit_frame(const std::string& line) {
+  return line.find("bindings/lua/") != std::string::npos || line.find("[C]: in function 'xpcall'") != std::string::npos ||
+         line.find("[C]: in function 'error'") != std::string::npos;
+}
+
+// luaL_traceback's text without lmkit's own frames: what is left is the script's (a recipe's run,
+// report, ...), where its author looks; how many frames were left out is said.
+std::string without_lmkit_frames(const std::string& traceback) {
+  const std::string marker = "\nstack traceback:";
+  const auto at = traceback.find(marker);
+  if (at == std::string::npos) return traceback;
+  std::string out = traceback.substr(0, at + marker.size());
+  std::size_t left_out = 0, start = at + marker.size() + 1;
+  while (start <= traceback.size()) {
+    auto end = traceback.find('\n', start);
+    if (end == std::string::npos) end = traceback.size();
+    const auto line = traceback.substr(start, end - start);
+    if (!line.empty()) {
+      if (is_lmkit_frame(line)) {
+        ++left_out;
+      } else {
+        out += "\n" + line;
+      }
+    }
+    start = end + 1;
+  }
+  if (left_out > 0) out += "\n\t(" + integer_text(left_out) + " frame" + (left_out == 1 ? "" : "s") + " of lmkit's own Lua left out)";
+  return out;
+}
+
+// Pushes how the error at `index` is shown (`lmkit run`, the REPL, a recipe's failed.json): a user's
+// mistake that an lmkit function named, a message raised for a person (level 0), or anything after
+// Ctrl-C: the message alone. A runtime error or a bug: with the traceback from `level` that finds it,
+// lmkit's own frames left out.
+void push_error_report(lua_State* L, int index, int level) {
+  index = lua_absindex(L, index);
+  const char* msg = lua_tostring(L, index);
+  if (msg != nullptr && lua_type(L, index) == LUA_TSTRING) {
     lua_getfield(L, LUA_REGISTRYINDEX, kUserMistakeKey);
-    const bool named_mistake = lua_rawequal(L, 1, -1);
+    const bool named_mistake = lua_rawequal(L, index, -1);
     lua_pop(L, 1);
     // A message that already carries a traceback (a task's failure rethrown) keeps the one it has.
-    if (named_mistake || !has_position(msg) || std::strstr(msg, "\nstack traceback:") != nullptr) {
-      lua_pushvalue(L, 1);
-      return 1;
+    if (named_mistake || was_interrupted() || !has_position(msg) || std::strstr(msg, "\nstack traceback:") != nullptr) {
+      lua_pushvalue(L, index);
+      return;
     }
   }
   if (msg == nullptr) {
     // An error object with a __tostring is shown by it (protected: it may raise itself).
-    if (luaL_getmetafield(L, 1, "__tostring") != LUA_TNIL) {
+    if (luaL_getmetafield(L, index, "__tostring") != LUA_TNIL) {
       lua_pop(L, 1);
-      push_string(L, describe_value(L, 1));
-      return 1;
+      push_string(L, describe_value(L, index));
+      return;
     }
-    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, index));
   }
-  luaL_traceback(L, L, msg, 1);
+  luaL_traceback(L, L, msg, level);
+  push_string(L, without_lmkit_frames(lua_tostring(L, -1)));
+  lua_remove(L, -2);
+}
+
+int traceback_handler(lua_State* L) {
+  push_error_report(L, 1, 1);
   return 1;
 }
 
@@ -365,6 +412,13 @@ bool push_embedded_function(lua_State* L, const char* module, const char* name) 
   if (found) lua_replace(L, top + 1);
   lua_settop(L, found ? top + 1 : top);
   return found;
+}
+
+int lmkit_error_report(lua_State* L) {
+  luaL_checkany(L, 1);
+  // Level 2: the function that raised, seen from the message handler that calls this.
+  push_error_report(L, 1, 2);
+  return 1;
 }
 
 int call_with_traceback(lua_State* L, int nargs, int nresults) {

@@ -105,6 +105,11 @@ void register_doc(lua_State* L, int value_index, const std::string& name, const 
 // Returns the lua_pcall status; on error the message (with traceback) is on the stack.
 int call_with_traceback(lua_State* L, int nargs, int nresults);
 
+// lmkit.error_report(e): the error as call_with_traceback shows it, for an xpcall message handler
+// that keeps it (a recipe's failed cell): the message alone for a user's mistake, a level-0 message
+// or after Ctrl-C; else with the traceback of where it was raised, lmkit's own Lua frames left out.
+int lmkit_error_report(lua_State* L);
+
 // Pushes function `name` of the embedded module `module` (bindings/lua/, run from package.preload
 // raw: the preload table and the module are reachable from Lua). False, the stack as it was, when
 // it cannot.

@@ -101,7 +101,8 @@ void open_model(lua_State* L, int module_index) {
       {"model", lmkit_model, model_doc().c_str()},
       {"load", lmkit_load,
        "lmkit.load(path[, {head = spec}]) -> Model, version\n"
-       "A model saved with m:save(path) (or a run's best.ckpt / last.ckpt), and the lmkit version that wrote it. "
+       "A model saved with m:save(path) (or a run's best.ckpt / last.ckpt), in evaluation mode (m:train() to train it "
+       "by hand; lmkit.train sets it), and the lmkit version that wrote it. "
        "Truncated, corrupted or foreign files fail with an error naming the file. A model whose head was written in "
        "Lua (lmkit.heads.custom / pointwise: code, which no file holds) loads with that head given again as head = "
        "spec; its parameters are checked against the file by name and shape (docs/lua-heads.md)."},

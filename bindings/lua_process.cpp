@@ -3,6 +3,7 @@
 #include "bindings/lua_process.h"
 
 #include "bindings/entry_point.h"
+#include "runtime/core/interruption.h"
 #include "runtime/training/batch_commands.h"
 #include "runtime/training/preemption.h"
 #include "runtime/training/process_pool.h"
@@ -55,6 +56,8 @@ void open_process(lua_State* L, int module_index) {
       entry<&training::sleep_seconds>("lmkit.process", "sleep", "seconds", "Waits."),
       entry<&training::was_preempted>("lmkit.process", "preempted", "",
           "Whether a training run in this process stopped because of SIGTERM/SIGUSR1 (its state is saved; `lmkit run` exits with 75)."),
+      entry<&was_interrupted>("lmkit.process", "interrupted", "",
+          "Whether Ctrl-C stopped work in this process (a training run saved its state first; `lmkit run` exits with 130)."),
   };
   module_index = lua_absindex(L, module_index);
   lua_newtable(L);

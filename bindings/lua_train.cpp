@@ -180,7 +180,7 @@ void open_train(lua_State* L, int module_index) {
   static const std::vector<Function> run_methods = {
       method<&RunView::summary>("summary", "", "summary.json: status, train/valid/test ppl, parameters, switch_epoch, best_epoch, seconds_per_epoch, peak_rss_bytes, ... (docs/training.md)."),
       method<&RunView::metrics>("metrics", "type", "The records of metrics.jsonl in order; type \"step\" (per log interval) or \"epoch\" keeps one kind."),
-      method<&RunView::best_model>("best_model", "", "The model with the best validation loss (the trained model itself after lmkit.train, else loaded from best.ckpt)."),
+      method<&RunView::best_model>("best_model", "", "The model with the best validation loss (the trained model itself after lmkit.train, else loaded from best.ckpt), in evaluation mode."),
       method<&RunView::config>("config", "", "config.json: the resolved model, corpus and training configuration."),
       method<&RunView::dir>("dir", "", "The run directory."),
   };

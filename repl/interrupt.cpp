@@ -27,6 +27,7 @@ void on_sigint(int signal_number) {
   }
   std::signal(signal_number, SIG_DFL);  // a second Ctrl-C ends the process
   g_lua_stopped = 1;
+  note_lua_interruption();
   // lua_sethook is safe in a signal handler (Lua's own interpreter relies on it).
   if (g_running_state) lua_sethook(g_running_state, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }

@@ -16,6 +16,7 @@
 #include "repl/head_catalog.h"
 #include "repl/recipe_catalog.h"
 #include "repl/repl_session.h"
+#include "repl/resume_command.h"
 #include "repl/script_runner.h"
 #include "runtime/core/determinism.h"
 #include "runtime/core/device.h"
@@ -111,6 +112,7 @@ struct Commands {
   CLI::App *run, *recipes, *heads, *repl, *status, *report, *doctor;
   lmkit::repl::BatchCommand batch;
   lmkit::repl::CompareOptions* compare = nullptr;
+  lmkit::repl::ResumeCommand* resume = nullptr;
 };
 
 // A new machine's first command, and what a bug report attaches (docs/getting-started.md).
@@ -123,8 +125,9 @@ CLI::App* add_doctor_command(CLI::App& app, lmkit::repl::DoctorOptions& d) {
   return doctor;
 }
 
-Commands add_commands(CLI::App& app, ScriptArguments& a, std::string& batch_dir,
-                      std::string& head_kind, lmkit::repl::DoctorOptions& d, lmkit::repl::CompareOptions& compare) {
+Commands add_commands(CLI::App& app, ScriptArguments& a, std::string& batch_dir, std::string& head_kind,
+                      lmkit::repl::DoctorOptions& d, lmkit::repl::CompareOptions& compare,
+                      lmkit::repl::ResumeCommand& resume) {
   Commands c{};
   c.run = add_run_command(app, a);
   c.recipes = app.add_subcommand("recipes", "List lmkit's recipes and what each reproduces");
@@ -140,6 +143,8 @@ Commands add_commands(CLI::App& app, ScriptArguments& a, std::string& batch_dir,
   c.report->add_option("dir", batch_dir, "A batch or recipe output folder, or a run directory")->required();
   lmkit::repl::add_compare_command(app, compare);
   c.compare = &compare;
+  lmkit::repl::add_resume_commands(app, resume);
+  c.resume = &resume;
   c.doctor = add_doctor_command(app, d);
   return c;
 }
@@ -161,6 +166,7 @@ int run_command(const CLI::App& app, const Commands& c, const ScriptArguments& a
   if (*c.status) return lmkit::repl::show_folder_status(batch_dir);
   if (*c.report) return lmkit::repl::report_folder(batch_dir);
   if (*c.compare->command) return lmkit::repl::run_compare(*c.compare);
+  if (*c.resume->resume || *c.resume->finetune) return lmkit::repl::run_resume(*c.resume);
   if (*c.doctor) return lmkit::repl::run_doctor(d);
   if (*c.repl || isatty(STDIN_FILENO)) {
     lmkit::repl::ReplOptions options;
@@ -206,7 +212,8 @@ int main(int argc, char** argv) {
   std::string batch_dir, head_kind;
   lmkit::repl::DoctorOptions doctor;
   lmkit::repl::CompareOptions compare;
-  const Commands commands = add_commands(app, script, batch_dir, head_kind, doctor, compare);
+  lmkit::repl::ResumeCommand resume;
+  const Commands commands = add_commands(app, script, batch_dir, head_kind, doctor, compare, resume);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -167,7 +167,69 @@ function recipe.read_json(path)
   if ok and type(value) == "table" and text:match("^%s*{") then return value end
   return nil, ("%s is not a JSON object"):format(path)
 end
-local read_result = recipe.read_json
+
+-- JSON has no NaN or infinity (the encoder writes null), yet a cell's numbers can be: a diverged
+-- run's perplexity, a rank of an empty matrix. result.json keeps them as the texts Python's json
+-- and pandas write ("NaN", "Infinity", "-Infinity") and lists where they are under "non_finite"
+-- (paths of keys), so that a string result that happens to read "NaN" stays a string.
+local NON_FINITE_KEY = "non_finite"
+
+local function non_finite_text(v)
+  if v ~= v then return "NaN" end
+  return v > 0 and "Infinity" or "-Infinity"
+end
+
+local function is_non_finite(v)
+  return type(v) == "number" and math.type(v) == "float" and (v ~= v or v == math.huge or v == -math.huge)
+end
+
+-- A copy of `value` with its non-finite numbers as texts, and their paths appended to `paths`.
+local function with_non_finite_as_text(value, path, paths)
+  if is_non_finite(value) then
+    local copy = {}
+    for i, key in ipairs(path) do copy[i] = key end
+    paths[#paths + 1] = copy
+    return non_finite_text(value)
+  end
+  if type(value) ~= "table" then return value end
+  local out = {}
+  for k, v in pairs(value) do
+    path[#path + 1] = k
+    out[k] = with_non_finite_as_text(v, path, paths)
+    path[#path] = nil
+  end
+  return out
+end
+
+function recipe.encode_result(result)
+  local paths = {}
+  local stored = with_non_finite_as_text(result, {}, paths)
+  if #paths > 0 and type(stored) == "table" then
+    table.sort(paths, function(a, b) return table.concat(a, ".") < table.concat(b, ".") end)
+    stored[NON_FINITE_KEY] = paths
+  end
+  return lmkit.json_encode(stored, true)
+end
+
+local NUMBER_OF_TEXT = {NaN = 0 / 0, Infinity = math.huge, ["-Infinity"] = -math.huge}
+
+-- A cell's result.json as the table its run() returned: the listed texts become numbers again.
+local function read_result(path)
+  local value, err = recipe.read_json(path)
+  if not value then return nil, err end
+  local paths = value[NON_FINITE_KEY]
+  if type(paths) ~= "table" then return value end
+  value[NON_FINITE_KEY] = nil
+  for _, keys in ipairs(paths) do
+    local parent, ok = value, type(keys) == "table" and #keys > 0
+    for i = 1, ok and #keys - 1 or 0 do
+      parent = type(parent) == "table" and parent[keys[i]] or nil
+    end
+    local last = ok and keys[#keys]
+    if type(parent) == "table" and NUMBER_OF_TEXT[parent[last]] then parent[last] = NUMBER_OF_TEXT[parent[last]] end
+  end
+  return value
+end
 
 function Recipe:context(cfg, cell)
   local dir = cell and (cfg.out .. "/cells/" .. cell.id) or cfg.out
@@ -227,7 +289,7 @@ end
 -- {texts = {"epochs = 0 there, 1 now"}, sets = {"--set epochs=0"}, suffix = {"epochs1"}}.
 function Recipe:settings_differences(cfg, ctx)
   local file = ctx.dir .. "/settings.json"
-  local recorded = read_result(file)
+  local recorded = recipe.read_json(file)
   if not recorded and not lmkit.fs.exists(file) then return nil end  -- a cell of an lmkit before settings were recorded
   local now, found = self:result_settings(cfg), {texts = {}, sets = {}, suffix = {}}
   if not recorded or type(recorded.settings) ~= "table" then
@@ -324,6 +386,8 @@ end
 -- The shortest text that reads back as the same double (60.37, not 60.369999999999997).
 local function number_text(v)
   if math.type(v) == "integer" then return tostring(v) end
+  -- The words pandas' and R's readers take as NaN and infinities.
+  if v ~= v then return "nan" elseif v == math.huge then return "inf" elseif v == -math.huge then return "-inf" end
   for digits = 15, 17 do
     local text = ("%." .. digits .. "g"):format(v)
     if tonumber(text) == v then return text end
@@ -404,13 +468,21 @@ function Recipe:run_cell(cfg, cell)
   print(("== %s: cell %d (%s)"):format(self.name, cell.index, cell.id))
   -- A failure leaves failed.json (its message and where it happened) for `lmkit status`, and goes
   -- on as it was raised (the same value); the next success removes the file.
+  -- Ctrl-C is no failure: the cell stays to be run (a training run saved its state and resumes).
   local failed_file = ctx.dir .. "/failed.json"
+  -- The report is made where the error was raised (its traceback is the recipe's own frames) and
+  -- raised again as it is: `lmkit run` shows it unchanged.
   local ok, result = xpcall(self.run, function(e)
+    local report = lmkit.error_report(e)
     pcall(function()
-      lmkit.write_file(failed_file, lmkit.json_encode({error = tostring(e), traceback = debug.traceback(tostring(e), 3),
+      if lmkit.process.interrupted() or lmkit.process.preempted() then
+        os.remove(failed_file)
+        return
+      end
+      lmkit.write_file(failed_file, lmkit.json_encode({error = tostring(e), traceback = tostring(report),
                                                        time = os.time()}, true))
     end)
-    return e
+    return report
   end, cell, ctx)
   if not ok then error(result, 0) end
   os.remove(failed_file)
@@ -421,7 +493,7 @@ function Recipe:run_cell(cfg, cell)
   lmkit.write_file(ctx.dir .. "/settings.json",
                    lmkit.json_encode({recipe = self.name, cell = cell.id, fields = grid_fields(cell),
                                       settings = self:result_settings(cfg)}, true))
-  lmkit.write_file(result_file, lmkit.json_encode(result, true))
+  lmkit.write_file(result_file, recipe.encode_result(result))
   return result, false
 end
 
@@ -462,7 +534,7 @@ end
 
 function Recipe:run_task_locked(cfg, cell)
   local file = recipe.task_state_file(cfg.out, cell.index)
-  local previous = read_result(file) or {}
+  local previous = recipe.read_json(file) or {}
   local state = {task = cell.index, id = cell.id, attempt = (previous.attempt or 0) + 1,
                  host = lmkit.process.hostname(), pid = lmkit.process.pid(), slurm_job = slurm_job_id(),
                  started = os.time()}

@@ -44,4 +44,6 @@ bool take_interruption() {
 
 bool was_interrupted() { return g_ever_requested != 0; }
 
+void note_lua_interruption() noexcept { g_ever_requested = 1; }
+
 }  // namespace lmkit

@@ -37,7 +37,11 @@ bool request_interruption() noexcept;
 // Whether a stop is pending; taking it clears it.
 bool interruption_requested();
 bool take_interruption();
-// Whether any request was accepted since the process started (for exit statuses).
+// Whether any request was accepted since the process started (for exit statuses), or a Ctrl-C
+// stopped Lua code (note_lua_interruption): either way the work in progress did not fail, it was
+// stopped (a recipe's cell is then not marked failed).
 bool was_interrupted();
+// For the SIGINT handler that stops Lua code where no C++ work polls (async-signal-safe).
+void note_lua_interruption() noexcept;
 
 }  // namespace lmkit

@@ -106,8 +106,8 @@ LanguageModelImpl& to_float64(LanguageModelImpl& model) {
 std::string model_config_text(const LanguageModel& model) { return to_json(model->options).dump(); }
 
 std::string describe_model(const LanguageModelImpl& model) {
-  return "Model(" + model.head->kind() + ", " + integer_text(model.parameter_count().at("total")) +
-         " parameters): " + to_json(model.options).dump();
+  return "Model(" + model.head->kind() + ", " + integer_text(model.parameter_count().at("total")) + " parameters, " +
+         (model.is_training() ? "training" : "evaluation") + " mode): " + to_json(model.options).dump();
 }
 
 void save_model(const LanguageModel& model, const std::string& path) {
@@ -145,11 +145,15 @@ LoadedModel load_into(LanguageModel model, const std::string& path) {
                      "): give the head it was trained with (the same parameters, in the same order)");
   }
   load_model_tensors(model, tensors, "", source);
+  model->eval();  // ready to evaluate, as import_checkpoint's (lmkit.train sets training mode itself)
   return {model, container.header.value("lmkit", std::string("?"))};
 }
 
 LoadedModel load_model(const std::string& path) {
   auto checkpoint = load_checkpoint(path);
+  // Ready to evaluate, as import_checkpoint's: in training mode two log_probs of the same ids
+  // differed by their dropout masks. lmkit.train sets training mode itself.
+  checkpoint.model->eval();
   return {checkpoint.model, checkpoint.header.value("lmkit", std::string("?"))};
 }
 

@@ -235,10 +235,29 @@ class ReferenceReader {
   }
 
   // Weights are floating point: an integer or boolean entry is no weight (named as the file names it).
+  // And finite: a NaN or an infinity (a run saved after it diverged, a damaged file) makes every
+  // log-probability NaN downstream, far from the entry that caused it.
   void require_floating_point(const std::string& name, const torch::Tensor& t) const {
     if (!t.is_floating_point()) {
       fail("entry '" + file_name(name) + "' holds " + std::string(c10::toString(t.scalar_type())) + ", not floating point weights");
     }
+    const auto finite = torch::isfinite(t);
+    if (finite.all().item<bool>()) return;
+    const auto nan = torch::isnan(t).sum().item<std::int64_t>();
+    const auto infinite = t.numel() - finite.sum().item<std::int64_t>() - nan;
+    const auto first = torch::nonzero(finite.logical_not().reshape({-1}))[0][0].item<std::int64_t>();
+    std::vector<std::int64_t> index;
+    for (auto rest = first, d = t.dim() - 1; d >= 0; --d) {
+      index.insert(index.begin(), rest % t.size(d));
+      rest /= t.size(d);
+    }
+    std::string where;
+    for (const auto i : index) where += (where.empty() ? "" : ", ") + integer_text(i);
+    fail("entry '" + file_name(name) + "' holds " + (nan > 0 ? integer_text(nan) + " NaN" : std::string()) +
+         (nan > 0 && infinite > 0 ? " and " : "") + (infinite > 0 ? integer_text(infinite) + " infinite" : std::string()) +
+         " value" + (nan + infinite == 1 ? "" : "s") + " of " + integer_text(t.numel()) + " (the first at [" + where +
+         "]): a model saved after its training diverged, or a damaged file. Import the checkpoint of an epoch before "
+         "the divergence (the reference code keeps the best model in its --save file)");
   }
 
   // The file's name of an entry: as read (with a DataParallel prefix), or as a file of this format

@@ -51,7 +51,11 @@ int run_tasks_here(const BatchManifest& manifest, const std::vector<std::int64_t
                    std::ostream& out) {
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   const auto slots = gpu_slots(o, visible ? std::optional<std::string>(visible) : std::nullopt);
-  const std::int64_t jobs = slots.empty() ? o.jobs.value_or(1) : static_cast<std::int64_t>(slots.size());
+  // No more at once than there are tasks: a slot (and its share of the threads) for a task that
+  // does not exist helps nothing.
+  const auto n = static_cast<std::int64_t>(tasks.size());
+  const std::int64_t jobs = std::max<std::int64_t>(
+      1, std::min(n, slots.empty() ? o.jobs.value_or(1) : static_cast<std::int64_t>(slots.size())));
   const std::int64_t threads = o.threads.value_or(std::max<std::int64_t>(1, usable_cpus() / jobs));
   const BatchPaths paths(manifest.out);
   std::vector<ProcessSpec> specs;
@@ -65,8 +69,10 @@ int run_tasks_here(const BatchManifest& manifest, const std::vector<std::int64_t
   }
   PoolOptions pool;
   pool.jobs = static_cast<std::size_t>(jobs);
-  for (const auto& slot : slots) pool.slot_environment.push_back(Environment(slot.begin(), slot.end()));
-  const auto n = static_cast<std::int64_t>(tasks.size());
+  for (const auto& slot : slots) {
+    if (static_cast<std::int64_t>(pool.slot_environment.size()) == jobs) break;
+    pool.slot_environment.push_back(Environment(slot.begin(), slot.end()));
+  }
   out << "running " << plural(n, "task") << " on this machine, " << jobs << " at a time (" << plural(threads, "thread")
       << " each"
       << (slots.empty() ? "" : o.tasks_per_gpu ? ", " + integer_text(*o.tasks_per_gpu) + " per GPU" : ", one GPU each")

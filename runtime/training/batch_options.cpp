@@ -29,6 +29,11 @@ std::string flag(const std::string& name) {
 
 }  // namespace
 
+// Bounds where machines are: a count past them is a typo (--jobs 99999999999 was accepted, then
+// ran out of memory making that many process slots). 100,000 tasks at once is more than a Slurm
+// array holds by default (MaxArraySize 1001); 256 GPUs, more than any node has.
+constexpr double kMostJobs = 100000, kMostGpus = 256, kMostSeconds = 7 * 24 * 3600;
+
 const config::BoundOptions<BatchOptions>& declared_options(config::Tag<BatchOptions>) {
   using B = BatchOptions;
   static const config::BoundOptions<BatchOptions> options(
@@ -37,17 +42,17 @@ const config::BoundOptions<BatchOptions>& declared_options(config::Tag<BatchOpti
           config::BoundOption<B>{"recipe", &B::recipe, "the recipe (a .lua file or a recipe's name) whose cells become the tasks"}.required(),
           {"sets", &B::sets, "recipe settings KEY=VALUE for the grid and every task (out=DIR is the batch folder)"},
           {"backend", &B::backend, config::OneOf{{"local", "slurm"}}, "local: processes on this machine; slurm: one sbatch job array"},
-          {"jobs", &B::jobs, Range::at_least(1), "at most this many tasks at once (local: default 1, or one per GPU; slurm: the array's %limit)"},
-          {"tasks_per_gpu", &B::tasks_per_gpu, Range::at_least(1), "local: this many tasks at once on each GPU (a small model leaves a GPU mostly idle)"},
-          {"gpus", &B::gpus, Range::at_least(0), "local: the GPUs to share among the tasks (default: the CUDA devices this process sees)"},
+          {"jobs", &B::jobs, Range{1.0, kMostJobs, false, false}, "at most this many tasks at once (local: default 1, or one per GPU; slurm: the array's %limit)"},
+          {"tasks_per_gpu", &B::tasks_per_gpu, Range{1.0, kMostGpus, false, false}, "local: this many tasks at once on each GPU (a small model leaves a GPU mostly idle)"},
+          {"gpus", &B::gpus, Range{0.0, kMostGpus, false, false}, "local: the GPUs to share among the tasks (default: the CUDA devices this process sees)"},
           {"threads", &B::threads, Range{1.0, 1024.0, false, false}, "local: CPU threads per task (default: cores / tasks at once)"},
           {"partition", &B::partition, "slurm: the partition"},
           {"account", &B::account, "slurm: the account"},
           {"time", &B::time, "slurm: the time limit per task, e.g. 04:00:00"},
-          {"cpus_per_task", &B::cpus_per_task, Range::at_least(1), "slurm: CPUs per task (also the task's threads)"},
-          {"gpus_per_task", &B::gpus_per_task, Range::at_least(0), "slurm: GPUs per task"},
+          {"cpus_per_task", &B::cpus_per_task, Range{1.0, kMostJobs, false, false}, "slurm: CPUs per task (also the task's threads)"},
+          {"gpus_per_task", &B::gpus_per_task, Range{0.0, kMostGpus, false, false}, "slurm: GPUs per task"},
           {"requeue", &B::requeue, "slurm: a task stopped by SIGTERM/SIGUSR1 saves its state and requeues itself to resume"},
-          {"signal_lead", &B::signal_lead, Range::at_least(1), "slurm: seconds before the time limit at which a task is told to save its state (SIGUSR1)"},
+          {"signal_lead", &B::signal_lead, Range{1.0, kMostSeconds, false, false}, "slurm: seconds before the time limit at which a task is told to save its state (SIGUSR1)"},
           {"sbatch_args", &B::sbatch_args, "slurm: extra #SBATCH lines, e.g. --mem=32G"},
           {"wait", &B::wait, "slurm: wait until every submitted task has ended, showing progress"},
           {"wait_timeout", &B::wait_timeout, Range::positive(), "slurm: with wait, give up waiting after this many seconds"},

@@ -43,6 +43,16 @@ RunStatus run_status(const std::string& dir) {
   if (const auto train = config.find("train"); train != config.end() && train->is_object()) {
     status.epochs = count_at(*train, "epochs").value_or(0) + count_at(*train, "finetune_epochs").value_or(0);
   }
+  if (const auto model = config.find("model"); model != config.end() && model->is_object()) {
+    const auto head = model->find("head");
+    if (head != model->end() && head->is_object()) {
+      const auto kind = head->value("kind", std::string());
+      if (kind == "custom" || kind == "pointwise") {
+        const auto name = head->find("name");
+        status.lua_head = kind + (name != head->end() && name->is_string() ? " '" + name->get<std::string>() + "'" : "");
+      }
+    }
+  }
   double seconds = 0;
   std::int64_t timed = 0, last_main = 0;
   for (const auto& record : store.metrics()) {
@@ -110,7 +120,16 @@ std::vector<std::string> RunStatus::lines() const {
   }
   if (stop_reason) out.push_back("  " + *stop_reason);
   if (state == "stopped") out.push_back("  no process is training it and it left no summary: it was killed or lost its machine");
-  if (resumable && state != "running") out.push_back("  lmkit.resume(\"" + dir + "\") continues it from its state.ckpt");
+  if (resumable && state != "running") {
+    if (lua_head.empty()) {
+      out.push_back("  lmkit resume " + dir + " (or lmkit.resume(\"" + dir + "\") in Lua) continues it from its state.ckpt");
+    } else {
+      // config.json holds the head's parameters' names, not its code: the script that built it must
+      // build it again.
+      out.push_back("  lmkit.resume(\"" + dir + "\", {model = m}) continues it from its state.ckpt, m built as for the run "
+                    "with its head written in Lua (" + lua_head + ")");
+    }
+  }
   return out;
 }
 

@@ -28,6 +28,9 @@ struct RunStatus {
   std::optional<double> seconds_per_epoch;  // the finished epochs' mean
   std::optional<double> eta_seconds;        // running: the epochs left at that rate
   bool resumable = false;                   // not finished, with a state.ckpt: lmkit.resume continues it
+  // A head written in Lua ("custom 'extra bias'"), which config.json cannot rebuild: resuming needs
+  // the model given again. Empty for a built-in head.
+  std::string lua_head;
 
   bool done() const { return state == "finished"; }
   bool failed() const { return state == "diverged" || state == "failed"; }

@@ -36,6 +36,7 @@ LanguageModel RunView::best_model() const {
   if (!store.exists("best.ckpt")) throw UsageError("run '" + dir_ + "' has no best.ckpt (no epoch finished)");
   auto checkpoint = load_checkpoint(store.path("best.ckpt"));
   auto model = checkpoint.model;
+  model->eval();  // as lmkit.train's trained model and lmkit.load's: ready to evaluate
   if (!store.exists("config.json")) return model;
   const auto config = store.read_json("config.json");
   const auto own_id = run_id_in(config), stored_id = run_id_in(checkpoint.header);

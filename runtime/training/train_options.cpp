@@ -35,7 +35,8 @@ const config::BoundOptions<TrainOptions>& bound() {
         {"switch", &TrainOptions::switch_policy, config::OneOf{{"nt", "et", "none"}}, "when SGD becomes ASGD: \"nt\" (non-monotone trigger), \"et\" (after switch_epoch), \"none\""},
         {"nonmono", &TrainOptions::nonmono, Range::non_negative(), "NT's window of earlier epochs"},
         {"switch_epoch", &TrainOptions::switch_epoch, Range::at_least(1), "ET averages after this epoch"},
-        {"finetune_epochs", &TrainOptions::finetune_epochs, Range::non_negative(), "epochs of the finetune stage (0: none)"},
+        {"finetune_epochs", &TrainOptions::finetune_epochs, Range::non_negative(), "epochs of the finetune stage (0: none): AWD-LSTM's finetune.py, ASGD restarted from the best model; needs optimizer \"sgd\""},
+        {"finetune_lr", &TrainOptions::finetune_lr, Range::positive(), "learning rate of the finetune stage, constant (no schedule); nil: lr"},
         {"init_from", &TrainOptions::init_from, "a run directory (its best model) or a checkpoint file whose weights start this new run, e.g. to finetune a finished run in a run of its own (epochs = 0, finetune_epochs = N); nil: the model as given"},
         {"flood", &TrainOptions::flood, Range::non_negative(), "flood level b of the training NLL (nil: no flooding)"},
         {"eval_batch_size", &TrainOptions::eval_batch_size, Range::at_least(1), "columns for validation"},
@@ -88,12 +89,30 @@ void check_float32_range(const char* name, double value, bool rate) {
   }
 }
 
+// The finetune stage is AWD-LSTM's finetune.py: averaged SGD restarted from the best weights, with
+// SGD's coupled weight decay. After Adam or AdamW it has no defined meaning (which rate, which
+// decay, whose moments?), so it is refused rather than run as ASGD with the adaptive run's settings.
+void check_finetune_options(const TrainOptions& o) {
+  if (o.optimizer == "sgd") return;
+  const bool stage = o.finetune_epochs > 0;
+  if (!stage && !o.finetune_lr) return;
+  throw UsageError(fmt::format(
+      "training option '{}' = {} needs optimizer = \"sgd\", and this run's is \"{}\": the finetune stage is "
+      "AWD-LSTM's finetune.py (averaged SGD restarted from the best model), which has no meaning after {}. "
+      "Train more epochs instead, or finetune its best model in a run of its own: init_from = <this run's "
+      "directory>, optimizer = \"sgd\", epochs = 0, finetune_epochs = N, finetune_lr = <an SGD rate>",
+      stage ? "finetune_epochs" : "finetune_lr",
+      stage ? integer_text(o.finetune_epochs) : describe_number(*o.finetune_lr), o.optimizer,
+      o.optimizer == "adam" ? "Adam" : "AdamW"));
+}
+
 }  // namespace
 
 void check_train_options(const TrainOptions& o) {
   train_options_schema().read(to_json(o));
   check_float32_range("lr", o.lr, true);
   if (o.own_lr) check_float32_range("own_lr", *o.own_lr, true);
+  if (o.finetune_lr) check_float32_range("finetune_lr", *o.finetune_lr, true);
   check_float32_range("wdecay", o.wdecay, false);
   check_float32_range("clip", o.clip, false);
   if (o.min_lr) check_float32_range("min_lr", *o.min_lr, false);
@@ -109,6 +128,7 @@ void check_train_options(const TrainOptions& o) {
                      integer_text(o.batch_size) + ")");
   }
   SwitchPolicy(o.switch_policy, o.nonmono, o.switch_epoch);  // validates
+  check_finetune_options(o);
 }
 
 std::optional<std::string> window_warning(const TrainOptions& o) {

@@ -35,6 +35,9 @@ struct TrainOptions {
   std::int64_t nonmono = 5;
   std::int64_t switch_epoch = 200;
   std::int64_t finetune_epochs = 0;     // > 0: a finetune stage of at most this many epochs
+  // The finetune stage's rate, constant (no schedule), as finetune.py's --lr (the MoS README: 25 after
+  // 20 on PTB, 20 after 15 on WikiText-2); nil: lr, as AWD-LSTM's README runs finetune.py.
+  std::optional<double> finetune_lr;
   // A run directory (its best.ckpt) or a checkpoint file whose weights this run starts from (a new
   // run: its own history, its own best); nil: the model as given.
   std::optional<std::string> init_from;
@@ -75,7 +78,7 @@ TrainOptions train_options_from_json(const nlohmann::json& json);
 TrainOptions train_options_for(const LanguageModel& model, const nlohmann::json& given);
 
 // Options built in C++: the schema's checks (ConfigError) and those across options (UsageError:
-// small_batch_size must divide batch_size).
+// small_batch_size must divide batch_size; a finetune stage needs optimizer "sgd").
 void check_train_options(const TrainOptions& options);
 
 // A switch the run's length cannot reach, said before hours are spent; nullopt when it is reachable.

@@ -10,9 +10,11 @@ namespace lmkit::training {
 namespace {
 
 // Keys of config.json whose change does not make a different run (resume may change them).
-// More epochs or finetune epochs continue a run, a finished one included.
-const std::set<std::string> kResumableChanges = {"epochs",       "finetune_epochs", "max_seconds",     "log_interval",
-                                                 "test",         "steps_in_flight", "log_tensorboard", "cuda_graphs"};
+// More epochs or finetune epochs continue a run, a finished one included; finetune_lr may change
+// until the finetune stage has begun (checked after the state is read).
+const std::set<std::string> kResumableChanges = {"epochs",          "finetune_epochs", "finetune_lr",
+                                                 "max_seconds",     "log_interval",    "test",
+                                                 "steps_in_flight", "log_tensorboard", "cuda_graphs"};
 
 // A split must give every column of its batch at least `rows` tokens (an input and its target;
 // training needs one more, for a window of length 2). Checked before the first step, so that a
@@ -268,6 +270,14 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
       throw UsageError("run directory '" + s.store.dir().string() + "' has begun its finetune stage after " +
                        integer_text(stored_epochs) + " epochs: epochs cannot change now (give finetune_epochs, or "
                        "start a new run from its best model with init_from)");
+    }
+    // Its rate too: the stage's optimizer was made with the stored one.
+    const auto stored_finetune_lr = stored.at("train").value("finetune_lr", json());
+    if (s.stage == "finetune" && stored_finetune_lr != s.config.at("train").at("finetune_lr")) {
+      throw UsageError("run directory '" + s.store.dir().string() + "' has begun its finetune stage at finetune_lr " +
+                       (stored_finetune_lr.is_null() ? std::string("nil (lr)") : stored_finetune_lr.dump()) +
+                       ": finetune_lr cannot change now (leave it as it was, or start a new run from its best model "
+                       "with init_from)");
     }
     if (!continuing.empty()) s.log("Continuing the finished run " + s.store.dir().string() + ": " + continuing);
     s.resumed = true;

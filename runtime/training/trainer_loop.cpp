@@ -1,6 +1,9 @@
 // The protocol's loop: a step on a window, an epoch, validation, the best checkpoint, finetuning.
 #include <filesystem>
 #include <optional>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "ops/graph_stream.h"
 #include "runtime/core/exception_text.h"
@@ -14,6 +17,63 @@
 #include "runtime/training/trainer_state.h"
 
 namespace lmkit::training {
+
+namespace {
+
+// What init_from took from a checkpoint whose head is of another kind than the run's.
+struct HeadTransfer {
+  std::string file_kind;
+  std::vector<std::string> kept, fresh, left_out;  // the run's head entries taken / started fresh; the file's unused
+};
+
+bool is_head_entry(const std::string& name) { return name.rfind("head.", 0) == 0; }
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string text;
+  for (const auto& name : names) text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
+// init_from across head kinds (a Softmax run's weights starting a MoS run, or the reverse): the
+// encoder and decoder must fit as for any init_from; the run's head takes the file's entries of the
+// same name and shape and starts fresh (its initialization) where the file has none, and the file's
+// other head entries are left out. nullopt when the file's head is of the run's kind (or the file is
+// not a model checkpoint): load_weights loads it whole, or names the problem.
+std::optional<HeadTransfer> load_across_head_kinds(LanguageModel& model, const std::string& path) {
+  const auto container = decode_container(read_file(path, "checkpoint"), path);
+  const auto& header = container.header;
+  if (!header.is_object() || header.contains("state")) return std::nullopt;
+  const auto config = header.find("config");
+  if (config == header.end() || !config->is_object()) return std::nullopt;
+  const auto head = config->find("head");
+  if (head == config->end() || !head->is_object()) return std::nullopt;
+  const auto file_kind = head->value("kind", std::string());
+  if (file_kind.empty() || file_kind == model->head->kind()) return std::nullopt;
+  const std::string source = "checkpoint '" + path + "'";
+  auto tensors = read_weights_archive(container.archive, source);
+  HeadTransfer transfer{file_kind, {}, {}, {}};
+  std::set<std::string> own;
+  const auto take = [&](const std::string& name, const torch::Tensor& value) {
+    if (!is_head_entry(name)) return;
+    own.insert(name);
+    const auto found = tensors.find(name);
+    if (found != tensors.end() && found->second.sizes() == value.sizes()) {
+      transfer.kept.push_back(name);
+      return;
+    }
+    transfer.fresh.push_back(name);
+    tensors[name] = value.detach().to(torch::kCPU).clone();  // its own initialization, loaded back unchanged
+  };
+  for (const auto& item : model->named_parameters(/*recurse=*/true)) take(item.key(), item.value());
+  for (const auto& item : model->named_buffers(/*recurse=*/true)) take(item.key(), item.value());
+  for (const auto& item : tensors) {
+    if (is_head_entry(item.first) && !own.count(item.first)) transfer.left_out.push_back(item.first);
+  }
+  load_model_tensors(model, tensors, "", source);
+  return transfer;
+}
+
+}  // namespace
 
 std::string Trainer::State::nonfinite_diagnostic(const std::string& what, const std::vector<double>& gradient_squares) const {
   std::vector<std::string> bad_values, bad_grads;
@@ -61,7 +121,9 @@ bool Trainer::State::check_validation(const EvalResult& valid) {
 }
 
 double Trainer::State::schedule_factor() const {
-  if (!options.schedule && !options.warmup) return 1.0;
+  // The finetune stage runs at its own constant rate (finetune.py has no schedule; a cosine's floor,
+  // 0 by default, would train nothing).
+  if (stage == "finetune" || (!options.schedule && !options.warmup)) return 1.0;
   // Relative to lr, so that every group (a head's own rate too) follows the same curve. Its length:
   // the main stage's windows of bptt tokens (exact for fixed windows; the cosine then stays at its floor).
   LrSchedule schedule;
@@ -352,14 +414,26 @@ void Trainer::State::start_from(const std::string& source) {
     throw UsageError("init_from = '" + source + "': no such run directory or checkpoint file");
   }
   const auto named = [&](const std::exception& e) { return "init_from = '" + source + "': " + e.what(); };
+  std::optional<HeadTransfer> transfer;
   try {
-    load_weights(model, path);
+    transfer = load_across_head_kinds(model, path);
+    if (!transfer) load_weights(model, path);
   } catch (const UsageError& e) {
     throw UsageError(named(e));
   } catch (const ConfigError& e) {
     throw ConfigError(named(e));
   } catch (const EnvironmentError& e) {
     throw EnvironmentError(named(e));
+  }
+  if (transfer) {
+    const auto kind = model->head->kind();
+    log("init_from: " + path + " holds a " + transfer->file_kind + " model and this run's head is " + kind +
+        ": the encoder and decoder are the file's" +
+        (transfer->kept.empty() ? "" : "; the head takes the file's " + joined(transfer->kept)) +
+        (transfer->fresh.empty() ? "" : "; the head starts fresh: " + joined(transfer->fresh)) +
+        (transfer->left_out.empty() ? "" : "; left out, the file's " + transfer->file_kind + " head: " + joined(transfer->left_out)));
+    metric({{"type", "init_from"}, {"source", path}, {"file_head", transfer->file_kind}, {"head", kind},
+            {"head_kept", transfer->kept}, {"head_fresh", transfer->fresh}, {"left_out", transfer->left_out}});
   }
   const auto valid = validate();
   log(fmt::format("Starting from the weights of {} (valid ppl {:.2f})", path, valid.perplexity));
@@ -502,7 +576,9 @@ void Trainer::State::finish_epoch(const EvalResult& valid, double epoch_time, bo
 bool Trainer::State::finetune() {
   if (!finetune_started) {
     load_best("finetuning starts from it");
-    optimizer = std::make_unique<Optimizer>("asgd", make_groups(options.lr));
+    // check_train_options let the stage through only after SGD: the groups and their coupled decay
+    // are the main stage's, at the stage's own rate.
+    optimizer = std::make_unique<Optimizer>("asgd", make_groups(options.finetune_lr.value_or(options.lr)));
     averaging = true;
     stage = "finetune";
     epoch = 0;
@@ -510,7 +586,8 @@ bool Trainer::State::finetune() {
     finetune_history.clear();
     finetune_best = validate().loss;
     finetune_started = true;
-    log(fmt::format("Finetuning from the best model (valid ppl {:.2f})", std::exp(finetune_best)));
+    log(fmt::format("Finetuning from the best model (valid ppl {:.2f}) with ASGD at lr {}", std::exp(finetune_best),
+                    describe_number(options.finetune_lr.value_or(options.lr))));
     if (callbacks.capture_host_state) host_state = callbacks.capture_host_state();
     save_state();
   }

@@ -22,6 +22,15 @@ grep -q "fails on purpose" "$work/status1.txt" || fail "status does not show the
 "$lmkit" report "$work/tiny" >"$work/report1.txt" 2>&1 || fail "report of a partial batch"
 grep -q "squares: 1 -" "$work/report1.txt" || fail "the report does not mark the missing cell"
 
+# Counts are bounded where machines are: --jobs past any machine is refused before anything runs,
+# and more jobs than tasks run as many at once as there are tasks (it ran out of memory making slots).
+"$lmkit" batch "$here/tiny_recipe.lua" --jobs 99999999999 --set out="$work/huge" >"$work/huge.txt" 2>&1
+[ $? = 2 ] || fail "--jobs 99999999999 should be refused (exit 2)"
+grep -qF "option 'jobs' must be in [1, 100000], got 99999999999" "$work/huge.txt" || fail "no bound named for --jobs"
+[ ! -e "$work/huge" ] || fail "a refused batch made its folder"
+"$lmkit" batch "$here/tiny_recipe.lua" --jobs 64 --set out="$work/wide" >"$work/wide.txt" 2>&1 || fail "--jobs 64 for 2 tasks"
+grep -qF "running 2 tasks on this machine, 2 at a time" "$work/wide.txt" || fail "more jobs than tasks were not clamped"
+
 # The report and status of a folder that is no batch, or whose manifest is damaged: exit 2, the file named.
 mkdir -p "$work/not_a_batch/batch"
 "$lmkit" report "$work/not_a_batch" >"$work/nobatch.txt" 2>&1

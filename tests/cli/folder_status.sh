@@ -40,7 +40,24 @@ out=$("$lmkit" status "$run"); rc=$?
 mv "$run/summary.moved" "$run/summary.json"
 [ "$rc" = 3 ] || fail "a stopped run: exit $rc: $out"
 echo "$out" | grep -qF "Run $run: stopped, epoch 2 of 2" || fail "not stopped: $out"
-echo "$out" | grep -qF "lmkit.resume(\"$run\") continues it" || fail "no way to continue: $out"
+echo "$out" | grep -qF "lmkit resume $run (or lmkit.resume(\"$run\") in Lua) continues it" || fail "no way to continue: $out"
+
+# The same from the shell: `lmkit resume` trains a copy of the finished run on, `lmkit finetune`
+# adds a finetune stage at its own rate (the copy keeps the recipe's cell as it was).
+cp -r "$run" "$work-more"
+out=$("$lmkit" resume "$work-more" --epochs 3 --device cpu 2>&1) || fail "lmkit resume --epochs 3 failed: $out"
+echo "$out" | grep -qF "Continuing the finished run $work-more: epochs 2 → 3" || fail "resume did not say what it trains: $out"
+echo "$out" | grep -Eq "^Run $work-more: finished, epoch 3 of 3" || fail "resume: not 3 epochs: $out"
+out=$("$lmkit" finetune "$work-more" --epochs 1 --lr 2.5 --device cpu 2>&1) || fail "lmkit finetune failed: $out"
+echo "$out" | grep -qF "with ASGD at lr 2.5" || fail "finetune: not at its own rate: $out"
+echo "$out" | grep -Eq "^Run $work-more: finished, epoch 4 of 4" || fail "finetune: no finetune epoch: $out"
+out=$("$lmkit" finetune "$work-more" --epochs 2 --lr 3 --device cpu 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "a finetune at another rate inside the stage: exit $rc: $out"
+echo "$out" | grep -qF "finetune_lr cannot change now" || fail "no message for a changed finetune rate: $out"
+out=$("$lmkit" resume "$here" 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "resume of a folder without a run: exit $rc: $out"
+echo "$out" | grep -qF "nothing to resume in '$here'" || fail "resume: no message for a folder without a run: $out"
+rm -rf "$work-more"
 
 # Both cells side by side: `lmkit compare` on the recipe folder, with its plot where asked.
 "$lmkit" run "$here/train_recipe.lua" --set out="$work" --set epochs=2 --set task=2 >/dev/null || fail "task 2 failed"

@@ -73,7 +73,7 @@ T.test("tasks_per_gpu is refused with jobs, on Slurm, without a GPU, and when no
            "--tasks-per-gpu is the local backend's")
   T.raises(function() batch.submit{recipe = path, gpus = 0, tasks_per_gpu = 2, sets = sets} end, "sees no CUDA device")
   T.raises(function() batch.submit{recipe = path, gpus = 1, tasks_per_gpu = 0, sets = sets} end,
-           "option 'tasks_per_gpu' must be ≥ 1, got 0")
+           "option 'tasks_per_gpu' must be in [1, 256], got 0")
   T.raises(function() batch.submit{recipe = path, gpus = 1, tasks_per_gpu = 1.5, sets = sets} end,
            "option 'tasks_per_gpu' must be an integer")
   T.raises(function() batch.submit{recipe = path, gpus = 1, tasks_per_gpus = 2, sets = sets} end,

@@ -273,7 +273,6 @@ T.test("save and load round trip; damaged and foreign files are named", function
   local path = os.tmpname()
   m:save(path)
   local loaded, version = lmkit.load(path)
-  loaded:eval()
   T.eq(version, lmkit.version().lmkit)
   T.eq(loaded:config(), m:config())
   local ids = lmkit.tensor({{1, 2}, {3, 4}}, {dtype = "int64"})
@@ -289,6 +288,25 @@ T.test("save and load round trip; damaged and foreign files are named", function
   f:write("hello, not a model")
   f:close()
   T.raises(function() lmkit.load(path) end, "'" .. path .. "' is not an lmkit checkpoint")
+  os.remove(path)
+end)
+
+T.test("a loaded model is ready to evaluate and says so: two log_probs of the same ids agree", function()
+  lmkit.seed(2)
+  -- Dropout everywhere: in training mode two passes over the same ids differ.
+  local m = lmkit.model{vocab_size = 30, emb = 6, nhid = 8, nhidlast = 6, nlayers = 2, dropout = 0.5, dropouth = 0.5,
+                        dropouti = 0.5, dropoute = 0.2, wdrop = 0.5}
+  m:train()
+  local ids = lmkit.tensor({{1, 2}, {3, 4}, {5, 6}}, {dtype = "int64"})
+  T.truthy(m:log_probs(ids) ~= m:log_probs(ids), "the model has dropout to switch off")
+  local path = os.tmpname()
+  m:save(path)
+  local loaded = lmkit.load(path)
+  T.eq(loaded:is_training(), false)
+  T.near(loaded:log_probs(ids), loaded:log_probs(ids), 0)
+  T.truthy(tostring(loaded):find("parameters, evaluation mode): ", 1, true), tostring(loaded))
+  loaded:train()
+  T.truthy(tostring(loaded):find("parameters, training mode): ", 1, true), tostring(loaded))
   os.remove(path)
 end)
 
@@ -312,9 +330,9 @@ T.test("a model trained with a Lua head loads with that head given again, its pa
            "load it with that head given again, lmkit.load(path, {head = myhead})")
   local loaded, version = lmkit.load(best, {head = biased_head(20)})
   T.eq(version, lmkit.version().lmkit)
+  T.eq(loaded:is_training(), false)
   local ids = corpus.test:narrow(1, 1, 12):view(6, 2)
   model:eval()
-  loaded:eval()
   T.near(loaded:log_probs(ids), model:log_probs(ids), 0)
   -- The head's parameter u was trained: the loaded model's is the trained one, not zeros.
   T.truthy(loaded:log_probs(ids) ~= lmkit.model{vocab_size = 20, emb = 6, nhid = 8, nhidlast = 6, nlayers = 1}:log_probs(ids))

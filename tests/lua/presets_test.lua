@@ -294,3 +294,37 @@ T.test("a synthetic corpus's yardsticks: the unigram model's closed form and the
 end)
 
 T.run()
+
+T.test("transformer_lineup: better or worse is read from the sampled seeds its p-value compares", function()
+  local def = dofile(assert(package.searchpath("transformer_lineup", package.path)))
+  -- The configuration's own seed (seed_index 1) is left out of the p-value. Here it alone makes
+  -- Softmax's mean over every seed the worst (1000) and MoS's the best (50); over the sampled seeds,
+  -- the ones the rank-sum test compares, every MoS value lies above every Softmax one (p ≈ 0.02).
+  local ppl = {softmax = {1000, 100, 101, 102, 103}, mos = {50, 110, 111, 112, 113}}
+  local results = {}
+  for _, head in ipairs{"softmax", "mos"} do
+    for i, value in ipairs(ppl[head]) do
+      results[#results + 1] = {cell = {head = head, seed = 100 + i, seed_index = i},
+                               result = {train_ppl = value, valid_ppl = value, test_ppl = value, epochs = 1, params = 10}}
+    end
+  end
+  local out = os.tmpname()
+  os.remove(out)
+  local cfg = {scale = "tiny", dataset = "ptb", epochs = 0, seeds = 5, heads = "softmax,mos", rank = false, data = ""}
+  local printed = {}
+  local print_before = print
+  print = function(...) printed[#printed + 1] = table.concat({...}, "\t") end
+  local ok, err = pcall(def.report, results, {cfg = cfg, out = out})
+  print = print_before
+  T.truthy(ok, err)
+  local text = table.concat(printed, "\n")
+  local file = assert(io.open(out .. "/report.csv"))
+  local csv = file:read("a")
+  file:close()
+  local mos_row = assert(csv:match("\n(MoS[^\n]*)"), "no MoS row in report.csv: " .. csv)
+  T.truthy(mos_row:find(",worse,", 1, true), mos_row)
+  T.truthy(not mos_row:find("better", 1, true), mos_row)
+  T.truthy(text:find("differs for MoS significantly worse", 1, true), text)
+  for _, ext in ipairs{"md", "csv", "tex"} do os.remove(out .. "/report." .. ext) end
+  os.remove(out)
+end)

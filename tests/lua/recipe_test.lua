@@ -60,6 +60,46 @@ T.test("a result.json that is no JSON object is no result: the cell runs again",
   T.eq(runs.arr, 4)
 end)
 
+T.test("a NaN or infinite result stays what it is in result.json, the report and results.csv", function()
+  local seen = {}
+  local r = recipe.define{
+    name = "nonfinite",
+    settings = {},
+    grid = function() return {{x = 1}} end,
+    -- A diverged run's perplexity, an unbounded ratio, a string that only reads like a number.
+    run = function() return {ppl = 0 / 0, ratio = math.huge, low = -math.huge, rank = {press = 0 / 0, ok = 4},
+                             word = "NaN", steps = 3} end,
+    report = function(results)
+      local v = results[1].result
+      seen[#seen + 1] = v
+      return {nan = v.ppl ~= v.ppl, ratio = v.ratio, low = v.low, press = v.rank.press ~= v.rank.press,
+              word = v.word, ok = v.rank.ok, marker = v.non_finite}
+    end,
+  }
+  local out = root .. "/nonfinite"
+  local expected = {nan = true, ratio = math.huge, low = -math.huge, press = true, word = "NaN", ok = 4}
+  T.eq(r:main{out = out}, expected)
+  -- Read back from result.json (the cell is not run again): the same values.
+  T.eq(r:main{out = out, report_only = true}, expected)
+  T.eq(#seen, 2)
+  local function read(path)
+    local f = assert(io.open(path))
+    local text = f:read("a")
+    f:close()
+    return text
+  end
+  local stored = lmkit.json_decode(read(out .. "/cells/x=1/result.json"))
+  T.eq(stored.ppl, "NaN")
+  T.eq(stored.ratio, "Infinity")
+  T.eq(stored.non_finite, {{"low"}, {"ppl"}, {"rank", "press"}, {"ratio"}})
+  local csv = read(out .. "/results.csv")
+  for _, row in ipairs{"x=1,1,ppl,nan", "x=1,1,ratio,inf", "x=1,1,low,-inf", "x=1,1,rank.press,nan", "x=1,1,word,NaN",
+                       "x=1,1,rank.ok,4"} do
+    T.truthy(csv:find(row, 1, true), row .. " in\n" .. csv)
+  end
+  T.truthy(not csv:find("non_finite", 1, true), csv)
+end)
+
 T.test("cell ids are readable and stable", function()
   T.eq(recipe.cell_id{seed = 3, head = "gss", c = 0.5}, "c=0.5,head=gss,seed=3")
   T.eq(recipe.cell_id{name = "a b/c"}, "name=a_b_c")

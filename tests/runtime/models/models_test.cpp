@@ -271,6 +271,29 @@ TEST(HeadTest, AMixtureFloorIsLogOfTheProbabilityPlusTheFloor) {
   }
 }
 
+// A floor keeps log(P + floor) a log-probability only while N·floor is small: a model whose rows
+// would sum to more than 1.01 is refused naming the floor, the vocabulary and the largest floor.
+TEST(HeadTest, AMixtureFloorThatUnnormalizesTheRowsIsRefused) {
+  for (const std::string kind : {"mos", "moss", "moc"}) {
+    SCOPED_TRACE(kind);
+    try {
+      LanguageModel(sizes(10000, 6, 8, 6, {{"kind", kind}, {"K", 2}, {"floor", 0.5}}));
+      ADD_FAILURE() << "floor 0.5 at 10,000 words was accepted";
+    } catch (const ConfigError& e) {
+      const std::string text = e.what();
+      EXPECT_NE(text.find(kind + " head option 'floor' = 0.5 with a vocabulary of 10000 words makes each row of P + floor "
+                                 "sum to 1 + N·floor = 5001"),
+                std::string::npos)
+          << text;
+      EXPECT_NE(text.find("Give floor ≤ 1e-06 (N·floor ≤ 0.01), e.g. the MoS code's 1e-8"), std::string::npos) << text;
+    }
+    // The MoS code's 1e-8 at WikiText-2's vocabulary is accepted; at 100 words the bound is 1e-4.
+    EXPECT_NO_THROW(LanguageModel(sizes(33278, 6, 8, 6, {{"kind", kind}, {"K", 2}, {"floor", 1e-8}})));
+    EXPECT_NO_THROW(LanguageModel(sizes(100, 6, 8, 6, {{"kind", kind}, {"K", 2}, {"floor", 0.99e-4}})));
+    EXPECT_THROW(LanguageModel(sizes(100, 6, 8, 6, {{"kind", kind}, {"K", 2}, {"floor", 1.01e-4}})), ConfigError);
+  }
+}
+
 TEST(HeadTest, MocAndMosAgreeWhenOnePriorDominates) {
   auto f = random_fixture(3, 4, 5, 25);
   f.h.select(2, 0).fill_(1.0);  // a constant feature the prior can key on

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <set>
 #include <string>
@@ -415,6 +416,31 @@ TEST_F(ReferenceCheckpointTest, MissingMisshapenAndUnexpectedEntriesAreNamed) {
   const auto integers = altered("awd_lstm_reference.pt", [](auto& e) { e["decoder.bias"] = torch::zeros({23}, torch::kInt64); });
   text = failure([&] { import_reference_checkpoint(integers, import_as("awd-lstm")); });
   EXPECT_TRUE(contains(text, "entry 'decoder.bias' holds Long, not floating point")) << text;
+
+  // A NaN or infinite weight: the entry, the counts and the first place are named (every format).
+  const auto diverged = altered("awd_lstm_reference.pt", [](auto& e) {
+    auto w = e.at("rnns.0.module.weight_hh_l0_raw").clone();
+    w[2][3] = std::numeric_limits<float>::quiet_NaN();
+    w[5][1] = std::numeric_limits<float>::infinity();
+    w[6][0] = std::numeric_limits<float>::quiet_NaN();
+    e["rnns.0.module.weight_hh_l0_raw"] = w;
+  });
+  text = failure([&] { import_reference_checkpoint(diverged, import_as("awd-lstm")); });
+  EXPECT_TRUE(contains(text, "entry 'rnns.0.module.weight_hh_l0_raw' holds 2 NaN and 1 infinite values of ")) << text;
+  EXPECT_TRUE(contains(text, "(the first at [2, 3]): a model saved after its training diverged")) << text;
+  const auto slopes = altered("thesis_plif_smax.pt", [](auto& e) {
+    for (auto& item : e) {
+      if (item.first.size() >= 6 && item.first.compare(item.first.size() - 6, 6, "plif_w") == 0) {
+        auto w = item.second.clone();
+        w[7] = -std::numeric_limits<float>::infinity();
+        item.second = w;
+      }
+    }
+  });
+  auto thesis = import_as("thesis");
+  thesis.plif_smax_t = 4.0;
+  text = failure([&] { import_reference_checkpoint(slopes, thesis); });
+  EXPECT_TRUE(contains(text, "plif_w' holds 1 infinite value of 40 (the first at [7])")) << text;
 
   const auto uneven = altered("awd_lstm_reference.pt", [](auto& e) {
     e["rnns.1.module.weight_ih_l0"] = torch::zeros({48, 10});

@@ -35,7 +35,13 @@ TEST(BatchOptionsTest, DeclaredOnceWithDefaultsAndChecksEachKey) {
   EXPECT_TRUE(o.given.count("recipe"));
   EXPECT_FALSE(o.given.count("signal_lead"));
   EXPECT_TRUE(contains(failure([] { options_of({{"recipe", "r.lua"}, {"jbos", 2}}); }), "did you mean 'jobs'"));
-  EXPECT_TRUE(contains(failure([] { options_of({{"recipe", "r.lua"}, {"jobs", 0}}); }), "option 'jobs' must be ≥ 1, got 0"));
+  EXPECT_TRUE(contains(failure([] { options_of({{"recipe", "r.lua"}, {"jobs", 0}}); }), "option 'jobs' must be in [1, 100000], got 0"));
+  // Counts past any machine: refused, not an out-of-memory error after making that many slots.
+  EXPECT_TRUE(contains(failure([] { options_of({{"recipe", "r.lua"}, {"jobs", 99999999999}}); }),
+                       "option 'jobs' must be in [1, 100000], got 99999999999"));
+  EXPECT_TRUE(contains(failure([] { options_of({{"recipe", "r.lua"}, {"tasks_per_gpu", 100000}}); }), "option 'tasks_per_gpu' must be in [1, 256]"));
+  EXPECT_TRUE(contains(failure([] { options_of({{"recipe", "r.lua"}, {"gpus", 4097}}); }), "option 'gpus' must be in [0, 256]"));
+  EXPECT_EQ(options_of({{"recipe", "r.lua"}, {"jobs", 100000}}).jobs, 100000);
   EXPECT_TRUE(contains(failure([] { options_of({{"recipe", "r.lua"}, {"backend", "pbs"}}); }), "must be one of"));
   EXPECT_TRUE(contains(failure([] { options_of(json::object()); }), "option 'recipe' is required"));
 }

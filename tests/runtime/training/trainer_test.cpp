@@ -862,6 +862,195 @@ TEST_F(TrainerTest, FinetuneStageRunsAfterTheMainOne) {
   }
 }
 
+// finetune.py's --lr: the stage runs at finetune_lr, constant, whatever the main stage's schedule
+// (a cosine's floor, 0 here, would have trained nothing); nil is the main lr.
+TEST_F(TrainerTest, FinetuneRunsAtItsOwnConstantRateAfterTheMainStagesSchedule) {
+  auto options = tiny_options();
+  options.epochs = 1;
+  options.switch_policy = "none";
+  options.schedule = "cosine";
+  options.finetune_epochs = 2;
+  options.finetune_lr = 7.5;
+  options.nonmono = 5;  // both finetune epochs run
+  std::vector<std::pair<std::string, double>> rates;
+  TrainCallbacks callbacks;
+  callbacks.on_step = [&](const nlohmann::json& info) {
+    rates.emplace_back(info.at("stage").get<std::string>(), info.at("lr").get<double>());
+  };
+  Trainer trainer(tiny_model(), tiny_corpus(), options, dir("finetune_lr"), callbacks);
+  EXPECT_EQ(trainer.run().at("status"), "finished");
+  std::size_t main_steps = 0, finetune_steps = 0;
+  for (const auto& [stage, lr] : rates) {
+    if (stage == "train") {
+      ++main_steps;
+      EXPECT_LE(lr, options.lr);
+    } else {
+      ++finetune_steps;
+      EXPECT_EQ(lr, 7.5) << "finetune step " << finetune_steps;
+    }
+  }
+  EXPECT_GT(main_steps, 10u);
+  EXPECT_GT(finetune_steps, 10u);
+  EXPECT_LT(rates[main_steps - 1].second, 0.05 * options.lr) << "the cosine ended near its floor";
+
+  // Without finetune_lr the stage runs at lr, as AWD-LSTM's finetune.py is run by its README.
+  options.finetune_lr.reset();
+  options.schedule.reset();
+  rates.clear();
+  Trainer plain(tiny_model(), tiny_corpus(), options, dir("finetune_plain"), callbacks);
+  plain.run();
+  for (const auto& [stage, lr] : rates) EXPECT_EQ(lr, options.lr) << stage;
+}
+
+// After Adam or AdamW the finetune stage (ASGD with SGD's coupled decay) has no defined meaning: the
+// run is refused before anything is written, with the way to finetune in a run of its own.
+TEST_F(TrainerTest, AFinetuneStageAfterAnAdaptiveOptimizerIsRefusedWithTheWayOut) {
+  for (const std::string optimizer : {"adam", "adamw"}) {
+    for (const bool rate_only : {false, true}) {
+      auto options = tiny_options();
+      options.optimizer = optimizer;
+      options.lr = 1e-3;
+      if (rate_only) {
+        options.finetune_lr = 20;
+      } else {
+        options.finetune_epochs = 2;
+      }
+      const auto run_dir = dir("adaptive_" + optimizer + (rate_only ? "_rate" : "_epochs"));
+      try {
+        Trainer trainer(tiny_model(), tiny_corpus(), options, run_dir);
+        ADD_FAILURE() << optimizer << ": a finetune stage was accepted";
+      } catch (const UsageError& e) {
+        const std::string text = e.what();
+        const std::string option = rate_only ? "training option 'finetune_lr' = 20" : "training option 'finetune_epochs' = 2";
+        EXPECT_NE(text.find(option + " needs optimizer = \"sgd\", and this run's is \"" + optimizer + "\""),
+                  std::string::npos)
+            << text;
+        EXPECT_NE(text.find("init_from = <this run's directory>, optimizer = \"sgd\", epochs = 0"), std::string::npos)
+            << text;
+      }
+      EXPECT_FALSE(fs::exists(fs::path(run_dir) / "metrics.jsonl"));
+    }
+  }
+  // The way out: a new SGD run from the adaptive run's best model finetunes it.
+  auto adaptive = tiny_options();
+  adaptive.optimizer = "adamw";
+  adaptive.lr = 1e-3;
+  adaptive.epochs = 1;
+  Trainer(tiny_model(), tiny_corpus(), adaptive, dir("adaptive")).run();
+  auto tune = tiny_options();
+  tune.epochs = 0;
+  tune.finetune_epochs = 1;
+  tune.finetune_lr = 2;
+  tune.init_from = dir("adaptive");
+  const auto summary = Trainer(tiny_model(), tiny_corpus(), tune, dir("tuned")).run();
+  EXPECT_EQ(summary.at("status"), "finished");
+  EXPECT_EQ(summary.at("finetune_epochs"), 1);
+}
+
+// finetune_lr may be given when a finished run is continued into its finetune stage, not changed once
+// the stage has begun (its optimizer was made with the stored rate).
+TEST_F(TrainerTest, FinetuneLrMayChangeUntilTheFinetuneStageHasBegun) {
+  auto options = tiny_options();
+  options.epochs = 1;
+  options.switch_policy = "none";
+  Trainer(tiny_model(), tiny_corpus(), options, dir("later")).run();
+
+  options.finetune_epochs = 1;
+  options.finetune_lr = 3;
+  std::vector<double> rates;
+  TrainCallbacks callbacks;
+  callbacks.on_step = [&](const nlohmann::json& info) { rates.push_back(info.at("lr").get<double>()); };
+  Trainer continued(tiny_model(), tiny_corpus(), options, dir("later"), callbacks);
+  EXPECT_TRUE(continued.resumed());
+  EXPECT_EQ(continued.run().at("status"), "finished");
+  ASSERT_FALSE(rates.empty());
+  for (const double lr : rates) EXPECT_EQ(lr, 3.0);
+
+  options.finetune_epochs = 2;
+  options.finetune_lr = 4;
+  try {
+    Trainer changed(tiny_model(), tiny_corpus(), options, dir("later"));
+    ADD_FAILURE() << "finetune_lr changed inside the finetune stage";
+  } catch (const UsageError& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("has begun its finetune stage at finetune_lr 3.0: finetune_lr cannot change now"),
+              std::string::npos)
+        << text;
+  }
+  options.finetune_lr = 3;
+  EXPECT_TRUE(Trainer(tiny_model(), tiny_corpus(), options, dir("later")).resumed());
+}
+
+LanguageModel tiny_model_with_head(const nlohmann::json& head, std::uint64_t seed = 5) {
+  seed_torch(seed);
+  LanguageModelOptions o;
+  o.encoder(AwdLstmOptions().vocab_size(30).emb(8).nhid(16).nhidlast(8).nlayers(2)).head(head);
+  return LanguageModel(o);
+}
+
+// init_from across head kinds: the encoder and decoder are the file's, the head's entries are taken
+// where the file has them and start fresh where not, the file's other head entries are left out; it
+// is said in the log and recorded in metrics.jsonl, never silent.
+TEST_F(TrainerTest, InitFromAnotherHeadKindSaysWhatItKeptAndWhatStartedFresh) {
+  auto options = tiny_options();
+  options.epochs = 1;
+  options.switch_policy = "none";
+  options.test = false;
+  Trainer(tiny_model_with_head({{"kind", "softmax"}}), tiny_corpus(), options, dir("softmax")).run();
+  Trainer(tiny_model_with_head({{"kind", "mos"}, {"K", 2}}), tiny_corpus(), options, dir("mos")).run();
+  const auto record_of = [](Trainer& trainer) {
+    for (const auto& r : trainer.store().metrics()) {
+      if (r.at("type") == "init_from") return r;
+    }
+    return nlohmann::json();
+  };
+  options.epochs = 0;
+
+  // Softmax → MoS: the MoS head has no entry in the file and starts as it was initialized.
+  auto mos = tiny_model_with_head({{"kind", "mos"}, {"K", 2}}, 9);
+  const auto fresh_prior = mos->head->named_parameters()["prior.weight"].clone();
+  options.init_from = dir("softmax");
+  const auto log_of = [](const std::string& run_dir) {
+    std::ifstream in(run_dir + "/log.txt");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  Trainer grown(mos, tiny_corpus(), options, dir("grown"));
+  const auto printed = log_of(dir("grown"));
+  EXPECT_NE(printed.find("holds a softmax model and this run's head is mos: the encoder and decoder are the file's; "
+                         "the head starts fresh: head.latent.weight, head.latent.bias, head.prior.weight"),
+            std::string::npos)
+      << printed;
+  auto record = record_of(grown);
+  ASSERT_FALSE(record.is_null());
+  EXPECT_EQ(record.at("file_head"), "softmax");
+  EXPECT_EQ(record.at("head_fresh").size(), 3u);
+  EXPECT_TRUE(record.at("left_out").empty());
+  EXPECT_TRUE(torch::equal(mos->head->named_parameters()["prior.weight"], fresh_prior));
+  const auto stored = open_run(dir("softmax"))->best_model();
+  EXPECT_TRUE(torch::equal(mos->named_parameters()["encoder.embedding"], stored->named_parameters()["encoder.embedding"]));
+
+  // MoS → Softmax: the MoS head's entries are left out, and said to be.
+  options.init_from = dir("mos");
+  Trainer shrunk(tiny_model_with_head({{"kind", "softmax"}}), tiny_corpus(), options, dir("shrunk"));
+  const auto shrunk_text = log_of(dir("shrunk"));
+  EXPECT_NE(shrunk_text.find("; left out, the file's mos head: head.latent.bias, head.latent.weight, head.prior.weight"),
+            std::string::npos)
+      << shrunk_text;
+  EXPECT_EQ(record_of(shrunk).at("left_out").size(), 3u);
+
+  // MoS → MoSS: the same entries by name and shape are taken.
+  Trainer sibling(tiny_model_with_head({{"kind", "moss"}, {"K", 2}}), tiny_corpus(), options, dir("sibling"));
+  const auto sibling_text = log_of(dir("sibling"));
+  EXPECT_NE(sibling_text.find("holds a mos model and this run's head is moss: the encoder and decoder are the file's; "
+                              "the head takes the file's head.latent.weight, head.latent.bias, head.prior.weight"),
+            std::string::npos)
+      << sibling_text;
+
+  // The same kind: no such record (the file loads whole, as before).
+  Trainer same(tiny_model_with_head({{"kind", "mos"}, {"K", 2}}), tiny_corpus(), options, dir("same"));
+  EXPECT_TRUE(record_of(same).is_null());
+}
+
 // summary.json of a run directory, read back from disk.
 nlohmann::json stored_summary(const std::string& run_dir) {
   std::ifstream in(run_dir + "/summary.json");
