@@ -137,33 +137,33 @@ bool has_position(const char* message) {
   return *p == ':';
 }
 
-// Whether a traceback line is a frame of lmkit's own Lua modules (bindings/lua/, embedded under
-// that chunk name) or the protected call and the raise that carried the error through them.
-bool is_lmkit_frame(const std::string& line) {
-  return line.find("bindings/lua/") != std::string::npos || line.find("[C]: in function 'xpcall'") != std::string::npos ||
-         line.find("[C]: in function 'error'") != std::string::npos;
-}
+// Whether a traceback line is a frame of lmkit's own Lua modules (embedded under the chunk names
+// "bindings/lua/<module>.lua", so a frame's line starts with them).
+bool is_lmkit_frame(const std::string& line) { return line.rfind("\tbindings/lua/", 0) == 0; }
 
-// luaL_traceback's text without lmkit's own frames: what is left is the script's (a recipe's run,
-// report, ...), where its author looks; how many frames were left out is said.
+// luaL_traceback's text without lmkit's own frames (and the xpcall through which such a frame called
+// the script): what is left is the script's (a recipe's run, report, ...), where its author looks;
+// how many frames were left out is said.
 std::string without_lmkit_frames(const std::string& traceback) {
   const std::string marker = "\nstack traceback:";
   const auto at = traceback.find(marker);
   if (at == std::string::npos) return traceback;
-  std::string out = traceback.substr(0, at + marker.size());
-  std::size_t left_out = 0, start = at + marker.size() + 1;
-  while (start <= traceback.size()) {
+  std::vector<std::string> lines;
+  for (std::size_t start = at + marker.size() + 1; start < traceback.size();) {
     auto end = traceback.find('\n', start);
     if (end == std::string::npos) end = traceback.size();
-    const auto line = traceback.substr(start, end - start);
-    if (!line.empty()) {
-      if (is_lmkit_frame(line)) {
-        ++left_out;
-      } else {
-        out += "\n" + line;
-      }
-    }
+    lines.push_back(traceback.substr(start, end - start));
     start = end + 1;
+  }
+  std::string out = traceback.substr(0, at + marker.size());
+  std::size_t left_out = 0;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const bool lmkit_xpcall = lines[i] == "\t[C]: in function 'xpcall'" && i + 1 < lines.size() && is_lmkit_frame(lines[i + 1]);
+    if (is_lmkit_frame(lines[i]) || lmkit_xpcall) {
+      ++left_out;
+    } else if (!lines[i].empty()) {
+      out += "\n" + lines[i];
+    }
   }
   if (left_out > 0) out += "\n\t(" + integer_text(left_out) + " frame" + (left_out == 1 ? "" : "s") + " of lmkit's own Lua left out)";
   return out;
@@ -193,9 +193,11 @@ void push_error_report(lua_State* L, int index, int level) {
       push_string(L, describe_value(L, index));
       return;
     }
-    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, index));
+    const std::string what = std::string("(error object is a ") + luaL_typename(L, index) + " value)";
+    luaL_traceback(L, L, what.c_str(), level);
+  } else {
+    luaL_traceback(L, L, msg, level);
   }
-  luaL_traceback(L, L, msg, level);
   push_string(L, without_lmkit_frames(lua_tostring(L, -1)));
   lua_remove(L, -2);
 }
@@ -416,8 +418,11 @@ bool push_embedded_function(lua_State* L, const char* module, const char* name) 
 
 int lmkit_error_report(lua_State* L) {
   luaL_checkany(L, 1);
-  // Level 2: the function that raised, seen from the message handler that calls this.
-  push_error_report(L, 1, 2);
+  // Level 1: the function that raised, when this is xpcall's message handler itself; a Lua handler
+  // that calls it gives 2 (its own frame in between).
+  const auto level = luaL_optinteger(L, 2, 1);
+  if (level < 1 || level > 100) luaL_argerror(L, 2, "a stack level from 1 to 100");
+  push_error_report(L, 1, static_cast<int>(level));
   return 1;
 }
 

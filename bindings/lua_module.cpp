@@ -183,9 +183,10 @@ const Function kFunctions[] = {
     entry<&selected_where>("lmkit", "where", "condition, a, b", "a where condition is true, else b (tensors or numbers, broadcasting)."),
     entry<static_cast<torch::Tensor (*)(const torch::Tensor&, const torch::Tensor&)>(&torch::matmul)>("lmkit", "matmul", "a, b", "Matrix product with broadcasting."),
     {"error_report", lmkit_error_report,
-     "lmkit.error_report(e) -> error\nAn error as `lmkit run` shows it, for an xpcall message handler: the message alone for a "
-     "user's mistake named by an lmkit function, a message raised at level 0, or after Ctrl-C; otherwise the message with the "
-     "traceback of where it was raised, lmkit's own Lua frames left out. Raising the result again shows it unchanged."},
+     "lmkit.error_report(e[, level]) -> error\nAn error as `lmkit run` shows it, for an xpcall message handler: the message "
+     "alone for a user's mistake named by an lmkit function, a message raised at level 0, or after Ctrl-C; otherwise the "
+     "message with the traceback from where it was raised, lmkit's own Lua frames left out. level: 1 (default) when it is "
+     "the handler itself, 2 from a Lua handler that calls it. Raising the result again (error(r, 0)) shows it unchanged."},
     {"no_grad", lmkit_no_grad, "lmkit.no_grad(fn, ...) -> results of fn\nCalls fn(...) without recording operations for autograd (e.g. for parameter updates)."},
     entry<&config::json_text>("lmkit", "json_encode", "value, pretty", "JSON text of a Lua value (tables of numbers, strings, booleans; arrays become lists); pretty: indented."),
     entry<&config::unknown_option_text>("lmkit", "unknown_option", "owner, key, known", "The message for an option `key` that `owner` does not know: the closest of `known` named (lmkit.check_options raises it)."),

@@ -57,7 +57,7 @@ end
 return recipe.define{
   name = "asgd_switch",
   description = "NT-ASGD vs ET-ASGD for Softmax, SS, GSS, LMS-PLIF, MoS, MoC (thesis Tables 4.6/4.7, Fig. 4.8/4.9)",
-  settings = presets.settings{"scale", "dataset",
+  settings = presets.settings{"scale", "dataset", "corpus",
     heads = recipe.setting("softmax,sigsoftmax,gss,plif,mos,moc", "any of these, comma-separated"),
     policies = recipe.setting("nt,et", "the ASGD switches compared, each for every head: nt, et (comma-separated)"),
     epochs = recipe.setting(0, "> 0 overrides the schedule's epochs"),

@@ -55,7 +55,7 @@ local KNOWN = {softmax = true, sigsoftmax = true, gss = true, plif = true, mos =
 return recipe.define{
   name = "compare_heads",
   description = "Heads over 11 seeds: mean ± sd, rank, Wilcoxon rank-sum vs Softmax (thesis Tables 4.8/4.9)",
-  settings = presets.settings{"scale", "dataset", "epochs", "switch", "switch_epoch", "seeds",
+  settings = presets.settings{"scale", "dataset", "corpus", "epochs", "switch", "switch_epoch", "seeds",
     heads = recipe.setting("softmax,sigsoftmax,gss,plif,mos", "Softmax must be among them for the p-values"),
     rank = recipe.setting(true, "the Press rank of Q on the test split per cell"),
   },

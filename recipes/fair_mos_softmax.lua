@@ -90,7 +90,7 @@ end
 return recipe.define{
   name = "fair_mos_softmax",
   description = "MoS vs Softmax with the same batch size, d′ = d, matched parameter counts, seeds (thesis §5.7.2, Table 5.18)",
-  settings = presets.settings{"scale", "epochs", "switch", "switch_epoch",
+  settings = presets.settings{"scale", "corpus", "epochs", "switch", "switch_epoch",
     seeds = recipe.setting(11, "of MoS† (for MoS‡) and Softmax★; the first is the MoS configuration's seed (28)"),
     batch_size = recipe.setting(12, "the same for every model (the MoS code's)"),
     d = recipe.setting(0, "> 0: d′ (emb = nhidlast of MoS†, Softmax†, Softmax‡); 0: 280 · nhid / 960"),
@@ -113,8 +113,8 @@ return recipe.define{
   run = function(cell, ctx)
     local cfg = ctx.cfg
     local entry = BY_KEY[cell.model]
-    local mos_p = presets.resolve{family = "mos", dataset = "ptb", scale = cfg.scale}
-    local awd_p = presets.resolve{family = "awd", dataset = "ptb", scale = cfg.scale}
+    local mos_p = presets.resolve{family = "mos", dataset = "ptb", scale = cfg.scale, corpus = cfg.corpus}
+    local awd_p = presets.resolve{family = "awd", dataset = "ptb", scale = cfg.scale, corpus = cfg.corpus}
     local p = entry.family == "mos" and mos_p or awd_p
     local corpus = presets.load_corpus(p)
     local vocab = corpus.vocab:size()
@@ -143,7 +143,7 @@ return recipe.define{
     for _, r in ipairs(results) do
       if r.result and r.cell.seed_index == 1 then first[r.cell.model] = r.result end
     end
-    local data = presets.data{dataset = "ptb", scale = cfg.scale}
+    local data = presets.data{dataset = "ptb", scale = cfg.scale, corpus = cfg.corpus}
 
     -- §5.7.2, step by step (seed 28).
     local function paper_key(key) return function(row) return PAPER[row.model] and PAPER[row.model][key] end end

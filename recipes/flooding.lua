@@ -53,7 +53,7 @@ end
 return recipe.define{
   name = "flooding",
   description = "No regularization + flooding b = 1.0: MoS K sweep and GSS (c, k), rank vs train/test ppl (thesis Tables 5.8, 5.10)",
-  settings = presets.settings{"scale", "epochs", "switch", "switch_epoch",
+  settings = presets.settings{"scale", "corpus", "epochs", "switch", "switch_epoch",
     dataset = recipe.setting("ptb", "ptb (Tables 5.8 and 5.10) | wikitext-2 (Table 5.10 only)"),
     part = recipe.setting("all", "all | mos (Table 5.8) | gss (Table 5.10)"),
     flood = recipe.setting(1.0, "flood level b (training NLL held around b)"),
@@ -96,7 +96,7 @@ return recipe.define{
 
   run = function(cell, ctx)
     local cfg = ctx.cfg
-    local p = presets.resolve{family = cell.head == "mos" and "mos" or "awd", dataset = cfg.dataset, scale = cfg.scale}
+    local p = presets.resolve{family = cell.head == "mos" and "mos" or "awd", dataset = cfg.dataset, scale = cfg.scale, corpus = cfg.corpus}
     local flooded = cell.regime == "flood"
     local model_opts, train = {}, {}
     local head_opts = cell.head == "mos" and {K = cell.K} or {c = cell.c, k = cell.k}

@@ -50,7 +50,7 @@ local TESTS = {{"plif", "plif_frozen"}, {"plif", "softmax"}, {"plif_frozen", "so
 return recipe.define{
   name = "frozen_plif",
   description = "LMS-PLIF vs LMS-PLIF† (frozen slopes) vs Softmax over seeds (thesis Tables 5.16/5.17)",
-  settings = presets.settings{"scale", "dataset", "epochs", "switch", "switch_epoch", "seeds",
+  settings = presets.settings{"scale", "dataset", "corpus", "epochs", "switch", "switch_epoch", "seeds",
   },
 
   grid = function(cfg)

@@ -35,7 +35,7 @@ local PAPER = {
 return recipe.define{
   name = "gss_grid",
   description = "AWD-LSTM-GSS(c, k): rank vs perplexity (thesis Tables 4.4/4.5, Fig. 4.6/4.7)",
-  settings = presets.settings{"scale", "dataset", "epochs", "switch", "switch_epoch",
+  settings = presets.settings{"scale", "dataset", "corpus", "epochs", "switch", "switch_epoch",
     cells = recipe.setting("paper", "paper: the 15 published (c, k); full: the whole searched grid"),
     max_contexts = recipe.setting(-1, "rank's test contexts: -1 as the thesis (PTB all, WT2 the first 33,320), 0 all, n"),
     limit = recipe.setting(0, "> 0: only the first `limit` cells (a quick check of the pipeline)"),
@@ -61,7 +61,7 @@ return recipe.define{
 
   run = function(cell, ctx)
     local cfg = ctx.cfg
-    local p = presets.resolve{family = "awd", dataset = cfg.dataset, scale = cfg.scale}
+    local p = presets.resolve{family = "awd", dataset = cfg.dataset, scale = cfg.scale, corpus = cfg.corpus}
     local model, summary, corpus = presets.train_cell{preset = p, head = presets.head(p, "gss", {c = cell.c, k = cell.k}),
                                                       dir = ctx.dir .. "/run", train = presets.train_overrides(cfg)}
     local rank, rows, cols, method = measure.rank(model, corpus, measure.contexts(cfg.max_contexts, cfg.dataset))

@@ -78,7 +78,7 @@ end
 return recipe.define{
   name = "mixtape",
   description = "Mixtape vs MoS vs Softmax at equal d: perplexity, rank, step time and activations",
-  settings = presets.settings{"scale", "dataset", "epochs", "switch_epoch",
+  settings = presets.settings{"scale", "dataset", "corpus", "epochs", "switch_epoch",
     heads = recipe.setting("softmax,mos,mixtape", "also: mixtape_shared (S = 0)"),
     K = recipe.setting(4, "Mixtape's components (MoS keeps the scale's K)"),
     S = recipe.setting(1000, "Mixtape: words (ids < S) with gates of their own"),

@@ -70,7 +70,7 @@ end
 return recipe.define{
   name = "transformer_lineup",
   description = "The thesis's heads on a causal Transformer over seeds: mean ± sd, rank, rank-sum and t-test vs Softmax",
-  settings = presets.settings{"scale", "dataset", "epochs",
+  settings = presets.settings{"scale", "dataset", "corpus", "epochs",
     seeds = recipe.setting(4, "seeds per head: the configuration's own and seeds − 1 sampled ones, which the p-values use (p < 0.05 can first be reached with seeds = 4)"),
     heads = recipe.setting("softmax,sigsoftmax,gss,plif,mos,mixtape", "the heads; Softmax must be among them for the p-values"),
     rank = recipe.setting(true, "the Press rank of Q on the test split per cell"),

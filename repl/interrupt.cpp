@@ -37,6 +37,9 @@ void on_sigint(int signal_number) {
 bool interrupted_by_user() { return g_lua_stopped != 0 || was_interrupted(); }
 
 InterruptGuard::InterruptGuard(lua_State* L) {
+  // Each guarded piece of work (a REPL line, a script, a batch) starts with no Ctrl-C on record.
+  g_lua_stopped = 0;
+  forget_interruptions();
   g_running_state = L;
   struct sigaction action {};
   action.sa_handler = on_sigint;

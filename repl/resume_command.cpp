@@ -5,8 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include "repl/interrupt.h"
-#include "repl/lua_state_handle.h"
-#include "bindings/lua_module.h"
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
 #include "runtime/training/preemption.h"
@@ -50,17 +48,24 @@ int run_resume(const ResumeCommand& c) {
   if (c.finetune_epochs) changes["finetune_epochs"] = *c.finetune_epochs;
   if (c.max_seconds) changes["max_seconds"] = *c.max_seconds;
   if (c.lr) changes["finetune_lr"] = *c.lr;
+  if (*c.finetune) {
+    // finetune is the stage after a finished main stage; an unfinished run is resumed first.
+    const auto status = training::run_status(c.dir);
+    if (status.state != "finished") {
+      throw UsageError("run '" + c.dir + "' is " + status.state + ", not finished: its main stage has epochs left. " +
+                       "Finish it first (lmkit resume " + c.dir + "), then finetune it");
+    }
+  }
   auto run = training::prepare_resume(c.dir, std::move(request));
   training::Trainer trainer(run.model, std::move(run.corpus), run.options, c.dir);
-  // The Lua state only hosts Ctrl-C's handler: the trainer polls for it at step boundaries.
-  LuaStateHandle state(lua::new_lmkit_state());
   int exit_status = 0;
   {
-    InterruptGuard guard(state.get());
+    InterruptGuard guard(nullptr);  // Ctrl-C: the trainer stops at its next step boundary, state saved
     try {
       const auto summary = trainer.run();
       const auto status = summary.value("status", std::string());
-      exit_status = status == "finished" || status == "stopped" || status == "time_limit" ? 0 : 1;
+      // As `lmkit status`: 0 finished, 1 diverged or failed, 3 something left (a time limit, a stop).
+      exit_status = status == "finished" ? 0 : status == "stopped" || status == "time_limit" ? 3 : 1;
     } catch (const training::Preempted& e) {
       std::cerr << "lmkit: " << e.what() << "\n";
       exit_status = interrupted_by_user() ? 130 : training::kPreemptedExitStatus;

@@ -24,8 +24,10 @@ struct ResumeCommand {
 void add_resume_commands(CLI::App& app, ResumeCommand& command);
 
 // Trains the run on and prints where it stands: 0 when it finished, 1 when it diverged or failed,
-// 75 when a signal preempted it (resumable), 130 after Ctrl-C (its state saved). A mistake (no run
-// there, a head written in Lua, an option the run cannot take) throws UsageError before any step.
+// 3 when a time limit or a stop left epochs to train, 75 when a signal preempted it (resumable),
+// 130 after Ctrl-C (its state saved). A mistake (no run there, a head written in Lua, an option the
+// run cannot take, `finetune` of a run whose main stage has not finished) throws UsageError before
+// any step.
 int run_resume(const ResumeCommand& command);
 
 }  // namespace lmkit::repl

@@ -166,9 +166,10 @@ int recipe_folder_report(const std::string& dir) {
 int run_folder_report(const std::string& dir) {
   const auto status = training::run_status(dir);
   for (const auto& line : status.lines()) std::cout << line << "\n";
+  if (!status.records_problem.empty()) return 1;  // its epochs are not the run's: no table, no curve
   std::cout << fmt::format("  {:>5}  {:>10}  {:>10}  {:>9}\n", "epoch", "train ppl", "valid ppl", "seconds");
-  for (const auto& record : training::RunStore(dir).metrics()) {
-    if (!record.is_object() || record.find("type") == record.end() || record.at("type") != "epoch") continue;
+  training::RunStore(dir).read_metrics([](std::size_t, const nlohmann::json& record) {
+    if (record.find("type") == record.end() || record.at("type") != "epoch") return;
     const auto number = [&](const char* key, int decimals) {
       const auto it = record.find(key);
       return it != record.end() && it->is_number() ? fmt::format("{:.{}f}", it->get<double>(), decimals) : std::string("-");
@@ -177,7 +178,7 @@ int run_folder_report(const std::string& dir) {
     std::cout << fmt::format("  {:>5}  {:>10}  {:>10}  {:>9}{}\n", number("epoch", 0), number("train_ppl", 2),
                              number("valid_ppl", 2), number("epoch_seconds", 2),
                              stage != record.end() && *stage == "finetune" ? "  (finetune)" : "");
-  }
+  });
   if (status.epoch == 0) return 0;
   return call_lmkit_function("lmkit.recipe", "plot_run", nlohmann::json{{"dir", dir}}, {}, "");
 }

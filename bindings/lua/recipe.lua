@@ -170,9 +170,10 @@ end
 
 -- JSON has no NaN or infinity (the encoder writes null), yet a cell's numbers can be: a diverged
 -- run's perplexity, a rank of an empty matrix. result.json keeps them as the texts Python's json
--- and pandas write ("NaN", "Infinity", "-Infinity") and lists where they are under "non_finite"
--- (paths of keys), so that a string result that happens to read "NaN" stays a string.
-local NON_FINITE_KEY = "non_finite"
+-- and pandas write ("NaN", "Infinity", "-Infinity") and lists where they are under "$non_finite"
+-- (paths of keys; a key no Lua field name can be), so that a string result that happens to read
+-- "NaN" stays a string.
+local NON_FINITE_KEY = "$non_finite"
 
 local function non_finite_text(v)
   if v ~= v then return "NaN" end
@@ -202,6 +203,9 @@ local function with_non_finite_as_text(value, path, paths)
 end
 
 function recipe.encode_result(result)
+  if type(result) == "table" and result[NON_FINITE_KEY] ~= nil then
+    error(("a cell's result must not use the key '%s': result.json keeps its NaN and infinities there"):format(NON_FINITE_KEY), 2)
+  end
   local paths = {}
   local stored = with_non_finite_as_text(result, {}, paths)
   if #paths > 0 and type(stored) == "table" then
@@ -467,13 +471,14 @@ function Recipe:run_cell(cfg, cell)
   lmkit.fs.mkdir(ctx.dir)
   print(("== %s: cell %d (%s)"):format(self.name, cell.index, cell.id))
   -- A failure leaves failed.json (its message and where it happened) for `lmkit status`, and goes
-  -- on as it was raised (the same value); the next success removes the file.
+  -- on as lmkit.error_report made it (a message, with the cell's traceback where one helps); the
+  -- next success removes the file.
   -- Ctrl-C is no failure: the cell stays to be run (a training run saved its state and resumes).
   local failed_file = ctx.dir .. "/failed.json"
   -- The report is made where the error was raised (its traceback is the recipe's own frames) and
   -- raised again as it is: `lmkit run` shows it unchanged.
   local ok, result = xpcall(self.run, function(e)
-    local report = lmkit.error_report(e)
+    local report = lmkit.error_report(e, 2)
     pcall(function()
       if lmkit.process.interrupted() or lmkit.process.preempted() then
         os.remove(failed_file)
@@ -541,20 +546,19 @@ function Recipe:run_task_locked(cfg, cell)
   lmkit.fs.mkdir(cfg.out .. "/batch/tasks")
   state.state = "running"
   lmkit.write_file(file, lmkit.json_encode(state, true))
-  local trace
-  local ok, err = xpcall(function() return self:run_cell(cfg, cell) end,
-                         function(message) trace = debug.traceback(message, 2); return message end)
+  -- run_cell's error is already the report (the cell's own traceback where one helps).
+  local ok, err = xpcall(function() return self:run_cell(cfg, cell) end, lmkit.error_report)
   state.finished = os.time()
   if ok then
     state.state = "done"
-  elseif lmkit.process.preempted() then
+  elseif lmkit.process.preempted() or lmkit.process.interrupted() then
+    -- Stopped, not failed (a signal, or Ctrl-C reaching the pool's tasks): the next batch resumes it.
     state.state = "preempted"
   else
     state.state, state.error = "failed", tostring(err)
   end
   lmkit.write_file(file, lmkit.json_encode(state, true))
-  -- A preemption is no bug: its message (how to resume) without the traceback.
-  if not ok then error(state.state == "preempted" and tostring(err) or trace or err, 0) end
+  if not ok then error(err, 0) end
 end
 
 function Recipe:main(overrides)

@@ -65,6 +65,8 @@ end
 
 -- {family = "awd"|"mos", dataset = "ptb"|"wikitext-2", scale = "tiny"|"small"|"paper"} →
 -- {model = {...}, head = {...}, heads = {[kind] = {...}}, train = {...}, corpus = {...}, scale = ..., dataset = ...}
+-- o.corpus ("" or nil: the scale's; "mini": the dataset's mini protocol; "full": its training split)
+-- puts a scale's model and epochs on the real words, e.g. the tiny scale on ptb-mini.
 function presets.resolve(o)
   local family, dataset, scale = o.family or "awd", o.dataset or "ptb", o.scale or "tiny"
   local paper = presets.paper[family] and presets.paper[family][dataset]
@@ -81,6 +83,12 @@ function presets.resolve(o)
     train = merge(merge({}, presets.shared.train), paper.train),
     corpus = merge({name = dataset}, s.corpus),
   }
+  if o.corpus ~= nil and o.corpus ~= "" then
+    if o.corpus ~= "mini" and o.corpus ~= "full" then
+      error(("presets: unknown corpus '%s' (\"\": the scale's, \"mini\" or \"full\")"):format(tostring(o.corpus)), 2)
+    end
+    cfg.corpus = {name = dataset, kind = "files", protocol = o.corpus}
+  end
   merge(cfg.model, s.model)
   if family == "mos" then merge(cfg.model, s.mos_model) end
   merge(cfg.train, s.train)
@@ -110,7 +118,20 @@ end
 function presets.data(cfg, o)
   o = o or {}
   local name = presets.dataset_labels[cfg.dataset] or tostring(cfg.dataset)
-  if cfg.scale == "tiny" then
+  -- The corpus setting puts any scale on the real words: the mini protocol is never the paper's data,
+  -- and a tiny model's numbers on the full corpus are not the paper's either. (rawget: a recipe's
+  -- cfg refuses the keys it does not declare.)
+  local corpus = rawget(cfg, "corpus")
+  if corpus == "mini" then
+    return {label = ("%s's mini protocol (trained on its validation split), %s scale: not the paper's training data")
+              :format(name, cfg.scale),
+            short = name .. "-mini", paper_data = false, paper_label = name}
+  end
+  if corpus == "full" and cfg.scale == "tiny" then
+    return {label = ("%s with a tiny-scale model and epochs, not the paper's configuration"):format(name),
+            short = name .. " (tiny model)", paper_data = false, paper_label = name}
+  end
+  if cfg.scale == "tiny" and corpus ~= "full" then
     if o.words then
       local cut = (cfg.lines or 0) > 0 and (", its first %d lines"):format(cfg.lines) or ""
       return {label = ("%s's mini protocol at tiny scale (trained on its validation split%s), not the paper's training data")
@@ -318,6 +339,10 @@ presets.SHARED_SETTINGS = {
   switch = recipe.setting("et", "the ASGD switch of the thesis's table (SPEC §2): \"et\" or \"nt\"", {"et", "nt"}),
   switch_epoch = recipe.setting(0, "> 0: ET's epoch (default: 200 at paper scale, 25 small, tiny: the last but one)"),
   seeds = recipe.setting(11, "the first is the configuration's own seed"),
+  corpus = recipe.setting("", "the words: \"\" the scale's (tiny: a synthetic language standing in for the dataset; "
+                              .. "small, paper: its full protocol), \"mini\": the dataset's mini protocol (ptb-mini, wt2-mini: "
+                              .. "trained on its validation split, docs/data.md), \"full\": its training split",
+                          {"", "mini", "full"}),
 }
 
 function presets.settings(spec)

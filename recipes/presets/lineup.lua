@@ -32,7 +32,8 @@ function lineup.family(name)
 end
 
 function lineup.preset(name, cfg)
-  return presets.resolve{family = lineup.family(name), dataset = cfg.dataset, scale = cfg.scale}
+  -- corpus: a recipe's setting where it declares one (a recipe's cfg refuses undeclared keys).
+  return presets.resolve{family = lineup.family(name), dataset = cfg.dataset, scale = cfg.scale, corpus = rawget(cfg, "corpus")}
 end
 
 -- The model sizes that give a line-up head decoder width d: emb = nhidlast = d for the heads on the

@@ -46,4 +46,9 @@ bool was_interrupted() { return g_ever_requested != 0; }
 
 void note_lua_interruption() noexcept { g_ever_requested = 1; }
 
+void forget_interruptions() noexcept {
+  g_ever_requested = 0;
+  g_requested = 0;
+}
+
 }  // namespace lmkit

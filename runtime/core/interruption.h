@@ -43,5 +43,8 @@ bool take_interruption();
 bool was_interrupted();
 // For the SIGINT handler that stops Lua code where no C++ work polls (async-signal-safe).
 void note_lua_interruption() noexcept;
+// A new piece of work starts (a REPL line, a script): what an earlier Ctrl-C stopped is forgotten, so
+// that a later error is not taken for an interruption.
+void forget_interruptions() noexcept;
 
 }  // namespace lmkit

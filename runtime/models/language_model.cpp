@@ -165,6 +165,9 @@ namespace {
 constexpr double kMostFloorMass = 0.01;
 
 void check_floor_keeps_rows_normalized(const nlohmann::json& head_config, std::int64_t vocab) {
+  // The mixtures' option (a head written in Lua may name an option of its own "floor").
+  const auto kind = head_config.value("kind", std::string());
+  if (kind != "mos" && kind != "moss" && kind != "moc") return;
   const auto found = head_config.find("floor");
   if (found == head_config.end() || !found->is_number()) return;
   const double floor = found->get<double>(), mass = floor * static_cast<double>(vocab);

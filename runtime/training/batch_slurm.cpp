@@ -96,8 +96,11 @@ std::string sbatch_script(const BatchManifest& manifest, const BatchOptions& o) 
 
 int submit_slurm_array(BatchManifest& manifest, const std::vector<std::int64_t>& tasks, const BatchOptions& o,
                        std::ostream& out) {
-  if (!have_command("sbatch")) {
-    throw EnvironmentError("`sbatch` is not on PATH: run on a Slurm login node, or use --backend local");
+  // A dry run plans for a cluster from anywhere (a laptop without Slurm): it writes the job script
+  // and shows the command; only a submission needs sbatch.
+  if (!o.dry_run && !have_command("sbatch")) {
+    throw EnvironmentError("`sbatch` is not on PATH: run on a Slurm login node (lmkit batch --dry-run plans the "
+                           "submission anywhere), or use --backend local");
   }
   const BatchPaths paths(manifest.out);
   make_folder(paths.slurm);

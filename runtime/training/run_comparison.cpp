@@ -241,6 +241,10 @@ std::vector<std::string> comparison_lines(const RunComparison& comparison, std::
   fitted(table);
   for (const auto& run : runs) {
     if (!run.unreadable.empty()) fitted({"  " + label_of(run) + " is unreadable: " + printable_text(run.unreadable)});
+    if (!run.status.records_problem.empty()) {
+      fitted({"  " + label_of(run) + ": its metrics.jsonl is not this run's record (" +
+              printable_text(run.status.records_problem) + "), so its epochs are not shown"});
+    }
   }
   for (const auto& note : comparison.notes) fitted({"  " + printable_text(note)});
   out.push_back("");

@@ -9,6 +9,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/core/file_lock.h"
+#include "runtime/core/number_text.h"
 #include "runtime/core/work_progress.h"
 #include "runtime/training/run_store.h"
 
@@ -27,6 +28,17 @@ std::optional<std::int64_t> count_at(const nlohmann::json& object, const char* k
   const auto value = number_at(object, key);
   if (!value || !(*value >= 0 && *value <= 1e9) || *value != std::floor(*value)) return std::nullopt;
   return static_cast<std::int64_t>(*value);
+}
+
+// A value read from a file, for a message: a string as itself, anything else as JSON, cut at 80
+// characters, control characters as '?' (the message goes to a terminal).
+std::string printable_json(const nlohmann::json& value) {
+  auto text = value.is_string() ? value.get<std::string>() : value.dump();
+  if (text.size() > 80) text = text.substr(0, 77) + "...";
+  for (auto& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return text;
 }
 
 }  // namespace
@@ -53,19 +65,33 @@ RunStatus run_status(const std::string& dir) {
       }
     }
   }
+  // metrics.jsonl, streamed: a file of any size in bounded memory. Its records must be this run's
+  // (their run id is config.json's), and lines lmkit did not write stop the reading.
+  const auto own_id = config.value("run_id", nlohmann::json());
   double seconds = 0;
-  std::int64_t timed = 0, last_main = 0;
-  for (const auto& record : store.metrics()) {
-    const auto type = record.is_object() ? record.find("type") : record.end();
-    if (type == record.end() || *type != "epoch") continue;
+  std::int64_t timed = 0, last_main = 0, main_epochs = 0, finetune_epochs = 0;
+  std::optional<std::string> foreign;
+  const auto reading = store.read_metrics([&](std::size_t line, const nlohmann::json& record) {
+    if (foreign) return;
+    const auto id = record.find("run_id");
+    if (own_id.is_string() && id != record.end() && *id != own_id) {
+      foreign = "line " + integer_text(line) + " belongs to another run (run id " + printable_json(*id) +
+                "; this run's, in config.json, is " + own_id.get<std::string>() +
+                "): it was copied in from elsewhere";
+      return;
+    }
+    const auto type = record.find("type");
+    if (type == record.end() || *type != "epoch") return;
     if (const auto epoch = count_at(record, "epoch")) {
       const auto e = *epoch;
       const auto stage = record.find("stage");
       if (stage != record.end() && *stage == "finetune") {
         status.epoch = last_main + e;  // finetune epochs follow the main ones
+        ++finetune_epochs;
       } else {
         status.epoch = e;
         last_main = std::max(last_main, e);
+        ++main_epochs;
       }
     }
     const auto valid = number_at(record, "valid_ppl");
@@ -78,6 +104,11 @@ RunStatus run_status(const std::string& dir) {
       }
     }
     if (const auto s = number_at(record, "epoch_seconds")) seconds += *s, ++timed;
+  });
+  if (foreign) {
+    status.records_problem = *foreign;
+  } else if (reading.bad_line) {
+    status.records_problem = *reading.bad_line + " (lmkit did not write it: bytes appended, or the file edited)";
   }
   if (timed > 0) status.seconds_per_epoch = seconds / static_cast<double>(timed);
 
@@ -99,6 +130,30 @@ RunStatus run_status(const std::string& dir) {
   } else {
     status.state = "stopped";
   }
+  // A finished run's records must hold the epochs its summary counts, the last line whole: a file
+  // cut, emptied or extended since is not the run's record.
+  if (status.records_problem.empty() && status.state == "finished" && store.exists("summary.json")) {
+    const auto summary = store.read_json("summary.json");
+    const auto epochs = count_at(summary, "epochs"), finetuned = count_at(summary, "finetune_epochs");
+    if (reading.cut_last_line) {
+      status.records_problem = "its last line is cut, though the run finished: the file was cut since";
+    } else if ((epochs && *epochs != main_epochs) || (finetuned && *finetuned != finetune_epochs)) {
+      status.records_problem = fmt::format(
+          "it holds {} epoch record{}{}, while summary.json says the run trained {} epoch{}{}", main_epochs,
+          main_epochs == 1 ? "" : "s", finetune_epochs > 0 ? fmt::format(" and {} finetune", finetune_epochs) : "",
+          epochs.value_or(0), epochs.value_or(0) == 1 ? "" : "s",
+          finetuned.value_or(0) > 0 ? fmt::format(" and {} finetune", *finetuned) : "");
+    }
+  }
+  if (!status.records_problem.empty()) {
+    // Not this run's numbers: none shown as its (summary.json's own test and train ppl stay).
+    status.best_valid_ppl.reset();
+    status.last_valid_ppl.reset();
+    status.valid_curve.clear();
+    status.seconds_per_epoch.reset();
+    status.epoch = 0;
+    status.best_epoch = 0;
+  }
   status.resumable = !status.done() && store.exists("state.ckpt");
   if (status.state == "running" && status.seconds_per_epoch && status.epochs > status.epoch) {
     status.eta_seconds = *status.seconds_per_epoch * static_cast<double>(status.epochs - status.epoch);
@@ -119,6 +174,10 @@ std::vector<std::string> RunStatus::lines() const {
                               eta_seconds ? ", about " + format_duration(*eta_seconds) + " left" : std::string()));
   }
   if (stop_reason) out.push_back("  " + *stop_reason);
+  if (!records_problem.empty()) {
+    out.push_back("  its metrics.jsonl is not this run's record: " + records_problem +
+                  ". Its epochs are not shown; restore the run's own metrics.jsonl (or train it again)");
+  }
   if (state == "stopped") out.push_back("  no process is training it and it left no summary: it was killed or lost its machine");
   if (resumable && state != "running") {
     if (lua_head.empty()) {

@@ -31,9 +31,13 @@ struct RunStatus {
   // A head written in Lua ("custom 'extra bias'"), which config.json cannot rebuild: resuming needs
   // the model given again. Empty for a built-in head.
   std::string lua_head;
+  // Why metrics.jsonl is not this run's record (another run's lines, lines lmkit did not write, or,
+  // for a finished run, epochs summary.json does not count or a cut last line); its numbers are
+  // then not shown. Empty when it is.
+  std::string records_problem;
 
-  bool done() const { return state == "finished"; }
-  bool failed() const { return state == "diverged" || state == "failed"; }
+  bool done() const { return state == "finished" && records_problem.empty(); }
+  bool failed() const { return state == "diverged" || state == "failed" || !records_problem.empty(); }
   // "running: epoch 3 of 40, best valid ppl 81.2 (epoch 3), 12.4 s per epoch, about 7m 25s left" and more
   // lines: what `lmkit status` prints.
   std::vector<std::string> lines() const;

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
 #include <sstream>
 #include <unistd.h>
 
@@ -20,6 +21,8 @@ namespace {
 // metrics file takes ~8 times its size).
 constexpr std::uintmax_t kMaxJsonBytes = std::uintmax_t{64} << 20;
 constexpr std::uintmax_t kMaxMetricsBytes = std::uintmax_t{512} << 20;
+// One record is a few hundred bytes (an epoch's with a long stop reason: a few kilobytes).
+constexpr std::size_t kMaxMetricsLineBytes = std::size_t{1} << 20;
 
 }  // namespace
 
@@ -95,6 +98,66 @@ std::vector<nlohmann::json> RunStore::metrics() const {
     start = end + 1;
   }
   return records;
+}
+
+RunStore::MetricsReading RunStore::read_metrics(
+    const std::function<void(std::size_t line, const nlohmann::json& record)>& visit) const {
+  MetricsReading reading;
+  const auto file = path("metrics.jsonl");
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return reading;
+  reading.exists = true;
+  std::string line;
+  std::size_t number = 0;
+  std::vector<char> chunk(std::size_t{1} << 16);
+  bool too_long = false;
+  const auto take_line = [&]() -> bool {
+    ++number;
+    if (too_long) {
+      reading.bad_line = "line " + integer_text(number) + " is longer than " + integer_text(kMaxMetricsLineBytes >> 20) +
+                         " MiB, far more than any record lmkit writes";
+      return false;
+    }
+    nlohmann::json record;
+    try {
+      record = config::parse_json_text(line);
+    } catch (const config::JsonTextError& e) {
+      reading.bad_line = "line " + integer_text(number) + " is not JSON: " + std::string(e.what());
+      return false;
+    }
+    if (!record.is_object()) {
+      reading.bad_line = "line " + integer_text(number) + " is not a JSON object";
+      return false;
+    }
+    ++reading.records;
+    visit(number, record);
+    return true;
+  };
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    const auto got = static_cast<std::size_t>(in.gcount());
+    std::size_t start = 0;
+    while (start < got) {
+      const auto* end = static_cast<const char*>(std::memchr(chunk.data() + start, '\n', got - start));
+      const std::size_t stop = end ? static_cast<std::size_t>(end - chunk.data()) : got;
+      if (!too_long) {
+        if (line.size() + (stop - start) > kMaxMetricsLineBytes) {
+          too_long = true;
+          line.clear();
+          line.shrink_to_fit();
+        } else {
+          line.append(chunk.data() + start, stop - start);
+        }
+      }
+      if (!end) break;
+      if (!take_line()) return reading;
+      line.clear();
+      too_long = false;
+      start = stop + 1;
+    }
+  }
+  if (!line.empty() || too_long) reading.cut_last_line = true;
+  return reading;
 }
 
 void RunStore::truncate_metrics(std::size_t count) const {

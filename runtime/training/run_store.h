@@ -16,6 +16,8 @@
 #pragma once
 #include <cstddef>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,19 @@ class RunStore {
 
   void append_metric(const nlohmann::json& record) const;
   std::vector<nlohmann::json> metrics() const;
+
+  // metrics.jsonl read line by line in bounded memory, whatever its size (`lmkit status`, `compare`
+  // and `report` of a run): `visit` gets each record (a JSON object) and its line number. Reading
+  // stops at the first line that is no record (not JSON, not an object, or longer than any record
+  // lmkit writes): `bad_line` says which and why. A last line without its newline (a writer stopped
+  // mid-line, or one writing now) is no record either: `cut_last_line`.
+  struct MetricsReading {
+    bool exists = false;
+    std::size_t records = 0;
+    bool cut_last_line = false;
+    std::optional<std::string> bad_line;  // "line 12 is not JSON: ..."
+  };
+  MetricsReading read_metrics(const std::function<void(std::size_t line, const nlohmann::json& record)>& visit) const;
   // Keeps the first `count` complete records (resume); atomic.
   void truncate_metrics(std::size_t count) const;
 

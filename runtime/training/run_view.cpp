@@ -21,10 +21,14 @@ nlohmann::json RunView::summary() const {
 
 nlohmann::json RunView::metrics(const std::optional<std::string>& type) const {
   if (type && *type != "step" && *type != "epoch") throw UsageError("record type must be \"step\" or \"epoch\", got \"" + *type + "\"");
+  // Streamed and filtered as read: the epochs of a run whose step records fill hundreds of megabytes
+  // take the memory of the epochs alone.
   auto records = nlohmann::json::array();
-  for (auto& record : RunStore(dir_).metrics()) {
-    if (!type || record.value("type", std::string()) == *type) records.push_back(std::move(record));
-  }
+  RunStore store(dir_);
+  const auto reading = store.read_metrics([&](std::size_t, const nlohmann::json& record) {
+    if (!type || record.value("type", std::string()) == *type) records.push_back(record);
+  });
+  if (reading.bad_line) throw EnvironmentError("metrics file '" + store.path("metrics.jsonl") + "' " + *reading.bad_line);
   return records;
 }
 

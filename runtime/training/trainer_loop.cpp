@@ -47,7 +47,9 @@ std::optional<HeadTransfer> load_across_head_kinds(LanguageModel& model, const s
   if (config == header.end() || !config->is_object()) return std::nullopt;
   const auto head = config->find("head");
   if (head == config->end() || !head->is_object()) return std::nullopt;
-  const auto file_kind = head->value("kind", std::string());
+  const auto kind = head->find("kind");
+  if (kind == head->end() || !kind->is_string()) return std::nullopt;  // load_weights names what the file lacks
+  const auto file_kind = kind->get<std::string>();
   if (file_kind.empty() || file_kind == model->head->kind()) return std::nullopt;
   const std::string source = "checkpoint '" + path + "'";
   auto tensors = read_weights_archive(container.archive, source);
@@ -69,7 +71,15 @@ std::optional<HeadTransfer> load_across_head_kinds(LanguageModel& model, const s
   for (const auto& item : tensors) {
     if (is_head_entry(item.first) && !own.count(item.first)) transfer.left_out.push_back(item.first);
   }
-  load_model_tensors(model, tensors, "", source);
+  try {
+    load_model_tensors(model, tensors, "", source);
+  } catch (const EnvironmentError& e) {
+    // The head's entries fit by construction: what does not is the encoder or the decoder.
+    throw EnvironmentError(std::string(e.what()) + ". Across head kinds the encoder and the decoder must fit: a " +
+                           file_kind + " model's give this " + model->head->kind() +
+                           " model its sizes (emb, nhid, nhidlast, the decoder's width; a head that projects, "
+                           "MoS's kin, takes a decoder of width emb)");
+  }
   return transfer;
 }
 

@@ -31,6 +31,17 @@ grep -qF "option 'jobs' must be in [1, 100000], got 99999999999" "$work/huge.txt
 "$lmkit" batch "$here/tiny_recipe.lua" --jobs 64 --set out="$work/wide" >"$work/wide.txt" 2>&1 || fail "--jobs 64 for 2 tasks"
 grep -qF "running 2 tasks on this machine, 2 at a time" "$work/wide.txt" || fail "more jobs than tasks were not clamped"
 
+# Planning for a cluster where Slurm is not installed (a laptop): the dry run writes the job script
+# and shows the submission; only submitting needs sbatch, and says how to plan without it.
+mkdir -p "$work/no_slurm_here"
+out=$(PATH="$work/no_slurm_here" "$lmkit" batch "$here/tiny_recipe.lua" --backend slurm --dry-run --set out="$work/plan" 2>&1) ||
+  fail "a dry run without Slurm failed: $out"
+echo "$out" | grep -qF "would submit: sbatch --parsable" || fail "the dry run shows no submission: $out"
+[ -s "$work/plan/batch/slurm/array.sbatch" ] || fail "the dry run wrote no job script"
+out=$(PATH="$work/no_slurm_here" "$lmkit" batch "$here/tiny_recipe.lua" --backend slurm --set out="$work/plan" 2>&1) &&
+  fail "a submission without sbatch was accepted: $out"
+echo "$out" | grep -qF "lmkit batch --dry-run plans the submission anywhere" || fail "no way to plan named: $out"
+
 # The report and status of a folder that is no batch, or whose manifest is damaged: exit 2, the file named.
 mkdir -p "$work/not_a_batch/batch"
 "$lmkit" report "$work/not_a_batch" >"$work/nobatch.txt" 2>&1

@@ -33,7 +33,7 @@ return recipe.define{
     local model = lmkit.model{vocab_size = 30, emb = 8, nhid = 16, nhidlast = 8, nlayers = 2}
     local started = false
     local run = lmkit.train{model = model, corpus = corpus, run_dir = ctx.dir .. "/run", lr = 5, batch_size = 4, bptt = 10,
-                            epochs = 2, switch = "none", eval_batch_size = 4, test_batch_size = 2,
+                            epochs = 50, switch = "none", eval_batch_size = 4, test_batch_size = 2,
                             on_step = function()
                               if not started then started = true; interrupt_soon(0.2) end
                               lmkit.process.sleep(0.01)

@@ -293,7 +293,6 @@ T.test("a synthetic corpus's yardsticks: the unigram model's closed form and the
   T.raises(function() corpus:unigram_perplexity("dev") end, "got \"dev\"")
 end)
 
-T.run()
 
 T.test("transformer_lineup: better or worse is read from the sampled seeds its p-value compares", function()
   local def = dofile(assert(package.searchpath("transformer_lineup", package.path)))
@@ -324,7 +323,37 @@ T.test("transformer_lineup: better or worse is read from the sampled seeds its p
   local mos_row = assert(csv:match("\n(MoS[^\n]*)"), "no MoS row in report.csv: " .. csv)
   T.truthy(mos_row:find(",worse,", 1, true), mos_row)
   T.truthy(not mos_row:find("better", 1, true), mos_row)
-  T.truthy(text:find("differs for MoS significantly worse", 1, true), text)
+  T.truthy(text:find("report files: " .. out, 1, true), text)
+  local md_file = assert(io.open(out .. "/report.md"))
+  local md = md_file:read("a")
+  md_file:close()
+  T.truthy(md:find("differs for MoS significantly worse", 1, true), md)
   for _, ext in ipairs{"md", "csv", "tex"} do os.remove(out .. "/report." .. ext) end
   os.remove(out)
 end)
+
+T.test("the corpus setting puts any scale on the real words: the mini protocol or the full corpus", function()
+  local lineup = require "presets.lineup"
+  T.eq(presets.resolve{scale = "tiny"}.corpus.kind, "synthetic")
+  local mini = lineup.preset("mos", {dataset = "wikitext-2", scale = "tiny", corpus = "mini"})
+  T.eq(mini.corpus, {name = "wikitext-2", kind = "files", protocol = "mini"})
+  T.eq(mini.model.emb, presets.resolve{family = "mos", scale = "tiny"}.model.emb, "the scale's model stays")
+  T.eq(presets.resolve{scale = "paper", corpus = "full"}.corpus, {name = "ptb", kind = "files", protocol = "full"})
+  T.raises(function() presets.resolve{corpus = "huge"} end, "unknown corpus 'huge'")
+  -- What the reports say the numbers were measured on: never the paper's data at tiny scale.
+  local data = presets.data{dataset = "ptb", scale = "tiny", corpus = "mini"}
+  T.eq({data.short, data.paper_data}, {"PTB-mini", false})
+  T.truthy(data.label:find("PTB's mini protocol (trained on its validation split), tiny scale", 1, true), data.label)
+  T.eq(presets.data{dataset = "ptb", scale = "tiny", corpus = "full"}.paper_data, false)
+  T.eq(presets.data{dataset = "ptb", scale = "paper", corpus = "full"}.paper_data, true)
+  T.eq(presets.data{dataset = "ptb", scale = "small", corpus = "mini"}.paper_data, false)
+  T.eq(presets.data{dataset = "ptb", scale = "tiny"}.short, "synthetic stand-in for PTB")
+  -- The line-up recipes declare it.
+  for _, name in ipairs{"compare_heads", "frozen_plif", "fair_mos_softmax", "mixtape", "transformer_lineup", "asgd_switch",
+                        "gss_grid", "flooding"} do
+    local r = dofile(assert(package.searchpath(name, package.path)))
+    T.eq(r.settings.corpus, "", name)
+  end
+end)
+
+T.run()

@@ -73,7 +73,7 @@ T.test("a NaN or infinite result stays what it is in result.json, the report and
       local v = results[1].result
       seen[#seen + 1] = v
       return {nan = v.ppl ~= v.ppl, ratio = v.ratio, low = v.low, press = v.rank.press ~= v.rank.press,
-              word = v.word, ok = v.rank.ok, marker = v.non_finite}
+              word = v.word, ok = v.rank.ok, marker = v["$non_finite"]}
     end,
   }
   local out = root .. "/nonfinite"
@@ -91,13 +91,14 @@ T.test("a NaN or infinite result stays what it is in result.json, the report and
   local stored = lmkit.json_decode(read(out .. "/cells/x=1/result.json"))
   T.eq(stored.ppl, "NaN")
   T.eq(stored.ratio, "Infinity")
-  T.eq(stored.non_finite, {{"low"}, {"ppl"}, {"rank", "press"}, {"ratio"}})
+  T.eq(stored["$non_finite"], {{"low"}, {"ppl"}, {"rank", "press"}, {"ratio"}})
   local csv = read(out .. "/results.csv")
   for _, row in ipairs{"x=1,1,ppl,nan", "x=1,1,ratio,inf", "x=1,1,low,-inf", "x=1,1,rank.press,nan", "x=1,1,word,NaN",
                        "x=1,1,rank.ok,4"} do
     T.truthy(csv:find(row, 1, true), row .. " in\n" .. csv)
   end
   T.truthy(not csv:find("non_finite", 1, true), csv)
+  T.raises(function() recipe.encode_result({["$non_finite"] = 1}) end, "must not use the key '$non_finite'")
 end)
 
 T.test("cell ids are readable and stable", function()
@@ -129,7 +130,7 @@ T.test("declared settings: the shared block once, a recipe's own default keeps t
   T.eq(s.switch.default, "nt")
   T.eq(s.switch.doc, presets.SHARED_SETTINGS.switch.doc)  -- its own default, the shared doc
   T.eq(s.K, 15)  -- a plain default of the recipe's own passes through, and define refuses it (no doc)
-  T.raises(function() presets.settings{"scal"} end, "no shared setting 'scal' (shared: dataset, epochs, scale, seeds, switch, switch_epoch)")
+  T.raises(function() presets.settings{"scal"} end, "no shared setting 'scal' (shared: corpus, dataset, epochs, scale, seeds, switch, switch_epoch)")
   T.raises(function() recipe.setting(nil, "x") end, "a setting needs a default")
   local function define(settings)
     return recipe.define{name = "declared", settings = settings, grid = function() return {{a = 1}} end,
