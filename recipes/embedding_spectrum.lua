@@ -78,7 +78,8 @@ return recipe.define{
       data = data,
       columns = {
         {key = "model", label = "Model"}, {key = "emb", label = "d"},
-        {key = "mid", label = "σ_{d/2}/σ₁", digits = 3}, {key = "last", label = "σ_d/σ₁", digits = 3},
+        {key = "mid", label = "σ_{d/2}/σ₁", latex_label = "$\\sigma_{d/2}/\\sigma_1$", digits = 3},
+        {key = "last", label = "σ_d/σ₁", latex_label = "$\\sigma_d/\\sigma_1$", digits = 3},
         {key = "k50", label = "k: 50% of Σσ"}, {key = "k90", label = "k: 90% of Σσ"},
         {key = "mean_cosine", label = "mean cos", digits = 3},
         {key = "mean_row_ratio", label = "‖mean row‖/mean ‖row‖", digits = 3},
@@ -114,7 +115,7 @@ return recipe.define{
       if #series > 0 then
         local out = ctx.out .. "/" .. fig.name .. ".png"
         lmkit.plot.spectrum{out = out, series = series, log = false, yrange = {0, 1}, xlabel = "index i",
-                            ylabel = "σ_i / σ_1", title = ("Spectrum of E: %s, %s (%s)"):format(
+                            ylabel = "σᵢ / σ₁", title = ("Spectrum of E: %s, %s (%s)"):format(
                               fig.title, data.short, fig.figure)}
         plots[#plots + 1] = out
       end

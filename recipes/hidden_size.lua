@@ -102,7 +102,7 @@ local function file_report(results, ctx)
     columns = {
       {key = "rank", label = ("Press rank (eps of %s)"):format(x.eps_dtype)},
       {key = "e3", label = "ε-rank 1e-3"}, {key = "e4", label = "ε-rank 1e-4"}, {key = "e5", label = "ε-rank 1e-5"},
-      {key = "signal", label = "r (largest gap after σ_r)"}, {key = "gap", label = "σ_r / σ_r+1", format = "%.3g"},
+      {key = "signal", label = "r (largest gap after σ_r)", latex_label = "$r$ (largest gap after $\\sigma_r$)"}, {key = "gap", label = "σ_r / σ_r+1", latex_label = "$\\sigma_r/\\sigma_{r+1}$", format = "%.3g"},
       {key = "estimated", label = "d estimated"}, {key = "seconds", label = "SVD (s)", digits = 2},
     },
   }
@@ -128,7 +128,7 @@ local function file_report(results, ctx)
   end
   report_files.print_and_save(t, ctx.out, "report")
   local plot_file = ctx.out .. "/spectrum.png"
-  lmkit.plot.spectrum{out = plot_file, values = lmkit.tensor(x.spectrum), normalize = false, ylabel = "σ_i / σ_1",
+  lmkit.plot.spectrum{out = plot_file, values = lmkit.tensor(x.spectrum), normalize = false, ylabel = "σᵢ / σ₁",
                       title = ("Singular values of %s"):format(x.entry)}
   print("plot: " .. plot_file)
   print("report files: " .. ctx.out .. "/report.{md,csv,tex}")
@@ -202,8 +202,8 @@ return recipe.define{
       data = data,
       columns = {
         {key = "head", label = "Head"}, {key = "d", label = "d (true)"},
-        {key = "rank", label = "Press rank (float64)"}, {key = "signal", label = "r (largest gap after σ_r)"},
-        {key = "gap", label = "σ_r / σ_r+1", format = "%.3g"},
+        {key = "rank", label = "Press rank (float64)"}, {key = "signal", label = "r (largest gap after σ_r)", latex_label = "$r$ (largest gap after $\\sigma_r$)"},
+        {key = "gap", label = "σ_r / σ_r+1", latex_label = "$\\sigma_r/\\sigma_{r+1}$", format = "%.3g"},
         {key = "estimated", label = "d estimated (r − 2)"}, {key = "verdict", label = "Verdict"},
         {key = "test_ppl", label = "Test ppl", digits = 2},
       },
@@ -240,7 +240,7 @@ return recipe.define{
     measure.print_and_save(t, ctx.out, "report")
     if #series > 0 then
       local plot_file = ctx.out .. "/spectra.png"
-      lmkit.plot.spectrum{out = plot_file, series = series, xlabel = "index i", ylabel = "σ_i / σ_1",
+      lmkit.plot.spectrum{out = plot_file, series = series, xlabel = "index i", ylabel = "σᵢ / σ₁",
                           title = ("Singular values of Q per model, %s"):format(data.short)}
       print("plot: " .. plot_file)
     end

@@ -176,7 +176,7 @@ return recipe.define{
     local plot_file = ctx.out .. "/spectrum.png"
     lmkit.plot.spectrum{out = plot_file, values = lmkit.tensor(first.spectrum), normalize = false,
                         title = ("Decoder spectrum, %s"):format(random and "random decoder" or s.decoder),
-                        ylabel = "σ_i / σ_1"}
+                        ylabel = "σᵢ / σ₁"}
     print("plot: " .. plot_file)
     print("report files: " .. ctx.out .. "/report.{md,csv,tex}")
   end,

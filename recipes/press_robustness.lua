@@ -224,11 +224,11 @@ return recipe.define{
       -- Fig. 7 (AAAI) / thesis Fig. 5.10, 5.12: σ/σ₁ on a linear axis, first 500, y in [0, 0.2].
       lmkit.plot.spectrum{out = ctx.out .. "/normalized_spectrum.png", series = series, log = false,
                           key = "top right", xrange = {1, math.min(500, longest)}, yrange = {0, 0.2},
-                          xlabel = "index i", ylabel = "σ_i / σ_1",
+                          xlabel = "index i", ylabel = "σᵢ / σ₁",
                           title = ("Normalized singular values of Q, %s"):format(data.short)}
       -- Thesis Fig. 5.9 / 5.11: the raw singular values, the whole spectrum on a log axis.
       lmkit.plot.spectrum{out = ctx.out .. "/spectrum_log.png", series = raw_series, normalize = false, xlabel = "index i",
-                          ylabel = "σ_i", title = ("Singular values of Q, %s"):format(data.short)}
+                          ylabel = "σᵢ", title = ("Singular values of Q, %s"):format(data.short)}
     end
 
     -- Tables 5.11–5.13: the robustness experiments on one head's Q.

@@ -53,6 +53,27 @@ void check_plot_path(const std::string& plot) {
   }
 }
 
+// A run's name in the plot's legend: the settings that differ between the runs (their last key part,
+// "kind=mos, seed=3"), which is what tells the curves apart, rather than its folder's path; the path
+// where nothing differs or a run is unreadable.
+std::string legend_label(const training::ComparedRun& run, const std::vector<std::string>& differing) {
+  if (!run.unreadable.empty() || differing.empty()) return printable_text(run.label);
+  std::string text;
+  std::size_t shown = 0;
+  for (const auto& key : differing) {
+    if (shown == 3) {
+      text += ", ...";
+      break;
+    }
+    const auto it = run.settings.find(key);
+    const auto value = it == run.settings.end() ? std::string("-") : it->is_string() ? it->get<std::string>() : it->dump();
+    const auto dot = key.rfind('.');
+    text += (text.empty() ? "" : ", ") + key.substr(dot == std::string::npos ? 0 : dot + 1) + "=" + value;
+    ++shown;
+  }
+  return fit_to_width(printable_text(text), 60);
+}
+
 }  // namespace
 
 int run_compare(const CompareOptions& options) {
@@ -69,7 +90,7 @@ int run_compare(const CompareOptions& options) {
       epochs.push_back(epoch);
       valid.push_back(ppl);
     }
-    runs.push_back({{"label", printable_text(run.label)}, {"epochs", epochs}, {"valid_ppl", valid}});
+    runs.push_back({{"label", legend_label(run, comparison.differing)}, {"epochs", epochs}, {"valid_ppl", valid}});
   }
   int status = 0;
   if (!options.plot.empty() && runs.empty()) {

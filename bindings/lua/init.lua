@@ -40,41 +40,58 @@ return function(lmkit)
   -- A one-line description of any value, shallow for tables. Tables are read raw (no __index,
   -- __len or __pairs runs), so describing a value never runs — or fails in — the value's own code
   -- beyond its __tostring, which is called protected.
-  local function show(value, max_entries)
+  -- Nested tables are shown to `depth` levels (3 unless given; deeper ones as {...}), each with at
+  -- most `max_entries` entries, the whole line at most SHOW_CHARS characters; a table met again
+  -- inside itself is shown as {<cycle>}.
+  local SHOW_CHARS = 2000
+  local function show(value, max_entries, depth)
     max_entries = max_entries or 30
-    local kind = type(value)
-    if kind == "string" then return quote(value) end
-    if kind == "function" then
-      local name = lmkit.doc(value)
-      return name and ("function: " .. name) or tostring(value)
-    end
-    if kind ~= "table" or has_tostring(value) then return safe_tostring(value) end
-    local parts, n = {}, rawlen(value)
-    local function brief(v)
-      if type(v) == "table" and not has_tostring(v) then
-        return next(v) == nil and "{}" or "{...}"
+    depth = depth or 3
+    local budget = SHOW_CHARS
+    local open = {}  -- the tables being shown, outermost first: a cycle leads back to one
+    local function render(v, level)
+      local kind = type(v)
+      if kind == "string" then return quote(v) end
+      if kind == "function" then
+        local name = lmkit.doc(v)
+        return name and ("function: " .. name) or tostring(v)
       end
-      if lmkit.is_tensor(v) then
+      if level > 0 and lmkit.is_tensor(v) then
         return ("Tensor(%s, size %s)"):format(v:dtype(), table.concat(v:size(), "x"))
       end
-      return show(v)
+      if kind ~= "table" or has_tostring(v) then return safe_tostring(v) end
+      if next(v) == nil then return "{}" end
+      if open[v] then return "{<cycle>}" end
+      if level >= depth then return "{...}" end
+      open[v] = true
+      local parts, n = {}, rawlen(v)
+      local function add(text)
+        budget = budget - #text - 2
+        parts[#parts + 1] = text
+      end
+      local shown = 0
+      for i = 1, n do
+        if shown >= max_entries or budget <= 0 then break end
+        add(render(rawget(v, i), level + 1))
+        shown = shown + 1
+      end
+      local named = {}
+      for k in next, v do
+        if not (math.type(k) == "integer" and k >= 1 and k <= n) then named[#named + 1] = k end
+      end
+      table.sort(named, function(a, b) return safe_tostring(a) < safe_tostring(b) end)
+      for _, k in ipairs(named) do
+        if shown >= max_entries or budget <= 0 then break end
+        local key = is_identifier(k) and k or ("[" .. render(k, depth) .. "]")
+        add(key .. " = " .. render(rawget(v, k), level + 1))
+        shown = shown + 1
+      end
+      open[v] = nil
+      local total = n + #named
+      if total > shown then parts[#parts + 1] = ("... (%d more)"):format(total - shown) end
+      return "{" .. table.concat(parts, ", ") .. "}"
     end
-    for i = 1, math.min(n, max_entries) do parts[#parts + 1] = brief(rawget(value, i)) end
-    local shown = #parts
-    local named = {}
-    for k in next, value do
-      if not (math.type(k) == "integer" and k >= 1 and k <= n) then named[#named + 1] = k end
-    end
-    table.sort(named, function(a, b) return safe_tostring(a) < safe_tostring(b) end)
-    for _, k in ipairs(named) do
-      if shown >= max_entries then break end
-      local key = is_identifier(k) and k or ("[" .. show(k) .. "]")
-      parts[#parts + 1] = key .. " = " .. brief(rawget(value, k))
-      shown = shown + 1
-    end
-    local total = n + #named
-    if total > shown then parts[#parts + 1] = ("... (%d more)"):format(total - shown) end
-    return "{" .. table.concat(parts, ", ") .. "}"
+    return render(value, 0)
   end
 
   -- help's lines fit the terminal: long ones broken at spaces, continuations indented under their text.
@@ -180,7 +197,7 @@ return function(lmkit)
   lmkit.check_options = check_options
   lmkit.document(check_options, "lmkit.check_options", "lmkit.check_options(t, allowed, owner[, level]) -> t\nChecks an options table's keys against the set `allowed` ({name = true, ...}): an unknown key is an error naming the closest allowed one, as lmkit's own options are, blamed on the caller `level` levels up (1: whoever called check_options).")
   lmkit.document(help, "lmkit.help", "help([value | name])\nPrints the documentation of an lmkit function, class or module (no argument: all of lmkit).")
-  lmkit.document(show, "lmkit.show", "lmkit.show(value[, max_entries]) -> string\nA one-line description of a value (tables shallowly), as the REPL echoes it.")
+  lmkit.document(show, "lmkit.show", "lmkit.show(value[, max_entries[, depth]]) -> string\nA one-line description of a value, as the REPL echoes it: nested tables to `depth` levels (default 3; deeper ones as {...}), at most max_entries (30) entries each and 2,000 characters in all; a table inside itself as {<cycle>}.")
   lmkit.report = require("lmkit.report")(lmkit)
   lmkit.plot = require("lmkit.plot")(lmkit)
 end

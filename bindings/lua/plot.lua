@@ -650,7 +650,7 @@ return function(lmkit)
     local c = common_only(spec)
     c.title = spec.title or "Cumulative share of singular values"
     c.xlabel = spec.xlabel or "k"
-    c.ylabel = spec.ylabel or (spec.squared and "Σ_{i≤k} σᵢ² / Σ σᵢ²" or "Σ_{i≤k} σᵢ / Σ σᵢ")
+    c.ylabel = spec.ylabel or (spec.squared and "Σ(i≤k) σᵢ² / Σ σᵢ²" or "Σ(i≤k) σᵢ / Σ σᵢ")
     c.yrange = spec.yrange or {0, 1.02}
     if c.key == nil and #series == 1 and not series[1].title then c.key = false end
     if c.key == nil then c.key = "bottom right" end

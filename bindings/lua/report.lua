@@ -305,8 +305,23 @@ return function(lmkit)
     ["\\"] = "\\textbackslash{}", ["{"] = "\\{", ["}"] = "\\}", ["_"] = "\\_", ["%"] = "\\%", ["&"] = "\\&",
     ["#"] = "\\#", ["$"] = "\\$", ["~"] = "\\textasciitilde{}", ["^"] = "\\textasciicircum{}",
   }
+  -- The symbols lmkit's tables use, as LaTeX math (pdflatex has no glyph for a bare σ or ₁): a
+  -- header like "σ_{d/2}/σ₁" or "ε-rank" compiles in any document.
+  local LATEX_SYMBOLS = {
+    ["σ"] = "\\sigma", ["ε"] = "\\varepsilon", ["ρ"] = "\\rho", ["π"] = "\\pi", ["μ"] = "\\mu", ["α"] = "\\alpha",
+    ["β"] = "\\beta", ["κ"] = "\\kappa", ["λ"] = "\\lambda", ["τ"] = "\\tau", ["θ"] = "\\theta", ["Δ"] = "\\Delta",
+    ["≥"] = "\\geq", ["≤"] = "\\leq", ["±"] = "\\pm", ["×"] = "\\times", ["·"] = "\\cdot", ["−"] = "-",
+    ["→"] = "\\to", ["‖"] = "\\|", ["√"] = "\\surd", ["∞"] = "\\infty", ["≈"] = "\\approx", ["′"] = "'",
+    ["₀"] = "_{0}", ["₁"] = "_{1}", ["₂"] = "_{2}", ["₃"] = "_{3}", ["₄"] = "_{4}", ["₅"] = "_{5}", ["₆"] = "_{6}",
+    ["₇"] = "_{7}", ["₈"] = "_{8}", ["₉"] = "_{9}", ["ᵢ"] = "_{i}", ["ₖ"] = "_{k}", ["ᵣ"] = "_{r}",
+    ["⁰"] = "^{0}", ["¹"] = "^{1}", ["²"] = "^{2}", ["³"] = "^{3}", ["⁻"] = "^{-}",
+  }
   local function latex_escape(s)
-    return (s:gsub("[\\{}_%%&#%$~%^]", LATEX_ESCAPES))
+    local escaped = s:gsub("[\\{}_%%&#%$~%^]", LATEX_ESCAPES)
+    return (escaped:gsub(utf8.charpattern, function(c)
+      local symbol = LATEX_SYMBOLS[c]
+      return symbol and ("$" .. symbol .. "$") or c
+    end))
   end
   report.latex_escape = latex_escape
 
@@ -456,6 +471,6 @@ Numbers get `digits` decimals (integers stay integers unless digits is set); for
 The paper's numbers: a column with paper = "field" (a row field), {v1, v2, ...} (by row), function(row, i), or true/omitted with the table's paper = {[id] = {key = value}} (rows matched by the `id` column, default the first) shows "paper | ours | Δ" (Δ = ours − paper; delta = "percent" or false).
 data = {label=, paper_data=, paper_label=} says what the numbers were measured on ("Data: ..." under the title); with paper_data = false the paper's columns stay but Δ is dropped, and a line says why. notes = {...} (or t:note(text)) are lines under the table (a correlation, a plot's file).
 Methods: t:markdown(), t:csv([{raw=true}]), t:latex([{float=, placement="t"}]), t:print(), t:save(path) (.md, .csv or .tex; atomic), t:add(row), t:note(text).]])
-  lmkit.document(latex_escape, "lmkit.report.latex_escape", "lmkit.report.latex_escape(s) -> string\nEscapes LaTeX's special characters \\ { } _ % & # $ ~ ^ so that s prints as itself.")
+  lmkit.document(latex_escape, "lmkit.report.latex_escape", "lmkit.report.latex_escape(s) -> string\nEscapes LaTeX's special characters \\ { } _ % & # $ ~ ^ so that s prints as itself, and writes the Greek letters, subscript digits and symbols lmkit's tables use (σ, ε, ₁, ≥, ±, ...) as math, which pdflatex typesets.")
   return report
 end

@@ -66,7 +66,10 @@ echo "$out" | grep -qF "2 runs compared" || fail "compare: $out"
 echo "$out" | grep -Eq "^ +$work/seed=2 +finished +2/2 +[0-9.]+ +[12] +[0-9.]+ " || fail "compare: no row for cell 2: $out"
 echo "$out" | grep -Eq "^ +run +train\.seed$" || fail "compare: the seed is not the one setting that differs: $out"
 echo "$out" | grep -qF "plot: $work/compare.svg" || fail "compare: no plot named: $out"
-grep -qF "$work/seed=1" "$work/compare.svg" || fail "compare.svg has no curve of cell 1"
+# The legend names each curve by the setting that differs, not by its folder's path.
+grep -qF ">seed=1<" "$work/compare.svg" || fail "compare.svg has no curve named seed=1"
+grep -qF ">seed=2<" "$work/compare.svg" || fail "compare.svg has no curve named seed=2"
+grep -qF "$work/" "$work/compare.svg" && fail "compare.svg names a curve by its folder's path"
 out=$("$lmkit" compare "$here" 2>&1); rc=$?
 [ "$rc" = 2 ] || fail "compare of a folder without runs: exit $rc: $out"
 echo "$out" | grep -qF "holds no training run: give a run directory" || fail "compare: no message: $out"

@@ -44,8 +44,22 @@ T.test("your own functions can be documented", function()
   T.truthy(captured(function() help(my_head) end):find("A plain softmax head.", 1, true))
 end)
 
-T.test("show describes values shallowly", function()
-  T.eq(lmkit.show({1, 2, x = {3}}), "{1, 2, x = {...}}")
+T.test("show describes nested values to a depth, within bounds", function()
+  T.eq(lmkit.show({1, 2, x = {3}}), "{1, 2, x = {3}}")
+  -- A run's result as the REPL echoes it: its nested numbers, not {...} at the first level.
+  T.eq(lmkit.show({rank = {press = 12, eps = {0.1, 0.2}}, ppl = 80}), "{ppl = 80, rank = {eps = {0.1, 0.2}, press = 12}}")
+  T.eq(lmkit.show({a = {b = {c = {d = 1}}}}), "{a = {b = {c = {...}}}}")
+  T.eq(lmkit.show({a = {b = {c = {d = 1}}}}, 30, 4), "{a = {b = {c = {d = 1}}}}")
+  T.eq(lmkit.show({a = {}}), "{a = {}}")
+  local cycle = {name = "me"}
+  cycle.self = cycle
+  T.eq(lmkit.show(cycle), "{name = \"me\", self = {<cycle>}}")
+  T.eq(lmkit.show({1, 2, 3, 4}, 2), "{1, 2, ... (2 more)}")
+  -- However wide and deep: bounded.
+  local wide = {}
+  for i = 1, 30 do wide[i] = {} for j = 1, 30 do wide[i][j] = ("word%d"):format(j) end end
+  T.truthy(#lmkit.show(wide) < 2600, #lmkit.show(wide))
+  T.truthy(lmkit.show(wide):find("more%)}$"), lmkit.show(wide):sub(-40))
   T.eq(lmkit.show("a\nb"), '"a\\nb"')
   T.eq(lmkit.show(lmkit.zeros), "function: lmkit.zeros")
   T.eq(lmkit.show({lmkit.zeros(2, 3)}), "{Tensor(float32, size 2x3)}")

@@ -143,6 +143,10 @@ T.test("markdown escapes pipes; latex_escape covers every special character", fu
   local t = report.table{columns = {"name"}, rows = {{name = "a|b"}}}
   T.eq(t:markdown(), "| name |\n| :--- |\n| a\\|b |\n")
   T.eq(report.latex_escape("_%&#$~^\\{}"), "\\_\\%\\&\\#\\$\\textasciitilde{}\\textasciicircum{}\\textbackslash{}\\{\\}")
+  -- The symbols of lmkit's headers as math, which pdflatex typesets (a bare σ or ₁ stops it).
+  T.eq(report.latex_escape("σ_r/σ₁"), "$\\sigma$\\_r/$\\sigma$$_{1}$")
+  T.eq(report.latex_escape("ε-rank ≥ 2 ± 0.1"), "$\\varepsilon$-rank $\\geq$ 2 $\\pm$ 0.1")
+  T.eq(report.latex_escape("Δ mean · 10³"), "$\\Delta$ mean $\\cdot$ 10$^{3}$")
 end)
 
 T.test("save picks the format from the extension and writes atomically", function()
