@@ -125,6 +125,42 @@ void TensorBoardWriter::write_scalars(std::int64_t step, const std::vector<std::
 #endif
 }
 
+void TensorBoardWriter::write_hparams(const std::vector<std::pair<std::string, nlohmann::json>>& settings,
+                                      const std::string& group) {
+#ifdef LMKIT_WITH_TENSORBOARD
+  tensorboard::HParamsPluginData data;
+  data.set_version(0);
+  auto* start = data.mutable_session_start_info();
+  start->set_group_name(group);
+  start->set_start_time_secs(wall_time());
+  for (const auto& [name, value] : settings) {
+    tensorboard::HParamValue v;
+    if (value.is_boolean()) {
+      v.set_bool_value(value.get<bool>());
+    } else if (value.is_number()) {
+      v.set_number_value(value.get<double>());
+    } else if (value.is_string()) {
+      v.set_string_value(value.get<std::string>());
+    } else {
+      continue;  // arrays and nulls: no hyperparameter the tab can show
+    }
+    (*start->mutable_hparams())[name] = v;
+  }
+  tensorboard::Event event;
+  event.set_wall_time(wall_time());
+  event.set_step(0);
+  auto* value = event.mutable_summary()->add_value();
+  value->set_tag("_hparams_/session_start_info");
+  auto* plugin = value->mutable_metadata()->mutable_plugin_data();
+  plugin->set_plugin_name("hparams");
+  plugin->set_content(data.SerializeAsString());
+  impl_->write(event.SerializeAsString());
+#else
+  (void)settings;
+  (void)group;
+#endif
+}
+
 void TensorBoardWriter::write_metrics(const nlohmann::json& record) {
   if (!record.is_object()) return;
   const auto type = record.value("type", std::string());

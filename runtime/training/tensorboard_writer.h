@@ -6,6 +6,9 @@
 // valid_ppl", ...); the step is the record's global step. The records are TFRecord frames (length,
 // masked CRC-32C of the length, the serialized Event, masked CRC-32C of it) of the messages in
 // tensorboard_event.proto. A resumed run starts a new file beside the first; TensorBoard reads both.
+// Beside the records' scalars: a step-level curve of the training loss and rate ("train_steps/loss",
+// "train_steps/lr"; about 50 points an epoch), the final perplexities ("final/valid_ppl",
+// "final/test_ppl"), and the run's settings for the HPARAMS tab.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -41,6 +44,10 @@ class TensorBoardWriter {
   // A metrics.jsonl record (type "step" or "epoch") as scalars, tagged as above; other records
   // and records without a step are skipped.
   void write_metrics(const nlohmann::json& record);
+  // The run's settings ("train.lr" → 30, "model.head.kind" → "mos": numbers, strings and booleans;
+  // other values left out) as the HParams plugin's session start, tag "_hparams_/session_start_info",
+  // grouped under `group` (the run's id).
+  void write_hparams(const std::vector<std::pair<std::string, nlohmann::json>>& settings, const std::string& group);
 
   const std::filesystem::path& file() const;
 

@@ -3,6 +3,7 @@
 #include "runtime/core/number_text.h"
 #include "runtime/heads/stored_head_config.h"
 #include "runtime/training/process_pool.h"
+#include "runtime/training/run_comparison.h"
 #include "runtime/training/trainer_state.h"
 
 namespace lmkit::training {
@@ -294,7 +295,14 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
   }
   // A new event file per session: a resumed run replays its steps bit for bit, so a step written
   // twice holds the same numbers in both files.
-  if (tensorboard) s.tensorboard = std::make_unique<TensorBoardWriter>(s.store.dir());
+  if (tensorboard) {
+    s.tensorboard = std::make_unique<TensorBoardWriter>(s.store.dir());
+    // The HPARAMS tab: the run's settings beside its final scalars.
+    const auto flat = flattened_settings(s.config);
+    std::vector<std::pair<std::string, json>> settings;
+    for (auto it = flat.begin(); it != flat.end(); ++it) settings.emplace_back(it.key(), it.value());
+    s.tensorboard->write_hparams(settings, s.run_id());
+  }
 }
 
 Trainer::~Trainer() = default;
@@ -342,6 +350,12 @@ json Trainer::run() {
     }
     s.log(fmt::format("| {} | best epoch {} | valid ppl {:.2f}{}", s.status, s.best_epoch, valid->perplexity,
                       test ? fmt::format(" | test ppl {:.2f}", test->perplexity) : std::string()));
+    if (s.tensorboard) {
+      std::vector<std::pair<std::string, double>> final_scalars{{"final/valid_ppl", valid->perplexity},
+                                                                {"final/valid_loss", valid->loss}};
+      if (test) final_scalars.insert(final_scalars.end(), {{"final/test_ppl", test->perplexity}, {"final/test_loss", test->loss}});
+      s.tensorboard->write_scalars(s.step, final_scalars);
+    }
     // A best model worse than guessing every word alike learnt nothing useful: say so, in the log
     // and in summary.json, rather than a bare "finished".
     // Only for a run that ran its course: one stopped early (a callback, a time limit, Ctrl-C) may

@@ -288,6 +288,20 @@ bool Trainer::State::finish_step(PendingStep& p, const std::vector<double>& valu
     callbacks.on_step({{"stage", stage}, {"epoch", p.epoch + 1}, {"step", step_number}, {"batch", batch_number},
                        {"lr", p.base_lr}, {"loss", raw_loss}, {"seq_len", p.seq_len}, {"lr_scale", p.lr_scale}});
   }
+  if (tensorboard) {
+    // The step-level curve: about 50 points an epoch, whatever log_interval (200 steps is more than
+    // an epoch of a small corpus), each the mean loss of the steps since the last.
+    const std::int64_t rows = std::max<std::int64_t>(1, train_source.size(0) - 2);
+    const std::int64_t every = std::max<std::int64_t>(1, (rows + options.bptt - 1) / options.bptt / 50);
+    tensorboard_loss_sum += raw_loss;
+    ++tensorboard_steps;
+    if (batch_number % every == 0) {
+      tensorboard->write_scalars(step_number, {{stage + "_steps/loss", tensorboard_loss_sum / static_cast<double>(tensorboard_steps)},
+                                               {stage + "_steps/lr", p.base_lr}});
+      tensorboard_loss_sum = 0;
+      tensorboard_steps = 0;
+    }
+  }
   if (batch_number % options.log_interval == 0) {
     const double loss = interval_loss / static_cast<double>(interval_steps);
     metric({{"type", "step"}, {"stage", stage}, {"epoch", p.epoch + 1}, {"step", step_number}, {"batch", batch_number},

@@ -79,6 +79,9 @@ struct Trainer::State : RunPosition, LossTotals, BestModel, AveragingState, Fine
   // its run() ends: a second lmkit.train, resume or batch task on the directory is refused.
   std::unique_ptr<FileLock> writer;
   std::unique_ptr<TensorBoardWriter> tensorboard;  // with log_tensorboard (or LMKIT_TENSORBOARD=1)
+  // The step-level curve's running mean (event files only: not part of the resume state).
+  double tensorboard_loss_sum = 0;
+  std::int64_t tensorboard_steps = 0;
   TrainCallbacks callbacks;
   torch::Device device;
   Progress progress;

@@ -34,7 +34,7 @@ def masked(data):
     return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 blob = open(files[0], "rb").read()
-events, pos = [], 0
+events, payloads, pos = [], [], 0
 while pos < len(blob):
     header = blob[pos:pos + 8]
     (length,) = struct.unpack("<Q", header)
@@ -43,6 +43,7 @@ while pos < len(blob):
     payload = blob[pos + 12:pos + 12 + length]
     (payload_crc,) = struct.unpack("<I", blob[pos + 12 + length:pos + 16 + length])
     assert payload_crc == masked(payload), f"record at byte {pos}: the data's CRC is wrong"
+    payloads.append(payload)
     events.append(subprocess.run(["protoc", "--decode_raw"], input=payload, capture_output=True, check=True).stdout.decode())
     pos += 16 + length
 assert pos == len(blob), "the file ends inside a record"
@@ -53,9 +54,26 @@ def f32(hex_text):  # a fixed32 field as decode_raw prints it
 
 scalars = {}  # (tag, step) -> value
 for text in events[1:]:
-    step = int(re.search(r"^2: (\d+)$", text, re.M).group(1))
+    found = re.search(r"^2: (\d+)$", text, re.M)
+    step = int(found.group(1)) if found else 0  # step 0 is proto3's default: not written
     for tag, value in re.findall(r'1: "([^"]+)"\n\s+2: (0x[0-9a-f]+)', text):
         scalars[(tag, step)] = f32(value)
+
+# The step-level curve: about 50 points an epoch (the records come every 20 steps here, 200 by default).
+dense = sorted(step for (tag, step) in scalars if tag == "train_steps/loss")
+assert len(dense) >= 50, f"only {len(dense)} points of train_steps/loss"
+assert all(("train_steps/lr", step) in scalars for step in dense)
+# The final perplexities, as summary.json has them.
+summary = json.load(open(run + "/summary.json"))
+final = [(tag, step) for (tag, step) in scalars if tag == "final/test_ppl"]
+assert len(final) == 1, final
+assert abs(scalars[final[0]] - summary["test_ppl"]) <= 1e-4 * summary["test_ppl"], (scalars[final[0]], summary["test_ppl"])
+assert abs(scalars[("final/valid_ppl", final[0][1])] - summary["valid_ppl"]) <= 1e-4 * summary["valid_ppl"]
+# The settings for the HPARAMS tab: the plugin's session start, holding the run's settings by name.
+hparams = [payload for payload in payloads if b"_hparams_/session_start_info" in payload]
+assert len(hparams) == 1, f"{len(hparams)} hparams summaries"
+for name in (b"hparams", b"train.lr", b"model.head.kind", b"softmax", b"train.seed"):
+    assert name in hparams[0], name
 
 records = [json.loads(line) for line in open(run + "/metrics.jsonl")]
 def same(a, b):
