@@ -204,21 +204,26 @@ return recipe.define{
         n, floor, seeds_needed(0.05), seeds_needed(0.05) + 1, seeds_needed(0.01), seeds_needed(0.01) + 1))
     end
     if not data.paper_data then t:note("Tiny scale on " .. data.label .. ": a check of the machinery, not a finding about Transformers.") end
-    report_files.print_and_save(t, ctx.out, "report")
-
     local rank, ppl, heads_of = {}, {}, {}
     for _, r in ipairs(results) do
       if r.result and r.result.rank and r.result.test_ppl then
         rank[#rank + 1], ppl[#ppl + 1], heads_of[#heads_of + 1] = r.result.rank, r.result.test_ppl, lineup.label(r.cell.head)
       end
     end
-    if #rank >= 3 then
+    local function varies(values)
+      for i = 2, #values do if values[i] ~= values[1] then return true end end
+      return false
+    end
+    if #rank >= 3 and varies(rank) and varies(ppl) then  -- a constant side has no correlation
       -- A colour and a shape per head (its seeds share them), named in the legend.
       local plot_file = ctx.out .. "/rank_ppl.png"
-      lmkit.plot.rank_ppl{out = plot_file, rank = rank, ppl = ppl, groups = heads_of,
-                          title = ("Rank of Q vs test perplexity, Transformer line-up, %s"):format(data.short)}
-      print("plot: " .. plot_file)
+      local fit = lmkit.plot.rank_ppl{out = plot_file, rank = rank, ppl = ppl, groups = heads_of,
+                                      title = ("Rank of Q vs test perplexity, Transformer line-up, %s"):format(data.short)}
+      t:note(("Pearson r(rank, test ppl) = %.3f over %d models (plot: rank_ppl.png)%s."):format(
+        fit.r, #rank, fit.caution and ("; " .. fit.caution .. ", so the line is the gap between that head and the rest") or ""))
     end
+    report_files.print_and_save(t, ctx.out, "report")
+
     print("report files: " .. ctx.out .. "/report.{md,csv,tex}")
   end,
 }

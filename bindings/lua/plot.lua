@@ -482,6 +482,40 @@ return function(lmkit)
     return {left = 0.12, right = 0.97, top = 0.9, bottom = math.min(0.5, (62 + 17 * entries) / height)}
   end
 
+  -- Whether one group of points drives a correlation: r over all points against r with each group
+  -- left out (where ≥ 3 points of two groups or more remain, neither side constant). The group whose
+  -- removal moves r most is named when it flips r's sign (|r| ≥ 0.3) or moves it by 0.5 or more: the
+  -- line then describes the gap between that group and the rest, not a trend among the models.
+  local function driving_group(x, y, groups, r)
+    local order, seen = {}, {}
+    for _, g in ipairs(groups) do
+      g = tostring(g)
+      if not seen[g] then seen[g] = true; order[#order + 1] = g end
+    end
+    if #order < 3 then return nil end  -- two groups: leaving one out leaves one group's spread
+    local function varies(values)
+      for i = 2, #values do if values[i] ~= values[1] then return true end end
+      return false
+    end
+    local worst, worst_r, worst_shift
+    for _, g in ipairs(order) do
+      local rx, ry = {}, {}
+      for i = 1, #x do
+        if tostring(groups[i]) ~= g then rx[#rx + 1], ry[#ry + 1] = x[i], y[i] end
+      end
+      if #rx >= 3 and varies(rx) and varies(ry) then
+        local without = lmkit.stats.pearsonr(rx, ry)
+        local shift = math.abs(r - without)
+        if not worst_shift or shift > worst_shift then worst, worst_r, worst_shift = g, without, shift end
+      end
+    end
+    if not worst then return nil end
+    local flips = math.abs(r) >= 0.3 and r * worst_r < 0
+    if not flips and worst_shift < 0.5 then return nil end
+    return ("r = %.2f over all points is driven by the %s points: without them r = %.2f"):format(r, worst, worst_r), worst, worst_r
+  end
+  plot.driving_group = driving_group
+
   function plot.rank_ppl(spec)
     local fname = "lmkit.plot.rank_ppl"
     check_options(spec, merge(COMMON, {rank = true, ppl = true, labels = true, label = true, groups = true}), fname)
@@ -561,8 +595,10 @@ return function(lmkit)
         end
       end
     end
+    local caution = spec.groups and driving_group(x, y, spec.groups, r) or nil
+    if caution then extra[#extra + 1] = ("set label %s at graph 0.02, graph 0.96 font ',9' textcolor rgb '#aa3300' front"):format(gq(caution)) end
     local result = draw(s, series, fname, extra)
-    result.slope, result.intercept, result.r, result.p = slope, intercept, r, p
+    result.slope, result.intercept, result.r, result.p, result.caution = slope, intercept, r, p, caution
     return result
   end
 
@@ -851,7 +887,7 @@ The data and the script are written next to out, named as out with .dat and .gp 
     scatter = [[lmkit.plot.scatter{out=, x=, y=, labels=, label= | series={...}, ...} -> {out=, script=, data=}
 Points (as plot.line, with="points"); labels = {strings} writes one beside each point.]],
     rank_ppl = [[lmkit.plot.rank_ppl{out=, rank=, ppl=, labels=, groups=, ...} -> {out=, script=, data=, slope=, intercept=, r=, p=}
-Rank vs perplexity: the models as points, the least-squares line ppl = intercept + slope·rank, Pearson's r (and p) in the title and legend (thesis Fig. 4.6/4.7). groups = {name per point} (e.g. each model's head) gives each group a colour, a shape and a legend entry (label= names the points only without groups); labels = {string per point} writes each beside its point where it overlaps no other label or point (plot.place_labels).]],
+Rank vs perplexity: the models as points, the least-squares line ppl = intercept + slope·rank, Pearson's r (and p) in the title and legend (thesis Fig. 4.6/4.7). groups = {name per point} (e.g. each model's head) gives each group a colour, a shape and a legend entry (label= names the points only without groups); labels = {string per point} writes each beside its point where it overlaps no other label or point (plot.place_labels). With groups (three or more), a correlation one group drives — leaving it out flips r's sign or moves r by 0.5 or more — is written on the plot and returned as caution ("r = 0.81 over all points is driven by the MoS points: without them r = 0.05"). Returns out, script, data, slope, intercept, r, p, caution.]],
     place_labels = [[lmkit.plot.place_labels{x=, y=, labels=, xrange={lo, hi}, yrange={lo, hi}, width=800, height=500, area={left=, right=, bottom=, top=}, logx=, logy=, lines={{x1, y1, x2, y2}, ...}} -> {{text=, x=, y=, align=, box=, overlap=, lead=}, ...}
 Where rank_ppl writes its point labels: for each point, left to right, the first of eight places around it (right, left, above, below, the diagonals), on rings ever further out (lead = true: drawn with a leader line), whose box overlaps no placed label, no point, no line of `lines` and not the plot area's edge, else the least overlapping (overlap > 0). area: the plot area in screen fractions; box: the label's {x0, y0, x1, y1} in pixels (y up); x, y: its anchor in data coordinates, align: "left", "right" or "center".]],
     spectrum = [[lmkit.plot.spectrum{out=, values= | series={{values=, label=}, ...}, normalize=true, log=true, ...} -> {out=, script=, data=}
@@ -870,6 +906,8 @@ Spearman ρ per word-similarity benchmark, one bar per model (plot.bars with its
 Train and valid perplexity against epoch from a run (its directory or lmkit.open_run(dir)): the "epoch" records of metrics.jsonl, the ASGD switch (summary.switch_epoch) as a dashed vertical line, finetune epochs after the main ones.]],
     fit_line = [[lmkit.plot.fit_line(x, y) -> slope, intercept, r
 Least squares y = intercept + slope·x and Pearson's r of two Lua arrays (what rank_ppl draws).]],
+    driving_group = [[lmkit.plot.driving_group(x, y, groups, r) -> caution, group, r_without | nil
+Whether one group of points drives the correlation r of x and y (groups: a name per point, three groups or more): the group whose removal moves r most, when leaving it out flips r's sign (|r| ≥ 0.3) or moves r by 0.5 or more; the caution names it and r without it. nil otherwise (what rank_ppl writes on its plot).]],
     pca2 = [[lmkit.plot.pca2(matrix) -> x, y
 The rows of an N×d tensor projected on its first two principal components (centered, float64: lmkit.analysis.projection_2d), as two Lua arrays.]],
   }

@@ -282,6 +282,32 @@ T.test("every plot function is documented", function()
   end
 end)
 
+T.test("a correlation one group drives is named: leaving that group out flips or collapses r", function()
+  -- Three heads, no trend within any; the MoS points sit apart, low rank and high ppl, and make r.
+  local rank = {10, 11, 12, 10, 11, 12, 2, 3, 2}
+  local ppl = {100, 98, 101, 99, 100, 98, 150, 151, 149}
+  local groups = {"Softmax", "Softmax", "Softmax", "GSS", "GSS", "GSS", "MoS", "MoS", "MoS"}
+  local r = lmkit.stats.pearsonr(rank, ppl)
+  local caution, group, without = lmkit.plot.driving_group(rank, ppl, groups, r)
+  T.truthy(caution, "no caution for a correlation made by one group")
+  T.eq(group, "MoS")
+  T.truthy(math.abs(without) < 0.5 and r < -0.9, ("r %.3f, without MoS %.3f"):format(r, without))
+  T.truthy(caution:find("driven by the MoS points: without them r = ", 1, true), caution)
+  -- A trend every group shares is not flagged.
+  local trend_rank = {10, 11, 12, 10, 11, 12, 2, 3, 4}
+  local shared = {100, 105, 110, 101, 104, 111, 60, 66, 70}
+  T.eq(lmkit.plot.driving_group(trend_rank, shared, groups, (lmkit.stats.pearsonr(trend_rank, shared))), nil)
+  -- Two groups: leaving one out leaves no correlation across models to compare with.
+  T.eq(lmkit.plot.driving_group({1, 2, 3, 4}, {1, 2, 4, 3}, {"a", "a", "b", "b"}, 0.8), nil)
+  -- rank_ppl returns it and writes it on the plot.
+  local fit = lmkit.plot.rank_ppl{out = dir .. "/driven.png", rank = rank, ppl = ppl, groups = groups}
+  T.eq(fit.caution, caution)
+  local f = assert(io.open(fit.script))
+  local script = f:read("a")
+  f:close()
+  T.truthy(script:find("driven by the MoS points", 1, true), "the caution is not on the plot")
+end)
+
 local ok, err = pcall(T.run)
 os.execute("rm -rf '" .. dir .. "'")
 if not ok then error(err, 0) end
