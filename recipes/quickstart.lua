@@ -3,6 +3,7 @@
 -- entropy rate). Needs no download; about a minute on 2 CPU cores.
 --
 --   lmkit run recipes/quickstart.lua [--set epochs=10 --set nhid=128 --set switch=et --set switch_epoch=5 ...]
+--   lmkit run recipes/quickstart.lua --set init_from=runs/quickstart-... --set epochs=0 --set finetune_epochs=3
 --
 -- The language is a "softmax" language (docs/data.md): its log-probability matrix has rank
 -- dim + 2, so a softmax head of width emb ≥ dim + 1 can express it exactly; what remains between
@@ -20,9 +21,15 @@ local cfg = lmkit.configure({
   epochs = 6, lr = 20, batch_size = 20, bptt = 35, switch = "nt", nonmono = 2, switch_epoch = 4,
   seed = 141,
   run_dir = "",  -- default: runs/quickstart-<date>-<time>
+  -- starting from another run, and finetuning (docs/training.md): a run directory or checkpoint
+  -- whose weights start this run ("": none); finetune epochs after the main ones, at finetune_lr
+  -- (0: lr)
+  init_from = "", finetune_epochs = 0, finetune_lr = 0,
 })
 
-if cfg.epochs < 1 then error(("--set epochs=%s: the quickstart trains at least 1 epoch"):format(cfg.epochs), 0) end
+if cfg.epochs < 1 and cfg.init_from == "" then
+  error(("--set epochs=%s: the quickstart trains at least 1 epoch (or starts from a model: --set init_from=DIR)"):format(cfg.epochs), 0)
+end
 
 local language = lmkit.data.synthetic{vocab = cfg.vocab, states = cfg.states, dim = cfg.dim,
                                       seed = cfg.language_seed}
@@ -43,6 +50,8 @@ local run = lmkit.train{
   lr = cfg.lr, batch_size = cfg.batch_size, bptt = cfg.bptt, epochs = cfg.epochs,
   switch = cfg.switch, nonmono = cfg.nonmono, switch_epoch = cfg.switch_epoch, seed = cfg.seed,
   eval_batch_size = 10, test_batch_size = 1, log_interval = 50,
+  init_from = cfg.init_from ~= "" and cfg.init_from or nil,
+  finetune_epochs = cfg.finetune_epochs, finetune_lr = cfg.finetune_lr > 0 and cfg.finetune_lr or nil,
 }
 local s = run:summary()
 if not s.test_ppl then  -- diverged (or stopped) before any epoch gave a best model
