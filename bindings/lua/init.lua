@@ -192,11 +192,48 @@ return function(lmkit)
     return t
   end
 
-  lmkit.help = help
+  -- help's text through a pager when it is longer than the terminal ($PAGER, else `less -FRX`): from
+  -- a file the pager reads, not a pipe, so that quitting it early never hurts the session. Output
+  -- that is not a terminal (a pipe, a test) is written as it is.
+  local function shell_quoted(text) return "'" .. text:gsub("'", "'\\''") .. "'" end
+  local function page(text, write)
+    local _, lines = text:gsub("\n", "")
+    local rows = tonumber(os.getenv("LINES") or "") or 24
+    local pager = os.getenv("PAGER")
+    if pager == nil or pager == "" then
+      pager = os.execute("command -v less >/dev/null 2>&1") and "less -FRX" or nil
+    end
+    if lmkit.terminal_columns() > 0 and lines >= rows - 1 and pager then
+      local file = os.tmpname()
+      local f = io.open(file, "w")
+      if f and f:write(text) and f:close() then
+        local shown = os.execute(pager .. " " .. shell_quoted(file))
+        os.remove(file)
+        if shown then return end
+      else
+        os.remove(file)
+      end
+    end
+    write(text)
+  end
+
+  local function paged_help(...)
+    local chunks, write = {}, io.write
+    io.write = function(...)
+      for _, piece in ipairs({...}) do chunks[#chunks + 1] = tostring(piece) end
+      return io.stdout
+    end
+    local ok, err = pcall(help, ...)
+    io.write = write
+    if not ok then error(err, 0) end
+    page(table.concat(chunks), write)
+  end
+
+  lmkit.help = paged_help
   lmkit.show = show
   lmkit.check_options = check_options
   lmkit.document(check_options, "lmkit.check_options", "lmkit.check_options(t, allowed, owner[, level]) -> t\nChecks an options table's keys against the set `allowed` ({name = true, ...}): an unknown key is an error naming the closest allowed one, as lmkit's own options are, blamed on the caller `level` levels up (1: whoever called check_options).")
-  lmkit.document(help, "lmkit.help", "help([value | name])\nPrints the documentation of an lmkit function, class or module (no argument: all of lmkit).")
+  lmkit.document(paged_help, "lmkit.help", "help([value | name])\nPrints the documentation of an lmkit function, class or module (no argument: all of lmkit); on a terminal, text longer than the screen goes through $PAGER (default less -FRX).")
   lmkit.document(show, "lmkit.show", "lmkit.show(value[, max_entries[, depth]]) -> string\nA one-line description of a value, as the REPL echoes it: nested tables to `depth` levels (default 3; deeper ones as {...}), at most max_entries (30) entries each and 2,000 characters in all; a table inside itself as {<cycle>}.")
   lmkit.report = require("lmkit.report")(lmkit)
   lmkit.plot = require("lmkit.plot")(lmkit)
