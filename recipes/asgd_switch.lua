@@ -77,6 +77,10 @@ return recipe.define{
     return cells
   end,
 
+  needs = function(cell, cfg)
+    return lineup.needs(cell, cfg, schedule(cfg, lineup.preset(cell.head, cfg)).epochs)
+  end,
+
   run = function(cell, ctx)
     local cfg = ctx.cfg
     local p = lineup.preset(cell.head, cfg)

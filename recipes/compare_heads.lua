@@ -69,6 +69,8 @@ return recipe.define{
     return lineup.seed_cells(heads, cfg, {per_head = true})
   end,
 
+  needs = lineup.needs,
+
   run = function(cell, ctx)
     return lineup.run_cell{name = cell.head, cfg = ctx.cfg, seed = cell.seed, dir = ctx.dir .. "/run", rank = ctx.cfg.rank}
   end,

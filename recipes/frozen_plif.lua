@@ -60,6 +60,8 @@ return recipe.define{
     return lineup.seed_cells(HEADS, cfg, {per_head = true})
   end,
 
+  needs = lineup.needs,
+
   run = function(cell, ctx)
     return lineup.run_cell{name = cell.head, cfg = ctx.cfg, seed = cell.seed, dir = ctx.dir .. "/run"}
   end,

@@ -42,9 +42,13 @@ function batch.grid(o)
   local configured, grid = pcall(function()
     local cfg = value:configure(nil, sets)
     local cells = {}
-    for i, cell in ipairs(value:cells(cfg)) do cells[i] = cell.id end
+    local planned = value:cells(cfg)
+    for i, cell in ipairs(planned) do cells[i] = cell.id end
+    -- What the tasks still to run need (the recipe's `needs`): shown by a dry run, and data that is
+    -- missing stops the batch before its tasks fail one by one.
+    local plan, problems = value:plan(cfg, planned)
     return {path = path, name = value.name, description = value.description,
-            out = lmkit.process.absolute(cfg.out), cells = cells}
+            out = lmkit.process.absolute(cfg.out), cells = cells, plan = plan, problems = problems}
   end)
   if not configured then mistake(tostring(grid)) end
   return grid
@@ -55,7 +59,18 @@ end
 -- this process sees, after). Returns the exit status; a mistake is an error.
 function batch.submit(o)
   lmkit.process.check_batch_options(o)
-  return lmkit.process.run_batch(batch.grid(o), o)
+  local grid = batch.grid(o)
+  if o.dry_run then
+    for _, line in ipairs(grid.plan) do print(line) end
+  elseif #grid.problems > 0 then
+    mistake(("%s: nothing submitted, its tasks would fail: %s. (lmkit batch --dry-run shows the plan.)")
+      :format(grid.name, table.concat(grid.problems, "; ")))
+  end
+  local plain = {}
+  for k, v in pairs(grid) do
+    if k ~= "plan" and k ~= "problems" then plain[k] = v end
+  end
+  return lmkit.process.run_batch(plain, o)
 end
 
 -- `lmkit status DIR`: the per-task table; 0 all done, 1 a task failed or was lost, 3 some to finish.

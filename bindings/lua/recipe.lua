@@ -81,6 +81,9 @@ function recipe.define(spec)
     spec.setting_docs[key] = value.doc
     spec.setting_choices[key] = value.choices
   end
+  if spec.needs ~= nil and type(spec.needs) ~= "function" then
+    error(("recipe %s: needs must be a function(cell, cfg) returning what the cell needs"):format(spec.name), 2)
+  end
   spec.description = spec.description or spec.name
   return setmetatable(spec, Recipe)
 end
@@ -561,12 +564,74 @@ function Recipe:run_task_locked(cfg, cell)
   if not ok then error(err, 0) end
 end
 
+-- The files a corpus protocol reads (docs/data.md): the mini protocol trains on the validation split.
+local PROTOCOL_FILES = {full = {"train.txt", "valid.txt", "test.txt"}, mini = {"valid.txt", "test.txt"}}
+
+-- What the cells still to run need, from the recipe's `needs(cell, cfg)` ({what=, epochs=, corpus=
+-- {name=, protocol=}, estimate={gpu_hours=, peak_mb=, from=}, no_estimate=}): lines that say how
+-- many tasks of each kind, their epochs and estimated cost (and where the rates were measured), and
+-- whether each corpus's files are where a task will look (from this machine); and the problems
+-- (missing data) that would fail tasks. Cells with a result.json need nothing.
+function Recipe:plan(cfg, cells)
+  if not self.needs then return {("plan: %d cells (the recipe declares no needs: no estimate, no data check)"):format(#cells)}, {} end
+  local groups, order, corpora, corpus_order, total_hours, todo, machine = {}, {}, {}, {}, 0, 0, nil
+  for _, cell in ipairs(cells) do
+    if not lmkit.fs.exists(self:context(cfg, cell).dir .. "/result.json") then
+      todo = todo + 1
+      local need = self.needs(cell, cfg) or {}
+      local key = ("%s|%s"):format(tostring(need.what or cell.id), tostring(need.epochs))
+      if not groups[key] then groups[key] = {need = need, n = 0}; order[#order + 1] = key end
+      groups[key].n = groups[key].n + 1
+      if need.estimate then
+        total_hours = total_hours + need.estimate.gpu_hours
+        machine = machine or need.estimate.from
+      end
+      if need.corpus then
+        local ck = need.corpus.name .. "|" .. need.corpus.protocol
+        if not corpora[ck] then corpora[ck] = {corpus = need.corpus, n = 0}; corpus_order[#corpus_order + 1] = ck end
+        corpora[ck].n = corpora[ck].n + 1
+      end
+    end
+  end
+  local lines, problems = {("plan: %d of %d cells to run"):format(todo, #cells)}, {}
+  for _, key in ipairs(order) do
+    local g = groups[key]
+    local e = g.need.estimate
+    local cost = e and ("about %.2f GPU-hours%s each"):format(e.gpu_hours, e.peak_mb and (", %d MB on the device"):format(e.peak_mb) or "")
+                 or (g.need.no_estimate or "no estimate")
+    lines[#lines + 1] = ("  %d × %s: %s epochs, %s"):format(g.n, tostring(g.need.what or "cell"), tostring(g.need.epochs or "?"), cost)
+  end
+  if total_hours > 0 then
+    lines[#lines + 1] = ("  in all about %.1f GPU-hours (%s)"):format(total_hours, machine or "measured rates")
+  end
+  for _, ck in ipairs(corpus_order) do
+    local c = corpora[ck]
+    local ok, folder = pcall(lmkit.data.locate, c.corpus.name)
+    local missing = {}
+    for _, file in ipairs(PROTOCOL_FILES[c.corpus.protocol] or PROTOCOL_FILES.full) do
+      if not ok or not lmkit.fs.exists(folder .. "/" .. file) then missing[#missing + 1] = file end
+    end
+    if #missing == 0 then
+      lines[#lines + 1] = ("  data: %s (%s protocol) in %s"):format(c.corpus.name, c.corpus.protocol, folder)
+    else
+      local where = ok and ("not in " .. folder) or ("no %s/ folder where lmkit looks%s"):format(
+        c.corpus.name, (" (%s)"):format(tostring(folder):match("tried: [^)]*") or "")):gsub(" %(%)$", "")
+      problems[#problems + 1] = ("%d task%s need%s %s's %s (%s protocol), %s: get it with scripts/get_data.sh %s, or set LMKIT_DATA "
+                                 .. "to the folder that holds %s/"):format(c.n, c.n == 1 and "" or "s", c.n == 1 and "s" or "",
+                                 c.corpus.name, table.concat(missing, ", "), c.corpus.protocol, where, c.corpus.name, c.corpus.name)
+      lines[#lines + 1] = "  data MISSING: " .. problems[#problems]
+    end
+  end
+  return lines, problems
+end
+
 function Recipe:main(overrides)
   local cfg = self:configure(overrides)
   local cells = self:cells(cfg)
   if cfg.dry_run then
     -- The start of a run without running anything: settings resolved, cells planned, nothing written.
     print(("recipe %s: %d cell%s, output folder %s"):format(self.name, #cells, #cells == 1 and "" or "s", cfg.out))
+    for _, line in ipairs((self:plan(cfg, cells))) do print(line) end
     local width = #tostring(#cells)
     for _, cell in ipairs(cells) do print(("  %" .. width .. "d  %s"):format(cell.index, cell.id)) end
     return

@@ -9,6 +9,7 @@
 local presets = require "presets.awd_lstm"
 local measure = require "presets.measure"
 local report_files = require "presets.report_files"
+local estimates = require "presets.estimates"
 local lineup = {}
 
 -- A line-up name's head: its kind (the name itself unless given), its options, and options chosen
@@ -34,6 +35,20 @@ end
 function lineup.preset(name, cfg)
   -- corpus: a recipe's setting where it declares one (a recipe's cfg refuses undeclared keys).
   return presets.resolve{family = lineup.family(name), dataset = cfg.dataset, scale = cfg.scale, corpus = rawget(cfg, "corpus")}
+end
+
+-- What a line-up cell needs (a recipe's `needs`, shown by dry runs and checked before a batch is
+-- submitted): its corpus when it reads real files, its epochs, and the estimate of its cost.
+-- `epochs`: the cell's own count where the recipe schedules it (else the setting's, else the scale's).
+function lineup.needs(cell, cfg, epochs)
+  local p = lineup.preset(cell.head, cfg)
+  epochs = epochs or ((rawget(cfg, "epochs") or 0) > 0 and cfg.epochs or p.train.epochs)
+  local protocol = p.corpus.kind == "files" and (p.corpus.protocol or "full") or nil
+  local estimate, why = estimates.task{dataset = p.dataset, head = cell.head, scale = p.scale, epochs = epochs,
+                                       protocol = protocol}
+  return {what = ("%s, %s, %s scale"):format(lineup.label(cell.head), presets.dataset_labels[p.dataset] or p.dataset, p.scale),
+          epochs = epochs, corpus = protocol and {name = p.corpus.name, protocol = protocol} or nil,
+          estimate = estimate, no_estimate = why}
 end
 
 -- The model sizes that give a line-up head decoder width d: emb = nhidlast = d for the heads on the

@@ -42,6 +42,24 @@ out=$(PATH="$work/no_slurm_here" "$lmkit" batch "$here/tiny_recipe.lua" --backen
   fail "a submission without sbatch was accepted: $out"
 echo "$out" | grep -qF "lmkit batch --dry-run plans the submission anywhere" || fail "no way to plan named: $out"
 
+# A grid planned before it is sent: the dry run says what each task trains, its estimated cost and
+# whether its data is where the tasks will look; data that is missing stops the batch up front (not
+# in one failed task per cell).
+recipes=$(cd "$here/../../recipes" && pwd)
+mkdir -p "$work/no_data"
+out=$(LMKIT_DATA="$work/no_data" "$lmkit" batch "$recipes/compare_heads.lua" --dry-run --set scale=small --set seeds=2 \
+      --set heads=softmax,mos --set out="$work/planned" 2>&1) || fail "the dry run of a grid failed: $out"
+echo "$out" | grep -qF "plan: 4 of 4 cells to run" || fail "no plan: $out"
+echo "$out" | grep -Eq "2 × Softmax, PTB, small scale: 40 epochs, about 0\.[0-9]+ GPU-hours, 767 MB on the device each" ||
+  fail "no estimate for Softmax: $out"
+echo "$out" | grep -qF "one NVIDIA H100" || fail "the estimate does not say where its rates were measured: $out"
+echo "$out" | grep -qF "data MISSING: 4 tasks need ptb's train.txt, valid.txt, test.txt (full protocol)" || fail "missing data not said: $out"
+out=$(LMKIT_DATA="$work/no_data" "$lmkit" batch "$recipes/compare_heads.lua" --set scale=small --set seeds=2 \
+      --set heads=softmax,mos --set out="$work/planned" 2>&1) && fail "a batch whose data is missing was started: $out"
+echo "$out" | grep -qF "compare_heads: nothing submitted, its tasks would fail: 4 tasks need ptb's" || fail "no refusal: $out"
+[ -n "$(ls -A "$work/planned/batch/tasks" 2>/dev/null)" ] && fail "a refused batch started a task"
+[ -e "$work/planned/cells" ] && fail "a refused batch ran a cell"
+
 # The report and status of a folder that is no batch, or whose manifest is damaged: exit 2, the file named.
 mkdir -p "$work/not_a_batch/batch"
 "$lmkit" report "$work/not_a_batch" >"$work/nobatch.txt" 2>&1
