@@ -104,8 +104,15 @@ RunStore::MetricsReading RunStore::read_metrics(
     const std::function<void(std::size_t line, const nlohmann::json& record)>& visit) const {
   MetricsReading reading;
   const auto file = path("metrics.jsonl");
+  std::error_code error;
+  const auto status = std::filesystem::status(file, error);
+  if (!std::filesystem::exists(status)) return reading;
+  // A device never ends and a FIFO blocks: only a regular file is read (as read_file refuses them).
+  if (!std::filesystem::is_regular_file(status)) {
+    throw EnvironmentError("cannot read metrics file '" + file + "': it is not a regular file (a device, a pipe or a socket)");
+  }
   std::ifstream in(file, std::ios::binary);
-  if (!in) return reading;
+  if (!in) throw EnvironmentError("cannot open metrics file '" + file + "': " + std::strerror(errno));
   reading.exists = true;
   std::string line;
   std::size_t number = 0;
