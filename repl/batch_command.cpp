@@ -44,9 +44,16 @@ int run_batch(const BatchCommand& command) {
   } else if (!problems.empty()) {
     std::string text;
     for (const auto& problem : problems) text += (text.empty() ? "" : "; ") + (problem.is_string() ? problem.get<std::string>() : problem.dump());
-    std::cerr << "lmkit: " << grid.value("name", std::string("the batch")) << ": nothing submitted, its tasks would fail: " << text
-              << ". (lmkit batch --dry-run shows the plan.)\n";
-    return 2;
+    const auto name = grid.value("name", std::string("the batch"));
+    if (options.backend == "local") {
+      std::cerr << "lmkit: " << name << ": nothing started, its tasks would fail: " << text
+                << ". (lmkit batch --dry-run shows the plan.)\n";
+      return 2;
+    }
+    // The cluster's nodes may see other files than this login node (staged data, their own
+    // LMKIT_DATA): said, not refused.
+    std::cerr << "lmkit: warning: " << name << ": as seen from this machine, " << text
+              << ". The tasks fail unless the cluster's nodes have it.\n";
   }
   InterruptGuard ctrl_c(nullptr);  // Ctrl-C: the pool stops its tasks (they save their state)
   try {

@@ -51,9 +51,13 @@ int run_resume(const ResumeCommand& c) {
   if (*c.finetune) {
     // finetune is the stage after a finished main stage; an unfinished run is resumed first.
     const auto status = training::run_status(c.dir);
+    if (status.state == "diverged") {
+      throw UsageError("run '" + c.dir + "' diverged: there is nothing to finetune in it; finetune its best model in a "
+                       "run of its own (init_from = \"" + c.dir + "\", epochs = 0, finetune_epochs = N)");
+    }
     if (status.state != "finished") {
-      throw UsageError("run '" + c.dir + "' is " + status.state + ", not finished: its main stage has epochs left. " +
-                       "Finish it first (lmkit resume " + c.dir + "), then finetune it");
+      throw UsageError("run '" + c.dir + "' is " + status.state + ", not finished: continue it to its end first (lmkit resume " +
+                       c.dir + "), then finetune it");
     }
   }
   auto run = training::prepare_resume(c.dir, std::move(request));

@@ -63,7 +63,12 @@ function batch.submit(o)
   if o.dry_run then
     for _, line in ipairs(grid.plan) do print(line) end
   elseif #grid.problems > 0 then
-    mistake(("%s: nothing submitted, its tasks would fail: %s. (lmkit batch --dry-run shows the plan.)")
+    if (o.backend or "local") == "local" then
+      mistake(("%s: nothing started, its tasks would fail: %s. (lmkit batch --dry-run shows the plan.)")
+        :format(grid.name, table.concat(grid.problems, "; ")))
+    end
+    -- The cluster's nodes may see other files than this machine: said, not refused.
+    io.stderr:write(("lmkit: warning: %s: as seen from this machine, %s. The tasks fail unless the cluster's nodes have it.\n")
       :format(grid.name, table.concat(grid.problems, "; ")))
   end
   local plain = {}

@@ -207,6 +207,7 @@ return function(lmkit)
       local file = os.tmpname()
       local f = io.open(file, "w")
       if f and f:write(text) and f:close() then
+        io.stdout:flush()  -- what was written before comes before the pager's screen
         local shown = os.execute(pager .. " " .. shell_quoted(file))
         os.remove(file)
         if shown then return end

@@ -487,6 +487,7 @@ return function(lmkit)
   -- removal moves r most is named when it flips r's sign (|r| ≥ 0.3) or moves it by 0.5 or more: the
   -- line then describes the gap between that group and the rest, not a trend among the models.
   local function driving_group(x, y, groups, r)
+    if r ~= r then return nil end  -- no correlation (NaN): nothing to drive
     local order, seen = {}, {}
     for _, g in ipairs(groups) do
       g = tostring(g)

@@ -578,7 +578,15 @@ function Recipe:plan(cfg, cells)
   for _, cell in ipairs(cells) do
     if not lmkit.fs.exists(self:context(cfg, cell).dir .. "/result.json") then
       todo = todo + 1
-      local need = self.needs(cell, cfg) or {}
+      -- A recipe's needs that fail (or say something odd) make a line of the plan, never a failure:
+      -- a dry run and a batch go on without its estimate.
+      local ok, need = pcall(self.needs, cell, cfg)
+      if not ok or type(need) ~= "table" then
+        need = {what = cell.id, no_estimate = ("its needs failed: %s"):format(ok and ("returned a " .. type(need)) or tostring(need))}
+      end
+      if type(need.estimate) ~= "table" or type(need.estimate.gpu_hours) ~= "number" then need.estimate = nil end
+      if type(need.corpus) ~= "table" or type(need.corpus.name) ~= "string" then need.corpus = nil end
+      if need.corpus then need.corpus.protocol = PROTOCOL_FILES[need.corpus.protocol] and need.corpus.protocol or "full" end
       local key = ("%s|%s"):format(tostring(need.what or cell.id), tostring(need.epochs))
       if not groups[key] then groups[key] = {need = need, n = 0}; order[#order + 1] = key end
       groups[key].n = groups[key].n + 1
@@ -597,7 +605,8 @@ function Recipe:plan(cfg, cells)
   for _, key in ipairs(order) do
     local g = groups[key]
     local e = g.need.estimate
-    local cost = e and ("about %.2f GPU-hours%s each"):format(e.gpu_hours, e.peak_mb and (", %d MB on the device"):format(e.peak_mb) or "")
+    local cost = e and ("about %.2f GPU-hours%s each"):format(e.gpu_hours,
+                          type(e.peak_mb) == "number" and (", %.0f MB on the device"):format(e.peak_mb) or "")
                  or (g.need.no_estimate or "no estimate")
     lines[#lines + 1] = ("  %d × %s: %s epochs, %s"):format(g.n, tostring(g.need.what or "cell"), tostring(g.need.epochs or "?"), cost)
   end

@@ -24,7 +24,8 @@ local RATES = {
 -- o: dataset, head (a line-up name), scale, epochs, protocol ("full" unless the mini protocol).
 -- nil and why when there is nothing measured to estimate from.
 function estimates.task(o)
-  if o.scale == "tiny" or o.protocol == "mini" then return nil, "tiny: minutes on a CPU" end
+  if o.scale == "tiny" then return nil, "tiny scale: minutes on a CPU" end
+  if o.protocol == "mini" then return nil, "no measured rate on a mini protocol (a tenth of the data: far less than the full corpus's)" end
   local rate = RATES[o.dataset] and RATES[o.dataset][o.head]
   if not rate then return nil, ("no measured rate for %s on %s"):format(tostring(o.head), tostring(o.dataset)) end
   return {gpu_hours = o.epochs * TRAIN_TOKENS[o.dataset] / rate[1] / 3600, peak_mb = rate[2], from = estimates.machine}

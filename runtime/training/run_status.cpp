@@ -154,7 +154,7 @@ RunStatus run_status(const std::string& dir) {
     status.epoch = 0;
     status.best_epoch = 0;
   }
-  status.resumable = !status.done() && store.exists("state.ckpt");
+  status.resumable = !status.done() && status.records_problem.empty() && store.exists("state.ckpt");
   if (status.state == "running" && status.seconds_per_epoch && status.epochs > status.epoch) {
     status.eta_seconds = *status.seconds_per_epoch * static_cast<double>(status.epochs - status.epoch);
   }

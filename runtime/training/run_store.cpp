@@ -120,6 +120,8 @@ RunStore::MetricsReading RunStore::read_metrics(
   bool too_long = false;
   const auto take_line = [&]() -> bool {
     ++number;
+    // A blank line (an editor's trailing newline) is no record and no damage.
+    if (!too_long && line.find_first_not_of(" \t\r") == std::string::npos) return true;
     if (too_long) {
       reading.bad_line = "line " + integer_text(number) + " is longer than " + integer_text(kMaxMetricsLineBytes >> 20) +
                          " MiB, far more than any record lmkit writes";

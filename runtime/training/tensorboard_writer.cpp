@@ -151,6 +151,9 @@ void TensorBoardWriter::write_hparams(const std::vector<std::pair<std::string, n
   event.set_step(0);
   auto* value = event.mutable_summary()->add_value();
   value->set_tag("_hparams_/session_start_info");
+  auto* tensor = value->mutable_tensor();  // an empty float tensor, TensorBoard's NULL_TENSOR
+  tensor->set_dtype(1);
+  tensor->mutable_tensor_shape()->add_dim()->set_size(0);
   auto* plugin = value->mutable_metadata()->mutable_plugin_data();
   plugin->set_plugin_name("hparams");
   plugin->set_content(data.SerializeAsString());

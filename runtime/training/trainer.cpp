@@ -280,7 +280,15 @@ Trainer::Trainer(LanguageModel model, data::Corpus corpus, TrainOptions options,
                        ": finetune_lr cannot change now (leave it as it was, or start a new run from its best model "
                        "with init_from)");
     }
-    if (!continuing.empty()) s.log("Continuing the finished run " + s.store.dir().string() + ": " + continuing);
+    if (!continuing.empty()) {
+      s.log("Continuing the finished run " + s.store.dir().string() + ": " + continuing);
+      // Its summary is of the earlier end: said so, so that a continuation stopped half-way reads as
+      // resumable (lmkit status, lmkit resume), not as a finished run with epochs it never counted.
+      auto summary = s.store.read_json("summary.json");
+      summary["status"] = "continued";
+      summary["continuing"] = continuing;
+      s.store.write_json("summary.json", summary);
+    }
     s.resumed = true;
     s.store.write_json("config.json", s.config);  // epochs etc. may have changed
     s.log(fmt::format("Resuming {} from {} epoch {}, step {}", s.store.dir().string(), s.stage, s.epoch + 1, s.step));

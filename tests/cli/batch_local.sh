@@ -56,7 +56,7 @@ echo "$out" | grep -qF "one NVIDIA H100" || fail "the estimate does not say wher
 echo "$out" | grep -qF "data MISSING: 4 tasks need ptb's train.txt, valid.txt, test.txt (full protocol)" || fail "missing data not said: $out"
 out=$(LMKIT_DATA="$work/no_data" "$lmkit" batch "$recipes/compare_heads.lua" --set scale=small --set seeds=2 \
       --set heads=softmax,mos --set out="$work/planned" 2>&1) && fail "a batch whose data is missing was started: $out"
-echo "$out" | grep -qF "compare_heads: nothing submitted, its tasks would fail: 4 tasks need ptb's" || fail "no refusal: $out"
+echo "$out" | grep -qF "compare_heads: nothing started, its tasks would fail: 4 tasks need ptb's" || fail "no refusal: $out"
 [ -n "$(ls -A "$work/planned/batch/tasks" 2>/dev/null)" ] && fail "a refused batch started a task"
 [ -e "$work/planned/cells" ] && fail "a refused batch ran a cell"
 

@@ -101,6 +101,31 @@ T.test("a NaN or infinite result stays what it is in result.json, the report and
   T.raises(function() recipe.encode_result({["$non_finite"] = 1}) end, "must not use the key '$non_finite'")
 end)
 
+T.test("a recipe's plan: its needs by kind, the data they read, and needs that fail as a line, not a failure", function()
+  local function planned(needs)
+    local r = recipe.define{name = "planned", settings = {}, grid = function() return {{x = 1}, {x = 2}, {x = 3}} end,
+                            run = function() return {} end, report = function() end, needs = needs}
+    local cfg = r:configure{out = root .. "/planned"}
+    return r:plan(cfg, r:cells(cfg))
+  end
+  local lines, problems = planned(function(cell)
+    return {what = cell.x < 3 and "small" or "big", epochs = 4, estimate = {gpu_hours = 0.5, peak_mb = 100, from = "a test GPU"},
+            corpus = {name = "no-such-corpus-here"}}  -- no protocol: the full one
+  end)
+  local text = table.concat(lines, "\n")
+  T.truthy(text:find("plan: 3 of 3 cells to run", 1, true), text)
+  T.truthy(text:find("2 × small: 4 epochs, about 0.50 GPU-hours, 100 MB on the device each", 1, true), text)
+  T.truthy(text:find("in all about 1.5 GPU-hours (a test GPU)", 1, true), text)
+  T.eq(#problems, 1)
+  T.truthy(problems[1]:find("3 tasks need no-such-corpus-here's train.txt, valid.txt, test.txt (full protocol)", 1, true), problems[1])
+  lines, problems = planned(function() error("a bug in needs") end)
+  text = table.concat(lines, "\n")
+  T.truthy(text:find("its needs failed: .*a bug in needs"), text)
+  T.eq(problems, {})
+  T.raises(function() recipe.define{name = "x", grid = function() end, run = function() end, report = function() end, needs = 3} end,
+           "needs must be a function")
+end)
+
 T.test("cell ids are readable and stable", function()
   T.eq(recipe.cell_id{seed = 3, head = "gss", c = 0.5}, "c=0.5,head=gss,seed=3")
   T.eq(recipe.cell_id{name = "a b/c"}, "name=a_b_c")

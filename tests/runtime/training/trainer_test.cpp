@@ -30,6 +30,7 @@
 #include "runtime/training/preemption.h"
 #include "runtime/training/run_store.h"
 #include "runtime/training/run_view.h"
+#include "runtime/training/run_status.h"
 #include "runtime/training/trainer.h"
 #include "tests/support/comparable_metrics.h"
 #include "tests/support/temporary_folder.h"
@@ -949,6 +950,8 @@ TEST_F(TrainerTest, AFinetuneStageAfterAnAdaptiveOptimizerIsRefusedWithTheWayOut
 
 // finetune_lr may be given when a finished run is continued into its finetune stage, not changed once
 // the stage has begun (its optimizer was made with the stored rate).
+nlohmann::json stored_summary(const std::string& run_dir);  // below
+
 TEST_F(TrainerTest, FinetuneLrMayChangeUntilTheFinetuneStageHasBegun) {
   auto options = tiny_options();
   options.epochs = 1;
@@ -962,6 +965,11 @@ TEST_F(TrainerTest, FinetuneLrMayChangeUntilTheFinetuneStageHasBegun) {
   callbacks.on_step = [&](const nlohmann::json& info) { rates.push_back(info.at("lr").get<double>()); };
   Trainer continued(tiny_model(), tiny_corpus(), options, dir("later"), callbacks);
   EXPECT_TRUE(continued.resumed());
+  // Until it ends, its summary is of the earlier end, and says so: stopped half-way, the run reads
+  // as resumable, not as a finished one with epochs its summary does not count.
+  EXPECT_EQ(stored_summary(dir("later")).at("status"), "continued");
+  EXPECT_EQ(run_status(dir("later")).state, "running");  // its lock is held; once let go: "continued"
+  EXPECT_TRUE(run_status(dir("later")).records_problem.empty());
   EXPECT_EQ(continued.run().at("status"), "finished");
   ASSERT_FALSE(rates.empty());
   for (const double lr : rates) EXPECT_EQ(lr, 3.0);
