@@ -33,28 +33,6 @@ int run_batch(const BatchCommand& command) {
                                          settings, options.recipe, &grid);
   // The recipe or its settings could not give a grid (the message is out): the batch did not start.
   if (status != 0) return status == 1 ? 2 : status;
-  // What the tasks still to run need (the recipe's `needs`, lmkit.batch.grid's plan): a dry run
-  // shows it; data that is missing stops the batch before its tasks fail one by one.
-  const auto plan = grid.contains("plan") && grid.at("plan").is_array() ? grid.at("plan") : nlohmann::json::array();
-  const auto problems = grid.contains("problems") && grid.at("problems").is_array() ? grid.at("problems") : nlohmann::json::array();
-  grid.erase("plan");
-  grid.erase("problems");
-  if (options.dry_run) {
-    for (const auto& line : plan) std::cout << (line.is_string() ? line.get<std::string>() : line.dump()) << "\n";
-  } else if (!problems.empty()) {
-    std::string text;
-    for (const auto& problem : problems) text += (text.empty() ? "" : "; ") + (problem.is_string() ? problem.get<std::string>() : problem.dump());
-    const auto name = grid.value("name", std::string("the batch"));
-    if (options.backend == "local") {
-      std::cerr << "lmkit: " << name << ": nothing started, its tasks would fail: " << text
-                << ". (lmkit batch --dry-run shows the plan.)\n";
-      return 2;
-    }
-    // The cluster's nodes may see other files than this login node (staged data, their own
-    // LMKIT_DATA): said, not refused.
-    std::cerr << "lmkit: warning: " << name << ": as seen from this machine, " << text
-              << ". The tasks fail unless the cluster's nodes have it.\n";
-  }
   InterruptGuard ctrl_c(nullptr);  // Ctrl-C: the pool stops its tasks (they save their state)
   try {
     return training::run_batch(training::declared_options(config::Tag<training::BatchGrid>{}).from_json(grid), options);

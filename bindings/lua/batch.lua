@@ -44,8 +44,8 @@ function batch.grid(o)
     local cells = {}
     local planned = value:cells(cfg)
     for i, cell in ipairs(planned) do cells[i] = cell.id end
-    -- What the tasks still to run need (the recipe's `needs`): shown by a dry run, and data that is
-    -- missing stops the batch before its tasks fail one by one.
+    -- What the tasks still to run need (the recipe's `needs`): run_batch shows it on a dry run, and
+    -- data that is missing stops a local batch before its tasks fail one by one.
     local plan, problems = value:plan(cfg, planned)
     return {path = path, name = value.name, description = value.description,
             out = lmkit.process.absolute(cfg.out), cells = cells, plan = plan, problems = problems}
@@ -59,23 +59,7 @@ end
 -- this process sees, after). Returns the exit status; a mistake is an error.
 function batch.submit(o)
   lmkit.process.check_batch_options(o)
-  local grid = batch.grid(o)
-  if o.dry_run then
-    for _, line in ipairs(grid.plan) do print(line) end
-  elseif #grid.problems > 0 then
-    if (o.backend or "local") == "local" then
-      mistake(("%s: nothing started, its tasks would fail: %s. (lmkit batch --dry-run shows the plan.)")
-        :format(grid.name, table.concat(grid.problems, "; ")))
-    end
-    -- The cluster's nodes may see other files than this machine: said, not refused.
-    io.stderr:write(("lmkit: warning: %s: as seen from this machine, %s. The tasks fail unless the cluster's nodes have it.\n")
-      :format(grid.name, table.concat(grid.problems, "; ")))
-  end
-  local plain = {}
-  for k, v in pairs(grid) do
-    if k ~= "plan" and k ~= "problems" then plain[k] = v end
-  end
-  return lmkit.process.run_batch(plain, o)
+  return lmkit.process.run_batch(batch.grid(o), o)
 end
 
 -- `lmkit status DIR`: the per-task table; 0 all done, 1 a task failed or was lost, 3 some to finish.

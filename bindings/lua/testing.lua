@@ -59,6 +59,15 @@ function testing.truthy(value, message)
   if not value then fail(message or ("expected a true value, got " .. lmkit.show(value))) end
 end
 
+-- The whole text of a file a test made or reads (fails the test, naming it, when it cannot be opened).
+function testing.read_file(path)
+  local f, why = io.open(path, "rb")
+  if not f then fail(("cannot open %s: %s"):format(path, tostring(why))) end
+  local text = f:read("a")
+  f:close()
+  return text
+end
+
 -- Calls fn, which must fail with a message containing `fragment` (plain text); returns the message.
 function testing.raises(fn, fragment)
   local ok, err = pcall(fn)

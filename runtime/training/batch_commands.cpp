@@ -15,6 +15,7 @@
 #include "runtime/core/file_lock.h"
 #include "runtime/core/folders.h"
 #include "runtime/core/number_text.h"
+#include "runtime/core/warning.h"
 #include "runtime/training/batch_local.h"
 #include "runtime/training/batch_manifest.h"
 #include "runtime/training/batch_slurm.h"
@@ -104,6 +105,20 @@ int run_batch(const BatchGrid& grid, const BatchOptions& given) {
     if (!is_safe_cell_id(cell)) {
       throw UsageError(grid.path + " has a cell id '" + cell + "' that names no folder under cells/");
     }
+  }
+  if (o.dry_run) {
+    for (const auto& line : grid.plan) std::cout << line << "\n";
+  } else if (!grid.problems.empty()) {
+    std::string text;
+    for (const auto& problem : grid.problems) text += (text.empty() ? "" : "; ") + problem;
+    if (o.backend == "local") {
+      throw UsageError(grid.name + ": nothing started, its tasks would fail: " + text +
+                       ". (lmkit batch --dry-run shows the plan.)");
+    }
+    // The cluster's nodes may see other files than this login node (staged data, their own
+    // LMKIT_DATA): said, not refused.
+    warn("lmkit batch: " + grid.name + ": as seen from this machine, " + text +
+         ". The tasks fail unless the cluster's nodes have it.");
   }
   const auto folder = absolute_path(grid.out);
   if (o.backend == "slurm" && folder.find_first_of("\n\r\"\\") != std::string::npos) {

@@ -44,6 +44,9 @@ struct BatchGrid {
   std::string name, description;
   std::string out;          // the recipe's output folder, which is the batch folder
   std::vector<std::string> cells;  // the cells' ids, task i = cells[i - 1]
+  // What the tasks still to run need, from the recipe's `needs` (Recipe:plan): the lines a dry run
+  // shows, and the problems (data missing) that would fail tasks.
+  std::vector<std::string> plan, problems;
 };
 const config::BoundOptions<BatchGrid>& declared_options(config::Tag<BatchGrid>);
 

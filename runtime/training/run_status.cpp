@@ -112,11 +112,12 @@ RunStatus run_status(const std::string& dir) {
   }
   if (timed > 0) status.seconds_per_epoch = seconds / static_cast<double>(timed);
 
+  nlohmann::json summary;  // summary.json, read once when nobody is training the run
   status.holder = FileLock::holder(dir);
   if (status.holder) {
     status.state = "running";
   } else if (store.exists("summary.json")) {
-    const auto summary = store.read_json("summary.json");
+    summary = store.read_json("summary.json");
     const auto state = summary.is_object() ? summary.find("status") : summary.end();
     status.state = state != summary.end() && state->is_string() ? state->get<std::string>() : std::string("ended");
     if (summary.is_object()) {
@@ -132,8 +133,7 @@ RunStatus run_status(const std::string& dir) {
   }
   // A finished run's records must hold the epochs its summary counts, the last line whole: a file
   // cut, emptied or extended since is not the run's record.
-  if (status.records_problem.empty() && status.state == "finished" && store.exists("summary.json")) {
-    const auto summary = store.read_json("summary.json");
+  if (status.records_problem.empty() && status.state == "finished" && summary.is_object()) {
     const auto epochs = count_at(summary, "epochs"), finetuned = count_at(summary, "finetune_epochs");
     if (reading.cut_last_line) {
       status.records_problem = "its last line is cut, though the run finished: the file was cut since";

@@ -34,25 +34,36 @@ std::string joined(const std::vector<std::string>& names) {
   return text;
 }
 
-// init_from across head kinds (a Softmax run's weights starting a MoS run, or the reverse): the
-// encoder and decoder must fit as for any init_from; the run's head takes the file's entries of the
-// same name and shape and starts fresh (its initialization) where the file has none, and the file's
-// other head entries are left out. nullopt when the file's head is of the run's kind (or the file is
-// not a model checkpoint): load_weights loads it whole, or names the problem.
-std::optional<HeadTransfer> load_across_head_kinds(LanguageModel& model, const std::string& path) {
+// init_from's weights, the file read once. A checkpoint of the run's head kind loads whole. Across
+// head kinds (a Softmax run's weights starting a MoS run, or the reverse) the encoder and decoder
+// must fit as for any init_from; the run's head takes the file's entries of the same name and shape
+// and starts fresh (its initialization) where the file has none, and the file's other head entries
+// are left out: that is returned, to be said. A file that is no model checkpoint (a resume state, a
+// header without a head) goes to load_weights, which names what it is.
+std::optional<HeadTransfer> load_initial_weights(LanguageModel& model, const std::string& path) {
   const auto container = decode_container(read_file(path, "checkpoint"), path);
   const auto& header = container.header;
-  if (!header.is_object() || header.contains("state")) return std::nullopt;
-  const auto config = header.find("config");
-  if (config == header.end() || !config->is_object()) return std::nullopt;
-  const auto head = config->find("head");
-  if (head == config->end() || !head->is_object()) return std::nullopt;
-  const auto kind = head->find("kind");
-  if (kind == head->end() || !kind->is_string()) return std::nullopt;  // load_weights names what the file lacks
-  const auto file_kind = kind->get<std::string>();
-  if (file_kind.empty() || file_kind == model->head->kind()) return std::nullopt;
+  const auto model_checkpoint_kind = [&]() -> std::optional<std::string> {
+    if (!header.is_object() || header.contains("state")) return std::nullopt;
+    const auto config = header.find("config");
+    if (config == header.end() || !config->is_object()) return std::nullopt;
+    const auto head = config->find("head");
+    if (head == config->end() || !head->is_object()) return std::nullopt;
+    const auto kind = head->find("kind");
+    if (kind == head->end() || !kind->is_string() || kind->get<std::string>().empty()) return std::nullopt;
+    return kind->get<std::string>();
+  }();
+  if (!model_checkpoint_kind) {
+    load_weights(model, path);
+    return std::nullopt;
+  }
   const std::string source = "checkpoint '" + path + "'";
   auto tensors = read_weights_archive(container.archive, source);
+  const auto& file_kind = *model_checkpoint_kind;
+  if (file_kind == model->head->kind()) {
+    load_model_tensors(model, tensors, "", source);
+    return std::nullopt;
+  }
   HeadTransfer transfer{file_kind, {}, {}, {}};
   std::set<std::string> own;
   const auto take = [&](const std::string& name, const torch::Tensor& value) {
@@ -440,8 +451,7 @@ void Trainer::State::start_from(const std::string& source) {
   const auto named = [&](const std::exception& e) { return "init_from = '" + source + "': " + e.what(); };
   std::optional<HeadTransfer> transfer;
   try {
-    transfer = load_across_head_kinds(model, path);
-    if (!transfer) load_weights(model, path);
+    transfer = load_initial_weights(model, path);
   } catch (const UsageError& e) {
     throw UsageError(named(e));
   } catch (const ConfigError& e) {

@@ -7,12 +7,6 @@ local T = require "lmkit.testing"
 
 local source = os.getenv("LMKIT_SOURCE_DIR") or ".."
 
-local function read(path)
-  local f = assert(io.open(path))
-  local text = f:read("a")
-  f:close()
-  return text
-end
 
 local function files(dir, pattern)
   local list = {}
@@ -39,7 +33,7 @@ end
 local transcribed = {}
 for _, dir in ipairs({source .. "/recipes", source .. "/recipes/presets"}) do
   for _, path in ipairs(files(dir, "%.lua$")) do
-    for _, v in ipairs(numbers_in(read(path))) do transcribed[#transcribed + 1] = v end
+    for _, v in ipairs(numbers_in(T.read_file(path))) do transcribed[#transcribed + 1] = v end
   end
 end
 
@@ -112,7 +106,7 @@ do
   if #list > 0 then
     in_papers, in_thesis = {}, {}
     for _, path in ipairs(list) do
-      local text = read(path):gsub("(%d),(%d%d%d)", "%1%2"):gsub("(%d),(%d%d%d)", "%1%2")
+      local text = T.read_file(path):gsub("(%d),(%d%d%d)", "%1%2"):gsub("(%d),(%d%d%d)", "%1%2")
       local thesis = path:match("[^/]+$"):find("thesis", 1, true) ~= nil
       for _, v in ipairs(numbers_in(text)) do
         in_papers[#in_papers + 1] = v
@@ -182,7 +176,7 @@ end)
 T.test("every value docs/ shows as the paper's is one the recipes transcribe", function()
   local checked, wrong = 0, {}
   for _, path in ipairs(files(source .. "/docs", "%.md$")) do
-    for _, v in ipairs(paper_values(read(path))) do
+    for _, v in ipairs(paper_values(T.read_file(path))) do
       checked = checked + 1
       if not is_transcribed(v.value) then
         wrong[#wrong + 1] = ("%s: %s in %s"):format(path:match("[^/]+$"), tostring(v.value), v.where)
@@ -216,7 +210,7 @@ T.test("every number docs/ gives as a paper's is in the papers' text", function(
            "the docs' old prose attribution is refused")
   local checked, wrong = 0, {}
   for _, path in ipairs(files(source .. "/docs", "%.md$")) do
-    local text = read(path)
+    local text = T.read_file(path)
     local values = paper_values(text)
     for _, v in ipairs(attributed_values(text)) do values[#values + 1] = v end
     for _, v in ipairs(values) do

@@ -302,10 +302,7 @@ T.test("a correlation one group drives is named: leaving that group out flips or
   -- rank_ppl returns it and writes it on the plot.
   local fit = lmkit.plot.rank_ppl{out = dir .. "/driven.png", rank = rank, ppl = ppl, groups = groups}
   T.eq(fit.caution, caution)
-  local f = assert(io.open(fit.script))
-  local script = f:read("a")
-  f:close()
-  T.truthy(script:find("driven by the MoS points", 1, true), "the caution is not on the plot")
+  T.truthy(T.read_file(fit.script):find("driven by the MoS points", 1, true), "the caution is not on the plot")
 end)
 
 local ok, err = pcall(T.run)

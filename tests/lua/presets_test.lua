@@ -317,16 +317,12 @@ T.test("transformer_lineup: better or worse is read from the sampled seeds its p
   print = print_before
   T.truthy(ok, err)
   local text = table.concat(printed, "\n")
-  local file = assert(io.open(out .. "/report.csv"))
-  local csv = file:read("a")
-  file:close()
+  local csv = T.read_file(out .. "/report.csv")
   local mos_row = assert(csv:match("\n(MoS[^\n]*)"), "no MoS row in report.csv: " .. csv)
   T.truthy(mos_row:find(",worse,", 1, true), mos_row)
   T.truthy(not mos_row:find("better", 1, true), mos_row)
   T.truthy(text:find("report files: " .. out, 1, true), text)
-  local md_file = assert(io.open(out .. "/report.md"))
-  local md = md_file:read("a")
-  md_file:close()
+  local md = T.read_file(out .. "/report.md")
   T.truthy(md:find("differs for MoS significantly worse", 1, true), md)
   for _, ext in ipairs{"md", "csv", "tex"} do os.remove(out .. "/report." .. ext) end
   os.remove(out)

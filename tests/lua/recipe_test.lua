@@ -82,17 +82,11 @@ T.test("a NaN or infinite result stays what it is in result.json, the report and
   -- Read back from result.json (the cell is not run again): the same values.
   T.eq(r:main{out = out, report_only = true}, expected)
   T.eq(#seen, 2)
-  local function read(path)
-    local f = assert(io.open(path))
-    local text = f:read("a")
-    f:close()
-    return text
-  end
-  local stored = lmkit.json_decode(read(out .. "/cells/x=1/result.json"))
+  local stored = lmkit.json_decode(T.read_file(out .. "/cells/x=1/result.json"))
   T.eq(stored.ppl, "NaN")
   T.eq(stored.ratio, "Infinity")
   T.eq(stored["$non_finite"], {{"low"}, {"ppl"}, {"rank", "press"}, {"ratio"}})
-  local csv = read(out .. "/results.csv")
+  local csv = T.read_file(out .. "/results.csv")
   for _, row in ipairs{"x=1,1,ppl,nan", "x=1,1,ratio,inf", "x=1,1,low,-inf", "x=1,1,rank.press,nan", "x=1,1,word,NaN",
                        "x=1,1,rank.ok,4"} do
     T.truthy(csv:find(row, 1, true), row .. " in\n" .. csv)
