@@ -191,8 +191,9 @@ void open_train(lua_State* L, int module_index) {
       method<&Trainer::set_lr>("set_lr", "lr", "Sets the main group's learning rate from the next step on."),
       method<&training::freeze_parameters>("freeze", "prefix", "Freezes the parameters whose names start with prefix (e.g. \"encoder.lstm0_\"); returns how many. Frozen parameters get no gradient and no update."),
       method<&training::unfreeze_parameters>("unfreeze", "prefix", "Undoes freeze(prefix)."),
+      method<&Trainer::record>("record", "values", "Appends the recipe's own numbers ({name = number, ...}) to metrics.jsonl at the epoch in progress (on_step) or just finished (on_epoch_end); lmkit compare --metric name plots them."),
   };
-  register_class<Trainer>(L, control_methods, "lmkit.TrainControl — the second argument of training callbacks: stop, set_lr, freeze the running training.");
+  register_class<Trainer>(L, control_methods, "lmkit.TrainControl — the second argument of training callbacks: stop, set_lr, freeze the running training, record its own numbers.");
   static const Function functions[] = {
       {"train", lmkit_train, train_doc().c_str()},
       {"resume", lmkit_resume,

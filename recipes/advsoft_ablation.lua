@@ -143,7 +143,7 @@ return recipe.define{
       if name ~= "A.1" then t:note(setup) end
       t:note("ASGD switch per row: ET-ASGD averaging after epoch " .. presets.et_epoch(cfg, cfg.epochs > 0 and cfg.epochs or
         presets.resolve{family = "awd", dataset = cfg.dataset, scale = cfg.scale}.train.epochs) .. " (the thesis: 200), or NT-ASGD.")
-      measure.note_yardsticks(t, rs)
+      t:note_yardsticks(rs)
       measure.print_and_save(t, ctx.out, files[name])
       print()
       names[#names + 1] = files[name]

@@ -132,7 +132,7 @@ return recipe.define{
            "are their decoder's (exact). MoS mixes softmaxes: its column counts words never the top-1 on the " ..
            "test contexts, an upper bound of its unargmaxable words.")
     t:note(presets.switch_note(cfg, false))
-    measure.note_yardsticks(t, results)
+    t:note_yardsticks(results)
     measure.print_and_save(t, ctx.out, "report")
     local series = {}
     for _, head in ipairs(order) do series[#series + 1] = by_head[head] end

@@ -57,7 +57,7 @@ end
 return recipe.define{
   name = "asgd_switch",
   description = "NT-ASGD vs ET-ASGD for Softmax, SS, GSS, LMS-PLIF, MoS, MoC (thesis Tables 4.6/4.7, Fig. 4.8/4.9)",
-  settings = presets.settings{"scale", "dataset", "corpus",
+  settings = presets.settings{"scale", "dataset", "corpus", "init_from",
     heads = recipe.setting("softmax,sigsoftmax,gss,plif,mos,moc", "any of these, comma-separated"),
     policies = recipe.setting("nt,et", "the ASGD switches compared, each for every head: nt, et (comma-separated)"),
     epochs = recipe.setting(0, "> 0 overrides the schedule's epochs"),
@@ -135,7 +135,7 @@ return recipe.define{
       t:add(line)
     end
     measure.note_rank(t, results, cfg.dataset)
-    measure.note_yardsticks(t, results)
+    t:note_yardsticks(results)
     lineup.print_and_save(t, ctx.out, "report")
 
     -- What ET changes per head: Δ test ppl = ET − NT (the thesis: ≈ −1.00 on PTB, −0.75 on WT2).

@@ -55,7 +55,7 @@ local KNOWN = {softmax = true, sigsoftmax = true, gss = true, plif = true, mos =
 return recipe.define{
   name = "compare_heads",
   description = "Heads over 11 seeds: mean ± sd, rank, Wilcoxon rank-sum vs Softmax (thesis Tables 4.8/4.9)",
-  settings = presets.settings{"scale", "dataset", "corpus", "epochs", "switch", "switch_epoch", "seeds",
+  settings = presets.settings{"scale", "dataset", "corpus", "init_from", "epochs", "switch", "switch_epoch", "seeds",
     heads = recipe.setting("softmax,sigsoftmax,gss,plif,mos", "Softmax must be among them for the p-values"),
     rank = recipe.setting(true, "the Press rank of Q on the test split per cell"),
   },
@@ -116,7 +116,7 @@ return recipe.define{
     end
     t8:note(presets.switch_note(ctx.cfg))
     measure.note_rank(t8, results, cfg.dataset)
-    measure.note_yardsticks(t8, results)
+    t8:note_yardsticks(results)
     lineup.print_and_save(t8, ctx.out, "report")
 
     -- Table 4.9: the sampled seeds only, each head against Softmax.

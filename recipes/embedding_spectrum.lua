@@ -20,7 +20,6 @@
 local recipe = require "lmkit.recipe"
 local presets = require "presets.awd_lstm"
 local chapter5 = require "presets.chapter5"
-local measure = require "presets.measure"
 
 -- The figures' groups: models with the same embedding size d are drawn together.
 local FIGURES = {
@@ -102,7 +101,7 @@ return recipe.define{
       t:add(row)
     end
     t:note(chapter5.switch_note(results, ctx.cfg))
-    measure.note_yardsticks(t, results)
+    t:note_yardsticks(results)
     t:print()
     for _, ext in ipairs{"md", "csv", "tex"} do t:save(ctx.out .. "/report." .. ext) end
 

@@ -79,7 +79,7 @@ return recipe.define{
             "ε 1e-3, bptt 5 (Krause et al.). Gain = 1 − ppl / test ppl."):format(cfg.window, cfg.theta, cfg.lambda,
             cfg.dynamic_lr, cfg.dynamic_lamb))
     t:note(chapter5.switch_note(results, cfg))
-    measure.note_yardsticks(t, results)
+    t:note_yardsticks(results)
     measure.print_and_save(t, ctx.out, "report")
     if #categories > 0 then
       local plot_file = ctx.out .. "/evaluation.png"

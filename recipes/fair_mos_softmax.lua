@@ -32,7 +32,6 @@ local recipe = require "lmkit.recipe"
 local lineup = require "presets.lineup"
 local fair = require "presets.fair_mos"
 local presets = require "presets.awd_lstm"
-local measure = require "presets.measure"
 
 -- The rows of §5.7.2 in the thesis's order. head: the head trained; family: whose hyperparameters
 -- (the MoS code's or AWD-LSTM's); rates: "mos" (the MoS configuration's), "reduced" (the baseline's,
@@ -90,7 +89,7 @@ end
 return recipe.define{
   name = "fair_mos_softmax",
   description = "MoS vs Softmax with the same batch size, d′ = d, matched parameter counts, seeds (thesis §5.7.2, Table 5.18)",
-  settings = presets.settings{"scale", "corpus", "epochs", "switch", "switch_epoch",
+  settings = presets.settings{"scale", "corpus", "init_from", "epochs", "switch", "switch_epoch",
     seeds = recipe.setting(11, "of MoS† (for MoS‡) and Softmax★; the first is the MoS configuration's seed (28)"),
     batch_size = recipe.setting(12, "the same for every model (the MoS code's)"),
     d = recipe.setting(0, "> 0: d′ (emb = nhidlast of MoS†, Softmax†, Softmax‡); 0: 280 · nhid / 960"),
@@ -177,7 +176,7 @@ return recipe.define{
     steps:note(presets.switch_note(cfg))
     local shown = {}  -- the step table's rows: each model's seed-28 cell
     for _, r in ipairs(results) do if r.cell.seed_index == 1 then shown[#shown + 1] = r end end
-    measure.note_yardsticks(steps, shown)
+    steps:note_yardsticks(shown)
     for _, m in ipairs(MODELS) do
       if m.why then steps:note(("%s: %s%s."):format(m.label, m.why, m.trained == false and "; not trained here" or "")) end
     end

@@ -53,7 +53,7 @@ end
 return recipe.define{
   name = "flooding",
   description = "No regularization + flooding b = 1.0: MoS K sweep and GSS (c, k), rank vs train/test ppl (thesis Tables 5.8, 5.10)",
-  settings = presets.settings{"scale", "corpus", "epochs", "switch", "switch_epoch",
+  settings = presets.settings{"scale", "corpus", "init_from", "epochs", "switch", "switch_epoch",
     dataset = recipe.setting("ptb", "ptb (Tables 5.8 and 5.10) | wikitext-2 (Table 5.10 only)"),
     part = recipe.setting("all", "all | mos (Table 5.8) | gss (Table 5.10)"),
     flood = recipe.setting(1.0, "flood level b (training NLL held around b)"),
@@ -153,7 +153,7 @@ return recipe.define{
       end
       t:note(presets.switch_note(cfg))
       measure.note_rank(t, rs, cfg.dataset)
-      measure.note_yardsticks(t, rs)
+      t:note_yardsticks(rs)
       measure.print_and_save(t, ctx.out, files[name])
       measure.rank_correlations(rs)
       print()

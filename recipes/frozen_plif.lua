@@ -16,7 +16,6 @@
 local recipe = require "lmkit.recipe"
 local presets = require "presets.awd_lstm"
 local lineup = require "presets.lineup"
-local measure = require "presets.measure"
 
 local HEADS = {"softmax", "plif", "plif_frozen"}
 
@@ -50,7 +49,7 @@ local TESTS = {{"plif", "plif_frozen"}, {"plif", "softmax"}, {"plif_frozen", "so
 return recipe.define{
   name = "frozen_plif",
   description = "LMS-PLIF vs LMS-PLIF† (frozen slopes) vs Softmax over seeds (thesis Tables 5.16/5.17)",
-  settings = presets.settings{"scale", "dataset", "corpus", "epochs", "switch", "switch_epoch", "seeds",
+  settings = presets.settings{"scale", "dataset", "corpus", "init_from", "epochs", "switch", "switch_epoch", "seeds",
   },
 
   grid = function(cfg)
@@ -86,7 +85,7 @@ return recipe.define{
     }
     for _, h in ipairs(HEADS) do t16:add(lineup.head_row(h, all, expected, paper)) end
     t16:note(presets.switch_note(ctx.cfg))
-    measure.note_yardsticks(t16, results)
+    t16:note_yardsticks(results)
     lineup.print_and_save(t16, ctx.out, "report")
 
     local tests = PAPER_TESTS[cfg.dataset] or {}

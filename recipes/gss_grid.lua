@@ -35,7 +35,7 @@ local PAPER = {
 return recipe.define{
   name = "gss_grid",
   description = "AWD-LSTM-GSS(c, k): rank vs perplexity (thesis Tables 4.4/4.5, Fig. 4.6/4.7)",
-  settings = presets.settings{"scale", "dataset", "corpus", "epochs", "switch", "switch_epoch",
+  settings = presets.settings{"scale", "dataset", "corpus", "init_from", "epochs", "switch", "switch_epoch",
     cells = recipe.setting("paper", "paper: the 15 published (c, k); full: the whole searched grid"),
     max_contexts = recipe.setting(-1, "rank's test contexts: -1 as the thesis (PTB all, WT2 the first 33,320), 0 all, n"),
     limit = recipe.setting(0, "> 0: only the first `limit` cells (a quick check of the pipeline)"),
@@ -104,7 +104,7 @@ return recipe.define{
     end
     t:note(presets.switch_note(cfg))
     measure.note_rank(t, results, cfg.dataset)
-    measure.note_yardsticks(t, results)
+    t:note_yardsticks(results)
     -- The correlation, and the plot, go under the table (report.md) as well as to the terminal.
     -- The paper's comparable r is over the same rows of Tables 4.4/4.5 (computed from them); the
     -- AAAI paper's Fig. 2 (0.48 PTB, 0.53 WT2) is over all grid models, named as such.

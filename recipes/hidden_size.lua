@@ -234,7 +234,7 @@ return recipe.define{
     t:note(("Softmax models whose d was recovered exactly: %d of %d. A gap counts as the signature when " ..
             "σ_r/σ_r+1 ≥ %g (min_gap)."):format(softmax_exact, softmax_total, cfg.min_gap))
     t:note(presets.switch_note(cfg, false))
-    measure.note_yardsticks(t, results)
+    t:note_yardsticks(results)
     t:note("Q is computed from the trained model in float64 (the outputs at full precision) and its Press " ..
            "rank counted against float64's eps.")
     measure.print_and_save(t, ctx.out, "report")

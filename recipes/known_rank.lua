@@ -116,7 +116,7 @@ return recipe.define{
     t:note("ε-rank: the ε-effective rank for ε = 1e-3 (the smallest k holding 99.9% of Σσ²). Gap = log(test ppl) − " ..
            "the true mean NLL of the same test tokens: 0 is the best any model can do.")
     t:note(presets.switch_note(cfg, false))
-    measure.note_yardsticks(t, results)
+    t:note_yardsticks(results)
     measure.print_and_save(t, ctx.out, "report")
     if #order > 0 then
       local series = {}

@@ -78,7 +78,7 @@ end
 return recipe.define{
   name = "mixtape",
   description = "Mixtape vs MoS vs Softmax at equal d: perplexity, rank, step time and activations",
-  settings = presets.settings{"scale", "dataset", "corpus", "epochs", "switch_epoch",
+  settings = presets.settings{"scale", "dataset", "corpus", "init_from", "epochs", "switch_epoch",
     heads = recipe.setting("softmax,mos,mixtape", "also: mixtape_shared (S = 0)"),
     K = recipe.setting(4, "Mixtape's components (MoS keeps the scale's K)"),
     S = recipe.setting(1000, "Mixtape: words (ids < S) with gates of their own"),
@@ -160,7 +160,7 @@ return recipe.define{
               "3.5–10.5× faster than MoS, 20–34%% slower than Softmax."):format(cfg.K, any.S, any.vocab, any.gate_dim))
     end
     measure.note_rank(t, results, cfg.dataset)
-    measure.note_yardsticks(t, results)
+    t:note_yardsticks(results)
     t:note(presets.switch_note(cfg, false))
     measure.print_and_save(t, ctx.out, "report")
     if #names > 0 then

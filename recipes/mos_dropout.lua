@@ -66,7 +66,7 @@ return recipe.define{
     end
     t:note(presets.switch_note(ctx.cfg))
     measure.note_rank(t, results, ctx.cfg.dataset)
-    measure.note_yardsticks(t, results)
+    t:note_yardsticks(results)
     measure.print_and_save(t, ctx.out, "report")
     measure.rank_correlations(results)
     print("report files: " .. ctx.out .. "/report.{md,csv,tex}")

@@ -86,7 +86,7 @@ return recipe.define{
     t:note(("Each split: %d pairs c ≠ c' drawn uniformly from Q's rows (seed %d; the same pairs for every model); " ..
             "the MoS paper does not say how many it drew."):format(cfg.pairs, cfg.kl_seed))
     t:note(chapter5.switch_note(results, cfg) .. " The MoS paper's numbers are of Yang et al.'s own models.")
-    measure.note_yardsticks(t, results)
+    t:note_yardsticks(results)
     measure.print_and_save(t, ctx.out, "report")
     print("report files: " .. ctx.out .. "/report.{md,csv,tex}")
   end,

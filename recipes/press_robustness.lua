@@ -205,7 +205,7 @@ return recipe.define{
       ::next_result::
     end
     ranks:note(chapter5.switch_note(results, cfg))
-    measure.note_yardsticks(ranks, results)
+    ranks:note_yardsticks(results)
     local methods, seen = {}, {}
     for _, r in ipairs(results) do
       local m = r.result and r.result.rank_method

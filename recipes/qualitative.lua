@@ -18,7 +18,6 @@
 local recipe = require "lmkit.recipe"
 local presets = require "presets.awd_lstm"
 local chapter5 = require "presets.chapter5"
-local measure = require "presets.measure"
 
 -- Thesis Table 5.1, per context (in recipes/data/table5_1_contexts.txt's order) and model: the
 -- top-5 next words with their probabilities. MoS‡ and MoC‡ are Yang et al.'s published models
@@ -210,7 +209,7 @@ return recipe.define{
       end
     end
     t:note(chapter5.switch_note(results, ctx.cfg))
-    measure.note_yardsticks(t, results)
+    t:note_yardsticks(results)
     -- Where each context was read (the same for every model: one test stream).
     local first = nil
     for _, r in ipairs(results) do first = first or (r.result and r.result.contexts) end

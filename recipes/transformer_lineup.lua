@@ -25,7 +25,6 @@
 local recipe = require "lmkit.recipe"
 local presets = require "presets.awd_lstm"
 local lineup = require "presets.lineup"
-local measure = require "presets.measure"
 local report_files = require "presets.report_files"
 
 -- The encoder and its training at each scale; the corpus is the AWD-LSTM presets' (tiny: the
@@ -70,7 +69,7 @@ end
 return recipe.define{
   name = "transformer_lineup",
   description = "The thesis's heads on a causal Transformer over seeds: mean ± sd, rank, rank-sum and t-test vs Softmax",
-  settings = presets.settings{"scale", "dataset", "corpus", "epochs",
+  settings = presets.settings{"scale", "dataset", "corpus", "init_from", "epochs",
     seeds = recipe.setting(4, "seeds per head: the configuration's own and seeds − 1 sampled ones, which the p-values use (p < 0.05 can first be reached with seeds = 4)"),
     heads = recipe.setting("softmax,sigsoftmax,gss,plif,mos,mixtape", "the heads; Softmax must be among them for the p-values"),
     rank = recipe.setting(true, "the Press rank of Q on the test split per cell"),
@@ -101,6 +100,7 @@ return recipe.define{
     -- The rest of the protocol (AdamW with weight decay 0.1, clipping at 1, fixed windows of the
     -- context, a cosine to lr/10, no ASGD switch) is the Transformer encoder's own training defaults.
     local run = lmkit.train{model = model, corpus = corpus, run_dir = ctx.dir .. "/run", seed = cell.seed,
+                            init_from = presets.cell_init_from(cfg.init_from, ctx.dir .. "/run"),
                             lr = t.lr, own_lr = t.lr, warmup = t.warmup, epochs = cfg.epochs > 0 and cfg.epochs or t.epochs,
                             batch_size = t.batch_size, eval_batch_size = 10, test_batch_size = 1,
                             log_interval = t.log_interval}
@@ -162,7 +162,7 @@ return recipe.define{
       end
       t:add(line)
     end
-    measure.note_yardsticks(t, results)
+    t:note_yardsticks(results)
     t:note(("Encoder: causal pre-LayerNorm Transformer, %d blocks, d = %d, %d heads, MLP %d, context %d, learned positions, " ..
             "dropout %.2g; AdamW (weight decay 0.1 on matrices), warm-up %d steps then cosine to lr/10 (lr %.3g; " ..
             "LMS-PLIF's slopes at the same lr, not decayed), clip 1, " ..

@@ -16,7 +16,6 @@
 local recipe = require "lmkit.recipe"
 local presets = require "presets.awd_lstm"
 local chapter5 = require "presets.chapter5"
-local measure = require "presets.measure"
 
 -- Thesis Table 5.2: word pairs per benchmark, and pairs with a word outside PTB's / WT2's vocabulary.
 local PAPER_PAIRS = {
@@ -158,7 +157,7 @@ return recipe.define{
       pairs_table:add(row)
     end
     pairs_table:note(chapter5.switch_note(results, cfg))
-    measure.note_yardsticks(pairs_table, results)
+    pairs_table:note_yardsticks(results)
     pairs_table:print()
     save(pairs_table, "pairs")
 

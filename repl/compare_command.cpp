@@ -6,6 +6,7 @@
 #include <cctype>
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,10 @@ void add_compare_command(CLI::App& app, CompareOptions& options) {
       ->required();
   options.command->add_option("--plot", options.plot,
                               "Where the validation curves go (.png or .svg; default compare.png here; \"\" for none)");
+  options.command->add_option("--metric", options.metric,
+                              "The number the curves follow, per epoch: an epoch record's (valid_ppl, train_ppl, "
+                              "valid_loss, epoch_seconds, ...) or one a recipe recorded with run:record{name = value} "
+                              "(default valid_ppl)");
 }
 
 namespace {
@@ -74,30 +79,57 @@ std::string legend_label(const training::ComparedRun& run, const std::vector<std
   return fit_to_width(printable_text(text), 60);
 }
 
+// --metric: a record's field name (letters, digits, _), checked before any run is read.
+void check_metric_name(const std::string& metric) {
+  const bool identifier = !metric.empty() && metric.size() <= 64 && !std::isdigit(static_cast<unsigned char>(metric[0])) &&
+                          std::all_of(metric.begin(), metric.end(), [](char c) {
+                            return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                          });
+  if (!identifier) {
+    throw UsageError("--metric " + printable_text(metric) + ": a number's name in the runs' records (letters, digits " +
+                     "and _), e.g. --metric train_ppl, or one a recipe recorded with run:record");
+  }
+}
+
+// The plot has no curve of the chosen number: say which numbers the runs do record.
+std::string no_curve_message(const training::RunComparison& comparison, const std::string& metric) {
+  std::set<std::string> names;
+  for (const auto& run : comparison.runs) names.insert(run.status.recorded_metrics.begin(), run.status.recorded_metrics.end());
+  if (names.empty()) return "no plot: no run has finished an epoch";
+  std::string list;
+  for (const auto& name : names) list += (list.empty() ? "" : ", ") + name;
+  return "no plot: no run records '" + printable_text(metric) + "' per epoch; their records have " + list +
+         " (a recipe records numbers of its own with run:record{name = value} in on_epoch_end; docs/training.md)";
+}
+
 }  // namespace
 
 int run_compare(const CompareOptions& options) {
   if (!options.plot.empty()) check_plot_path(options.plot);
-  const auto comparison = training::compare_runs(options.dirs);
+  check_metric_name(options.metric);
+  const auto comparison = training::compare_runs(options.dirs, options.metric);
   for (const auto& line : training::comparison_lines(comparison, output_columns())) std::cout << line << "\n";
   bool unreadable = false;
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& run : comparison.runs) {
     unreadable = unreadable || !run.unreadable.empty();
-    if (run.status.valid_curve.empty()) continue;  // no finished epoch: no curve
-    nlohmann::json epochs = nlohmann::json::array(), valid = nlohmann::json::array();
-    for (const auto& [epoch, ppl] : run.status.valid_curve) {
+    if (run.status.metric_curve.empty()) continue;  // no epoch with that number: no curve
+    nlohmann::json epochs = nlohmann::json::array(), values = nlohmann::json::array();
+    for (const auto& [epoch, value] : run.status.metric_curve) {
       epochs.push_back(epoch);
-      valid.push_back(ppl);
+      values.push_back(value);
     }
-    runs.push_back({{"label", legend_label(run, comparison.differing)}, {"epochs", epochs}, {"valid_ppl", valid}});
+    runs.push_back({{"label", legend_label(run, comparison.differing)}, {"epochs", epochs}, {"values", values}});
   }
   int status = 0;
   if (!options.plot.empty() && runs.empty()) {
-    std::cout << "no plot: no run has finished an epoch\n";
+    std::cout << no_curve_message(comparison, options.metric) << "\n";
+    // A number no run records is a mistake in the command (a run without epochs is not).
+    if (options.metric != "valid_ppl") status = 2;
   } else if (!options.plot.empty()) {
     std::cout << std::flush;
-    status = call_lmkit_function("lmkit.recipe", "plot_comparison", nlohmann::json{{"out", options.plot}, {"runs", runs}}, {}, "");
+    status = call_lmkit_function("lmkit.recipe", "plot_comparison",
+                                 nlohmann::json{{"out", options.plot}, {"metric", options.metric}, {"runs", runs}}, {}, "");
   }
   // An unreadable run was shown as such; the exit status says the comparison is not whole.
   return status != 0 ? status : unreadable ? 1 : 0;

@@ -12,6 +12,7 @@ namespace lmkit::repl {
 struct CompareOptions {
   std::vector<std::string> dirs;
   std::string plot = "compare.png";  // the curves' figure (.png or .svg); "" draws none
+  std::string metric = "valid_ppl";  // the number the curves follow: an epoch record's or a recipe's (run:record)
   CLI::App* command = nullptr;
 };
 

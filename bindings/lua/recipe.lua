@@ -446,17 +446,22 @@ function recipe.plot_run(o)
   return 0
 end
 
--- `lmkit compare`'s plot: each run's validation curve, the legend right of the data.
---   o = {out = "compare.png", runs = {{label =, epochs = {...}, valid_ppl = {...}}, ...}}
+-- `lmkit compare`'s plot: each run's curve of one number by epoch (`metric`, the validation
+-- perplexity by default), the legend right of the data.
+--   o = {out = "compare.png", metric = "valid_ppl", runs = {{label =, epochs = {...}, values = {...}}, ...}}
+local COMPARED_NUMBERS = {valid_ppl = "validation perplexity", train_ppl = "training perplexity",
+                          valid_loss = "validation loss", train_loss = "training loss",
+                          epoch_seconds = "seconds per epoch"}
 function recipe.plot_comparison(o)
   local series = {}
   for i, run in ipairs(o.runs) do
-    series[i] = {x = run.epochs, y = run.valid_ppl, label = run.label, with = "linespoints", pointsize = 0.6}
+    series[i] = {x = run.epochs, y = run.values, label = run.label, with = "linespoints", pointsize = 0.6}
   end
   local last = 0
   for _, run in ipairs(o.runs) do last = math.max(last, run.epochs[#run.epochs] or 0) end
-  lmkit.plot.line{out = o.out, series = series, title = "Validation perplexity", xlabel = "epoch",
-                  ylabel = "validation perplexity", key = "outside right top", width = 1000,
+  local what = COMPARED_NUMBERS[o.metric] or o.metric
+  lmkit.plot.line{out = o.out, series = series, title = what:sub(1, 1):upper() .. what:sub(2), xlabel = "epoch",
+                  ylabel = what, key = "outside right top", width = 1000,
                   set = last <= 20 and {"set xtics 1"} or nil}
   print("plot: " .. o.out)
   return 0

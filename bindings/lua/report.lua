@@ -423,6 +423,112 @@ return function(lmkit)
     return self:markdown()
   end
 
+  -- The yardsticks of a test perplexity (docs/recipes.md, "Yardsticks"): a model whose perplexity
+  -- is at least (1 − NEAR_UNIGRAM) × the unigram model's has learnt little beyond word frequencies.
+  -- The 5% is lmkit's choice; the thesis reports no such yardstick.
+  report.NEAR_UNIGRAM = 0.05
+
+  -- The results' numbers: a recipe's results ({cell =, result =}, result nil for a cell not
+  -- finished) or plain rows such as run summaries.
+  local function numbers_of(r)
+    if type(r) ~= "table" then return nil end
+    if r.cell ~= nil or r.result ~= nil then return type(r.result) == "table" and r.result or nil end
+    return r
+  end
+
+  -- The notes under a table of models: the unigram model's test perplexity and, on a synthetic
+  -- language, the true distribution's (with the share of the gap the best model closes), from each
+  -- result's unigram_ppl and bound_ppl; then, when some models sit near the unigram model, a note
+  -- saying that their differences say little. `key` names the results' perplexity.
+  local function yardstick_notes(results, key)
+    local unigrams, bounds, measured, unmeasured, near = {}, {}, 0, 0, 0
+    local best, best_closed  -- the model that closes the largest share of its own corpus's gap
+    local function add_value(list, v)
+      for _, old in ipairs(list) do if math.abs(old - v) <= 1e-9 * math.abs(v) then return end end
+      list[#list + 1] = v
+    end
+    for _, r in ipairs(results) do
+      local x = numbers_of(r)
+      local ppl = x and x[key]
+      if type(ppl) == "number" and ppl == ppl then  -- NaN (a diverged model's) is no perplexity
+        if type(x.unigram_ppl) == "number" then
+          measured = measured + 1
+          add_value(unigrams, x.unigram_ppl)
+          if ppl >= (1 - report.NEAR_UNIGRAM) * x.unigram_ppl then near = near + 1 end
+          if type(x.bound_ppl) == "number" then
+            add_value(bounds, x.bound_ppl)
+            local closed = (math.log(x.unigram_ppl) - math.log(ppl)) / (math.log(x.unigram_ppl) - math.log(x.bound_ppl))
+            if not best or closed > best_closed then best, best_closed = x, closed end
+          end
+        else
+          unmeasured = unmeasured + 1
+        end
+      end
+    end
+    if measured + unmeasured == 0 then return {} end
+    local why_missing = "results written before lmkit recorded it, or a recipe's result without it: a run's " ..
+                        "summary() has it; delete a cell's folder to run the cell again"
+    if measured == 0 then
+      return {("Yardsticks: no result here has a unigram_ppl (%s)."):format(why_missing)}
+    end
+    local function values_text(list)
+      table.sort(list)
+      if #list == 1 then return ("%.2f"):format(list[1]) end
+      return ("%.2f to %.2f (the cells' corpora differ)"):format(list[1], list[#list])
+    end
+    local text = ("Yardsticks on the test split: the unigram model (the training split's word frequencies, add-½, " ..
+                  "no context) has perplexity %s"):format(values_text(unigrams))
+    if #bounds > 0 then
+      text = text .. ("; the true distribution (the language's own probabilities, which no model beats in " ..
+                      "expectation) %s"):format(values_text(bounds))
+      if best_closed >= 1 then
+        text = text .. ("; the best model here (%.2f) reaches it, within the test split's sampling noise"):format(best[key])
+      elseif best_closed > 0 then
+        text = text .. ("; the best model here (%.2f) closes %.0f%% of the gap between them"):format(best[key], 100 * best_closed)
+      else
+        text = text .. ("; no model here beats the unigram model (the best: %.2f)"):format(best[key])
+      end
+      text = text .. "."
+    else
+      text = text .. "; for real text the true distribution's perplexity is unknown."
+    end
+    if unmeasured > 0 then
+      text = text .. (" %d of the %d models' results have no unigram_ppl (%s)."):format(
+        unmeasured, measured + unmeasured, why_missing)
+    end
+    local notes = {text}
+    if near > 0 then
+      notes[2] = ("%s within %.0f%% of the unigram model's test perplexity or above it: %s learnt little beyond word " ..
+                  "frequencies, so differences between such models, and any correlation over them, say little; train " ..
+                  "longer or at a larger scale for a finding."):format(
+        near == 1 and measured == 1 and "The model is" or near == measured and ("All %d models are"):format(measured)
+          or near == 1 and ("1 of the %d models is"):format(measured) or ("%d of the %d models are"):format(near, measured),
+        100 * report.NEAR_UNIGRAM, near == 1 and "it has" or "they have")
+    end
+    return notes
+  end
+
+  local function check_results(results, key, level)
+    if type(results) ~= "table" then
+      error(("bad argument #1 (a list of results or rows expected, got %s)"):format(type(results)), level + 1)
+    end
+    if key ~= nil and type(key) ~= "string" then
+      error(("bad argument #2 (the perplexity's key, a string, expected, got %s)"):format(type(key)), level + 1)
+    end
+  end
+
+  function report.yardsticks(results, key)
+    check_results(results, key, 2)
+    return yardstick_notes(results, key or "test_ppl")
+  end
+
+  -- Adds report.yardsticks' notes under the table.
+  function Table:note_yardsticks(results, key)
+    check_results(results, key, 2)
+    for _, note in ipairs(yardstick_notes(results, key or "test_ppl")) do self:note(note) end
+    return self
+  end
+
   local function new_table(spec)
     if type(spec) ~= "table" then error("bad argument #1 to 'lmkit.report.table' (table expected, got " .. type(spec) .. ")", 2) end
     check_options(spec, TABLE_OPTIONS, "lmkit.report.table")
@@ -473,7 +579,10 @@ A results table rendered as Markdown, CSV or LaTeX (booktabs). columns: {key=, l
 Numbers get `digits` decimals (integers stay integers unless digits is set); format = "%.3g" or function(value, row) overrides. align: "left" | "right" | "center" (default: right for numbers). sd = "ppl_sd" shows "mean ± sd". best = "min" | "max" sets the best value in bold.
 The paper's numbers: a column with paper = "field" (a row field), {v1, v2, ...} (by row), function(row, i), or true/omitted with the table's paper = {[id] = {key = value}} (rows matched by the `id` column, default the first) shows "paper | ours | Δ" (Δ = ours − paper; delta = "percent" or false).
 data = {label=, paper_data=, paper_label=} says what the numbers were measured on ("Data: ..." under the title); with paper_data = false the paper's columns stay but Δ is dropped, and a line says why. notes = {...} (or t:note(text)) are lines under the table (a correlation, a plot's file).
-Methods: t:markdown(), t:csv([{raw=true}]), t:latex([{float=, placement="t"}]), t:print(), t:save(path) (.md, .csv or .tex; atomic), t:add(row), t:note(text).]])
+Methods: t:markdown(), t:csv([{raw=true}]), t:latex([{float=, placement="t"}]), t:print(), t:save(path) (.md, .csv or .tex; atomic), t:add(row), t:note(text), t:note_yardsticks(results[, key]) (lmkit.report.yardsticks).]])
+  lmkit.document(report.yardsticks, "lmkit.report.yardsticks", [[
+lmkit.report.yardsticks(results[, key="test_ppl"]) -> {note, ...}
+The yardsticks of the results' perplexities, as every built-in recipe's report prints them: the unigram model's test perplexity (each result's unigram_ppl: a run's summary() has it) and, on a synthetic language, the true distribution's (bound_ppl: presets.yardsticks(corpus)) with the share of the gap the best model closes; then how many models are within 5% of the unigram model (lmkit.report.NEAR_UNIGRAM), whose differences say little. results: a recipe's results ({cell=, result=}) or plain rows. t:note_yardsticks(results[, key]) adds them under table t.]])
   lmkit.document(latex_escape, "lmkit.report.latex_escape", "lmkit.report.latex_escape(s) -> string\nEscapes LaTeX's special characters \\ { } _ % & # $ ~ ^ so that s prints as itself, and writes the Greek letters, subscript digits and symbols lmkit's tables use (σ, ε, ₁, ≥, ±, ...) as math, which pdflatex typesets.")
   return report
 end

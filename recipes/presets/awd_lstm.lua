@@ -281,7 +281,28 @@ function presets.train_overrides(cfg, base)
   if (cfg.epochs or 0) > 0 then train.epochs = cfg.epochs end
   if train.switch == nil then train.switch = rawget(cfg, "switch") end
   if train.switch == "et" and train.switch_epoch == nil then train.switch_epoch = presets.et_epoch(cfg, train.epochs) end
+  local init_from = rawget(cfg, "init_from")
+  if init_from and init_from ~= "" and train.init_from == nil then train.init_from = init_from end
   return train
+end
+
+-- What one cell starts from when `source` (the init_from setting) names a recipe's folder (its
+-- recipe.json): the same cell's run there, <source>/cells/<id>/run, `run_dir` being the cell's own
+-- <out>/cells/<id>/run. A run folder or checkpoint is every cell's. nil: no init_from.
+function presets.cell_init_from(source, run_dir)
+  if source == nil or source == "" then return nil end
+  if not lmkit.fs.exists(source .. "/recipe.json") then return source end
+  local id = run_dir:match("/cells/([^/]+)/run$")
+  if not id then
+    error(("init_from = %q is a recipe's folder, but this run (%s) is no recipe cell's: name a run folder or a " ..
+           "checkpoint"):format(source, run_dir), 0)
+  end
+  local run = source .. "/cells/" .. id .. "/run"
+  if not lmkit.fs.exists(run .. "/best.ckpt") then
+    error(("init_from = %q: that recipe folder has no trained model for cell %s (%s/best.ckpt is missing): finish " ..
+           "that cell there first, or name one run folder or checkpoint for every cell"):format(source, id, run), 0)
+  end
+  return run
 end
 
 -- A line for a report: the switch a recipe trained with, beside the thesis's (thesis = false: a
@@ -314,12 +335,13 @@ function presets.train_cell(o)
   local model = lmkit.model(m)
   t.model, t.corpus = model, corpus
   t.run_dir = o.dir or error("presets.train_cell: 'dir' (the cell's run folder) is required", 2)
+  t.init_from = presets.cell_init_from(t.init_from, t.run_dir)
   local run = lmkit.train(t)
   return model, run:summary(), corpus
 end
 
 -- `result` (a cell's result table) with its corpus's yardsticks (presets.yardsticks) added, for
--- measure.note_yardsticks in the report.
+-- the report's t:note_yardsticks (lmkit.report.yardsticks).
 function presets.with_yardsticks(result, corpus)
   for k, v in pairs(presets.yardsticks(corpus)) do result[k] = v end
   return result
@@ -343,6 +365,9 @@ presets.SHARED_SETTINGS = {
                               .. "small, paper: its full protocol), \"mini\": the dataset's mini protocol (ptb-mini, wt2-mini: "
                               .. "trained on its validation split, docs/data.md), \"full\": its training split",
                           {"", "mini", "full"}),
+  init_from = recipe.setting("", "a model every cell starts from (lmkit.train's init_from; a head of another kind "
+                                 .. "takes what fits by name and shape): a run folder or checkpoint for every cell, or "
+                                 .. "a folder of a recipe's cells, each cell from its own cell's run there"),
 }
 
 function presets.settings(spec)

@@ -27,12 +27,12 @@ void flatten_into(const json& value, const std::string& prefix, json& out) {
   }
 }
 
-ComparedRun read_run(const std::string& dir, const std::string& label) {
+ComparedRun read_run(const std::string& dir, const std::string& label, const std::string& curve_metric) {
   ComparedRun run;
   run.label = label;
   run.status.dir = dir;
   try {
-    run.status = run_status(dir);
+    run.status = run_status(dir, curve_metric);
     run.settings = flattened_settings(RunStore(dir).read_json("config.json"));
   } catch (const EnvironmentError& e) {
     run.status.state = "unreadable";
@@ -77,7 +77,7 @@ std::vector<std::string> cell_ids(const fs::path& folder) {
   return ids;
 }
 
-void add_folder(const std::string& dir, RunComparison& comparison) {
+void add_folder(const std::string& dir, const std::string& curve_metric, RunComparison& comparison) {
   const fs::path path(dir);
   const auto status = examined(path, dir);
   if (!fs::exists(status)) throw UsageError("'" + dir + "' does not exist");
@@ -86,7 +86,7 @@ void add_folder(const std::string& dir, RunComparison& comparison) {
   }
   const auto label = without_trailing_slash(dir);
   if (fs::exists(examined(path / "config.json", dir + "/config.json"))) {
-    comparison.runs.push_back(read_run(dir, label));
+    comparison.runs.push_back(read_run(dir, label, curve_metric));
     return;
   }
   if (fs::exists(examined(path / "recipe.json", dir + "/recipe.json")) ||
@@ -96,7 +96,7 @@ void add_folder(const std::string& dir, RunComparison& comparison) {
     for (const auto& id : ids) {
       const auto run_dir = path / "cells" / id / "run";
       if (!is_file_in(run_dir / "config.json")) continue;
-      comparison.runs.push_back(read_run(run_dir.string(), label + "/" + id));
+      comparison.runs.push_back(read_run(run_dir.string(), label + "/" + id, curve_metric));
       ++found;
     }
     if (found == 0) {
@@ -167,10 +167,10 @@ json flattened_settings(const json& config) {
   return flat;
 }
 
-RunComparison compare_runs(const std::vector<std::string>& dirs) {
+RunComparison compare_runs(const std::vector<std::string>& dirs, const std::string& curve_metric) {
   if (dirs.empty()) throw UsageError("give at least one run directory or recipe output folder");
   RunComparison comparison;
-  for (const auto& dir : dirs) add_folder(dir, comparison);
+  for (const auto& dir : dirs) add_folder(dir, curve_metric, comparison);
   // A run given twice (a folder and one of its cells, say) is shown once.
   std::set<std::string> seen;
   std::vector<ComparedRun> unique;

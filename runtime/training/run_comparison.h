@@ -29,8 +29,9 @@ struct RunComparison {
 
 // Reads the runs of `dirs`; UsageError naming a folder that does not exist, is a file, or holds
 // no run (and what would), and when no folder is given. A run whose files are damaged is kept as
-// unreadable, with the reason, so that one bad cell does not hide a grid.
-RunComparison compare_runs(const std::vector<std::string>& dirs);
+// unreadable, with the reason, so that one bad cell does not hide a grid. Each run's metric_curve
+// follows `curve_metric` (run_status).
+RunComparison compare_runs(const std::vector<std::string>& dirs, const std::string& curve_metric = "valid_ppl");
 
 // config.json's leaves as "a.b.c" → value; arrays stay whole values. The keys no comparison shows
 // (run_id, train.run_dir, corpus.source, corpus.origin, corpus.hash) are left out; corpus.content

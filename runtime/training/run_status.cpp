@@ -43,7 +43,7 @@ std::string printable_json(const nlohmann::json& value) {
 
 }  // namespace
 
-RunStatus run_status(const std::string& dir) {
+RunStatus run_status(const std::string& dir, const std::string& curve_metric) {
   namespace fs = std::filesystem;
   if (!fs::is_directory(dir) || !fs::exists(fs::path(dir) / "config.json")) {
     throw UsageError("'" + dir + "' is not a run directory (no config.json)");
@@ -71,6 +71,23 @@ RunStatus run_status(const std::string& dir) {
   double seconds = 0;
   std::int64_t timed = 0, last_main = 0, main_epochs = 0, finetune_epochs = 0;
   std::optional<std::string> foreign;
+  // The chosen curve keeps each epoch's last value; the names of the records' numbers are kept
+  // up to a bound (a file of any content stays bounded).
+  const auto add_point = [&](std::int64_t epoch, double value) {
+    if (!status.metric_curve.empty() && status.metric_curve.back().first == epoch) {
+      status.metric_curve.back().second = value;
+    } else {
+      status.metric_curve.emplace_back(epoch, value);
+    }
+  };
+  const auto note_metrics = [&](const nlohmann::json& record) {
+    for (auto it = record.begin(); it != record.end() && status.recorded_metrics.size() < 64; ++it) {
+      const auto& key = it.key();
+      if (it->is_number() && key != "epoch" && key != "step" && key != "batch" && key.size() <= 64) {
+        status.recorded_metrics.insert(key);
+      }
+    }
+  };
   const auto reading = store.read_metrics([&](std::size_t line, const nlohmann::json& record) {
     if (foreign) return;
     const auto id = record.find("run_id");
@@ -81,7 +98,18 @@ RunStatus run_status(const std::string& dir) {
       return;
     }
     const auto type = record.find("type");
+    if (type != record.end() && *type == "recipe") {
+      // A recipe's own numbers (run:record): at the epoch they were recorded in, counted on
+      // through the finetune stage as the epochs are.
+      const auto e = count_at(record, "epoch");
+      const auto stage = record.find("stage");
+      const bool finetune = stage != record.end() && *stage == "finetune";
+      note_metrics(record);
+      if (const auto value = number_at(record, curve_metric.c_str()); value && e) add_point(*e + (finetune ? last_main : 0), *value);
+      return;
+    }
     if (type == record.end() || *type != "epoch") return;
+    note_metrics(record);
     if (const auto epoch = count_at(record, "epoch")) {
       const auto e = *epoch;
       const auto stage = record.find("stage");
@@ -94,6 +122,7 @@ RunStatus run_status(const std::string& dir) {
         ++main_epochs;
       }
     }
+    if (const auto value = number_at(record, curve_metric.c_str())) add_point(status.epoch, *value);
     const auto valid = number_at(record, "valid_ppl");
     if (valid) {
       status.last_valid_ppl = valid;
@@ -150,6 +179,8 @@ RunStatus run_status(const std::string& dir) {
     status.best_valid_ppl.reset();
     status.last_valid_ppl.reset();
     status.valid_curve.clear();
+    status.metric_curve.clear();
+    status.recorded_metrics.clear();
     status.seconds_per_epoch.reset();
     status.epoch = 0;
     status.best_epoch = 0;

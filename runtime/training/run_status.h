@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +26,12 @@ struct RunStatus {
   std::optional<double> best_valid_ppl, last_valid_ppl, test_ppl, train_ppl;  // train_ppl: the summary's
   std::int64_t best_epoch = 0;
   std::vector<std::pair<std::int64_t, double>> valid_curve;  // (epoch, valid ppl) per finished epoch
+  // The curve of one chosen number (run_status's `curve_metric`): (epoch, value) from the epoch
+  // records' field of that name, or from the records a recipe wrote with run:record (type
+  // "recipe"), the last value of each epoch. `recorded_metrics`: the numbers the records have, by
+  // name, for a message when the chosen one is not among them.
+  std::vector<std::pair<std::int64_t, double>> metric_curve;
+  std::set<std::string> recorded_metrics;
   std::optional<double> seconds_per_epoch;  // the finished epochs' mean
   std::optional<double> eta_seconds;        // running: the epochs left at that rate
   bool resumable = false;                   // not finished, with a state.ckpt: lmkit.resume continues it
@@ -44,6 +51,7 @@ struct RunStatus {
 };
 
 // The status of the run directory `dir` (one with a config.json); UsageError naming it otherwise.
-RunStatus run_status(const std::string& dir);
+// `curve_metric` names the number metric_curve follows (default: the validation perplexity).
+RunStatus run_status(const std::string& dir, const std::string& curve_metric = "valid_ppl");
 
 }  // namespace lmkit::training

@@ -1,6 +1,7 @@
 #include <random>
 
 #include "runtime/core/number_text.h"
+#include "runtime/core/terminal_text.h"
 #include "runtime/heads/stored_head_config.h"
 #include "runtime/training/process_pool.h"
 #include "runtime/training/run_comparison.h"
@@ -399,6 +400,36 @@ std::int64_t Trainer::set_frozen(const std::string& prefix, bool frozen) { retur
 bool Trainer::resumed() const { return s_->resumed; }
 const RunStore& Trainer::store() const { return s_->store; }
 LanguageModel& Trainer::model() { return s_->model; }
+
+void Trainer::record(const std::map<std::string, double>& values) {
+  if (values.empty()) throw UsageError("run:record{}: give the numbers to record, e.g. run:record{rank = 42}");
+  if (values.size() > 64) {
+    throw UsageError("run:record: " + integer_text(static_cast<std::int64_t>(values.size())) +
+                     " numbers in one record; at most 64");
+  }
+  json record = {{"type", "recipe"}, {"stage", s_->stage}, {"epoch", s_->batch > 0 ? s_->epoch + 1 : s_->epoch},
+                 {"step", s_->step}};
+  for (const auto& [name, value] : values) {
+    const bool identifier = !name.empty() && name.size() <= 64 && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                            std::all_of(name.begin(), name.end(), [](char c) {
+                              return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                            });
+    if (!identifier) {
+      throw UsageError("run:record: '" + printable_text(name) + "' is no name for a number: letters, digits and _, " +
+                       "not starting with a digit, at most 64 characters (e.g. rank_1)");
+    }
+    if (record.contains(name) || name == "run_id" || name == "batch") {
+      throw UsageError("run:record: '" + name + "' is a field of every record (type, run_id, stage, epoch, step, " +
+                       "batch); name the number otherwise (e.g. my_" + name + ")");
+    }
+    if (!std::isfinite(value)) {
+      throw UsageError("run:record: " + name + " = " + describe_number(value) + " is not finite; metrics.jsonl " +
+                       "keeps finite numbers (leave it out, or record a flag such as " + name + "_finite = 0)");
+    }
+    record[name] = value;
+  }
+  s_->metric(std::move(record));
+}
 
 void stop_training(Trainer& trainer, const std::optional<std::string>& reason) {
   trainer.request_stop(reason.value_or("stopped by a callback"));

@@ -18,6 +18,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,6 +64,12 @@ class Trainer {
   // Freezes/unfreezes the parameters whose names start with `prefix` ("encoder.lstm0_", "head.");
   // returns how many matched. Frozen parameters get no gradient and no update.
   std::int64_t set_frozen(const std::string& prefix, bool frozen);
+  // A recipe's own numbers, appended to metrics.jsonl as {"type": "recipe", stage, epoch, step,
+  // name: value, ...} at the epoch in progress (in on_step) or just finished (in on_epoch_end):
+  // `lmkit compare --metric NAME` plots them. UsageError for no values, more than 64, a name that
+  // is not an identifier of at most 64 characters or is a record's own (type, run_id, stage, epoch,
+  // step, batch), or a value that is not finite (JSON has no NaN).
+  void record(const std::map<std::string, double>& values);
 
   bool resumed() const;
   const RunStore& store() const;

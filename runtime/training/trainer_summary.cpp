@@ -1,4 +1,5 @@
 // summary.json: what a run reports when it ends (or stops).
+#include "runtime/data/unigram.h"
 #include "runtime/training/trainer_state.h"
 
 namespace lmkit::training {
@@ -40,7 +41,12 @@ json Trainer::State::summary_json(const std::optional<EvalResult>& valid, const 
               {"seconds", seconds()},
               {"peak_rss_bytes", peak_rss_bytes()}};
   if (valid) out["valid_loss"] = valid->loss, out["valid_ppl"] = valid->perplexity;
-  if (test) out["test_loss"] = test->loss, out["test_ppl"] = test->perplexity;
+  if (test) {
+    out["test_loss"] = test->loss, out["test_ppl"] = test->perplexity;
+    // The yardstick the test perplexity is read against (lmkit.report.yardsticks): the unigram
+    // model of the training split's word frequencies. A pass over the splits, once per run.
+    out["unigram_ppl"] = data::unigram_perplexity(corpus, "test");
+  }
   if (!stop_reason.empty()) out["stop_reason"] = stop_reason;
   if (!diagnostic.empty()) out["diagnostic"] = diagnostic;
   if (graphs) {

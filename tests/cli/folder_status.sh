@@ -70,6 +70,18 @@ echo "$out" | grep -qF "plot: $work/compare.svg" || fail "compare: no plot named
 grep -qF ">seed=1<" "$work/compare.svg" || fail "compare.svg has no curve named seed=1"
 grep -qF ">seed=2<" "$work/compare.svg" || fail "compare.svg has no curve named seed=2"
 grep -qF "$work/" "$work/compare.svg" && fail "compare.svg names a curve by its folder's path"
+# A number the recipe recorded itself (run:record in on_epoch_end), by epoch; a name no run records
+# is refused with the names they do.
+out=$("$lmkit" compare "$work" --metric valid_ppl_twice --plot "$work/twice.svg") || fail "compare --metric failed: $out"
+grep -qF "valid_ppl_twice" "$work/twice.svg" || fail "twice.svg does not name the number it shows"
+out=$("$lmkit" compare "$work" --metric no_such_number --plot "$work/none.svg" 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "compare --metric of a number no run records: exit $rc: $out"
+echo "$out" | grep -qF "no plot: no run records 'no_such_number' per epoch; their records have " ||
+  fail "compare --metric: no message for an unrecorded number: $out"
+echo "$out" | grep -qF "valid_ppl_twice" || fail "compare --metric: the recorded numbers are not named: $out"
+out=$("$lmkit" compare "$work" --metric "valid ppl" 2>&1); rc=$?
+[ "$rc" = 2 ] || fail "compare --metric with a space: exit $rc: $out"
+echo "$out" | grep -qF -- "--metric valid ppl: a number's name in the runs' records" || fail "compare --metric: $out"
 out=$("$lmkit" compare "$here" 2>&1); rc=$?
 [ "$rc" = 2 ] || fail "compare of a folder without runs: exit $rc: $out"
 echo "$out" | grep -qF "holds no training run: give a run directory" || fail "compare: no message: $out"

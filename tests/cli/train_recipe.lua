@@ -18,6 +18,9 @@ return recipe.define{
       epochs = ctx.cfg.epochs, switch = "none", log_interval = 20, eval_batch_size = 4, test_batch_size = 2,
       seed = cell.seed,
       on_step = delay > 0 and function() lmkit.process.sleep(delay) end or nil,
+      -- A number of the recipe's own, for `lmkit compare --metric` (and for the preemption tests:
+      -- a resumed run keeps these records as the epochs' own).
+      on_epoch_end = function(info, control) control:record{valid_ppl_twice = 2 * info.valid_ppl} end,
     }
     return {test_ppl = ("%.9g"):format(run:summary().test_ppl)}
   end,

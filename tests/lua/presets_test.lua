@@ -237,45 +237,23 @@ T.test("chapter 5's recipes analyse a model imported from a reference checkpoint
   os.remove(dir)
 end)
 
-T.test("every report's yardsticks: unigram, bound, the gap closed and the near-unigram note", function()
-  local measure = require "presets.measure"
-  local function notes_of(results)
-    local t = lmkit.report.table{columns = {{key = "test_ppl", label = "Test ppl"}}}
-    measure.note_yardsticks(t, results)
-    return table.concat(t.notes, "\n")
-  end
-  -- Synthetic: unigram 100, bound 50; the best model (70) closes log(100/70)/log(100/50) = 51% of the gap;
-  -- 96 is within 5% of the unigram model (≥ 95), 94.9 is not.
-  local text = notes_of{{cell = {}, result = {test_ppl = 96, unigram_ppl = 100, bound_ppl = 50}},
-                        {cell = {}, result = {test_ppl = 70, unigram_ppl = 100, bound_ppl = 50}},
-                        {cell = {}, result = {test_ppl = 94.9, unigram_ppl = 100, bound_ppl = 50}},
-                        {cell = {}}}
-  T.truthy(text:find("the unigram model %(the training split's word frequencies, add%-½, no context%) has perplexity 100.00"), text)
-  T.truthy(text:find("the true distribution %(.-%) 50.00; the best model here %(70.00%) closes 51%% of the gap"), text)
-  T.truthy(text:find("1 of the 3 models is within 5%% of the unigram model's test perplexity or above it: it has"), text)
-  -- Two languages: the best is the one closing the largest share of its own gap (20 of 21..10 closes 7%,
-  -- 30 of 100..25 closes 87%), not the lowest perplexity.
-  text = notes_of{{cell = {}, result = {test_ppl = 20, unigram_ppl = 21, bound_ppl = 10}},
-                  {cell = {}, result = {test_ppl = 30, unigram_ppl = 100, bound_ppl = 25}}}
-  T.truthy(text:find("has perplexity 21.00 to 100.00 %(the cells' corpora differ%)"), text)
-  T.truthy(text:find("the best model here %(30.00%) closes 87%% of the gap"), text)
-  T.truthy(text:find("1 of the 2 models is within 5%%"), text)
-  -- Beyond the sampled bound (sampling noise): reached, not "103%"; worse than the unigram model: said so.
-  T.truthy(notes_of{{cell = {}, result = {test_ppl = 49, unigram_ppl = 100, bound_ppl = 50}}}:find("reaches it, within"))
-  text = notes_of{{cell = {}, result = {test_ppl = 101, unigram_ppl = 100, bound_ppl = 50}}}
-  T.truthy(text:find("no model here beats the unigram model %(the best: 101.00%)"), text)
-  T.truthy(text:find("The model is within 5%% of the unigram model's test perplexity or above it: it has learnt"), text)
-  -- Real text: no bound; every model near the unigram model; a NaN (diverged) model is no model.
-  text = notes_of{{cell = {}, result = {test_ppl = 110, unigram_ppl = 100}},
-                  {cell = {}, result = {test_ppl = 99, unigram_ppl = 104}},
-                  {cell = {}, result = {test_ppl = 0 / 0, unigram_ppl = 104}}}
-  T.truthy(text:find("has perplexity 100.00 to 104.00 %(the cells' corpora differ%); for real text the true distribution's perplexity is unknown"), text)
-  T.truthy(text:find("All 2 models are within 5%%"), text)
-  -- Results from before the yardsticks were recorded are counted and said; no finished cell, no note.
-  T.truthy(notes_of{{cell = {}, result = {test_ppl = 80}}}:find("not recorded with these results"))
-  text = notes_of{{cell = {}, result = {test_ppl = 80}}, {cell = {}, result = {test_ppl = 70, unigram_ppl = 100}}}
-  T.truthy(text:find("has perplexity 100.00; .* 1 of the 2 models' results predate the yardsticks"), text)
-  T.eq(notes_of{{cell = {}}}, "")
+T.test("init_from of a grid: one model for every cell, or each cell's own cell of a recipe folder", function()
+  T.eq(presets.train_overrides({scale = "tiny", init_from = "runs/a"}).init_from, "runs/a")
+  T.eq(presets.train_overrides({scale = "tiny", init_from = ""}).init_from, nil)
+  T.eq(presets.train_overrides({scale = "tiny", init_from = "runs/a"}, {init_from = "own"}).init_from, "own")
+  T.eq(presets.cell_init_from("", "out/cells/x/run"), nil)
+  T.eq(presets.cell_init_from("runs/a/best.ckpt", "out/cells/x/run"), "runs/a/best.ckpt")
+  local folder = os.tmpname()
+  os.remove(folder)
+  lmkit.fs.mkdir(folder .. "/cells/head=mos,seed=2/run")
+  lmkit.write_file(folder .. "/recipe.json", "{}")
+  lmkit.write_file(folder .. "/cells/head=mos,seed=2/run/best.ckpt", "")
+  T.eq(presets.cell_init_from(folder, "new/cells/head=mos,seed=2/run"), folder .. "/cells/head=mos,seed=2/run")
+  T.raises(function() presets.cell_init_from(folder, "new/cells/head=mos,seed=3/run") end,
+           "that recipe folder has no trained model for cell head=mos,seed=3 (" .. folder .. "/cells/head=mos,seed=3/run/best.ckpt is missing)")
+  T.raises(function() presets.cell_init_from(folder, "runs/mine") end, "is a recipe's folder, but this run (runs/mine) is no recipe cell's")
+  os.remove(folder .. "/cells/head=mos,seed=2/run/best.ckpt")
+  for _, d in ipairs{"/cells/head=mos,seed=2/run", "/cells/head=mos,seed=2", "/cells", "/recipe.json", ""} do os.remove(folder .. d) end
 end)
 
 T.test("a synthetic corpus's yardsticks: the unigram model's closed form and the language's bound", function()

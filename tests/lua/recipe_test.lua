@@ -149,7 +149,7 @@ T.test("declared settings: the shared block once, a recipe's own default keeps t
   T.eq(s.switch.default, "nt")
   T.eq(s.switch.doc, presets.SHARED_SETTINGS.switch.doc)  -- its own default, the shared doc
   T.eq(s.K, 15)  -- a plain default of the recipe's own passes through, and define refuses it (no doc)
-  T.raises(function() presets.settings{"scal"} end, "no shared setting 'scal' (shared: corpus, dataset, epochs, scale, seeds, switch, switch_epoch)")
+  T.raises(function() presets.settings{"scal"} end, "no shared setting 'scal' (shared: corpus, dataset, epochs, init_from, scale, seeds, switch, switch_epoch)")
   T.raises(function() recipe.setting(nil, "x") end, "a setting needs a default")
   local function define(settings)
     return recipe.define{name = "declared", settings = settings, grid = function() return {{a = 1}} end,

@@ -182,4 +182,52 @@ T.test("documented", function()
   T.truthy(doc:find("-> Table", 1, true))
 end)
 
+T.test("every report's yardsticks: unigram, bound, the gap closed and the near-unigram note", function()
+  local function notes_of(results)
+    local t = lmkit.report.table{columns = {{key = "test_ppl", label = "Test ppl"}}}
+    T.eq(t:note_yardsticks(results), t)
+    T.eq(table.concat(lmkit.report.yardsticks(results), "\n"), table.concat(t.notes, "\n"))
+    return table.concat(t.notes, "\n")
+  end
+  -- Synthetic: unigram 100, bound 50; the best model (70) closes log(100/70)/log(100/50) = 51% of the gap;
+  -- 96 is within 5% of the unigram model (≥ 95), 94.9 is not.
+  local text = notes_of{{cell = {}, result = {test_ppl = 96, unigram_ppl = 100, bound_ppl = 50}},
+                        {cell = {}, result = {test_ppl = 70, unigram_ppl = 100, bound_ppl = 50}},
+                        {cell = {}, result = {test_ppl = 94.9, unigram_ppl = 100, bound_ppl = 50}},
+                        {cell = {}}}
+  T.truthy(text:find("the unigram model %(the training split's word frequencies, add%-½, no context%) has perplexity 100.00"), text)
+  T.truthy(text:find("the true distribution %(.-%) 50.00; the best model here %(70.00%) closes 51%% of the gap"), text)
+  T.truthy(text:find("1 of the 3 models is within 5%% of the unigram model's test perplexity or above it: it has"), text)
+  -- Two languages: the best is the one closing the largest share of its own gap (20 of 21..10 closes 7%,
+  -- 30 of 100..25 closes 87%), not the lowest perplexity.
+  text = notes_of{{cell = {}, result = {test_ppl = 20, unigram_ppl = 21, bound_ppl = 10}},
+                  {cell = {}, result = {test_ppl = 30, unigram_ppl = 100, bound_ppl = 25}}}
+  T.truthy(text:find("has perplexity 21.00 to 100.00 %(the cells' corpora differ%)"), text)
+  T.truthy(text:find("the best model here %(30.00%) closes 87%% of the gap"), text)
+  T.truthy(text:find("1 of the 2 models is within 5%%"), text)
+  -- Beyond the sampled bound (sampling noise): reached, not "103%"; worse than the unigram model: said so.
+  T.truthy(notes_of{{cell = {}, result = {test_ppl = 49, unigram_ppl = 100, bound_ppl = 50}}}:find("reaches it, within"))
+  text = notes_of{{cell = {}, result = {test_ppl = 101, unigram_ppl = 100, bound_ppl = 50}}}
+  T.truthy(text:find("no model here beats the unigram model %(the best: 101.00%)"), text)
+  T.truthy(text:find("The model is within 5%% of the unigram model's test perplexity or above it: it has learnt"), text)
+  -- Real text: no bound; every model near the unigram model; a NaN (diverged) model is no model.
+  text = notes_of{{cell = {}, result = {test_ppl = 110, unigram_ppl = 100}},
+                  {cell = {}, result = {test_ppl = 99, unigram_ppl = 104}},
+                  {cell = {}, result = {test_ppl = 0 / 0, unigram_ppl = 104}}}
+  T.truthy(text:find("has perplexity 100.00 to 104.00 %(the cells' corpora differ%); for real text the true distribution's perplexity is unknown"), text)
+  T.truthy(text:find("All 2 models are within 5%%"), text)
+  -- Results from before the yardsticks were recorded are counted and said; no finished cell, no note.
+  T.truthy(notes_of{{cell = {}, result = {test_ppl = 80}}}:find("no result here has a unigram_ppl %(results written before"))
+  text = notes_of{{cell = {}, result = {test_ppl = 80}}, {cell = {}, result = {test_ppl = 70, unigram_ppl = 100}}}
+  T.truthy(text:find("has perplexity 100.00; .* 1 of the 2 models' results have no unigram_ppl %(.*a run's summary%(%) has it"), text)
+  T.eq(notes_of{{cell = {}}}, "")
+  -- Plain rows (a custom recipe's run summaries) and another perplexity key.
+  text = notes_of{{test_ppl = 99, unigram_ppl = 100}, {test_ppl = 50, unigram_ppl = 100}}
+  T.truthy(text:find("has perplexity 100.00; for real text") and text:find("1 of the 2 models is within 5%%"), text)
+  local valid = table.concat(lmkit.report.yardsticks({{valid_ppl = 99, test_ppl = 20, unigram_ppl = 100}}, "valid_ppl"), "\n")
+  T.truthy(valid:find("The model is within 5%%"), valid)
+  T.raises(function() lmkit.report.yardsticks("results") end, "a list of results or rows expected, got string")
+  T.raises(function() lmkit.report.table{columns = {"x"}}:note_yardsticks({}, 3) end, "the perplexity's key, a string, expected, got number")
+end)
+
 T.run()

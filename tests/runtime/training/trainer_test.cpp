@@ -1065,6 +1065,85 @@ nlohmann::json stored_summary(const std::string& run_dir) {
   return nlohmann::json::parse(in);
 }
 
+TEST_F(TrainerTest, ARecipesOwnNumbersAreRecordsOfTheRunThatCompareFollowsByEpoch) {
+  auto options = tiny_options();
+  options.epochs = 2;
+  options.finetune_epochs = 1;
+  Trainer* running = nullptr;
+  std::vector<std::string> refusals;
+  std::vector<double> valid;
+  TrainCallbacks callbacks;
+  bool first_step = true;
+  callbacks.on_step = [&](const nlohmann::json&) {
+    if (!first_step) return;
+    first_step = false;
+    running->record({{"in_progress", 7}});  // epoch 1, in progress
+    const std::vector<std::map<std::string, double>> bad = {
+        {},
+        {{"epoch", 1}},
+        {{"run_id", 1}},
+        {{"2fast", 1}},
+        {{"has space", 1}},
+        {{"rank", std::numeric_limits<double>::quiet_NaN()}},
+        {{"rank", std::numeric_limits<double>::infinity()}}};
+    for (const auto& values : bad) {
+      try {
+        running->record(values);
+        refusals.push_back("accepted");
+      } catch (const UsageError& e) {
+        refusals.push_back(e.what());
+      }
+    }
+  };
+  callbacks.on_epoch_end = [&](const nlohmann::json& info) {
+    valid.push_back(info.at("valid_ppl").get<double>());
+    running->record({{"twice", 2 * valid.back()}, {"early", 1}});
+    running->record({{"twice", 2 * valid.back()}});  // the epoch's last value is the curve's
+  };
+  Trainer trainer(tiny_model(), tiny_corpus(), options, dir("recorded"), callbacks);
+  running = &trainer;
+  trainer.run();
+  ASSERT_EQ(refusals.size(), 7u);
+  EXPECT_NE(refusals[0].find("run:record{}: give the numbers to record"), std::string::npos) << refusals[0];
+  EXPECT_NE(refusals[1].find("'epoch' is a field of every record"), std::string::npos) << refusals[1];
+  EXPECT_NE(refusals[2].find("'run_id' is a field of every record"), std::string::npos) << refusals[2];
+  EXPECT_NE(refusals[3].find("'2fast' is no name for a number: letters, digits and _"), std::string::npos) << refusals[3];
+  EXPECT_NE(refusals[4].find("'has space' is no name"), std::string::npos) << refusals[4];
+  EXPECT_NE(refusals[5].find("rank = NaN is not finite"), std::string::npos) << refusals[5];
+  EXPECT_NE(refusals[6].find("rank = inf is not finite"), std::string::npos) << refusals[6];
+
+  // The records, with the run's id, at the epoch each belongs to.
+  std::vector<nlohmann::json> recorded;
+  for (const auto& record : RunStore(dir("recorded")).metrics()) {
+    if (record.at("type") == "recipe") recorded.push_back(record);
+  }
+  ASSERT_EQ(recorded.size(), 7u);
+  EXPECT_EQ(recorded[0].at("epoch"), 1);
+  EXPECT_EQ(recorded[0].at("in_progress"), 7);
+  EXPECT_EQ(recorded[0].at("stage"), "train");
+  EXPECT_FALSE(recorded[0].at("run_id").get<std::string>().empty());
+  EXPECT_EQ(recorded[1].at("epoch"), 1);
+  EXPECT_EQ(recorded[5].at("stage"), "finetune");
+  EXPECT_EQ(recorded[5].at("epoch"), 1);
+
+  // The curve follows the chosen number: epochs 1, 2, then the finetune epoch as 3; the run is
+  // still its own record (the epoch counts agree with summary.json).
+  ASSERT_EQ(valid.size(), 3u);
+  const auto status = run_status(dir("recorded"), "twice");
+  EXPECT_TRUE(status.records_problem.empty()) << status.records_problem;
+  ASSERT_EQ(status.metric_curve.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(status.metric_curve[i].first, static_cast<std::int64_t>(i + 1));
+    EXPECT_DOUBLE_EQ(status.metric_curve[i].second, 2 * valid[i]);
+  }
+  EXPECT_EQ(status.recorded_metrics.count("twice"), 1u);
+  EXPECT_EQ(status.recorded_metrics.count("valid_ppl"), 1u);
+  EXPECT_EQ(status.recorded_metrics.count("epoch"), 0u);
+  // An epoch record's own field is a curve too; a number nobody recorded is none.
+  EXPECT_EQ(run_status(dir("recorded"), "train_ppl").metric_curve.size(), 3u);
+  EXPECT_TRUE(run_status(dir("recorded"), "nothing").metric_curve.empty());
+}
+
 TEST_F(TrainerTest, ARunWhoseBestCheckpointVanishedFailsNamingItInsteadOfFinishing) {
   auto options = tiny_options();
   options.epochs = 1;
