@@ -14,6 +14,7 @@
 #include "bindings/lua_model.h"
 #include "bindings/lua_module.h"
 #include "bindings/lua_process.h"
+#include "bindings/lua_recipe_folder.h"
 #include "bindings/lua_stats.h"
 #include "bindings/lua_tensor.h"
 #include "bindings/lua_train.h"
@@ -64,6 +65,7 @@ int open_module(lua_State* L) {
   open_analysis(L, module);  // its functions take models and vocabularies
   open_train(L, module);
   open_process(L, module);
+  open_recipe_folder(L, module);
   open_fs(L, module);
   // Lua-side additions (help, show, ...) extend the table in place.
   lua_getglobal(L, "require");

@@ -24,7 +24,7 @@ void add_compare_command(CLI::App& app, CompareOptions& options) {
   options.command->add_option("dirs", options.dirs, "Run directories (config.json) or recipe output folders (each cell's run)")
       ->required();
   options.command->add_option("--plot", options.plot,
-                              "Where the validation curves go (.png or .svg; default compare.png here; \"\" for none)");
+                              "Where the curves go (.png or .svg; default compare.png here; \"\" for none)");
   options.command->add_option("--metric", options.metric,
                               "The number the curves follow, per epoch: an epoch record's (valid_ppl, train_ppl, "
                               "valid_loss, epoch_seconds, ...) or one a recipe recorded with run:record{name = value} "
@@ -92,10 +92,15 @@ void check_metric_name(const std::string& metric) {
 }
 
 // The plot has no curve of the chosen number: say which numbers the runs do record.
-std::string no_curve_message(const training::RunComparison& comparison, const std::string& metric) {
+std::set<std::string> recorded_numbers(const training::RunComparison& comparison) {
   std::set<std::string> names;
   for (const auto& run : comparison.runs) names.insert(run.status.recorded_metrics.begin(), run.status.recorded_metrics.end());
-  if (names.empty()) return "no plot: no run has finished an epoch";
+  return names;
+}
+
+std::string no_curve_message(const training::RunComparison& comparison, const std::string& metric) {
+  const auto names = recorded_numbers(comparison);
+  if (names.empty()) return "no plot: no run has a finished epoch that is its own record";
   std::string list;
   for (const auto& name : names) list += (list.empty() ? "" : ", ") + name;
   return "no plot: no run records '" + printable_text(metric) + "' per epoch; their records have " + list +
@@ -124,8 +129,8 @@ int run_compare(const CompareOptions& options) {
   int status = 0;
   if (!options.plot.empty() && runs.empty()) {
     std::cout << no_curve_message(comparison, options.metric) << "\n";
-    // A number no run records is a mistake in the command (a run without epochs is not).
-    if (options.metric != "valid_ppl") status = 2;
+    // A number no run records is a mistake in the command (runs without epochs are not).
+    if (!recorded_numbers(comparison).empty()) status = 2;
   } else if (!options.plot.empty()) {
     std::cout << std::flush;
     status = call_lmkit_function("lmkit.recipe", "plot_comparison",

@@ -18,6 +18,7 @@
 #include "repl/script_runner.h"
 #include "runtime/core/error.h"
 #include "runtime/core/work_progress.h"
+#include "runtime/training/recipe_cells.h"
 #include "runtime/training/recipe_record.h"
 #include "runtime/training/run_status.h"
 #include "runtime/training/run_store.h"
@@ -37,11 +38,13 @@ FolderKind folder_kind(const std::string& dir) {
   if (!fs::is_directory(path, error)) {
     throw UsageError("'" + dir + "' is a file; give a folder: a batch's or a recipe's output folder, or a training run's directory");
   }
-  if (fs::exists(path / "batch" / "manifest.json")) return FolderKind::kBatch;
-  if (fs::exists(path / "recipe.json")) return FolderKind::kRecipe;
+  // One record for a recipe's folder, whichever command made it; a batch's has its batch section.
+  if (const auto record = training::find_recipe_record(dir, "`lmkit run` of the recipe with --set out=" + dir + " rewrites it")) {
+    return record->batch ? FolderKind::kBatch : FolderKind::kRecipe;
+  }
   if (fs::exists(path / "config.json")) return FolderKind::kRun;
-  throw UsageError("'" + dir + "' holds none of lmkit's results: no batch/manifest.json (`lmkit batch RECIPE --set out=DIR` " +
-                   "makes one), no recipe.json (`lmkit run RECIPE`) and no config.json (a training run's directory)");
+  throw UsageError("'" + dir + "' holds none of lmkit's results: no recipe.json (`lmkit run RECIPE` or `lmkit batch RECIPE " +
+                   "--set out=DIR` makes one) and no config.json (a training run's directory)");
 }
 
 // --set key=value as `lmkit run` reads it back: strings quoted, so that "141" stays a string. The
@@ -54,6 +57,15 @@ std::string set_argument(const std::string& key, const nlohmann::json& value) {
     return key + "=\"" + text + "\"";
   }
   return key + "=" + value.dump();
+}
+
+// The --set settings that give a folder's cells back: its resolved settings, or an older batch's
+// own --set settings where those are all it recorded.
+std::vector<std::string> folder_settings(const training::RecipeRecord& record) {
+  if (!record.settings) return record.sets;
+  std::vector<std::string> sets;
+  for (auto it = record.settings->begin(); it != record.settings->end(); ++it) sets.push_back(set_argument(it.key(), it.value()));
+  return sets;
 }
 
 int run_folder_status(const std::string& dir) {
@@ -74,11 +86,10 @@ int recipe_folder_status(const std::string& dir) {
     const auto cell = fs::path(dir) / "cells" / record.cells[i];
     std::string state = "pending", detail;
     if (fs::exists(cell / "result.json")) {
-      try {
-        training::read_json_object(cell / "result.json");
+      if (training::read_cell_result(dir, record.cells[i])) {
         state = "done";
         ++done;
-      } catch (const EnvironmentError&) {
+      } else {
         state = "damaged";  // the report takes it as missing
         detail = "result.json is not a JSON object: remove the cell's folder to run it again";
       }
@@ -114,9 +125,7 @@ int recipe_folder_status(const std::string& dir) {
   } else if (!record.recipe.empty()) {
     // The rest runs by running the recipe again with the folder's settings (finished cells are kept).
     std::cout << fmt::format("; the rest: lmkit run {} --set out={}", record.recipe, dir);
-    for (auto it = record.settings.begin(); it != record.settings.end(); ++it) {
-      std::cout << " --set " << set_argument(it.key(), it.value());
-    }
+    for (const auto& set : folder_settings(record)) std::cout << " --set " << set;
   }
   std::cout << "\n";
   if (done == record.cells.size()) return 0;
@@ -151,9 +160,9 @@ int recipe_folder_report(const std::string& dir) {
                      " --set report_only=true` with the recipe's file and the settings in " + dir + "/recipe.json");
   }
   std::vector<std::string> arguments{fs::read_symlink("/proc/self/exe").string(), "run", record.recipe};
-  for (auto it = record.settings.begin(); it != record.settings.end(); ++it) {
+  for (const auto& set : folder_settings(record)) {
     arguments.push_back("--set");
-    arguments.push_back(set_argument(it.key(), it.value()));
+    arguments.push_back(set);
   }
   for (const auto& extra : {"out=" + dir, std::string("report_only=true")}) {
     arguments.push_back("--set");

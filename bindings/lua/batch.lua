@@ -48,7 +48,8 @@ function batch.grid(o)
     -- data that is missing stops a local batch before its tasks fail one by one.
     local plan, problems = value:plan(cfg, planned)
     return {path = path, name = value.name, description = value.description,
-            out = lmkit.process.absolute(cfg.out), cells = cells, plan = plan, problems = problems}
+            out = lmkit.process.absolute(cfg.out), cells = cells, plan = plan, problems = problems,
+            settings = lmkit.json_encode(value:result_settings(cfg))}
   end)
   if not configured then mistake(tostring(grid)) end
   return grid

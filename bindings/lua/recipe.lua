@@ -92,18 +92,21 @@ function recipe.is_recipe(value)
   return getmetatable(value) == Recipe
 end
 
--- A stable, readable id for a cell: its fields in key order ("c=0,k=2,seed=1"), made safe for a
--- folder name. Two cells with the same fields are a recipe bug.
-function recipe.cell_id(cell)
-  local keys = {}
+-- A cell's scalar fields (numbers, strings, booleans): what its id and its results.csv columns are
+-- made of. `runner`: with the runner's own index and id.
+local function scalar_fields(cell, runner)
+  local fields = {}
   for k, v in pairs(cell) do
-    if type(v) ~= "table" and type(v) ~= "function" then keys[#keys + 1] = k end
+    if type(k) == "string" and type(v) ~= "table" and type(v) ~= "function" and (runner or (k ~= "index" and k ~= "id")) then
+      fields[k] = v
+    end
   end
-  table.sort(keys)
-  local parts = {}
-  for _, k in ipairs(keys) do parts[#parts + 1] = ("%s=%s"):format(k, tostring(cell[k])) end
-  local id = table.concat(parts, ","):gsub("[^%w%.,=_%-]", "_")
-  return id ~= "" and id or "cell"
+  return fields
+end
+
+-- A stable, readable id for a cell ("c=0,k=2,seed=1"): lmkit.recipe_folder.cell_id's rule.
+function recipe.cell_id(cell)
+  return lmkit.recipe_folder.cell_id(scalar_fields(cell, true))
 end
 
 -- The resolved settings: the recipe's defaults (then `overrides`, e.g. from a test) with --set
@@ -171,71 +174,10 @@ function recipe.read_json(path)
   return nil, ("%s is not a JSON object"):format(path)
 end
 
--- JSON has no NaN or infinity (the encoder writes null), yet a cell's numbers can be: a diverged
--- run's perplexity, a rank of an empty matrix. result.json keeps them as the texts Python's json
--- and pandas write ("NaN", "Infinity", "-Infinity") and lists where they are under "$non_finite"
--- (paths of keys; a key no Lua field name can be), so that a string result that happens to read
--- "NaN" stays a string.
-local NON_FINITE_KEY = "$non_finite"
-
-local function non_finite_text(v)
-  if v ~= v then return "NaN" end
-  return v > 0 and "Infinity" or "-Infinity"
-end
-
-local function is_non_finite(v)
-  return type(v) == "number" and math.type(v) == "float" and (v ~= v or v == math.huge or v == -math.huge)
-end
-
--- A copy of `value` with its non-finite numbers as texts, and their paths appended to `paths`.
-local function with_non_finite_as_text(value, path, paths)
-  if is_non_finite(value) then
-    local copy = {}
-    for i, key in ipairs(path) do copy[i] = key end
-    paths[#paths + 1] = copy
-    return non_finite_text(value)
-  end
-  if type(value) ~= "table" then return value end
-  local out = {}
-  for k, v in pairs(value) do
-    path[#path + 1] = k
-    out[k] = with_non_finite_as_text(v, path, paths)
-    path[#path] = nil
-  end
-  return out
-end
-
-function recipe.encode_result(result)
-  if type(result) == "table" and result[NON_FINITE_KEY] ~= nil then
-    error(("a cell's result must not use the key '%s': result.json keeps its NaN and infinities there"):format(NON_FINITE_KEY), 2)
-  end
-  local paths = {}
-  local stored = with_non_finite_as_text(result, {}, paths)
-  if #paths > 0 and type(stored) == "table" then
-    table.sort(paths, function(a, b) return table.concat(a, ".") < table.concat(b, ".") end)
-    stored[NON_FINITE_KEY] = paths
-  end
-  return lmkit.json_encode(stored, true)
-end
-
-local NUMBER_OF_TEXT = {NaN = 0 / 0, Infinity = math.huge, ["-Infinity"] = -math.huge}
-
--- A cell's result.json as the table its run() returned: the listed texts become numbers again.
-local function read_result(path)
-  local value, err = recipe.read_json(path)
-  if not value then return nil, err end
-  local paths = value[NON_FINITE_KEY]
-  if type(paths) ~= "table" then return value end
-  value[NON_FINITE_KEY] = nil
-  for _, keys in ipairs(paths) do
-    local parent, ok = value, type(keys) == "table" and #keys > 0
-    for i = 1, ok and #keys - 1 or 0 do
-      parent = type(parent) == "table" and parent[keys[i]] or nil
-    end
-    local last = ok and keys[#keys]
-    if type(parent) == "table" and NUMBER_OF_TEXT[parent[last]] then parent[last] = NUMBER_OF_TEXT[parent[last]] end
-  end
-  return value
+-- A cell's result.json as the table its run() returned (NaN and infinities numbers again), nil
+-- when it has none (recipe_cells.h).
+local function read_result(cfg, cell)
+  return lmkit.recipe_folder.read_result(cfg.out, cell.id)
 end
 
 function Recipe:context(cfg, cell)
@@ -255,187 +197,47 @@ function Recipe:result_settings(cfg)
   return values
 end
 
-local function setting_text(value)
-  if type(value) == "table" then return lmkit.json_encode(value) end
-  return type(value) == "string" and ("%q"):format(value) or tostring(value)
-end
-
--- The cell ids of the grid under `cfg` with one setting changed, sorted and joined; nil when the
--- grid cannot be made so.
-function Recipe:grid_ids_with(cfg, key, value)
-  local variant = {}
-  for k, v in pairs(cfg) do variant[k] = v end
-  variant[key] = value
-  local ok, cells = pcall(self.grid, variant)
-  if not ok or type(cells) ~= "table" then return nil end
-  local ids = {}
-  for i, cell in ipairs(cells) do
-    if type(cell) ~= "table" then return nil end
-    ids[i] = recipe.cell_id(cell)
-  end
-  table.sort(ids)
-  return table.concat(ids, "\n")
-end
-
--- Whether setting `key` chooses which cells the grid has (heads, seeds, dims, a cell limit): a value
--- that makes another grid than this run's. Such a setting leaves a cell's own result alone.
-function Recipe:selects_cells(cfg, key, value)
-  self.selecting_cache = self.selecting_cache or {}
-  local cache_key = key .. "=" .. tostring(value)
-  if self.selecting_cache[cache_key] == nil then
-    local now, other = self:grid_ids_with(cfg, key, cfg[key]), self:grid_ids_with(cfg, key, value)
-    self.selecting_cache[cache_key] = now ~= nil and other ~= nil and now ~= other
-  end
-  return self.selecting_cache[cache_key]
-end
-
--- Refuses a finished cell whose settings.json records other settings than `cfg`'s, but for those
--- that only choose the grid's cells. A cell from before settings were recorded (no settings.json)
--- is taken as it is.
--- The settings in which a finished cell's record differs from `cfg` (nil when none):
--- {texts = {"epochs = 0 there, 1 now"}, sets = {"--set epochs=0"}, suffix = {"epochs1"}}.
-function Recipe:settings_differences(cfg, ctx)
-  local file = ctx.dir .. "/settings.json"
-  local recorded = recipe.read_json(file)
-  if not recorded and not lmkit.fs.exists(file) then return nil end  -- a cell of an lmkit before settings were recorded
-  local now, found = self:result_settings(cfg), {texts = {}, sets = {}, suffix = {}}
-  if not recorded or type(recorded.settings) ~= "table" then
-    -- A damaged record proves nothing: the result is not taken as this run's.
-    found.texts[1] = "its settings.json is damaged, so its settings are unknown"
-    found.sets[1], found.suffix[1] = "(unknown)", "new"
-    return found
-  end
-  local keys = {}
-  for key in pairs(now) do keys[#keys + 1] = key end
-  table.sort(keys)
-  for _, key in ipairs(keys) do
-    local then_value = recorded.settings[key]
-    if then_value ~= nil and then_value ~= now[key] and not self:selects_cells(cfg, key, then_value) then
-      found.texts[#found.texts + 1] = ("%s = %s there, %s now"):format(key, setting_text(then_value), setting_text(now[key]))
-      found.sets[#found.sets + 1] = ("--set %s=%s"):format(key, type(then_value) == "table" and lmkit.json_encode(then_value)
-                                                              or tostring(then_value))
-      found.suffix[#found.suffix + 1] = ("%s%s"):format(key, tostring(now[key]):gsub("[^%w%.%-]", ""))
-    end
-  end
-  return #found.texts > 0 and found or nil
-end
-
 -- Refuses finished cells whose settings.json records other settings than `cfg`'s, but for those
--- that only choose the grid's cells, naming the settings, how many cells, and the ways out. A cell
--- from before settings were recorded (no settings.json) is taken as it is.
+-- that only choose the grid's cells (lmkit.recipe_folder.check_settings, recipe_cells.h). What only
+-- the recipe can say is given to it: the grid's cell ids with one setting changed (nil when the
+-- grid cannot be made so).
 function Recipe:check_cells_settings(cfg, cells)
-  local first, conflicting = nil, {}
-  for _, cell in ipairs(cells) do
-    local ctx = self:context(cfg, cell)
-    if read_result(ctx.dir .. "/result.json") then
-      local found = self:settings_differences(cfg, ctx)
-      if found then
-        first = first or found
-        conflicting[#conflicting + 1] = cell.id
+  local ids = {}
+  for i, cell in ipairs(cells) do ids[i] = cell.id end
+  lmkit.recipe_folder.check_settings(self.name, cfg.out, ids, self:result_settings(cfg), self.settings, cfg.report_only,
+    function(key, value)
+      local variant = {}
+      for k, v in pairs(cfg) do variant[k] = v end
+      variant[key] = value
+      local ok, grid = pcall(self.grid, variant)
+      if not ok or type(grid) ~= "table" then return nil end
+      local grid_ids = {}
+      for i, cell in ipairs(grid) do
+        if type(cell) ~= "table" then return nil end
+        grid_ids[i] = recipe.cell_id(cell)
       end
-    end
-  end
-  if not first then return end
-  local which = #conflicting == 1 and ("cell " .. conflicting[1])
-                or ("%d cells (%s, ...)"):format(#conflicting, conflicting[1])
-  local way_out = cfg.report_only
-    and ("Report it with the folder's settings (%s), or rerun those cells with these settings in another folder.")
-        :format(table.concat(first.sets, " "))
-    or ("Use another output folder (--set out=%s-%s), the folder's settings (%s), or remove %s/cells to run every cell again.")
-        :format(cfg.out, table.concat(first.suffix, "-"), table.concat(first.sets, " "), cfg.out)
-  error(("recipe %s: %s in %s hold%s results made with other settings (%s); they would be reported as this run's. %s")
-        :format(self.name, which, cfg.out, #conflicting == 1 and "s" or "", table.concat(first.texts, "; "), way_out), 0)
+      return grid_ids
+    end)
 end
 
-
--- <out>/recipe.json: the recipe file, its settings and its cells, so that `lmkit status OUT` can list
--- the cells and `lmkit report OUT` render the report with these settings. A batch folder has its
--- manifest instead.
-function Recipe:write_record(cfg, cells)
+-- <out>/recipe.json, the folder's one record (recipe_record.h): the recipe file, its settings and its
+-- cells, so that `lmkit status OUT` can list the cells, `lmkit report OUT` render the report with
+-- these settings and `lmkit batch` continue the folder. `task`: a single cell's run, which leaves a
+-- batch's record alone.
+function Recipe:write_record(cfg, cells, task)
   local ids = {}
   for i, cell in ipairs(cells) do ids[i] = cell.id end
   local args = rawget(_G, "arg")
-  local path = type(args) == "table" and args[0] and lmkit.process.absolute(tostring(args[0])) or nil
-  lmkit.fs.mkdir(cfg.out)
-  lmkit.write_file(cfg.out .. "/recipe.json", lmkit.json_encode({recipe = path, name = self.name,
-                                                                 settings = self:result_settings(cfg), cells = ids}, true))
+  local path = type(args) == "table" and args[0] and lmkit.process.absolute(tostring(args[0])) or ""
+  lmkit.recipe_folder.record_run(cfg.out, path, self.name, self.description, lmkit.json_encode(self:result_settings(cfg)),
+                                 ids, task == true)
 end
 
--- A cell's grid fields: its scalar fields (those its id is made of).
-local function grid_fields(cell)
-  local fields = {}
-  for k, v in pairs(cell) do
-    if k ~= "index" and k ~= "id" and type(v) ~= "table" and type(v) ~= "function" then fields[k] = v end
-  end
-  return fields
-end
-
--- A result's metrics as {name, value} rows: nested tables flattened with dots (rank.press, ranks.1);
--- vectors longer than 32 values (spectra) stay in result.json only.
-local function metric_rows(value, prefix, rows)
-  local keys = {}
-  for k in pairs(value) do keys[#keys + 1] = k end
-  table.sort(keys, function(a, b)
-    if type(a) == type(b) then return a < b end
-    return type(a) == "number"
-  end)
-  for _, k in ipairs(keys) do
-    local v, name = value[k], prefix .. tostring(k)
-    if type(v) == "table" then
-      if #v <= 32 then metric_rows(v, name .. ".", rows) end
-    elseif type(v) == "number" or type(v) == "boolean" or type(v) == "string" then
-      rows[#rows + 1] = {name, v}
-    end
-  end
-  return rows
-end
-
--- The shortest text that reads back as the same double (60.37, not 60.369999999999997).
-local function number_text(v)
-  if math.type(v) == "integer" then return tostring(v) end
-  -- The words pandas' and R's readers take as NaN and infinities.
-  if v ~= v then return "nan" elseif v == math.huge then return "inf" elseif v == -math.huge then return "-inf" end
-  for digits = 15, 17 do
-    local text = ("%." .. digits .. "g"):format(v)
-    if tonumber(text) == v then return text end
-  end
-  return ("%.17g"):format(v)
-end
-
-local function csv_field(v)
-  if type(v) == "number" then return number_text(v) end
-  local text = tostring(v)
-  if text:find('[,"\n\r]') then text = '"' .. text:gsub('"', '""') .. '"' end
-  return text
-end
-
--- <out>/results.csv, the tidy long table beside the report's formatted one: one row per finished
--- cell and metric, with the cell's id and every grid field as columns, numbers as numbers (full
--- precision), so that pandas or R read the whole recipe in one line.
+-- <out>/results.csv, the tidy long table beside the report's formatted one (recipe_cells.h).
 function Recipe:write_tidy(cfg, results)
-  local field_names, seen = {}, {}
-  for _, r in ipairs(results) do
-    for k in pairs(grid_fields(r.cell)) do
-      if not seen[k] then seen[k] = true; field_names[#field_names + 1] = k end
-    end
-  end
-  table.sort(field_names)
-  local header = {"cell"}
-  for _, k in ipairs(field_names) do header[#header + 1] = csv_field(k) end
-  header[#header + 1], header[#header + 2] = "metric", "value"
-  local lines = {table.concat(header, ",")}
-  for _, r in ipairs(results) do
-    if r.result then
-      local fields = grid_fields(r.cell)
-      for _, row in ipairs(metric_rows(r.result, "", {})) do
-        local line = {csv_field(r.cell.id)}
-        for _, k in ipairs(field_names) do line[#line + 1] = fields[k] ~= nil and csv_field(fields[k]) or "" end
-        line[#line + 1], line[#line + 2] = csv_field(row[1]), csv_field(row[2])
-        lines[#lines + 1] = table.concat(line, ",")
-      end
-    end
-  end
-  lmkit.write_file(cfg.out .. "/results.csv", table.concat(lines, "\n") .. "\n")
+  local rows = {}
+  for i, r in ipairs(results) do rows[i] = {id = r.cell.id, fields = scalar_fields(r.cell), result = r.result} end
+  lmkit.recipe_folder.write_tidy(cfg.out, rows)
 end
 
 -- `lmkit report RUN_DIR`'s plot: the run's learning curve beside its files.
@@ -459,8 +261,9 @@ function recipe.plot_comparison(o)
   end
   local last = 0
   for _, run in ipairs(o.runs) do last = math.max(last, run.epochs[#run.epochs] or 0) end
-  local what = COMPARED_NUMBERS[o.metric] or o.metric
-  lmkit.plot.line{out = o.out, series = series, title = what:sub(1, 1):upper() .. what:sub(2), xlabel = "epoch",
+  local known = COMPARED_NUMBERS[o.metric]
+  local what = known or o.metric
+  lmkit.plot.line{out = o.out, series = series, title = known and (known:sub(1, 1):upper() .. known:sub(2)) or o.metric, xlabel = "epoch",
                   ylabel = what, key = "outside right top", width = 1000,
                   set = last <= 20 and {"set xtics 1"} or nil}
   print("plot: " .. o.out)
@@ -470,8 +273,7 @@ end
 -- Runs one cell unless its result.json is already there (made with these settings); returns the result.
 function Recipe:run_cell(cfg, cell)
   local ctx = self:context(cfg, cell)
-  local result_file = ctx.dir .. "/result.json"
-  local done = read_result(result_file)
+  local done = read_result(cfg, cell)
   if done then
     self:check_cells_settings(cfg, {cell})
     return done, true
@@ -479,44 +281,26 @@ function Recipe:run_cell(cfg, cell)
   lmkit.fs.mkdir(ctx.dir)
   print(("== %s: cell %d (%s)"):format(self.name, cell.index, cell.id))
   -- A failure leaves failed.json (its message and where it happened) for `lmkit status`, and goes
-  -- on as lmkit.error_report made it (a message, with the cell's traceback where one helps); the
-  -- next success removes the file.
-  -- Ctrl-C is no failure: the cell stays to be run (a training run saved its state and resumes).
-  local failed_file = ctx.dir .. "/failed.json"
-  -- The report is made where the error was raised (its traceback is the recipe's own frames) and
+  -- on as lmkit.error_report made it (a message, with the cell's traceback where one helps). The
+  -- report is made where the error was raised (its traceback is the recipe's own frames) and
   -- raised again as it is: `lmkit run` shows it unchanged.
   local ok, result = xpcall(self.run, function(e)
     local report = lmkit.error_report(e, 2)
-    pcall(function()
-      if lmkit.process.interrupted() or lmkit.process.preempted() then
-        os.remove(failed_file)
-        return
-      end
-      lmkit.write_file(failed_file, lmkit.json_encode({error = tostring(e), traceback = tostring(report),
-                                                       time = os.time()}, true))
-    end)
+    pcall(lmkit.recipe_folder.record_failure, cfg.out, cell.id, tostring(e), tostring(report))
     return report
   end, cell, ctx)
   if not ok then error(result, 0) end
-  os.remove(failed_file)
   if type(result) ~= "table" then
     error(("recipe %s: run() must return a table of results for cell %s, got %s"):format(self.name, cell.id, type(result)))
   end
-  -- The settings first: a result.json is never left without the record of how it was made.
-  lmkit.write_file(ctx.dir .. "/settings.json",
-                   lmkit.json_encode({recipe = self.name, cell = cell.id, fields = grid_fields(cell),
-                                      settings = self:result_settings(cfg)}, true))
-  lmkit.write_file(result_file, recipe.encode_result(result))
+  lmkit.recipe_folder.store_result(cfg.out, self.name, cell.id, scalar_fields(cell), self:result_settings(cfg), result)
   return result, false
 end
 
 -- The finished cells' results (missing ones as {cell=, result=nil}); main has checked their settings.
 function Recipe:collect(cfg, cells)
   local results = {}
-  for i, cell in ipairs(cells) do
-    local ctx = self:context(cfg, cell)
-    results[i] = {cell = cell, result = read_result(ctx.dir .. "/result.json")}
-  end
+  for i, cell in ipairs(cells) do results[i] = {cell = cell, result = read_result(cfg, cell)} end
   return results
 end
 
@@ -658,8 +442,8 @@ function Recipe:main(overrides)
     end
     -- A hand-run task records the folder with its settings (concurrent tasks of one grid write the
     -- same record, atomically; a failure to write it costs only `lmkit status`'s view); a batch's
-    -- tasks leave it alone: its manifest is the record.
-    if not lmkit.fs.exists(cfg.out .. "/batch/manifest.json") then pcall(self.write_record, self, cfg, cells) end
+    -- record stays as the batch wrote it.
+    pcall(self.write_record, self, cfg, cells, true)
     self:run_task(cfg, cell)
     return
   end

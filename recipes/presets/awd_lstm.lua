@@ -287,20 +287,28 @@ function presets.train_overrides(cfg, base)
 end
 
 -- What one cell starts from when `source` (the init_from setting) names a recipe's folder (its
--- recipe.json): the same cell's run there, <source>/cells/<id>/run, `run_dir` being the cell's own
--- <out>/cells/<id>/run. A run folder or checkpoint is every cell's. nil: no init_from.
+-- recipe.json, whichever of `lmkit run` and `lmkit batch` made it, or an older batch's
+-- batch/manifest.json): the same cell's run there, <source>/cells/<id>/run, `run_dir` being the
+-- cell's own <out>/cells/<id>/run; that cell must have finished (its result.json). A run folder or
+-- checkpoint is every cell's. nil: no init_from. A cell whose own run has begun (its state.ckpt)
+-- continues from that state, and needs the source no more.
 function presets.cell_init_from(source, run_dir)
   if source == nil or source == "" then return nil end
-  if not lmkit.fs.exists(source .. "/recipe.json") then return source end
-  local id = run_dir:match("/cells/([^/]+)/run$")
+  source = source:gsub("(.)/+$", "%1")
+  if not lmkit.fs.exists(source .. "/recipe.json") and not lmkit.fs.exists(source .. "/batch/manifest.json") then
+    return source
+  end
+  local id = run_dir:match("/cells/([^/]+)/run/*$")
   if not id then
     error(("init_from = %q is a recipe's folder, but this run (%s) is no recipe cell's: name a run folder or a " ..
            "checkpoint"):format(source, run_dir), 0)
   end
   local run = source .. "/cells/" .. id .. "/run"
-  if not lmkit.fs.exists(run .. "/best.ckpt") then
-    error(("init_from = %q: that recipe folder has no trained model for cell %s (%s/best.ckpt is missing): finish " ..
-           "that cell there first, or name one run folder or checkpoint for every cell"):format(source, id, run), 0)
+  if lmkit.fs.exists(run_dir .. "/state.ckpt") then return run end
+  if not lmkit.fs.exists(source .. "/cells/" .. id .. "/result.json") or not lmkit.fs.exists(run .. "/best.ckpt") then
+    error(("init_from = %q: that recipe folder has no finished cell %s (%s/cells/%s/result.json, and its run's " ..
+           "best.ckpt): finish that cell there first, or name one run folder or checkpoint for every cell"):format(
+      source, id, source, id), 0)
   end
   return run
 end

@@ -151,6 +151,7 @@ const config::BoundOptions<BatchGrid>& declared_options(config::Tag<BatchGrid>) 
                         {"description", &G::description, "what the recipe reproduces"},
                         config::BoundOption<G>{"out", &G::out, "the recipe's output folder: the batch folder"}.required(),
                         config::BoundOption<G>{"cells", &G::cells, "the cells' ids; task i is cell i"}.required(),
+                        {"settings", &G::settings, "the recipe's resolved settings, JSON text of an object"},
                         {"plan", &G::plan, "what the tasks still to run need, as a dry run shows it"},
                         {"problems", &G::problems, "what would fail tasks (data missing), as seen from this machine"},
                     });

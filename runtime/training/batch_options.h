@@ -44,6 +44,9 @@ struct BatchGrid {
   std::string name, description;
   std::string out;          // the recipe's output folder, which is the batch folder
   std::vector<std::string> cells;  // the cells' ids, task i = cells[i - 1]
+  // The settings the cells' results depend on, as the recipe resolved them (JSON text of an
+  // object): a folder's record must have the same to be continued.
+  std::string settings;
   // What the tasks still to run need, from the recipe's `needs` (Recipe:plan): the lines a dry run
   // shows, and the problems (data missing) that would fail tasks.
   std::vector<std::string> plan, problems;

@@ -1,8 +1,24 @@
-// A recipe's output folder as `lmkit run` leaves it: recipe.json (the recipe file, its name, the
-// settings it ran with and its cells' ids in grid order) and one folder per cell under cells/
-// (result.json when done; run/ when it trains). `lmkit status`, `report` and `compare` read it.
+// A recipe folder's record, <out>/recipe.json: the one record `lmkit run` and `lmkit batch` both
+// write and read, so that a folder begun by one goes on being continued by the other (begun on a
+// laptop, its remaining cells sent to Slurm, or the reverse), and `lmkit status`, `report` and
+// `compare` read one format:
+//
+//   {"format": 2, "recipe": its file, "name":, "description":,
+//    "settings": {...},   the settings the cells' results depend on, as the recipe resolved them
+//    "sets": ["k=v"],     the --set settings a batch's tasks run with (out, task, ... aside)
+//    "cells": [id, ...],  in grid order; batch task i is cell i
+//    "batch": {"backend": "local"|"slurm", "created":, "lmkit":, "slurm_jobs": [...]}}  once `lmkit batch` ran
+//
+// The cells' own files are recipe_cells.h's. Older folders are read too: a recipe.json without
+// "format" (an `lmkit run` of before), and a batch/manifest.json (an `lmkit batch` of before), whose
+// content the next write moves into recipe.json.
+//
+// A folder is its own wherever it lies: every path comes from the folder it was read from (a copied
+// or moved folder's status, report and batch are the copy's), never from the record.
 #pragma once
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,18 +26,54 @@
 
 namespace lmkit::training {
 
-struct RecipeRecord {
-  std::string recipe, name;  // the recipe file ("" when not recorded) and its name ("?" when neither is)
-  nlohmann::json settings;   // an object
-  std::vector<std::string> cells;
+struct SlurmSubmission {
+  std::string job;                  // the array job's id
+  std::vector<std::int64_t> tasks;  // the tasks it ran
+  std::string array, submitted;     // its --array and when
 };
 
-// <dir>/recipe.json; EnvironmentError naming the file when it is unreadable, not a JSON object,
-// lacks its settings or cells, or lists a cell id that is not one folder name.
+// What `lmkit batch` adds to a folder's record.
+struct BatchSection {
+  std::string backend = "local", created, lmkit;  // lmkit: the program the tasks run
+  std::vector<SlurmSubmission> slurm_jobs;
+};
+
+struct RecipeRecord {
+  std::string out;  // the folder it was read from or is written to (not written into the file)
+  std::string recipe, name, description;  // recipe: its file ("" when not recorded)
+  // The resolved settings, an object; none in a folder an lmkit before the one record made with
+  // `lmkit batch` (its --set settings stand for them).
+  std::optional<nlohmann::json> settings;
+  std::vector<std::string> sets;  // a batch's --set settings (its tasks' command lines)
+  std::vector<std::string> cells;
+  std::optional<BatchSection> batch;
+};
+
+// The record of the folder `dir`: recipe.json, or an older folder's batch/manifest.json (with
+// recipe.json's settings when both are there); none when the folder has neither. UsageError naming
+// the file, what in it is not what lmkit writes, and `way_out` when it is damaged.
+std::optional<RecipeRecord> find_recipe_record(const std::string& dir, const std::string& way_out);
+
+// The same, with an error naming both files when the folder has no record.
 RecipeRecord read_recipe_record(const std::string& dir);
+
+// Written atomically into <record.out>/recipe.json (an older batch/manifest.json, whose content it
+// now holds, removed).
+void write_recipe_record(const RecipeRecord& record);
+
+// What `lmkit run RECIPE` records as it starts (`task`: a single cell, `--set task=I`): the recipe,
+// its resolved settings (JSON text of an object) and its cells. A batch's record is kept, with its
+// submissions: a hand-run task leaves it alone, a whole run updates its settings, and a grid other
+// than the batch's (its tasks are numbered by it) is refused, naming both and the way out.
+void record_recipe_run(const std::string& out, const std::string& recipe, const std::string& name,
+                       const std::string& description, const std::string& settings_json, const std::vector<std::string>& cells,
+                       bool task);
 
 // A JSON object from a file a recipe run wrote; EnvironmentError naming it otherwise (and that
 // `lmkit run` of the recipe rewrites it).
 nlohmann::json read_json_object(const std::filesystem::path& path);
+
+// A cell id is a folder under cells/: relative, without "." or ".." parts, no NUL.
+bool is_safe_cell_id(const std::string& id);
 
 }  // namespace lmkit::training

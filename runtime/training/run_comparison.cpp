@@ -66,7 +66,10 @@ bool is_file_in(const fs::path& path) {
 // The cells of a recipe's (or a batch's) folder: recipe.json's, in grid order, else cells/'s
 // folders by name (a batch whose recipe wrote no record yet).
 std::vector<std::string> cell_ids(const fs::path& folder) {
-  if (is_file_in(folder / "recipe.json")) return read_recipe_record(folder.string()).cells;
+  if (const auto record = find_recipe_record(folder.string(), "`lmkit run` of the recipe with --set out=" + folder.string() +
+                                                                  " rewrites it")) {
+    return record->cells;
+  }
   std::vector<std::string> ids;
   std::error_code error;
   for (fs::directory_iterator it(folder / "cells", error), end; !error && it != end; it.increment(error)) {

@@ -105,7 +105,11 @@ RunStatus run_status(const std::string& dir, const std::string& curve_metric) {
       const auto stage = record.find("stage");
       const bool finetune = stage != record.end() && *stage == "finetune";
       note_metrics(record);
-      if (const auto value = number_at(record, curve_metric.c_str()); value && e) add_point(*e + (finetune ? last_main : 0), *value);
+      // Finetune's epoch 0 (the evaluation of the model it starts from) is no epoch of the curve:
+      // it would take the last main epoch's place.
+      if (const auto value = number_at(record, curve_metric.c_str()); value && e && !(finetune && *e == 0)) {
+        add_point(*e + (finetune ? last_main : 0), *value);
+      }
       return;
     }
     if (type == record.end() || *type != "epoch") return;

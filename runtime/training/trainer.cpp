@@ -1,4 +1,5 @@
 #include <random>
+#include <set>
 
 #include "runtime/core/number_text.h"
 #include "runtime/core/terminal_text.h"
@@ -407,8 +408,11 @@ void Trainer::record(const std::map<std::string, double>& values) {
     throw UsageError("run:record: " + integer_text(static_cast<std::int64_t>(values.size())) +
                      " numbers in one record; at most 64");
   }
-  json record = {{"type", "recipe"}, {"stage", s_->stage}, {"epoch", s_->batch > 0 ? s_->epoch + 1 : s_->epoch},
-                 {"step", s_->step}};
+  json record = s_->recording_at
+                    ? json{{"type", "recipe"}, {"stage", s_->recording_at->stage}, {"epoch", s_->recording_at->epoch},
+                           {"step", s_->recording_at->step}}
+                    : json{{"type", "recipe"}, {"stage", s_->stage}, {"epoch", s_->batch > 0 ? s_->epoch + 1 : s_->epoch},
+                           {"step", s_->step}};
   for (const auto& [name, value] : values) {
     const bool identifier = !name.empty() && name.size() <= 64 && !std::isdigit(static_cast<unsigned char>(name[0])) &&
                             std::all_of(name.begin(), name.end(), [](char c) {
@@ -421,6 +425,13 @@ void Trainer::record(const std::map<std::string, double>& values) {
     if (record.contains(name) || name == "run_id" || name == "batch") {
       throw UsageError("run:record: '" + name + "' is a field of every record (type, run_id, stage, epoch, step, " +
                        "batch); name the number otherwise (e.g. my_" + name + ")");
+    }
+    // The epoch records' own numbers: `lmkit compare --metric` would draw the two as one curve.
+    static const std::set<std::string> epoch_numbers = {"train_loss", "train_ppl",     "valid_loss", "valid_ppl",
+                                                        "averaging",  "switched",      "best",       "epoch_seconds"};
+    if (epoch_numbers.count(name)) {
+      throw UsageError("run:record: '" + name + "' is a number every epoch record has (lmkit compare --metric " + name +
+                       " draws it); name yours otherwise (e.g. my_" + name + ")");
     }
     if (!std::isfinite(value)) {
       throw UsageError("run:record: " + name + " = " + describe_number(value) + " is not finite; metrics.jsonl " +

@@ -296,6 +296,12 @@ bool Trainer::State::finish_step(PendingStep& p, const std::vector<double>& valu
   const double rate = interval_seconds > 0 ? static_cast<double>(timed_tokens) / interval_seconds : 0;
   progress.update(p.position + p.seq_len, std::exp(epoch_loss / static_cast<double>(epoch_steps)), p.base_lr, rate);
   if (callbacks.on_step) {
+    // run:record inside the callback is of this step, though on a GPU the next one is queued by now.
+    recording_at = RecordPosition{stage, p.epoch + 1, step_number};
+    struct Clear {
+      std::optional<RecordPosition>& at;
+      ~Clear() { at.reset(); }
+    } clear{recording_at};
     callbacks.on_step({{"stage", stage}, {"epoch", p.epoch + 1}, {"step", step_number}, {"batch", batch_number},
                        {"lr", p.base_lr}, {"loss", raw_loss}, {"seq_len", p.seq_len}, {"lr_scale", p.lr_scale}});
   }

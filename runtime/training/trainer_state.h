@@ -111,6 +111,14 @@ struct Trainer::State : RunPosition, LossTotals, BestModel, AveragingState, Fine
 
   std::int64_t chunk_size() const { return options.small_batch_size == 0 ? options.batch_size : options.small_batch_size; }
 
+  // Where a step's on_step callback is (run:record's record is of that step, not of the steps
+  // queued since); none outside on_step.
+  struct RecordPosition {
+    std::string stage;
+    std::int64_t epoch = 0, step = 0;
+  };
+  std::optional<RecordPosition> recording_at;
+
   void log(const std::string& line) { progress.line(line); }
   // The run's identity (config.json's run_id; empty for a run created before identities): written
   // into every record and checkpoint the run writes, so that files copied in from another run are

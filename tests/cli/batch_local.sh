@@ -60,11 +60,12 @@ echo "$out" | grep -qF "compare_heads: nothing started, its tasks would fail: 4 
 [ -n "$(ls -A "$work/planned/batch/tasks" 2>/dev/null)" ] && fail "a refused batch started a task"
 [ -e "$work/planned/cells" ] && fail "a refused batch ran a cell"
 
-# The report and status of a folder that is no batch, or whose manifest is damaged: exit 2, the file named.
+# The report and status of a folder that is no batch, or whose record (here an older batch's manifest)
+# is damaged: exit 2, the file named.
 mkdir -p "$work/not_a_batch/batch"
 "$lmkit" report "$work/not_a_batch" >"$work/nobatch.txt" 2>&1
 [ $? = 2 ] || fail "report of a folder without a manifest should exit 2"
-grep -q "not_a_batch' holds none of lmkit's results: no batch/manifest.json" "$work/nobatch.txt" || fail "no clear message for a folder without a manifest"
+grep -q "not_a_batch' holds none of lmkit's results: no recipe.json" "$work/nobatch.txt" || fail "no clear message for a folder without a record"
 echo '{"recipe": ' >"$work/not_a_batch/batch/manifest.json"
 "$lmkit" report "$work/not_a_batch" >"$work/damaged.txt" 2>&1
 [ $? = 2 ] || fail "report of a damaged manifest should exit 2"
@@ -90,7 +91,7 @@ grep -q "nothing to run" "$work/third.txt" || fail "a finished batch should run 
 # an edited manifest or a damaged result is named, never a traceback.
 TINY_FAIL=2 "$lmkit" batch "$here/tiny_recipe.lua" --set out="$work/orig" >"$work/orig.txt" 2>&1
 cp -r "$work/orig" "$work/copy"
-grep -q "$work/orig" "$work/orig/batch/manifest.json" && fail "the manifest holds its folder's absolute path"
+grep -q "$work/orig" "$work/orig/recipe.json" && fail "the record holds its folder's absolute path"
 "$lmkit" batch "$here/tiny_recipe.lua" --set out="$work/copy" >"$work/copy.txt" 2>&1 || fail "the copy's remaining task failed"
 grep -q "1 done, 0 running or queued, 1 to run" "$work/copy.txt" || fail "the copy should run its one remaining task"
 [ -f "$work/copy/cells/x=2/result.json" ] || fail "the copy's remaining cell did not land in the copy"
@@ -106,11 +107,28 @@ grep -q "nothing to run" "$work/moved_batch.txt" || fail "a moved, finished batc
 echo '{"square": ' >"$work/moved/cells/x=2/result.json"
 "$lmkit" status "$work/moved" >"$work/damaged_result.txt" 2>&1
 grep -q "x=2/result.json is damaged" "$work/damaged_result.txt" || fail "a damaged result is not named"
-sed -i 's/"tasks"/"tasks_renamed"/' "$work/moved/batch/manifest.json"
+sed -i 's/"cells"/"cells_renamed"/' "$work/moved/recipe.json"
 "$lmkit" status "$work/moved" >"$work/edited.txt" 2>&1
-[ $? = 2 ] || fail "status of an edited manifest should exit 2"
-grep -q "manifest.json: 'tasks' is not a non-empty list" "$work/edited.txt" || fail "the edited manifest's key is not named"
-grep -q "traceback" "$work/edited.txt" && fail "an edited manifest gave a traceback"
+[ $? = 2 ] || fail "status of an edited record should exit 2"
+grep -q "recipe.json: it lacks its cells" "$work/edited.txt" || fail "the edited record's key is not named"
+grep -q "traceback" "$work/edited.txt" && fail "an edited record gave a traceback"
+
+# 6. One folder, two commands: a folder begun by `lmkit run` (cell 2 failed) is finished by
+# `lmkit batch`, and a batch's folder by `lmkit run`; status and report read either.
+TINY_FAIL=2 "$lmkit" run "$here/tiny_recipe.lua" --set out="$work/mixed" >"$work/mixed_run.txt" 2>&1 &&
+  fail "the run with a failing cell succeeded"
+"$lmkit" batch "$here/tiny_recipe.lua" --set out="$work/mixed" >"$work/mixed_batch.txt" 2>&1 || fail "batch after run: $(cat "$work/mixed_batch.txt")"
+grep -q "1 done, 0 running or queued, 1 to run" "$work/mixed_batch.txt" || fail "batch after run should run cell 2 only: $(cat "$work/mixed_batch.txt")"
+"$lmkit" status "$work/mixed" | grep -q "2 tasks — 2 done" || fail "status after run and batch"
+"$lmkit" batch "$here/tiny_recipe.lua" --set out="$work/mixed" --set base=5 >"$work/mixed_other.txt" 2>&1 &&
+  fail "a batch of other settings continued a run's folder"
+grep -q "already holds a batch of .*tiny_recipe.lua (2 tasks) (its settings: base = 1 there, 5 now)" "$work/mixed_other.txt" ||
+  fail "other settings in a run's folder: $(cat "$work/mixed_other.txt")"
+TINY_FAIL=2 "$lmkit" batch "$here/tiny_recipe.lua" --set out="$work/mixed2" >"$work/mixed2_batch.txt" 2>&1
+"$lmkit" run "$here/tiny_recipe.lua" --set out="$work/mixed2" >"$work/mixed2_run.txt" 2>&1 || fail "run after batch: $(cat "$work/mixed2_run.txt")"
+grep -q "squares: 1 4" "$work/mixed2_run.txt" || fail "run after batch: no whole report"
+grep -q '"backend": "local"' "$work/mixed2/recipe.json" || fail "the run dropped the batch's record"
+"$lmkit" status "$work/mixed2" | grep -q "2 tasks — 2 done" || fail "status after batch and run"
 
 # 4. SIGTERM to the batch: tasks save their state (exit 75); the next batch resumes both.
 "$lmkit" batch "$here/train_recipe.lua" --jobs 2 --threads 1 --set out="$work/train" --set step_delay=0.01 >"$work/train1.txt" 2>&1 &

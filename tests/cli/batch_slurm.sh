@@ -36,7 +36,7 @@ job=$(sed -n 's/^submitted Slurm array job \([0-9]*\).*/\1/p' "$work/submit.txt"
 [ -n "$job" ] || fail "no job id in the submission output"
 
 # Preempt task 1 once it has finished an epoch (mid-training), as a cluster would.
-cell1=$out/cells/$(sed -n 's/.*"id": "\(c=-2[^"]*k=1.25\)".*/\1/p' "$out/batch/manifest.json" | head -n 1)
+cell1=$out/cells/$(sed -n 's/^ *"\(c=-2[^"]*k=1.25\)",\{0,1\}$/\1/p' "$out/recipe.json" | head -n 1)
 metrics=$cell1/run/metrics.jsonl
 for _ in $(seq 1 1200); do [ -s "$metrics" ] && break; sleep 0.1; done
 [ -s "$metrics" ] || fail "task 1 never finished an epoch"

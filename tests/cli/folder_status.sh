@@ -100,7 +100,7 @@ mkdir -p "$work-damaged/cells/x=1"
 echo '{"recipe": "r.lua", "name": null, "settings": {}, "cells": ["x=1", "../../etc"]}' >"$work-damaged/recipe.json"
 out=$("$lmkit" status "$work-damaged" 2>&1); rc=$?
 [ "$rc" = 2 ] || fail "a recipe.json with a path for a cell: exit $rc: $out"
-echo "$out" | grep -qF "lists a cell that is no cell id (\"../../etc\")" || fail "no message for a path as a cell: $out"
+echo "$out" | grep -qF "recipe.json: 'cells'[2] has no cell id that names a folder under cells/" || fail "no message for a path as a cell: $out"
 echo '{"recipe": "r.lua", "name": null, "settings": {}, "cells": ["x=1"]}' >"$work-damaged/recipe.json"
 echo '[1' >"$work-damaged/cells/x=1/result.json"
 out=$("$lmkit" status "$work-damaged" 2>&1); rc=$?

@@ -248,12 +248,20 @@ T.test("init_from of a grid: one model for every cell, or each cell's own cell o
   lmkit.fs.mkdir(folder .. "/cells/head=mos,seed=2/run")
   lmkit.write_file(folder .. "/recipe.json", "{}")
   lmkit.write_file(folder .. "/cells/head=mos,seed=2/run/best.ckpt", "")
+  -- A cell whose run has a best.ckpt but no result (still training, preempted) is not finished.
+  T.raises(function() presets.cell_init_from(folder, "new/cells/head=mos,seed=2/run") end,
+           "that recipe folder has no finished cell head=mos,seed=2 (" .. folder .. "/cells/head=mos,seed=2/result.json")
+  lmkit.write_file(folder .. "/cells/head=mos,seed=2/result.json", "{}")
   T.eq(presets.cell_init_from(folder, "new/cells/head=mos,seed=2/run"), folder .. "/cells/head=mos,seed=2/run")
+  T.eq(presets.cell_init_from(folder .. "//", "new/cells/head=mos,seed=2/run"), folder .. "/cells/head=mos,seed=2/run")
   T.raises(function() presets.cell_init_from(folder, "new/cells/head=mos,seed=3/run") end,
-           "that recipe folder has no trained model for cell head=mos,seed=3 (" .. folder .. "/cells/head=mos,seed=3/run/best.ckpt is missing)")
+           "that recipe folder has no finished cell head=mos,seed=3")
   T.raises(function() presets.cell_init_from(folder, "runs/mine") end, "is a recipe's folder, but this run (runs/mine) is no recipe cell's")
-  os.remove(folder .. "/cells/head=mos,seed=2/run/best.ckpt")
-  for _, d in ipairs{"/cells/head=mos,seed=2/run", "/cells/head=mos,seed=2", "/cells", "/recipe.json", ""} do os.remove(folder .. d) end
+  -- A cell that has begun continues from its own state: the source may be gone.
+  lmkit.fs.mkdir(folder .. "/resumed/cells/head=mos,seed=3/run")
+  lmkit.write_file(folder .. "/resumed/cells/head=mos,seed=3/run/state.ckpt", "")
+  T.eq(presets.cell_init_from(folder, folder .. "/resumed/cells/head=mos,seed=3/run"), folder .. "/cells/head=mos,seed=3/run")
+  os.execute("rm -rf '" .. folder .. "'")
 end)
 
 T.test("a synthetic corpus's yardsticks: the unigram model's closed form and the language's bound", function()

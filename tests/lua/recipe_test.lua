@@ -55,7 +55,7 @@ T.test("a result.json that is no JSON object is no result: the cell runs again",
   r:main{out = root .. "/arr"}
   T.eq(runs.arr, 3)
   lmkit.write_file(root .. "/arr/cells/head=gss,seed=1,width=2/result.json", "[12]")
-  T.eq(recipe.read_json(root .. "/arr/cells/head=gss,seed=1,width=2/result.json"), nil)
+  T.eq(lmkit.recipe_folder.read_result(root .. "/arr", "head=gss,seed=1,width=2"), nil)
   T.eq(r:main{out = root .. "/arr"}, {12, 12, 22})
   T.eq(runs.arr, 4)
 end)
@@ -92,7 +92,10 @@ T.test("a NaN or infinite result stays what it is in result.json, the report and
     T.truthy(csv:find(row, 1, true), row .. " in\n" .. csv)
   end
   T.truthy(not csv:find("non_finite", 1, true), csv)
-  T.raises(function() recipe.encode_result({["$non_finite"] = 1}) end, "must not use the key '$non_finite'")
+  T.raises(function() lmkit.recipe_folder.store_result(out, "nonfinite", "x=1", {x = 1}, {}, {["$non_finite"] = 1}) end,
+           "must not use the key '$non_finite'")
+  T.raises(function() lmkit.recipe_folder.store_result(out, "nonfinite", "x=1", {x = 1}, {}, {1, 2}) end,
+           "run() must return a table of named results for cell x=1")
 end)
 
 T.test("a recipe's plan: its needs by kind, the data they read, and needs that fail as a line, not a failure", function()
@@ -123,6 +126,12 @@ end)
 T.test("cell ids are readable and stable", function()
   T.eq(recipe.cell_id{seed = 3, head = "gss", c = 0.5}, "c=0.5,head=gss,seed=3")
   T.eq(recipe.cell_id{name = "a b/c"}, "name=a_b_c")
+  -- Values as Lua writes them, so that folders made by earlier versions keep their cells: 1.0 is
+  -- not 1, 0.1 stays 0.1, large and small floats in %.14g, booleans, every non-ASCII byte one "_".
+  T.eq(recipe.cell_id{x = 1.0, y = 2, z = -3}, "x=1.0,y=2,z=-3")
+  T.eq(recipe.cell_id{a = 0.1, b = 1e20, c = 1 / 3, d = true}, "a=0.1,b=1e_20,c=0.33333333333333,d=true")
+  T.eq(recipe.cell_id{w = "é"}, "w=__")
+  T.eq(recipe.cell_id{paper = {1, 2}, run = print}, "cell")
 end)
 
 T.test("malformed recipes and cells are named", function()

@@ -139,7 +139,7 @@ TEST_F(BatchFolderTest, TheManifestRoundTripsAndIsTheFoldersOwn) {
   EXPECT_EQ(m.cells, grid_.cells);
   EXPECT_EQ(m.sets, std::vector<std::string>{"scale=tiny"});
   EXPECT_EQ(m.out, out_);
-  std::ifstream file(BatchPaths(out_).manifest);
+  std::ifstream file(BatchPaths(out_).record);
   const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   EXPECT_FALSE(contains(text, out_)) << "a moved folder must not point back at its old place";
   EXPECT_EQ(task_arguments(m, 2, 4), (std::vector<std::string>{"run", "/recipes/grid.lua", "--threads", "4", "--set",
@@ -158,19 +158,81 @@ TEST_F(BatchFolderTest, AnotherRecipeOrOtherSettingsInTheFolderAreRefusedNamingB
   EXPECT_TRUE(contains(cells, "whose cells differ from the grid's now (3 there, 3 now; task 2 is x=2 there, x=9 now)")) << cells;
 }
 
+TEST_F(BatchFolderTest, OneRecordForARunAndABatchEachContinuingTheOthersFolder) {
+  grid_.settings = R"({"scale": "tiny", "epochs": 2})";
+  // A folder begun by `lmkit run` (its record, no batch), continued by `lmkit batch`.
+  record_recipe_run(out_, "/recipes/grid.lua", "grid", "", grid_.settings, grid_.cells, false);
+  EXPECT_FALSE(read_recipe_record(out_).batch);
+  auto m = reconcile_batch_manifest(grid_, out_, {"scale=tiny", "epochs=2"}, "slurm");
+  write_batch_manifest(m);
+  auto record = read_recipe_record(out_);
+  ASSERT_TRUE(record.batch);
+  EXPECT_EQ(record.batch->backend, "slurm");
+  EXPECT_EQ(record.settings, nlohmann::json::parse(grid_.settings));
+  EXPECT_EQ(record.sets, (std::vector<std::string>{"scale=tiny", "epochs=2"}));
+  // The settings decide, not how they were spelt on the command line.
+  EXPECT_EQ(failure([&] { reconcile_batch_manifest(grid_, out_, {"epochs=2.0", "scale=tiny"}, "local"); }), "(no error)");
+  auto other = grid_;
+  other.settings = R"({"scale": "tiny", "epochs": 3})";
+  const auto refused = failure([&] { reconcile_batch_manifest(other, out_, {"epochs=3"}, "local"); });
+  EXPECT_TRUE(contains(refused, "already holds a batch of /recipes/grid.lua (3 tasks) (its settings: epochs = 2 there, 3 now)"))
+      << refused;
+  // ... and `lmkit run` goes on in the batch's folder: the record keeps the batch and its submissions;
+  // a task run by hand leaves it alone; another grid would renumber the batch's tasks.
+  record_recipe_run(out_, "/recipes/grid.lua", "grid", "", grid_.settings, grid_.cells, false);
+  record = read_recipe_record(out_);
+  ASSERT_TRUE(record.batch);
+  EXPECT_EQ(record.batch->backend, "slurm");
+  record_recipe_run(out_, "/recipes/other.lua", "other", "", "{}", {"y=1"}, true);
+  EXPECT_EQ(read_recipe_record(out_).recipe, "/recipes/grid.lua");
+  const auto renumbered = failure([&] { record_recipe_run(out_, "/recipes/grid.lua", "grid", "", grid_.settings, {"x=1"}, false); });
+  EXPECT_TRUE(contains(renumbered, "holds a batch of /recipes/grid.lua whose cells differ from this run's (3 there, 1 now)"))
+      << renumbered;
+  // A folder copied elsewhere is the copy's: no path in the record points back.
+  const auto copy = root_ / "copy";
+  std::filesystem::create_directories(copy);
+  std::filesystem::copy_file(out_ + "/recipe.json", copy / "recipe.json");
+  EXPECT_EQ(read_batch_manifest(copy.string()).out, copy.string());
+  EXPECT_EQ(task_arguments(read_batch_manifest(copy.string()), 1, std::nullopt).at(7), "out=" + copy.string());
+}
+
+TEST_F(BatchFolderTest, AnOlderBatchsManifestIsReadAndMovesIntoTheRecord) {
+  write(out_ + "/batch/manifest.json",
+        R"({"format": 1, "recipe": "/recipes/grid.lua", "name": "grid", "sets": ["scale=tiny"], "backend": "slurm",
+            "tasks": [{"task": 1, "id": "x=1"}, {"task": 2, "id": "x=2"}, {"task": 3, "id": "x=3"}],
+            "slurm_jobs": [{"job": "77", "tasks": [1, 2, 3], "array": "1-3"}]})");
+  auto m = read_batch_manifest(out_);
+  EXPECT_EQ(m.cells, grid_.cells);
+  EXPECT_EQ(m.slurm_jobs.at(0).job, "77");
+  EXPECT_FALSE(m.settings);
+  // Its --set settings stand for its settings; the next write keeps one record, recipe.json.
+  m = reconcile_batch_manifest(grid_, out_, {"scale=tiny"}, "local");
+  write_batch_manifest(m);
+  EXPECT_FALSE(std::filesystem::exists(out_ + "/batch/manifest.json"));
+  EXPECT_EQ(read_batch_manifest(out_).slurm_jobs.at(0).job, "77");
+}
+
 TEST_F(BatchFolderTest, ADamagedOrEditedManifestIsNamedWithTheWayOut) {
   EXPECT_TRUE(contains(failure([&] { read_batch_manifest(out_); }), "is not a batch folder"));
-  write(BatchPaths(out_).manifest, "{\"recipe\": ");
+  write(out_ + "/recipe.json", R"({"format": 2, "settings": {}, "cells": ["a"], "batch": {"backend": "cloud"}})");
+  EXPECT_TRUE(contains(failure([&] { read_batch_manifest(out_); }), "recipe.json: 'backend' is \"cloud\", not \"local\" or \"slurm\""));
+  write(out_ + "/recipe.json", R"({"format": 3, "settings": {}, "cells": ["a"]})");
+  EXPECT_TRUE(contains(failure([&] { read_batch_manifest(out_); }), "'format' is 3: this lmkit reads format 2"));
+  write(out_ + "/recipe.json", R"({"settings": {}, "cells": ["a"], "sets": ["out=/x"]})");
+  EXPECT_TRUE(contains(failure([&] { read_batch_manifest(out_); }), "'sets'[1] sets 'out', which the batch sets itself"));
+  std::filesystem::remove(out_ + "/recipe.json");
+  // An older batch's manifest.
+  write(out_ + "/batch/manifest.json", "{\"recipe\": ");
   EXPECT_TRUE(contains(failure([&] { read_batch_manifest(out_); }), "manifest.json: the batch manifest is damaged"));
-  write(BatchPaths(out_).manifest, R"({"recipe": "r.lua", "sets": [], "tasks": []})");
+  write(out_ + "/batch/manifest.json", R"({"recipe": "r.lua", "sets": [], "tasks": []})");
   EXPECT_TRUE(contains(failure([&] { read_batch_manifest(out_); }), "'tasks' is not a non-empty list"));
-  write(BatchPaths(out_).manifest, R"({"recipe": "r.lua", "sets": [], "tasks": [{"id": "../../etc"}]})");
+  write(out_ + "/batch/manifest.json", R"({"recipe": "r.lua", "sets": [], "tasks": [{"id": "../../etc"}]})");
   EXPECT_TRUE(contains(failure([&] { read_batch_manifest(out_); }), "'tasks'[1] has no cell id that names a folder"));
-  write(BatchPaths(out_).manifest, R"({"recipe": "r.lua", "sets": [" task=1"], "tasks": [{"id": "a"}]})");
+  write(out_ + "/batch/manifest.json", R"({"recipe": "r.lua", "sets": [" task=1"], "tasks": [{"id": "a"}]})");
   EXPECT_TRUE(contains(failure([&] { read_batch_manifest(out_); }), "'sets'[1] sets 'task', which the batch sets itself"));
-  write(BatchPaths(out_).manifest, R"({"format": 2, "recipe": "r.lua", "sets": [], "tasks": [{"id": "a"}]})");
+  write(out_ + "/batch/manifest.json", R"({"format": 2, "recipe": "r.lua", "sets": [], "tasks": [{"id": "a"}]})");
   EXPECT_TRUE(contains(failure([&] { read_batch_manifest(out_); }), "'format' is 2"));
-  write(BatchPaths(out_).manifest, R"({"recipe": "r.lua", "sets": [], "tasks": [{"id": "a"}], "slurm_jobs": [{"tasks": 3}]})");
+  write(out_ + "/batch/manifest.json", R"({"recipe": "r.lua", "sets": [], "tasks": [{"id": "a"}], "slurm_jobs": [{"tasks": 3}]})");
   EXPECT_TRUE(contains(failure([&] { read_batch_manifest(out_); }), "'slurm_jobs'[1] is not a submission"));
   EXPECT_TRUE(is_safe_cell_id("gss/k=2"));
   EXPECT_FALSE(is_safe_cell_id("/abs"));

@@ -134,9 +134,9 @@ TEST_F(RunComparisonTest, FoldersThatHoldNoRunAreNamedWithAWayOut) {
   write(root_ / "analysis" / "recipe.json", R"({"name": "known_rank", "settings": {}, "cells": ["a"]})");
   EXPECT_TRUE(contains(failure([&] { compare_runs({dir("analysis")}); }), "whose cells trained no model"));
   write(root_ / "hostile" / "recipe.json", R"({"name": "x", "settings": {}, "cells": ["../../etc"]})");
-  EXPECT_TRUE(contains(failure([&] { compare_runs({dir("hostile")}); }), "lists a cell that is no cell id"));
+  EXPECT_TRUE(contains(failure([&] { compare_runs({dir("hostile")}); }), "'cells'[1] has no cell id that names a folder under cells/"));
   write(root_ / "newline" / "recipe.json", R"json({"name": "x", "settings": {}, "cells": ["a\nsystem(\"touch x\")"]})json");
-  EXPECT_TRUE(contains(failure([&] { compare_runs({dir("newline")}); }), "lists a cell that is no cell id"));
+  EXPECT_TRUE(contains(failure([&] { compare_runs({dir("newline")}); }), "'cells'[1] has no cell id that names a folder under cells/"));
   std::filesystem::create_directories(root_ / "loop");
   std::filesystem::create_symlink("config.json", root_ / "loop" / "config.json");
   EXPECT_TRUE(contains(failure([&] { compare_runs({dir("loop")}); }), "cannot be examined: Too many levels of symbolic links"));

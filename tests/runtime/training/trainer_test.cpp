@@ -1085,7 +1085,8 @@ TEST_F(TrainerTest, ARecipesOwnNumbersAreRecordsOfTheRunThatCompareFollowsByEpoc
         {{"2fast", 1}},
         {{"has space", 1}},
         {{"rank", std::numeric_limits<double>::quiet_NaN()}},
-        {{"rank", std::numeric_limits<double>::infinity()}}};
+        {{"rank", std::numeric_limits<double>::infinity()}},
+        {{"valid_ppl", 1}}};
     for (const auto& values : bad) {
       try {
         running->record(values);
@@ -1103,7 +1104,8 @@ TEST_F(TrainerTest, ARecipesOwnNumbersAreRecordsOfTheRunThatCompareFollowsByEpoc
   Trainer trainer(tiny_model(), tiny_corpus(), options, dir("recorded"), callbacks);
   running = &trainer;
   trainer.run();
-  ASSERT_EQ(refusals.size(), 7u);
+  ASSERT_EQ(refusals.size(), 8u);
+  EXPECT_NE(refusals[7].find("'valid_ppl' is a number every epoch record has"), std::string::npos) << refusals[7];
   EXPECT_NE(refusals[0].find("run:record{}: give the numbers to record"), std::string::npos) << refusals[0];
   EXPECT_NE(refusals[1].find("'epoch' is a field of every record"), std::string::npos) << refusals[1];
   EXPECT_NE(refusals[2].find("'run_id' is a field of every record"), std::string::npos) << refusals[2];
