@@ -12,7 +12,7 @@
 #include "runtime/data/synthetic_language.h"
 #include "runtime/data/vocabulary.h"
 #include "runtime/models/language_model.h"
-#include "runtime/training/run_view.h"
+#include "runtime/runs/run_view.h"
 #include "runtime/training/trainer.h"
 
 namespace lmkit::lua {

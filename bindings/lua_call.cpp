@@ -15,7 +15,7 @@
 #include "runtime/core/interruption.h"
 #include "runtime/core/number_text.h"
 #include "runtime/core/tensor_memory.h"
-#include "runtime/training/preemption.h"
+#include "runtime/core/preemption.h"
 
 namespace lmkit::lua {
 namespace {
@@ -72,7 +72,7 @@ bool is_user_mistake(const std::exception_ptr& error) {
     return true;
   } catch (const Interrupted&) {
     return true;  // Ctrl-C: the work was stopped, it did not fail
-  } catch (const training::Preempted&) {
+  } catch (const lmkit::Preempted&) {
     return true;  // a signal stopped the run with its state saved
   } catch (...) {
     return false;

@@ -4,9 +4,11 @@
 
 #include "bindings/entry_point.h"
 #include "runtime/core/interruption.h"
-#include "runtime/training/batch_commands.h"
-#include "runtime/training/preemption.h"
-#include "runtime/training/process_pool.h"
+#include "runtime/batch/batch_commands.h"
+#include "runtime/core/preemption.h"
+#include "runtime/batch/batch_plan.h"
+#include "runtime/batch/batch_task_state.h"
+#include "runtime/batch/process_pool.h"
 
 namespace lmkit::lua {
 namespace {
@@ -29,6 +31,31 @@ int run_pool(lua_State* L) {
   return 1;
 }
 
+// lmkit.process.run_task(out, task, cell, recipe, fn): fn() run as batch task `task`, recorded
+// (runtime/batch/batch_task_state.h); fn's error goes on as it is, after the record says failed.
+int run_task(lua_State* L) {
+  using entry_detail::read;
+  using entry_detail::Where;
+  const auto out = read<std::string>(L, 1, Where{1, ""});
+  const auto task = read<std::int64_t>(L, 2, Where{2, ""});
+  const auto cell = read<std::string>(L, 3, Where{3, ""});
+  const auto recipe = read<std::string>(L, 4, Where{4, ""});
+  if (lua_type(L, 5) != LUA_TFUNCTION) type_error(L, 5, "function");
+  bool raised = false;
+  training::run_recorded_task(out, task, cell, recipe, [&]() -> std::optional<std::string> {
+    lua_pushvalue(L, 5);
+    if (lua_pcall(L, 0, 0, 0) == LUA_OK) return std::nullopt;
+    raised = true;  // the error value stays on the stack, raised again below
+    std::size_t length = 0;
+    const char* text = luaL_tolstring(L, -1, &length);
+    std::string error(text, length);
+    lua_pop(L, 1);
+    return error;
+  });
+  if (raised) throw PendingLuaError();
+  return 0;
+}
+
 }  // namespace
 
 void open_process(lua_State* L, int module_index) {
@@ -48,13 +75,19 @@ void open_process(lua_State* L, int module_index) {
           "Prints the per-task table of a batch folder; 0 all done, 1 a task failed or was lost, 3 some still to finish."),
       entry<&training::batch_report>("lmkit.process", "batch_report", "dir",
           "Runs the batch's recipe on its folder with report_only=true in a child lmkit; its exit status."),
-      entry<&training::process_alive>("lmkit.process", "alive", "pid", "Whether a process with this id exists on this machine."),
-      entry<&training::current_pid>("lmkit.process", "pid", "", "This process's id."),
-      entry<&training::host_name>("lmkit.process", "hostname", "", "This machine's host name."),
-      entry<&training::executable_path>("lmkit.process", "executable", "", "The path of the running lmkit program."),
-      entry<&training::absolute_path>("lmkit.process", "absolute", "path", "`path` made absolute against the working directory."),
-      entry<&training::sleep_seconds>("lmkit.process", "sleep", "seconds", "Waits."),
-      entry<&training::was_preempted>("lmkit.process", "preempted", "",
+      {"run_task", run_task,
+       "lmkit.process.run_task(out, task, cell, recipe, fn)\n"
+       "Runs fn() as batch task `task` (cell `cell`): its folder locked, batch/tasks/<task>.json saying running, then "
+       "done, failed (fn's error, which goes on) or preempted."},
+      entry<&training::recipe_plan>("lmkit.process", "plan", "request",
+          "A recipe's plan from {out=, cells=, declared=, needs={{id=, need= | failed=}, ...}}: {lines=, problems=} (runtime/batch/batch_plan.h)."),
+      entry<&lmkit::process_alive>("lmkit.process", "alive", "pid", "Whether a process with this id exists on this machine."),
+      entry<&lmkit::current_pid>("lmkit.process", "pid", "", "This process's id."),
+      entry<&lmkit::host_name>("lmkit.process", "hostname", "", "This machine's host name."),
+      entry<&lmkit::executable_path>("lmkit.process", "executable", "", "The path of the running lmkit program."),
+      entry<&lmkit::absolute_path>("lmkit.process", "absolute", "path", "`path` made absolute against the working directory."),
+      entry<&lmkit::sleep_seconds>("lmkit.process", "sleep", "seconds", "Waits."),
+      entry<&lmkit::was_preempted>("lmkit.process", "preempted", "",
           "Whether a training run in this process stopped because of SIGTERM/SIGUSR1 (its state is saved; `lmkit run` exits with 75)."),
       entry<&was_interrupted>("lmkit.process", "interrupted", "",
           "Whether Ctrl-C stopped work in this process (a training run saved its state first; `lmkit run` exits with 130)."),
@@ -63,7 +96,7 @@ void open_process(lua_State* L, int module_index) {
   lua_newtable(L);
   set_functions(L, -1, "lmkit.process", functions);
   // The exit status of a task that saved its state on a preemption signal (one definition: preemption.h).
-  lua_pushinteger(L, training::kPreemptedExitStatus);
+  lua_pushinteger(L, lmkit::kPreemptedExitStatus);
   lua_setfield(L, -2, "PREEMPTED_EXIT");
   register_doc(L, -1, "lmkit.process", "lmkit.process — child processes for batch runs, and facts about this process.");
   lua_setfield(L, module_index, "process");

@@ -1,8 +1,8 @@
 #include "bindings/lua_recipe_folder.h"
 
 #include "bindings/entry_point.h"
-#include "runtime/training/recipe_cells.h"
-#include "runtime/training/recipe_record.h"
+#include "runtime/runs/recipe_cells.h"
+#include "runtime/runs/recipe_record.h"
 
 namespace lmkit::lua {
 namespace {
@@ -46,10 +46,14 @@ void open_recipe_folder(lua_State* L, int module_index) {
           "Records a finished cell: settings.json (how the result was made) first, then result.json; failed.json removed."),
       entry<&training::record_cell_failure>("lmkit.recipe_folder", "record_failure", "out, id, error, traceback",
           "Writes the cell's failed.json (its error and traceback), or removes it when error is nil."),
-      entry<&training::store_tidy_results>("lmkit.recipe_folder", "write_tidy", "out, results",
-          "Writes <out>/results.csv, one row per finished cell and number, from results = {{id=, fields=, result=}, ...}."),
-      entry<&training::record_recipe_run>("lmkit.recipe_folder", "record_run", "out, recipe, name, description, settings, cells, task",
-          "Records `lmkit run`'s recipe, settings (JSON text) and cells in <out>/recipe.json, keeping a batch's record (a task leaves it alone; another grid is refused)."),
+      entry<&training::store_tidy_results>("lmkit.recipe_folder", "write_tidy", "out, cells",
+          "Writes <out>/results.csv, one row per finished cell and number, for cells = {{id=, fields=}, ...} (their results read from the folder)."),
+      entry<&training::record_recipe_run>("lmkit.recipe_folder", "record_run", "out, recipe, name, description, settings, defaults, cells, task",
+          "Records `lmkit run`'s recipe, settings and their defaults (JSON text) and cells in <out>/recipe.json; a batch's record is kept (a task writes none over any record; another grid or other settings than the batch's are refused)."),
+      entry<&training::runner_settings_table>("lmkit.recipe_folder", "runner_settings", "",
+          "The recipe runner's own settings, {{key=, default=, doc=}, ...}: out, task, report_only, dry_run (no recipe declares them)."),
+      entry<&training::default_recipe_folder>("lmkit.recipe_folder", "default_out", "name, scale",
+          "A recipe's output folder when --set out= names none: runs/<name>-<scale> (scale \"\": \"default\")."),
       {"check_settings", check_settings,
        "lmkit.recipe_folder.check_settings(recipe, out, ids, settings, defaults, report_only, grid_with)\n"
        "Refuses finished cells among ids whose settings.json records other settings than `settings` (one it lacks: its default), but for settings "

@@ -9,7 +9,7 @@
 #include "runtime/training/evaluate_request.h"
 #include "runtime/training/evaluation.h"
 #include "runtime/training/resume.h"
-#include "runtime/training/run_view.h"
+#include "runtime/runs/run_view.h"
 #include "runtime/training/trainer.h"
 
 namespace lmkit::lua {

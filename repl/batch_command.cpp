@@ -7,7 +7,7 @@
 #include "repl/recipe_catalog.h"
 #include "repl/script_runner.h"
 #include "runtime/core/interruption.h"
-#include "runtime/training/batch_commands.h"
+#include "runtime/batch/batch_commands.h"
 
 namespace lmkit::repl {
 

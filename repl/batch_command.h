@@ -1,5 +1,5 @@
 // `lmkit batch`, `lmkit status` and `lmkit report` of a batch folder: the command line of the batch
-// commands in runtime/training/batch_commands.h. The recipe's grid is the one part computed in Lua
+// commands in runtime/batch/batch_commands.h. The recipe's grid is the one part computed in Lua
 // (lmkit.batch.grid: a recipe is a Lua value); the options are BatchOptions' declaration.
 #pragma once
 #include <memory>

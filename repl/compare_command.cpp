@@ -13,7 +13,7 @@
 #include "repl/script_runner.h"
 #include "runtime/core/error.h"
 #include "runtime/core/terminal_text.h"
-#include "runtime/training/run_comparison.h"
+#include "runtime/runs/run_comparison.h"
 
 namespace lmkit::repl {
 

@@ -1,6 +1,6 @@
 // `lmkit compare DIR...`: training runs, or the runs of recipe folders' cells, side by side — each
 // run's state and its best and final numbers, the settings that differ between them
-// (runtime/training/run_comparison.h), and their validation curves in one plot.
+// (runtime/runs/run_comparison.h), and their validation curves in one plot.
 #pragma once
 #include <string>
 #include <vector>

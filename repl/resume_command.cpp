@@ -7,9 +7,9 @@
 #include "repl/interrupt.h"
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
-#include "runtime/training/preemption.h"
+#include "runtime/core/preemption.h"
 #include "runtime/training/resume.h"
-#include "runtime/training/run_status.h"
+#include "runtime/runs/run_status.h"
 #include "runtime/training/trainer.h"
 
 namespace lmkit::repl {
@@ -70,9 +70,9 @@ int run_resume(const ResumeCommand& c) {
       const auto status = summary.value("status", std::string());
       // As `lmkit status`: 0 finished, 1 diverged or failed, 3 something left (a time limit, a stop).
       exit_status = status == "finished" ? 0 : status == "stopped" || status == "time_limit" ? 3 : 1;
-    } catch (const training::Preempted& e) {
+    } catch (const lmkit::Preempted& e) {
       std::cerr << "lmkit: " << e.what() << "\n";
-      exit_status = interrupted_by_user() ? 130 : training::kPreemptedExitStatus;
+      exit_status = interrupted_by_user() ? 130 : lmkit::kPreemptedExitStatus;
     }
   }
   for (const auto& line : training::run_status(c.dir).lines()) std::cout << line << "\n";

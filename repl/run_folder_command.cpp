@@ -18,10 +18,10 @@
 #include "repl/script_runner.h"
 #include "runtime/core/error.h"
 #include "runtime/core/work_progress.h"
-#include "runtime/training/recipe_cells.h"
-#include "runtime/training/recipe_record.h"
-#include "runtime/training/run_status.h"
-#include "runtime/training/run_store.h"
+#include "runtime/runs/recipe_cells.h"
+#include "runtime/runs/recipe_record.h"
+#include "runtime/runs/run_status.h"
+#include "runtime/runs/run_store.h"
 
 namespace lmkit::repl {
 namespace {

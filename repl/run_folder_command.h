@@ -1,7 +1,7 @@
-// `lmkit status DIR` and `lmkit report DIR` for every folder lmkit writes results into: a batch
-// folder (batch/manifest.json: the per-task table, batch_command.h), a recipe's output folder from
-// `lmkit run` (recipe.json: the per-cell table; the report rendered by the recipe with its recorded
-// settings) and a training run's directory (config.json: its state, epochs, best valid ppl and ETA;
+// `lmkit status DIR` and `lmkit report DIR` for every folder lmkit writes results into: a recipe's
+// output folder (its recipe.json: with a batch section, the per-task table of batch_command.h; else
+// the per-cell table; the report rendered by the recipe with its recorded settings) and a training
+// run's directory (config.json: its state, epochs, best valid ppl and ETA;
 // the report its epochs and learning curve).
 #pragma once
 #include <string>

@@ -12,7 +12,7 @@
 #include "repl/lua_state_handle.h"
 #include "repl/package_path.h"
 #include "runtime/core/interruption.h"
-#include "runtime/training/preemption.h"
+#include "runtime/core/preemption.h"
 
 namespace lmkit::repl {
 namespace {
@@ -83,7 +83,7 @@ int run_script(const ScriptOptions& options) {
     // Ctrl-C: the shell's convention (128 + SIGINT), so that a job script does not requeue it.
     if (interrupted_by_user()) return 128 + SIGINT;
     // A preempted training run saved its state: tell the batch system to requeue, not to fail.
-    return training::was_preempted() ? training::kPreemptedExitStatus : 1;
+    return lmkit::was_preempted() ? lmkit::kPreemptedExitStatus : 1;
   }
   return 0;
 }

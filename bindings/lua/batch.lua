@@ -6,8 +6,8 @@
 --   lmkit report runs/gss_grid-tiny
 --
 -- Task i is cell i of the grid: `lmkit run RECIPE --set out=OUT --set task=i` plus the batch's own
--- --set options. The batch itself — its options, manifest, the tasks' states, the local pool and
--- the Slurm job array — is runtime/training/batch_*.h, the same for `lmkit batch` and for these
+-- --set options. The batch itself — its options, the folder's record, the tasks' states, the local pool and
+-- the Slurm job array — is runtime/batch/batch_*.h, the same for `lmkit batch` and for these
 -- functions; this file computes what only Lua can: the recipe's grid.
 local lmkit = require "lmkit"
 local recipe = require "lmkit.recipe"
@@ -49,7 +49,7 @@ function batch.grid(o)
     local plan, problems = value:plan(cfg, planned)
     return {path = path, name = value.name, description = value.description,
             out = lmkit.process.absolute(cfg.out), cells = cells, plan = plan, problems = problems,
-            settings = lmkit.json_encode(value:result_settings(cfg))}
+            settings = lmkit.json_encode(value:result_settings(cfg)), defaults = lmkit.json_encode(value.settings)}
   end)
   if not configured then mistake(tostring(grid)) end
   return grid

@@ -58,9 +58,9 @@ function recipe.define(spec)
   check(spec, "run", "function")
   check(spec, "report", "function")
   local declared = spec.settings or {}
-  for _, reserved in ipairs{"task", "out", "report_only", "dry_run"} do
-    if declared[reserved] ~= nil then
-      error(("recipe.define: setting '%s' is the runner's; choose another name"):format(reserved), 2)
+  for _, runner in ipairs(lmkit.recipe_folder.runner_settings()) do
+    if declared[runner.key] ~= nil then
+      error(("recipe.define: setting '%s' is the runner's; choose another name"):format(runner.key), 2)
     end
   end
   -- Every setting is declared with its doc: the defaults go to settings, the docs to setting_docs
@@ -113,7 +113,8 @@ end
 -- overrides on top (strict: unknown keys are errors), plus the runner's own settings. `settings`
 -- ({"key=value", ...}) stands for the command line's --set values (lmkit.batch.grid's).
 function Recipe:configure(overrides, settings)
-  local defaults = {task = 0, out = "", report_only = false, dry_run = false}
+  local defaults = {}
+  for _, runner in ipairs(lmkit.recipe_folder.runner_settings()) do defaults[runner.key] = runner.default end
   for k, v in pairs(self.settings) do defaults[k] = v end
   for k, v in pairs(overrides or {}) do
     if defaults[k] == nil then error(("recipe %s: unknown setting '%s'"):format(self.name, k), 2) end
@@ -136,10 +137,8 @@ function Recipe:configure(overrides, settings)
     end
   end
   if cfg.out == "" then
-    -- Only a declared setting is read (the settings table refuses any other name): a recipe
-    -- without `scale` is named "default".
-    local scale = self.settings.scale ~= nil and cfg.scale or "default"
-    cfg.out = ("runs/%s-%s"):format(self.name, tostring(scale))
+    -- Only a declared setting is read (the settings table refuses any other name).
+    cfg.out = lmkit.recipe_folder.default_out(self.name, self.settings.scale ~= nil and tostring(cfg.scale) or "")
   end
   return cfg
 end
@@ -174,6 +173,15 @@ function recipe.read_json(path)
   return nil, ("%s is not a JSON object"):format(path)
 end
 
+-- lmkit.recipe_folder's refusals in lmkit's words alone, as the recipe's own: without the Lua
+-- position and the function's name that a binding's error carries.
+local function folder(name, ...)
+  local ok, result = pcall(lmkit.recipe_folder[name], ...)
+  if ok then return result end
+  if type(result) ~= "string" then error(result, 0) end
+  error((result:gsub("^.-lmkit%.recipe_folder%." .. name .. ": ", "")), 0)
+end
+
 -- A cell's result.json as the table its run() returned (NaN and infinities numbers again), nil
 -- when it has none (recipe_cells.h).
 local function read_result(cfg, cell)
@@ -185,15 +193,11 @@ function Recipe:context(cfg, cell)
   return {cfg = cfg, dir = dir, out = cfg.out, recipe = self}
 end
 
--- The runner's own settings: where and how to run, not what a cell computes.
-local RUNNER_SETTINGS = {task = true, out = true, report_only = true, dry_run = true}
-
--- The recipe's declared settings as this run resolved them: what a cell's result depends on.
+-- The recipe's declared settings as this run resolved them: what a cell's result depends on (the
+-- runner's own settings are never declared).
 function Recipe:result_settings(cfg)
   local values = {}
-  for key in pairs(self.settings) do
-    if not RUNNER_SETTINGS[key] then values[key] = cfg[key] end
-  end
+  for key in pairs(self.settings) do values[key] = cfg[key] end
   return values
 end
 
@@ -204,7 +208,7 @@ end
 function Recipe:check_cells_settings(cfg, cells)
   local ids = {}
   for i, cell in ipairs(cells) do ids[i] = cell.id end
-  lmkit.recipe_folder.check_settings(self.name, cfg.out, ids, self:result_settings(cfg), self.settings, cfg.report_only,
+  folder("check_settings", self.name, cfg.out, ids, self:result_settings(cfg), self.settings, cfg.report_only,
     function(key, value)
       local variant = {}
       for k, v in pairs(cfg) do variant[k] = v end
@@ -229,15 +233,15 @@ function Recipe:write_record(cfg, cells, task)
   for i, cell in ipairs(cells) do ids[i] = cell.id end
   local args = rawget(_G, "arg")
   local path = type(args) == "table" and args[0] and lmkit.process.absolute(tostring(args[0])) or ""
-  lmkit.recipe_folder.record_run(cfg.out, path, self.name, self.description, lmkit.json_encode(self:result_settings(cfg)),
-                                 ids, task == true)
+  folder("record_run", cfg.out, path, self.name, self.description, lmkit.json_encode(self:result_settings(cfg)),
+         lmkit.json_encode(self.settings), ids, task == true)
 end
 
 -- <out>/results.csv, the tidy long table beside the report's formatted one (recipe_cells.h).
 function Recipe:write_tidy(cfg, results)
   local rows = {}
-  for i, r in ipairs(results) do rows[i] = {id = r.cell.id, fields = scalar_fields(r.cell), result = r.result} end
-  lmkit.recipe_folder.write_tidy(cfg.out, rows)
+  for i, r in ipairs(results) do rows[i] = {id = r.cell.id, fields = scalar_fields(r.cell)} end
+  folder("write_tidy", cfg.out, rows)
 end
 
 -- `lmkit report RUN_DIR`'s plot: the run's learning curve beside its files.
@@ -293,7 +297,7 @@ function Recipe:run_cell(cfg, cell)
   if type(result) ~= "table" then
     error(("recipe %s: run() must return a table of results for cell %s, got %s"):format(self.name, cell.id, type(result)))
   end
-  lmkit.recipe_folder.store_result(cfg.out, self.name, cell.id, scalar_fields(cell), self:result_settings(cfg), result)
+  folder("store_result", cfg.out, self.name, cell.id, scalar_fields(cell), self:result_settings(cfg), result)
   return result, false
 end
 
@@ -304,123 +308,40 @@ function Recipe:collect(cfg, cells)
   return results
 end
 
--- Where a task records its state for `lmkit status`: <out>/batch/tasks/<i>.json.
-function recipe.task_state_file(out, index)
-  return ("%s/batch/tasks/%d.json"):format(out, index)
-end
-
--- The Slurm id of this array task ("<array job>_<index>"), or of this job, or nil outside Slurm.
-local function slurm_job_id()
-  local array, index = os.getenv("SLURM_ARRAY_JOB_ID"), os.getenv("SLURM_ARRAY_TASK_ID")
-  if array and index then return array .. "_" .. index end
-  return os.getenv("SLURM_JOB_ID")
-end
-
--- Runs cell `cell` as batch task cell.index, recording running → done | failed | preempted (with the
--- attempt number, host, pid, Slurm id and the error) so that `lmkit status` can tell what happened
--- even when the process is gone.
+-- Runs cell `cell` as batch task cell.index, recorded (running → done | failed | preempted, with
+-- the attempt number, host, pid, Slurm id and the error: runtime/batch/batch_task_state.h) so that
+-- `lmkit status` can tell what happened even when the process is gone. run_cell's error is already
+-- the report (the cell's own traceback where one helps).
 function Recipe:run_task(cfg, cell)
-  -- One process per task: the task's folder <out>/batch/tasks/<i>/ is locked (by the kernel, on the
-  -- folder itself) before its state is read or written, so a hand rerun (`--set task=I`) beside the
-  -- batch's own task I is refused naming the holder, and leaves the task's state as it was.
-  local folder = ("%s/batch/tasks/%d"):format(cfg.out, cell.index)
-  lmkit.fs.mkdir(folder)
-  return lmkit.fs.with_lock(folder, function() return self:run_task_locked(cfg, cell) end,
-                            ("batch task %d of recipe %s"):format(cell.index, self.name))
+  lmkit.process.run_task(cfg.out, cell.index, cell.id, self.name, function()
+    local ok, err = xpcall(function() return self:run_cell(cfg, cell) end, lmkit.error_report)
+    if not ok then error(err, 0) end
+  end)
 end
-
-function Recipe:run_task_locked(cfg, cell)
-  local file = recipe.task_state_file(cfg.out, cell.index)
-  local previous = recipe.read_json(file) or {}
-  local state = {task = cell.index, id = cell.id, attempt = (previous.attempt or 0) + 1,
-                 host = lmkit.process.hostname(), pid = lmkit.process.pid(), slurm_job = slurm_job_id(),
-                 started = os.time()}
-  lmkit.fs.mkdir(cfg.out .. "/batch/tasks")
-  state.state = "running"
-  lmkit.write_file(file, lmkit.json_encode(state, true))
-  -- run_cell's error is already the report (the cell's own traceback where one helps).
-  local ok, err = xpcall(function() return self:run_cell(cfg, cell) end, lmkit.error_report)
-  state.finished = os.time()
-  if ok then
-    state.state = "done"
-  elseif lmkit.process.preempted() or lmkit.process.interrupted() then
-    -- Stopped, not failed (a signal, or Ctrl-C reaching the pool's tasks): the next batch resumes it.
-    state.state = "preempted"
-  else
-    state.state, state.error = "failed", tostring(err)
-  end
-  lmkit.write_file(file, lmkit.json_encode(state, true))
-  if not ok then error(err, 0) end
-end
-
--- The files a corpus protocol reads (docs/data.md): the mini protocol trains on the validation split.
-local PROTOCOL_FILES = {full = {"train.txt", "valid.txt", "test.txt"}, mini = {"valid.txt", "test.txt"}}
 
 -- What the cells still to run need, from the recipe's `needs(cell, cfg)` ({what=, epochs=, corpus=
--- {name=, protocol=}, estimate={gpu_hours=, peak_mb=, from=}, no_estimate=}): lines that say how
--- many tasks of each kind, their epochs and estimated cost (and where the rates were measured), and
--- whether each corpus's files are where a task will look (from this machine); and the problems
--- (missing data) that would fail tasks. Cells with a result.json need nothing.
+-- {name=, protocol=}, estimate={gpu_hours=, peak_mb=, from=}, no_estimate=}): the plan's lines (how
+-- many tasks of each kind, their epochs and estimated cost, whether each corpus's files are where
+-- a task will look) and the problems (missing data) that would fail tasks, as
+-- runtime/batch/batch_plan.h makes them. What only the recipe can say is asked here.
 function Recipe:plan(cfg, cells)
-  if not self.needs then return {("plan: %d cells (the recipe declares no needs: no estimate, no data check)"):format(#cells)}, {} end
-  local groups, order, corpora, corpus_order, total_hours, todo, machine = {}, {}, {}, {}, 0, 0, nil
-  for _, cell in ipairs(cells) do
-    if not lmkit.fs.exists(self:context(cfg, cell).dir .. "/result.json") then
-      todo = todo + 1
-      -- A recipe's needs that fail (or say something odd) make a line of the plan, never a failure:
-      -- a dry run and a batch go on without its estimate.
-      local ok, need = pcall(self.needs, cell, cfg)
-      if not ok or type(need) ~= "table" then
-        need = {what = cell.id, no_estimate = ("its needs failed: %s"):format(ok and ("returned a " .. type(need)) or tostring(need))}
-      end
-      if type(need.estimate) ~= "table" or type(need.estimate.gpu_hours) ~= "number" then need.estimate = nil end
-      if type(need.corpus) ~= "table" or type(need.corpus.name) ~= "string" then need.corpus = nil end
-      if need.corpus then need.corpus.protocol = PROTOCOL_FILES[need.corpus.protocol] and need.corpus.protocol or "full" end
-      local key = ("%s|%s"):format(tostring(need.what or cell.id), tostring(need.epochs))
-      if not groups[key] then groups[key] = {need = need, n = 0}; order[#order + 1] = key end
-      groups[key].n = groups[key].n + 1
-      if need.estimate then
-        total_hours = total_hours + need.estimate.gpu_hours
-        machine = machine or need.estimate.from
-      end
-      if need.corpus then
-        local ck = need.corpus.name .. "|" .. need.corpus.protocol
-        if not corpora[ck] then corpora[ck] = {corpus = need.corpus, n = 0}; corpus_order[#corpus_order + 1] = ck end
-        corpora[ck].n = corpora[ck].n + 1
-      end
-    end
-  end
-  local lines, problems = {("plan: %d of %d cells to run"):format(todo, #cells)}, {}
-  for _, key in ipairs(order) do
-    local g = groups[key]
-    local e = g.need.estimate
-    local cost = e and ("about %.2f GPU-hours%s each"):format(e.gpu_hours,
-                          type(e.peak_mb) == "number" and (", %.0f MB on the device"):format(e.peak_mb) or "")
-                 or (g.need.no_estimate or "no estimate")
-    lines[#lines + 1] = ("  %d × %s: %s epochs, %s"):format(g.n, tostring(g.need.what or "cell"), tostring(g.need.epochs or "?"), cost)
-  end
-  if total_hours > 0 then
-    lines[#lines + 1] = ("  in all about %.1f GPU-hours (%s)"):format(total_hours, machine or "measured rates")
-  end
-  for _, ck in ipairs(corpus_order) do
-    local c = corpora[ck]
-    local ok, folder = pcall(lmkit.data.locate, c.corpus.name)
-    local missing = {}
-    for _, file in ipairs(PROTOCOL_FILES[c.corpus.protocol] or PROTOCOL_FILES.full) do
-      if not ok or not lmkit.fs.exists(folder .. "/" .. file) then missing[#missing + 1] = file end
-    end
-    if #missing == 0 then
-      lines[#lines + 1] = ("  data: %s (%s protocol) in %s"):format(c.corpus.name, c.corpus.protocol, folder)
+  local needs = {}
+  for i, cell in ipairs(self.needs and cells or {}) do
+    local ok, need = pcall(self.needs, cell, cfg)
+    local entry = {id = cell.id}
+    if not ok then
+      entry.failed = tostring(need)
+    elseif type(need) ~= "table" then
+      entry.failed = "returned a " .. type(need)
+    elseif pcall(lmkit.json_encode, need) then
+      entry.need = need
     else
-      local where = ok and ("not in " .. folder) or ("no %s/ folder where lmkit looks%s"):format(
-        c.corpus.name, (" (%s)"):format(tostring(folder):match("tried: [^)]*") or "")):gsub(" %(%)$", "")
-      problems[#problems + 1] = ("%d task%s need%s %s's %s (%s protocol), %s: get it with scripts/get_data.sh %s, or set LMKIT_DATA "
-                                 .. "to the folder that holds %s/"):format(c.n, c.n == 1 and "" or "s", c.n == 1 and "s" or "",
-                                 c.corpus.name, table.concat(missing, ", "), c.corpus.protocol, where, c.corpus.name, c.corpus.name)
-      lines[#lines + 1] = "  data MISSING: " .. problems[#problems]
+      entry.failed = "returned a table that JSON cannot hold"
     end
+    needs[i] = entry
   end
-  return lines, problems
+  local plan = lmkit.process.plan{out = cfg.out, cells = #cells, declared = self.needs ~= nil, needs = needs}
+  return plan.lines, plan.problems
 end
 
 function Recipe:main(overrides)
@@ -527,10 +448,10 @@ function recipe.settings_of(file)
     rows[#rows + 1] = {key = key, default = default, doc = def.setting_docs[key] or ""}
   end
   table.sort(rows, function(a, b) return a.key < b.key end)
-  rows[#rows + 1] = {key = "out", default = "runs/" .. def.name .. "-<scale>", doc = "the output folder (results, report)"}
-  rows[#rows + 1] = {key = "task", default = 0, doc = "> 0: run only cell I (a batch array task)"}
-  rows[#rows + 1] = {key = "report_only", default = false, doc = "render the report from the cells that have finished"}
-  rows[#rows + 1] = {key = "dry_run", default = false, doc = "resolve the settings, list the cells and the output folder, run nothing"}
+  for _, runner in ipairs(lmkit.recipe_folder.runner_settings()) do
+    local default = runner.key == "out" and lmkit.recipe_folder.default_out(def.name, "<scale>") or runner.default
+    rows[#rows + 1] = {key = runner.key, default = default, doc = runner.doc}
+  end
   return rows, def
 end
 

@@ -3,7 +3,7 @@
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
 #include "runtime/data/corpus_origin.h"
-#include "runtime/training/run_store.h"
+#include "runtime/runs/run_store.h"
 
 namespace lmkit::training {
 

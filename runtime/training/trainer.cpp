@@ -4,8 +4,8 @@
 #include "runtime/core/number_text.h"
 #include "runtime/core/terminal_text.h"
 #include "runtime/heads/stored_head_config.h"
-#include "runtime/training/process_pool.h"
-#include "runtime/training/run_comparison.h"
+#include "runtime/core/process_facts.h"
+#include "runtime/runs/run_comparison.h"
 #include "runtime/training/trainer_state.h"
 
 namespace lmkit::training {

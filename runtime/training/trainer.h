@@ -28,7 +28,7 @@
 
 #include "runtime/data/corpus.h"
 #include "runtime/models/language_model.h"
-#include "runtime/training/run_store.h"
+#include "runtime/runs/run_store.h"
 #include "runtime/training/train_options.h"
 
 namespace lmkit::training {

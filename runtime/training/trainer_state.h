@@ -33,12 +33,12 @@
 #include "runtime/training/optimizer.h"
 #include "runtime/core/interruption.h"
 #include "runtime/core/number_text.h"
-#include "runtime/training/preemption.h"
+#include "runtime/core/preemption.h"
 #include "runtime/training/progress.h"
 #include "runtime/training/run_progress.h"
 #include "runtime/training/step_graphs.h"
 #include "runtime/training/switch_policy.h"
-#include "runtime/training/tensorboard_writer.h"
+#include "runtime/runs/tensorboard_writer.h"
 
 namespace lmkit::training {
 

@@ -24,6 +24,8 @@ for mode in "" "--set report_only=true"; do
     { echo "offset=5 ($mode) was served the results of offset=0: $out"; exit 1; }
   echo "$out" | grep -qF "2 cells (x=1, ...) in $work hold results made with other settings (offset = 0 there, 5 now)" ||
     { echo "no settings message ($mode): $out"; exit 1; }
+  # In lmkit's words alone: no Lua position, no binding's name before them.
+  echo "$out" | grep -q "^lmkit: recipe tiny: 2 cells" || { echo "the settings message does not start with the recipe ($mode): $out"; exit 1; }
   if [ -z "$mode" ]; then
     echo "$out" | grep -qF -- "--set out=$work-offset5" || { echo "no folder suggested: $out"; exit 1; }
   else

@@ -1,5 +1,5 @@
 -- lmkit.batch from Lua: the options of `lmkit batch` as a table, checked as the command line's are;
--- several tasks sharing GPUs at once (the pieces alone: tests/runtime/training/batch_*_test.cpp).
+-- several tasks sharing GPUs at once (the pieces alone: tests/runtime/batch/batch_test.cpp).
 local T = require "lmkit.testing"
 local batch = require "lmkit.batch"
 

@@ -1,6 +1,7 @@
 # Every #include of ours points down the layers (runtime/CMakeLists.txt lists them; docs/development.md
-# draws them): repl → bindings → {training, analysis} → {nn (models → heads), data, stats} → ops → core,
-# with no include sideways between siblings (training ↔ analysis, data ↔ nn, ...).
+# draws them): repl → bindings → {batch, training, analysis}; batch → runs; training → runs →
+# {nn (models → heads), data}; analysis → {nn, data, stats}; all → ops → core, with no include
+# sideways between siblings (training ↔ analysis, batch ↔ training, data ↔ nn, ...).
 #   cmake -DSOURCE_DIR=<checkout> -P tests/structure/check_layers.cmake
 # Prints each offending include as "FILE includes HEADER: LAYER may not include LAYER" and fails.
 cmake_minimum_required(VERSION 3.24)
@@ -23,8 +24,12 @@ function(layer_of path out)
     set(layer heads)
   elseif(path MATCHES "^runtime/models/")
     set(layer models)
+  elseif(path MATCHES "^runtime/runs/")
+    set(layer runs)
   elseif(path MATCHES "^runtime/training/")
     set(layer training)
+  elseif(path MATCHES "^runtime/batch/")
+    set(layer batch)
   elseif(path MATCHES "^runtime/analysis/")
     set(layer analysis)
   elseif(path MATCHES "^bindings/")
@@ -45,10 +50,15 @@ set(allowed_data core data)
 # nn is two layers in one library: the models (encoder, LanguageModel, checkpoints) sit on the heads.
 set(allowed_heads core ops heads)
 set(allowed_models core ops heads models)
-set(allowed_training core ops data heads models training)
+# A run's records on disk (store, status, comparison, a recipe folder's record and cells).
+set(allowed_runs core ops data heads models runs)
+set(allowed_training core ops data heads models runs training)
+# Batches of a recipe's cells: plans (the data a task reads), backends, task states, the process
+# pool; never the trainer.
+set(allowed_batch core data runs batch)
 set(allowed_analysis core ops data stats heads models analysis)
-set(allowed_bindings core ops data stats heads models training analysis bindings)
-set(allowed_repl core ops data stats heads models training analysis bindings repl)
+set(allowed_bindings core ops data stats heads models runs training batch analysis bindings)
+set(allowed_repl core ops data stats heads models runs training batch analysis bindings repl)
 
 file(GLOB_RECURSE sources RELATIVE "${SOURCE_DIR}"
      "${SOURCE_DIR}/runtime/*.h" "${SOURCE_DIR}/runtime/*.cpp"

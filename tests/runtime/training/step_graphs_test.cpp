@@ -18,7 +18,7 @@
 
 #include "runtime/core/determinism.h"
 #include "runtime/core/error.h"
-#include "runtime/training/preemption.h"
+#include "runtime/core/preemption.h"
 #include "runtime/training/step_graphs.h"
 #include "runtime/training/trainer.h"
 #include "tests/support/comparable_metrics.h"
