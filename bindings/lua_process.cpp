@@ -46,11 +46,7 @@ int run_task(lua_State* L) {
     lua_pushvalue(L, 5);
     if (lua_pcall(L, 0, 0, 0) == LUA_OK) return std::nullopt;
     raised = true;  // the error value stays on the stack, raised again below
-    std::size_t length = 0;
-    const char* text = luaL_tolstring(L, -1, &length);
-    std::string error(text, length);
-    lua_pop(L, 1);
-    return error;
+    return describe_value(L, -1);  // protected: a __tostring that raises cannot jump past the lock
   });
   if (raised) throw PendingLuaError();
   return 0;

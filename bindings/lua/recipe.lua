@@ -326,19 +326,22 @@ end
 -- runtime/batch/batch_plan.h makes them. What only the recipe can say is asked here.
 function Recipe:plan(cfg, cells)
   local needs = {}
-  for i, cell in ipairs(self.needs and cells or {}) do
-    local ok, need = pcall(self.needs, cell, cfg)
-    local entry = {id = cell.id}
-    if not ok then
-      entry.failed = tostring(need)
-    elseif type(need) ~= "table" then
-      entry.failed = "returned a " .. type(need)
-    elseif pcall(lmkit.json_encode, need) then
-      entry.need = need
-    else
-      entry.failed = "returned a table that JSON cannot hold"
+  for _, cell in ipairs(self.needs and cells or {}) do
+    -- A finished cell (one with its result: recipe_cells.h) needs nothing; its needs are not asked.
+    if not read_result(cfg, cell) then
+      local entry = {id = cell.id}
+      local ok, need = pcall(self.needs, cell, cfg)
+      if not ok then
+        entry.failed = tostring(need)
+      elseif type(need) ~= "table" then
+        entry.failed = "returned a " .. type(need)
+      elseif pcall(lmkit.json_encode, need) then
+        entry.need = need
+      else
+        entry.failed = "returned a table that JSON cannot hold"
+      end
+      needs[#needs + 1] = entry
     end
-    needs[i] = entry
   end
   local plan = lmkit.process.plan{out = cfg.out, cells = #cells, declared = self.needs ~= nil, needs = needs}
   return plan.lines, plan.problems
@@ -361,9 +364,8 @@ function Recipe:main(overrides)
       error(("recipe %s: --set task=%s is not a task: give one of 1..%d (its grid's cells)"):format(
         self.name, tostring(cfg.task), #cells), 0)
     end
-    -- A hand-run task records the folder with its settings (concurrent tasks of one grid write the
-    -- same record, atomically; a failure to write it costs only `lmkit status`'s view); a batch's
-    -- record stays as the batch wrote it.
+    -- A hand-run task records the folder where nothing does yet (the first of concurrent tasks;
+    -- a failure to write it costs only `lmkit status`'s view); a record there stays as it is.
     pcall(self.write_record, self, cfg, cells, true)
     self:run_task(cfg, cell)
     return

@@ -130,12 +130,13 @@ int run_batch(const BatchGrid& grid, const BatchOptions& given) {
                      "cannot carry in its #SBATCH lines; use another folder (--set out=DIR)");
   }
   const BatchPaths paths(folder);
-  make_folder(paths.batch);
+  // A dry run makes no folder (and, where there is none, has no batch to keep from another).
+  if (!o.dry_run) make_folder(paths.batch);
   // One batch process per folder: a second `lmkit batch` on it (at the same moment, or while the first
   // still runs its tasks) is refused before it reads the tasks' states.
   std::unique_ptr<FileLock> lock;
   try {
-    lock = std::make_unique<FileLock>(paths.batch, "lmkit batch " + grid.path);
+    if (is_folder(paths.batch)) lock = std::make_unique<FileLock>(paths.batch, "lmkit batch " + grid.path);
   } catch (const UsageError& e) {
     throw UsageError(std::string(e.what()) + "\n`lmkit status " + folder +
                      "` follows the batch that holds it.");

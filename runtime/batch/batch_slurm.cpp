@@ -97,14 +97,15 @@ std::string sbatch_script(const BatchManifest& manifest, const BatchOptions& o) 
 int submit_slurm_array(BatchManifest& manifest, const std::vector<std::int64_t>& tasks, const BatchOptions& o,
                        std::ostream& out) {
   // A dry run plans for a cluster from anywhere (a laptop without Slurm): it writes the job script
-  // and shows the command; only a submission needs sbatch.
+  // (batch/slurm/array.dry-run.sbatch, to read) and shows the command; only a submission needs sbatch.
   if (!o.dry_run && !have_command("sbatch")) {
     throw EnvironmentError("`sbatch` is not on PATH: run on a Slurm login node (lmkit batch --dry-run plans the "
                            "submission anywhere), or use --backend local");
   }
   const BatchPaths paths(manifest.out);
   make_folder(paths.slurm);
-  const auto script = paths.slurm + "/array.sbatch";
+  // A dry run's script lies beside the last submission's, which it never replaces.
+  const auto script = paths.slurm + (o.dry_run ? "/array.dry-run.sbatch" : "/array.sbatch");
   write_file_atomically(script, sbatch_script(manifest, o));
   auto array = index_ranges(tasks);
   if (o.jobs) array += "%" + integer_text(*o.jobs);

@@ -224,6 +224,8 @@ void print_task_table(std::ostream& out, const BatchManifest& manifest, const st
 std::optional<std::string> run_recorded_task(const std::string& out, std::int64_t task, const std::string& cell,
                                              const std::string& recipe,
                                              const std::function<std::optional<std::string>()>& run) {
+  if (out.empty()) throw UsageError("the recipe's output folder is empty: give one (--set out=DIR)");
+  if (task < 1) throw UsageError("task " + integer_text(task) + " is no task: tasks count from 1");
   const BatchPaths paths(out);
   const auto folder = paths.tasks + "/" + integer_text(task);
   make_folder(folder);

@@ -22,7 +22,8 @@
 namespace lmkit {
 namespace {
 
-std::string host_name() {
+// The host a record names (its own fallback: a lock record must say something).
+std::string lock_host_name() {
   char name[256] = {0};
   if (::gethostname(name, sizeof name - 1) != 0) return "an unknown host";
   return name;
@@ -69,7 +70,7 @@ std::string holder_from_record(const std::string& record_path) {
 
 std::string holder_record(const std::string& purpose) {
   return nlohmann::json{{"pid", static_cast<long long>(::getpid())},
-                        {"host", host_name()},
+                        {"host", lock_host_name()},
                         {"started", utc_timestamp()},
                         {"purpose", purpose}}
              .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +

@@ -229,7 +229,11 @@ json decode_cell_result(json stored) {
   return stored;
 }
 
-std::string cell_folder(const std::string& out, const std::string& id) { return out + "/cells/" + id; }
+std::string cell_folder(const std::string& out, const std::string& id) {
+  // An empty folder would make the cells' paths absolute (/cells/<id>): never a recipe's folder.
+  if (out.empty()) throw UsageError("the recipe's output folder is empty: give one (--set out=DIR)");
+  return out + "/cells/" + id;
+}
 
 std::optional<json> read_cell_result(const std::string& out, const std::string& id) {
   auto stored = read_object(fs::path(cell_folder(out, id)) / "result.json");

@@ -1,8 +1,10 @@
 #include "runtime/runs/recipe_record.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <random>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -14,6 +16,7 @@
 #include "runtime/core/error.h"
 #include "runtime/core/folders.h"
 #include "runtime/core/number_text.h"
+#include "runtime/core/process_facts.h"
 
 namespace lmkit::training {
 namespace {
@@ -344,18 +347,38 @@ json settings_object(const std::string& text, const char* what) {
   return value;
 }
 
-// Writes `text` as `path` unless a file is there already (another writer's, kept): a temporary file
-// linked into place, which fails rather than replaces.
-void create_unless_there(const std::string& path, const std::string& text) {
-  const auto temporary = path + ".new-" + integer_text(static_cast<std::int64_t>(::getpid()));
+// Writes `text` as `path` unless a file is there already (another writer's, kept); true when it
+// wrote. A temporary file (named by host, process and a random number: a shared filesystem's
+// writers on other machines) linked into place, which fails rather than replaces; where the
+// filesystem has no links, an exclusive create.
+bool create_unless_there(const std::string& path, const std::string& text) {
+  std::random_device random;
+  const auto temporary = path + ".new-" + host_name() + "-" + integer_text(static_cast<std::int64_t>(::getpid())) + "-" +
+                         integer_text(static_cast<std::int64_t>(random()));
   write_file_atomically(temporary, text);
   const int linked = ::link(temporary.c_str(), path.c_str());
   const int error = errno;
-  std::error_code ignored;
-  fs::remove(temporary, ignored);
-  if (linked != 0 && error != EEXIST) {
+  if (linked == 0 || error == EEXIST) {
+    std::error_code ignored;
+    fs::remove(temporary, ignored);
+    return linked == 0;
+  }
+  if (error != EPERM && error != ENOTSUP && error != EOPNOTSUPP && error != ENOSYS) {
+    std::error_code ignored;
+    fs::remove(temporary, ignored);
     throw EnvironmentError("cannot write '" + path + "': " + std::strerror(error));
   }
+  std::error_code ignored;
+  fs::remove(temporary, ignored);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == EEXIST) return false;
+    throw EnvironmentError("cannot write '" + path + "': " + std::strerror(errno));
+  }
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (!written) throw EnvironmentError("cannot write '" + path + "': the disk is full?");
+  return true;
 }
 
 }  // namespace
@@ -363,6 +386,7 @@ void create_unless_there(const std::string& path, const std::string& text) {
 void record_recipe_run(const std::string& out, const std::string& recipe, const std::string& name,
                        const std::string& description, const std::string& settings_json, const std::string& defaults_json,
                        const std::vector<std::string>& cells, bool task) {
+  if (out.empty()) throw UsageError("the recipe's output folder is empty: give one (--set out=DIR)");
   const auto settings = settings_object(settings_json, "settings");
   const auto defaults = settings_object(defaults_json, "defaults");
   const std::string way_out = "remove it, or use another output folder (--set out=DIR)";
@@ -374,14 +398,15 @@ void record_recipe_run(const std::string& out, const std::string& recipe, const 
   fresh.description = description;
   fresh.settings = settings;
   fresh.cells = cells;
-  if (task) {
-    // A task run by hand records the folder only where nothing does yet.
-    if (!record) {
-      make_folder(out);
-      create_unless_there(out + "/recipe.json", record_text(fresh));
-    }
-    return;
+  if (!record) {
+    // A folder without a record gets this run's, unless another writer (a batch starting on it)
+    // wrote one meanwhile: then that one decides, as if it had been there.
+    make_folder(out);
+    if (create_unless_there(out + "/recipe.json", record_text(fresh)) || task) return;
+    record = find_recipe_record(out, way_out);
   }
+  // A task run by hand never writes over a record.
+  if (task) return;
   if (record && record->batch) {
     // A batch's record numbers its tasks by its cells and runs them with its settings: a whole run
     // goes on in its folder only with both, and leaves the record as the batch wrote it.

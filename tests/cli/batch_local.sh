@@ -37,7 +37,9 @@ mkdir -p "$work/no_slurm_here"
 out=$(PATH="$work/no_slurm_here" "$lmkit" batch "$here/tiny_recipe.lua" --backend slurm --dry-run --set out="$work/plan" 2>&1) ||
   fail "a dry run without Slurm failed: $out"
 echo "$out" | grep -qF "would submit: sbatch --parsable" || fail "the dry run shows no submission: $out"
-[ -s "$work/plan/batch/slurm/array.sbatch" ] || fail "the dry run wrote no job script"
+[ -s "$work/plan/batch/slurm/array.dry-run.sbatch" ] || fail "the dry run wrote no job script to read"
+[ -e "$work/plan/batch/slurm/array.sbatch" ] && fail "the dry run wrote the submission's job script"
+[ -e "$work/plan/recipe.json" ] && fail "the dry run wrote the folder's record"
 out=$(PATH="$work/no_slurm_here" "$lmkit" batch "$here/tiny_recipe.lua" --backend slurm --set out="$work/plan" 2>&1) &&
   fail "a submission without sbatch was accepted: $out"
 echo "$out" | grep -qF "lmkit batch --dry-run plans the submission anywhere" || fail "no way to plan named: $out"
