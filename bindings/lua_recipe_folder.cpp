@@ -54,6 +54,10 @@ void open_recipe_folder(lua_State* L, int module_index) {
           "The recipe runner's own settings, {{key=, default=, doc=}, ...}: out, task, report_only, dry_run (no recipe declares them)."),
       entry<&training::default_recipe_folder>("lmkit.recipe_folder", "default_out", "name, scale",
           "A recipe's output folder when --set out= names none: runs/<name>-<scale> (scale \"\": \"default\")."),
+      entry<&training::check_recipe_cells>("lmkit.recipe_folder", "check_cells", "recipe, ids",
+          "Refuses an empty grid or two cells of one id, naming the recipe."),
+      entry<&training::check_setting_choices>("lmkit.recipe_folder", "check_choices", "recipe, settings, choices",
+          "Refuses a setting outside its declared values ({key = {v, ...}}), naming the setting, its value and the values it may take."),
       {"check_settings", check_settings,
        "lmkit.recipe_folder.check_settings(recipe, out, ids, settings, defaults, report_only, grid_with)\n"
        "Refuses finished cells among ids whose settings.json records other settings than `settings` (one it lacks: its default), but for settings "

@@ -24,6 +24,15 @@
 local lmkit = require "lmkit"
 local recipe = {}
 
+-- lmkit.recipe_folder's refusals in lmkit's words alone, as the recipe's own: without the Lua
+-- position and the function's name that a binding's error carries.
+local function folder(name, ...)
+  local ok, result = pcall(lmkit.recipe_folder[name], ...)
+  if ok then return result end
+  if type(result) ~= "string" then error(result, 0) end
+  error((result:gsub("^.-lmkit%.recipe_folder%." .. name .. ": ", "")), 0)
+end
+
 local Recipe = {}
 Recipe.__index = Recipe
 recipe.Recipe = Recipe
@@ -126,16 +135,7 @@ function Recipe:configure(overrides, settings)
     error(("recipe %s: %s"):format(self.name, tostring(cfg):gsub("^[^\n]-:%d+: ", ""):gsub("^lmkit%.configure: ", "")), 0)
   end
   -- A value outside a setting's choices stops the run before any folder or cell.
-  for key, choices in pairs(self.setting_choices or {}) do
-    local allowed = false
-    for _, choice in ipairs(choices) do allowed = allowed or choice == cfg[key] end
-    if not allowed then
-      local shown = {}
-      for i, choice in ipairs(choices) do shown[i] = tostring(choice) end
-      error(("recipe %s: --set %s=%s is not one of its values: %s"):format(self.name, key, tostring(cfg[key]),
-                                                                         table.concat(shown, ", ")), 0)
-    end
-  end
+  folder("check_choices", self.name, self:result_settings(cfg), self.setting_choices or {})
   if cfg.out == "" then
     -- Only a declared setting is read (the settings table refuses any other name).
     cfg.out = lmkit.recipe_folder.default_out(self.name, self.settings.scale ~= nil and tostring(cfg.scale) or "")
@@ -143,19 +143,17 @@ function Recipe:configure(overrides, settings)
   return cfg
 end
 
--- The cells, each with .index and .id; errors for an empty grid or duplicate ids.
+-- The cells, each with .index and .id; errors for an empty grid or duplicate ids (recipe_cells.h).
 function Recipe:cells(cfg)
   local cells = self.grid(cfg)
-  if type(cells) ~= "table" or #cells == 0 then error(("recipe %s: grid() returned no cells"):format(self.name), 2) end
-  local seen = {}
+  if type(cells) ~= "table" then cells = {} end
+  local ids = {}
   for i, cell in ipairs(cells) do
     if type(cell) ~= "table" then error(("recipe %s: cell %d is not a table"):format(self.name, i), 2) end
-    local id = recipe.cell_id(cell)
-    cell.index = i
-    if seen[id] then error(("recipe %s: cells %d and %d are the same (%s)"):format(self.name, seen[id], i, id), 2) end
-    seen[id] = i
-    cell.id = id
+    ids[i] = recipe.cell_id(cell)
   end
+  folder("check_cells", self.name, ids)
+  for i, cell in ipairs(cells) do cell.index, cell.id = i, ids[i] end
   return cells
 end
 
@@ -173,14 +171,6 @@ function recipe.read_json(path)
   return nil, ("%s is not a JSON object"):format(path)
 end
 
--- lmkit.recipe_folder's refusals in lmkit's words alone, as the recipe's own: without the Lua
--- position and the function's name that a binding's error carries.
-local function folder(name, ...)
-  local ok, result = pcall(lmkit.recipe_folder[name], ...)
-  if ok then return result end
-  if type(result) ~= "string" then error(result, 0) end
-  error((result:gsub("^.-lmkit%.recipe_folder%." .. name .. ": ", "")), 0)
-end
 
 -- A cell's result.json as the table its run() returned (NaN and infinities numbers again), nil
 -- when it has none (recipe_cells.h).

@@ -161,6 +161,34 @@ std::string set_value(const json& v) { return is_scalar(v) ? lua_text(v) : confi
 
 std::string value_text(const json& value) { return lua_text(value); }
 
+void check_recipe_cells(const std::string& recipe, const std::vector<std::string>& ids) {
+  if (ids.empty()) throw UsageError("recipe " + recipe + ": grid() returned no cells");
+  std::map<std::string, std::size_t> seen;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto [at, fresh] = seen.emplace(ids[i], i + 1);
+    if (!fresh) {
+      throw UsageError("recipe " + recipe + ": cells " + integer_text(static_cast<std::int64_t>(at->second)) + " and " +
+                       integer_text(static_cast<std::int64_t>(i + 1)) + " are the same (" + ids[i] + ")");
+    }
+  }
+}
+
+void check_setting_choices(const std::string& recipe, const json& settings, const json& choices) {
+  for (auto it = choices.begin(); choices.is_object() && it != choices.end(); ++it) {
+    if (!it.value().is_array() || !settings.is_object() || !settings.contains(it.key())) continue;
+    const auto& value = settings[it.key()];
+    std::string allowed;
+    bool found = false;
+    for (const auto& choice : it.value()) {
+      found = found || choice == value;
+      allowed += (allowed.empty() ? "" : ", ") + lua_text(choice);
+    }
+    if (!found) {
+      throw UsageError("recipe " + recipe + ": --set " + it.key() + "=" + lua_text(value) + " is not one of its values: " + allowed);
+    }
+  }
+}
+
 std::string cell_id(const json& given) {
   const auto fields = as_named(given);
   if (!fields.is_object()) throw UsageError("a cell's fields must be a table of named values, not a list");

@@ -28,6 +28,15 @@ std::string cell_id(const nlohmann::json& fields);
 // ids and plans show a recipe's values.
 std::string value_text(const nlohmann::json& value);
 
+// A recipe's grid as its cells' ids, in grid order: UsageError for an empty grid or two cells of one
+// id ("cells 1 and 3 are the same (x=1)": a recipe's bug), naming the recipe.
+void check_recipe_cells(const std::string& recipe, const std::vector<std::string>& ids);
+
+// A recipe's resolved settings against the values its settings may take (`choices`: {key = [v,
+// ...]} for the settings that declare them): UsageError naming the first setting outside them,
+// its value and the values it may take, before any folder or cell is made.
+void check_setting_choices(const std::string& recipe, const nlohmann::json& settings, const nlohmann::json& choices);
+
 // result.json's text for a cell's result (an object): its NaN and infinite numbers written as the
 // texts Python's json and pandas write ("NaN", "Infinity", "-Infinity") and listed under
 // "$non_finite" (key paths; 1-based positions in lists), so that a string that reads "NaN" stays a

@@ -47,6 +47,19 @@ TEST(CellIdTest, FieldsInKeyOrderWithValuesAsLuaWritesThem) {
   EXPECT_TRUE(contains(failure([] { cell_id(json{1, 2}); }), "a table of named values, not a list"));
 }
 
+TEST(CellIdTest, AGridHasCellsOfDistinctIdsAndSettingsTakeTheirDeclaredValues) {
+  EXPECT_NO_THROW(check_recipe_cells("demo", {"x=1", "x=2"}));
+  EXPECT_TRUE(contains(failure([] { check_recipe_cells("demo", {}); }), "recipe demo: grid() returned no cells"));
+  EXPECT_TRUE(contains(failure([] { check_recipe_cells("demo", {"x=1", "x=2", "x=1"}); }),
+                       "recipe demo: cells 1 and 3 are the same (x=1)"));
+  const json choices = {{"scale", {"tiny", "small", "paper"}}, {"depth", {1, 2}}};
+  EXPECT_NO_THROW(check_setting_choices("demo", {{"scale", "tiny"}, {"depth", 2.0}, {"other", 7}}, choices));
+  EXPECT_TRUE(contains(failure([&] { check_setting_choices("demo", {{"scale", "tinyy"}, {"depth", 1}}, choices); }),
+                       "recipe demo: --set scale=tinyy is not one of its values: tiny, small, paper"));
+  EXPECT_TRUE(contains(failure([&] { check_setting_choices("demo", {{"scale", "tiny"}, {"depth", 3}}, choices); }),
+                       "--set depth=3 is not one of its values: 1, 2"));
+}
+
 TEST(CellResultTest, NonFiniteNumbersAreTextsListedByPathAndComeBack) {
   const json result = {{"ppl", std::nan("")}, {"ratio", HUGE_VAL}, {"rank", {{"press", -HUGE_VAL}, {"ok", 4}}},
                        {"ranks", {1.5, std::nan("")}}, {"word", "NaN"}};
