@@ -14,6 +14,7 @@
 #include "runtime/core/error.h"
 #include "runtime/core/terminal_text.h"
 #include "runtime/runs/run_comparison.h"
+#include "runtime/runs/run_store.h"
 
 namespace lmkit::repl {
 
@@ -81,11 +82,7 @@ std::string legend_label(const training::ComparedRun& run, const std::vector<std
 
 // --metric: a record's field name (letters, digits, _), checked before any run is read.
 void check_metric_name(const std::string& metric) {
-  const bool identifier = !metric.empty() && metric.size() <= 64 && !std::isdigit(static_cast<unsigned char>(metric[0])) &&
-                          std::all_of(metric.begin(), metric.end(), [](char c) {
-                            return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-                          });
-  if (!identifier) {
+  if (!training::is_record_name(metric)) {
     throw UsageError("--metric " + printable_text(metric) + ": a number's name in the runs' records (letters, digits " +
                      "and _), e.g. --metric train_ppl, or one a recipe recorded with run:record");
   }

@@ -157,19 +157,6 @@ function Recipe:cells(cfg)
   return cells
 end
 
--- The JSON object in a file: the table, or nil for a missing file, or nil and a message for a file
--- that is not a JSON object (lmkit.batch reports it; a cell's half-written result.json is not done).
-function recipe.read_json(path)
-  local f = io.open(path, "r")
-  if not f then return nil end
-  local text = f:read("a")
-  f:close()
-  -- An object, as `lmkit status` requires too: a JSON array decodes to a Lua table as well, but no
-  -- cell writes one (a damaged or foreign file is not a result).
-  local ok, value = pcall(lmkit.json_decode, text)
-  if ok and type(value) == "table" and text:match("^%s*{") then return value end
-  return nil, ("%s is not a JSON object"):format(path)
-end
 
 
 -- A cell's result.json as the table its run() returned (NaN and infinities numbers again), nil

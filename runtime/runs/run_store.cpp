@@ -1,5 +1,7 @@
 #include "runtime/runs/run_store.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -174,6 +176,11 @@ void RunStore::truncate_metrics(std::size_t count) const {
   std::string text;
   for (std::size_t i = 0; i < count && i < records.size(); ++i) text += config::dump_json(records[i]) + "\n";
   write_file_atomically(path("metrics.jsonl"), text);
+}
+
+bool is_record_name(const std::string& name) {
+  return !name.empty() && name.size() <= 64 && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+         std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 }  // namespace lmkit::training

@@ -63,4 +63,8 @@ class RunStore {
   std::filesystem::path dir_;
 };
 
+// Whether `name` may name a number in a run's records (run:record, lmkit compare --metric): letters,
+// digits and _, not starting with a digit, at most 64 characters.
+bool is_record_name(const std::string& name);
+
 }  // namespace lmkit::training

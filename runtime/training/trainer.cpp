@@ -414,11 +414,7 @@ void Trainer::record(const std::map<std::string, double>& values) {
                     : json{{"type", "recipe"}, {"stage", s_->stage}, {"epoch", s_->batch > 0 ? s_->epoch + 1 : s_->epoch},
                            {"step", s_->step}};
   for (const auto& [name, value] : values) {
-    const bool identifier = !name.empty() && name.size() <= 64 && !std::isdigit(static_cast<unsigned char>(name[0])) &&
-                            std::all_of(name.begin(), name.end(), [](char c) {
-                              return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-                            });
-    if (!identifier) {
+    if (!is_record_name(name)) {
       throw UsageError("run:record: '" + printable_text(name) + "' is no name for a number: letters, digits and _, " +
                        "not starting with a digit, at most 64 characters (e.g. rank_1)");
     }
