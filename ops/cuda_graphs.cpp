@@ -9,24 +9,85 @@
 
 #include "runtime/core/error.h"
 #include "runtime/core/exception_text.h"
+#include "runtime/core/host_read.h"
 
 #ifdef LMKIT_OPS_CUDA
 #include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
 #endif
 
 namespace lmkit::ops {
 
 #ifdef LMKIT_OPS_CUDA
 
+namespace {
+
+// Why the first failed capture of this process failed (empty: none has). Never destroyed: a step
+// may ask during the process's exit.
+std::mutex refusal_mutex;
+std::string& refusal_in_process() {
+  static auto* why = new std::string;
+  return *why;
+}
+
+}  // namespace
+
 std::string cuda_graphs_unsupported(const torch::Device& device) {
   if (!device.is_cuda()) return "CUDA graphs need a CUDA device, and the model is on " + device.str();
+  std::lock_guard<std::mutex> lock(refusal_mutex);
+  if (!refusal_in_process().empty()) {
+    return "a CUDA graph capture failed earlier in this process (" + refusal_in_process() +
+           "), and after one lmkit captures no other in the same process";
+  }
   return "";
 }
 
 namespace {
+
+// Puts back what a failed capture changed, as far as Torch lets it be known: the stream out of
+// capture mode (work that threw leaves it capturing, or invalidated), the caching allocator's
+// routing of new memory into the graphs' pool ended and the reference the capture took to that pool
+// given back — both only when Torch had not ended the routing itself (then how far its capture_end
+// got differs between its versions, and the reference is left rather than given back twice) —, and
+// the default generator's state as it stood before the capture (Torch 2.6 leaves it in capture
+// mode, where every eager draw fails an assertion). True when all of it was put back.
+bool unwind_failed_capture(cudaStream_t stream, c10::DeviceIndex device, at::cuda::MempoolId_t pool,
+                           at::Generator& generator, const at::Generator& before) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+    cudaGraph_t partial = nullptr;
+    if (cudaStreamEndCapture(stream, &partial) == cudaSuccess && partial != nullptr) (void)cudaGraphDestroy(partial);
+  }
+  // A capture's errors are not sticky; the last one must not be taken for the next kernel's.
+  (void)cudaGetLastError();
+  bool routed = false;
+  try {
+    c10::cuda::CUDACachingAllocator::endAllocateToPool(device, pool);
+    routed = true;
+  } catch (const std::exception&) {
+    // Torch had ended the routing (its capture_end got that far).
+  }
+  if (routed) {
+    try {
+      c10::cuda::CUDACachingAllocator::releasePool(device, pool);
+    } catch (const std::exception&) {
+    }
+  }
+  bool generator_back = true;
+  try {
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.graphsafe_set_state(before);
+  } catch (const std::exception&) {
+    generator_back = false;
+  }
+  return routed && generator_back;
+}
 
 // One side stream per device for the whole process: the caching allocator reuses a block only on
 // the stream it was made for, private pools included, so graphs captured on different streams would
@@ -71,7 +132,8 @@ GraphStreamScope::~GraphStreamScope() {
 
 struct CudaGraphs::Graphs {
   std::map<std::string, std::unique_ptr<at::cuda::CUDAGraph>> by_key;
-  // The memory pool every capture shares: the first capture's, given to the later ones.
+  // The memory pool every capture shares, named before the first capture (so that a failed one
+  // can be unwound knowing it) and given to each.
   at::cuda::MempoolId_t pool{0, 0};
   bool has_pool = false;
 };
@@ -79,36 +141,43 @@ struct CudaGraphs::Graphs {
 void CudaGraphs::capture(const std::string& key, const torch::Device& device, const std::function<void()>& work) {
   if (const auto why = cuda_graphs_unsupported(device); !why.empty()) throw UsageError(why);
   c10::cuda::CUDAGuard device_guard(device);
+  const auto index = c10::cuda::current_device();
+  if (!graphs_->has_pool) {
+    graphs_->pool = at::cuda::graph_pool_handle();
+    graphs_->has_pool = true;
+  }
+  auto generator = at::cuda::detail::getDefaultCUDAGenerator(index);
+  at::Generator before;
+  {
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    before = generator.clone();
+  }
   auto graph = std::make_unique<at::cuda::CUDAGraph>();
   // Capture needs a stream other than the default one: the process's side stream (where a run
   // with graphs launches all its steps, GraphStreamScope), after the work queued so far.
   {
     GraphStreamScope on_side_stream(device);
-    bool began = false;
+    const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
     try {
-      if (graphs_->has_pool) {
-        graph->capture_begin(graphs_->pool);
-      } else {
-        graph->capture_begin();
+      graph->capture_begin(graphs_->pool);
+      {
+        HostReadsRefused no_reads("a CUDA graph's capture");
+        work();
       }
-      began = true;
-      work();
       graph->capture_end();
     } catch (const std::exception&) {
       const auto why = describe_exception(std::current_exception());
-      if (began) {
-        // Ends the capture mode of the stream (the graph is invalid either way), then says why.
-        try {
-          graph->capture_end();
-        } catch (const std::exception&) {
-        }
+      const bool unwound = unwind_failed_capture(stream, index, graphs_->pool, generator, before);
+      graph.reset();
+      // A pool no graph holds may have been given back: the next capture names a new one.
+      if (graphs_->by_key.empty()) graphs_->has_pool = false;
+      if (!unwound) {
+        // What this Torch left behind is not known to be undone: no other capture in this process.
+        std::lock_guard<std::mutex> lock(refusal_mutex);
+        if (refusal_in_process().empty()) refusal_in_process() = why;
       }
-      throw EnvironmentError("CUDA graph capture of '" + key + "' failed: " + why);
+      throw CaptureRefused("CUDA graph capture failed: " + why);
     }
-  }
-  if (!graphs_->has_pool) {
-    graphs_->pool = graph->pool();
-    graphs_->has_pool = true;
   }
   graphs_->by_key[key] = std::move(graph);
 }

@@ -11,12 +11,24 @@
 #include <memory>
 #include <string>
 
+#include "runtime/core/error.h"
 #include "runtime/core/torch.h"
 
 namespace lmkit::ops {
 
-// Empty when graphs of device `device` can be captured in this build; else why not, in words.
+// Empty when graphs of device `device` can be captured in this build and process; else why not,
+// in words.
 std::string cuda_graphs_unsupported(const torch::Device& device);
+
+// A capture that failed — an operation that cannot be captured (a read of values to the host, a
+// synchronisation, a host-to-device copy from pageable memory) or CUDA's refusal at its end. None
+// of the work ran, and CudaGraphs::capture has put back what the capture had changed: the stream
+// is out of capture mode, new memory comes from the usual pools again, and the default generator
+// continues where it stood, so the same work may be launched eagerly next.
+class CaptureRefused : public EnvironmentError {
+ public:
+  using EnvironmentError::EnvironmentError;
+};
 
 class CudaGraphs {
  public:
@@ -26,10 +38,14 @@ class CudaGraphs {
   CudaGraphs& operator=(const CudaGraphs&) = delete;
 
   // Captures `work` under `key` on a side stream of `device` (nothing runs: call replay). `work`
-  // may only launch device work — no read to the host, no synchronisation, no host-to-device copy
-  // from pageable memory. When the capture fails, nothing is kept and EnvironmentError says why;
-  // Torch leaves its CUDA generator and caching allocator in an undefined state then, so the
-  // process must not go on with CUDA work (the trainer stops the run).
+  // may only launch device work — no read to the host (read_to_host refuses one while it runs), no
+  // synchronisation, no host-to-device copy from pageable memory. When the capture fails, nothing
+  // is kept and CaptureRefused says why. Torch leaves behind a failed capture what differs between
+  // its versions (the allocator's routing into the graphs' pool and a reference to it, the
+  // generator's capture state); lmkit puts back the stream's mode, the routing, the reference and
+  // the generator. Where Torch had already ended the routing, the reference is left rather than
+  // risked being given back twice, and the process tries no other capture (cuda_graphs_unsupported
+  // says why).
   void capture(const std::string& key, const torch::Device& device, const std::function<void()>& work);
   // Launches the captured work on the current stream (the random draws continue the default
   // generator's sequence, as the same work launched eagerly would).

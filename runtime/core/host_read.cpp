@@ -1,13 +1,16 @@
 #include "runtime/core/host_read.h"
 
 #include <atomic>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "runtime/core/error.h"
+#include "runtime/core/number_text.h"
 #include "runtime/core/polling_wait.h"
 
 namespace lmkit {
@@ -15,9 +18,42 @@ namespace {
 
 std::atomic<std::int64_t> reads{0};
 
+// What refuses host reads now (empty: nothing). The flag spares the lock on every read.
+std::atomic<bool> refusing{false};
+std::mutex refusal_mutex;
+std::string& refusal() {
+  static auto* during = new std::string;  // never destroyed: a read may come during the process's exit
+  return *during;
+}
+
 }  // namespace
 
+HostReadsRefused::HostReadsRefused(std::string during) {
+  std::lock_guard<std::mutex> lock(refusal_mutex);
+  previous_ = std::exchange(refusal(), std::move(during));
+  refusing = !refusal().empty();
+}
+
+HostReadsRefused::~HostReadsRefused() {
+  std::lock_guard<std::mutex> lock(refusal_mutex);
+  refusal() = std::move(previous_);
+  refusing = !refusal().empty();
+}
+
 std::vector<double> read_to_host(const torch::Tensor& values) {
+  if (refusing) {
+    std::string during;
+    {
+      std::lock_guard<std::mutex> lock(refusal_mutex);
+      during = refusal();
+    }
+    if (!during.empty()) {
+      const auto n = values.numel();
+      throw HostReadRefused("a read to the host (read_to_host of " + integer_text(n) + (n == 1 ? " value" : " values") +
+                            " on " + values.device().str() + ") during " + during +
+                            ", which cannot hold one; the step must keep its numbers on the device");
+    }
+  }
   ++reads;
   if (values.is_meta()) {
     throw UsageError("read_to_host: a tensor on the meta device has no values to read");

@@ -6,8 +6,10 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "runtime/core/error.h"
 #include "runtime/core/torch.h"
 
 namespace lmkit {
@@ -17,6 +19,28 @@ std::vector<double> read_to_host(const torch::Tensor& values);
 
 // How many read_to_host calls this process has made (all threads).
 std::int64_t host_read_count();
+
+// What read_to_host throws while a HostReadsRefused is alive.
+class HostReadRefused : public EnvironmentError {
+ public:
+  using EnvironmentError::EnvironmentError;
+};
+
+// While one is alive, read_to_host refuses every read, on any thread, with HostReadRefused naming
+// `during`: set around a CUDA graph's capture (and its rehearsal on the CPU, step_graphs.h). A
+// capture records device work to replay later, so a read of values in it has nothing to read —
+// CUDA ends the capture with an error of its own; this says which read it was, before any of the
+// step's work is recorded past it. Process-wide, as CUDA's capture mode is; scopes nest.
+class HostReadsRefused {
+ public:
+  explicit HostReadsRefused(std::string during);
+  ~HostReadsRefused();
+  HostReadsRefused(const HostReadsRefused&) = delete;
+  HostReadsRefused& operator=(const HostReadsRefused&) = delete;
+
+ private:
+  std::string previous_;
+};
 
 // Values on their way to the host without waiting for them. start() queues the copy behind the
 // work that computes them (on a GPU: into page-locked host memory, with an event after it) and

@@ -1,22 +1,35 @@
 #include "runtime/training/step_graphs.h"
 
+#include <mutex>
 #include <utility>
 
 #include "runtime/core/error.h"
+#include "runtime/core/host_read.h"
 
 namespace lmkit::training {
+
+namespace {
+
+// A step's key in messages: its window's shape, the key's first word (the rest is rates and places).
+std::string step_name(const std::string& key) { return "the step of a " + key.substr(0, key.find(' ')) + " window"; }
+
+}  // namespace
 
 StepGraphs::StepGraphs(std::string mode) : mode_(std::move(mode)) {}
 
 bool StepGraphs::seen_before(const std::string& key) { return !seen_.insert(key).second; }
 
 void StepGraphs::capture(const std::string& key, const torch::Device& device, const std::function<void()>& work) {
+  if (!refused_.empty()) throw std::logic_error("StepGraphs::capture: captures were refused in this run");
   if (rehearsing()) {
     // Nothing runs at a capture, as on a GPU; each replay runs the function again.
-    rehearsed_[key] = work;
+    rehearsed_.insert_or_assign(key, Rehearsal{work, device});
   } else {
     try {
       cuda_.capture(key, device, work);
+    } catch (const ops::CaptureRefused& e) {
+      graphs_.erase(key);
+      throw ops::CaptureRefused(step_name(key) + ": " + e.what());
     } catch (...) {
       graphs_.erase(key);
       throw;
@@ -28,11 +41,44 @@ void StepGraphs::capture(const std::string& key, const torch::Device& device, co
 
 void StepGraphs::replay(const std::string& key) {
   if (rehearsing()) {
-    rehearsed_.at(key)();
+    auto& rehearsal = rehearsed_.at(key);
+    if (rehearsal.tried) {
+      rehearsal.work();
+    } else {
+      // The capture's trial. A read to the host is refused, as a capture refuses it, before the
+      // step changes any weight; the draws the step made so far are taken back, as a refused
+      // capture makes none (ops/cuda_graphs.h).
+      auto generator = at::globalContext().defaultGenerator(rehearsal.device);
+      torch::Tensor generator_state;
+      {
+        std::lock_guard<std::mutex> lock(generator.mutex());
+        generator_state = generator.get_state();
+      }
+      try {
+        HostReadsRefused no_reads("a CUDA graph's capture");
+        rehearsal.work();
+      } catch (const HostReadRefused& e) {
+        {
+          std::lock_guard<std::mutex> lock(generator.mutex());
+          generator.set_state(generator_state);
+        }
+        rehearsed_.erase(key);
+        graphs_.erase(key);
+        captured_.erase(key);
+        --captures_;
+        throw ops::CaptureRefused(step_name(key) + ": CUDA graph capture failed (rehearsed): " + e.what());
+      }
+      rehearsal.tried = true;
+    }
   } else {
     cuda_.replay(key);
   }
   ++replays_;
+}
+
+void StepGraphs::refuse(const std::string& why) {
+  release();
+  refused_ = why;
 }
 
 void StepGraphs::release() {

@@ -13,7 +13,14 @@
 // CUDA support, with a head written in C++ (a Lua head's function would run once, at capture).
 // "rehearse" replays on any device by running the captured step's function again, with the host
 // numbers a graph bakes in held at their capture values: a check, on a CPU, that a step reads
-// nothing but its static buffers and the device's scalars.
+// nothing but its static buffers and the device's scalars. A rehearsal's first run of a step is
+// where a capture would have been refused: a read of values to the host there (read_to_host) fails
+// the "capture" as it fails a real one, before the step changed a weight, and the generator is put
+// back as a refused capture leaves it.
+//
+// A refused capture: with "on" the run stops; with "auto" (and "rehearse") the step is launched
+// eagerly, every graph is released, and the rest of the run launches its steps one by one (refused()
+// says why; summary.json's cuda_graphs.eager_because too).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -49,10 +56,16 @@ class StepGraphs {
   bool full() const { return captured_.size() >= kMaxGraphs; }
   StepGraph& graph(const std::string& key) { return graphs_[key]; }
 
-  // Captures `work` (device work only, on the graph's buffers) under `key`; EnvironmentError when
-  // the capture fails (then nothing is kept under it).
+  // Captures `work` (device work only, on the graph's buffers) under `key`; ops::CaptureRefused
+  // when the capture fails (then nothing is kept under it, and none of the work ran).
   void capture(const std::string& key, const torch::Device& device, const std::function<void()>& work);
+  // Launches the graph. A rehearsal's first replay of a key is its capture's trial: ops::CaptureRefused
+  // when the work read values to the host, with the work stopped there and nothing kept under it.
   void replay(const std::string& key);
+
+  // No step of this run is captured any more (a capture was refused: `why`); every graph is released.
+  void refuse(const std::string& why);
+  const std::string& refused() const { return refused_; }
 
   // The state every graph reads and writes: made from the first state handed in, by copy.
   std::vector<EncoderState>& static_state(const std::vector<EncoderState>& like);
@@ -74,7 +87,13 @@ class StepGraphs {
   std::set<std::string> seen_, captured_;
   std::map<std::string, StepGraph> graphs_;
   ops::CudaGraphs cuda_;
-  std::map<std::string, std::function<void()>> rehearsed_;
+  struct Rehearsal {
+    std::function<void()> work;
+    torch::Device device;
+    bool tried = false;  // whether its first run, the capture's trial, has passed
+  };
+  std::map<std::string, Rehearsal> rehearsed_;
+  std::string refused_;
   std::vector<EncoderState> state_;
   std::int64_t captures_ = 0, replays_ = 0;
   std::uint64_t served_ = 0;

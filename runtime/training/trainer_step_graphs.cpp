@@ -13,7 +13,9 @@ namespace lmkit::training {
 std::string Trainer::State::graph_obstacles(const std::string& optimizer_kind) const {
   if (!graphs) return "cuda_graphs = \"off\"";
   std::vector<std::string> obstacles;
-  if (!graphs->rehearsing()) {
+  if (!graphs->refused().empty()) {
+    obstacles.push_back("a capture was refused: " + graphs->refused());
+  } else if (!graphs->rehearsing()) {
     if (const auto why = ops::cuda_graphs_unsupported(device); !why.empty()) obstacles.push_back(why);
   }
   // SGD's rate is fixed for a shape (it is in the key); ASGD's η, μ and count live on the device.
@@ -84,10 +86,10 @@ torch::Tensor Trainer::State::graphed_step(const std::string& key, const data::B
   // The optimizer's host numbers (step counts, ASGD's η and μ) move on by one step, whether its
   // host code ran (a capture, a rehearsal) or not (a replay).
   const auto before_step = optimizer->host_scalars();
-  if (!g.captured(key)) {
-    std::function<void()> work = [this, &graph] {
-      graph.values = launch_step(graph.input, graph.target, /*state_in_place=*/true);
-    };
+  const bool capturing = !g.captured(key);
+  std::function<void()> work;
+  if (capturing) {
+    work = [this, &graph] { graph.values = launch_step(graph.input, graph.target, /*state_in_place=*/true); };
     if (g.rehearsing()) {
       // What a capture bakes into a graph, a rehearsal holds fixed too: the rates and the
       // optimizer's host numbers as they were at the capture, the optimizer and the gate tensor it
@@ -117,17 +119,25 @@ torch::Tensor Trainer::State::graphed_step(const std::string& key, const data::B
         work();
       };
     }
-    try {
-      g.capture(key, device, work);
-    } catch (const EnvironmentError& e) {
-      // After a failed capture Torch's CUDA generator and caching allocator are in no defined
-      // state: the run cannot go on in this process. Its last epoch's files are kept.
-      optimizer->set_host_scalars(before_step);
-      throw EnvironmentError(std::string(e.what()) + ". This step cannot be a CUDA graph in this Torch and CUDA; " +
-                             kept_checkpoints() + " Run it again with cuda_graphs = \"off\" (it resumes from there)");
-    }
   }
-  g.replay(key);
+  try {
+    if (capturing) g.capture(key, device, work);
+    // (A rehearsal's capture is tried at its first replay.)
+    g.replay(key);
+  } catch (const ops::CaptureRefused& e) {
+    if (!capturing) throw;
+    // None of the step ran, and what the capture changed is put back (ops/cuda_graphs.h).
+    optimizer->set_host_scalars(before_step);
+    if (g.mode() == "on") {
+      throw EnvironmentError(std::string(e.what()) + ". This step cannot be a CUDA graph in this Torch and CUDA, and " +
+                             "cuda_graphs = \"on\" requires it; " + kept_checkpoints() +
+                             " Run it again with cuda_graphs = \"auto\" or \"off\" (it resumes from there)");
+    }
+    g.refuse(e.what());
+    log("warning: CUDA graphs off for the rest of this run, each step launched on its own: " + std::string(e.what()) +
+        " (cuda_graphs = \"off\" skips the attempt)");
+    return launch_step(window.input, window.target, /*state_in_place=*/false);
+  }
   optimizer->set_host_scalars(before_step);
   optimizer->count_replayed_step();
   return graph.values;

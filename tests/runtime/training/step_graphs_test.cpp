@@ -17,8 +17,13 @@
 #include <vector>
 
 #include "runtime/core/determinism.h"
+#include "runtime/core/device.h"
 #include "runtime/core/error.h"
+#include "runtime/core/host_read.h"
 #include "runtime/core/preemption.h"
+#include "runtime/heads/head.h"
+#include "runtime/models/awd_lstm.h"
+#include "runtime/models/language_model.h"
 #include "runtime/training/step_graphs.h"
 #include "runtime/training/trainer.h"
 #include "tests/support/comparable_metrics.h"
@@ -208,6 +213,93 @@ TEST_F(StepGraphsTest, OnIsRefusedWhereNoGraphCanBeCaptured) {
     EXPECT_NE(text.find("\"off\""), std::string::npos) << text;
     EXPECT_FALSE(std::filesystem::exists(dir("on") + "/config.json"));
   }
+}
+
+// A Softmax head that reads its largest logit back to the host in every loss, as a head with a
+// data-dependent size would: a CUDA graph cannot hold the read, so every capture is refused.
+class HostReadingSoftmaxImpl : public HeadImpl {
+ public:
+  std::string kind() const override { return "test_host_reading_softmax"; }
+  nlohmann::json config() const override { return {{"kind", kind()}}; }
+  torch::Tensor log_probs(const torch::Tensor& h, const Decoder& decoder) override {
+    const auto logits = decoder.logits(rows_of(h));
+    largest = read_to_host(logits.detach().max()).at(0);
+    return torch::log_softmax(logits, 1);
+  }
+  double largest = 0;
+};
+
+// With "auto" ("rehearse" on the CPU), a refused capture launches its step eagerly and the rest of
+// the run too, with one line saying so: the same bits as the run without graphs. The rehearsal
+// refuses the read where a capture would, before the step changed a weight, and takes back the
+// dropout draws the step had made — as a refused capture on a GPU makes none.
+TEST_F(StepGraphsTest, ARefusedCaptureLaunchesTheStepAndTheRestOfTheRunEagerly) {
+  const auto run = [&](const std::string& name, const std::string& graphs) {
+    seed_torch(3);
+    LanguageModelOptions mo;
+    mo.encoder(AwdLstmOptions().vocab_size(30).emb(8).nhid(16).nhidlast(8).nlayers(2)
+                   .dropout(0.1).dropouth(0.1).dropouti(0.1).dropoute(0.05).wdrop(0.2));
+    LanguageModel model(mo, make_head_of<HostReadingSoftmaxImpl>());
+    auto o = options(graphs);
+    o.epochs = 2;
+    o.switch_policy = "none";
+    Trainer trainer(model, small_corpus(), o, dir(name));
+    ::testing::internal::CaptureStdout();
+    Trained out;
+    try {
+      out.summary = trainer.run();
+    } catch (...) {
+      std::printf("%s", ::testing::internal::GetCapturedStdout().c_str());
+      throw;
+    }
+    const auto printed = ::testing::internal::GetCapturedStdout();
+    out.metrics = comparable_metrics(trainer.store().metrics());
+    for (const auto& p : model->parameters()) out.weights.push_back(p.detach().clone());
+    return std::make_pair(out, printed);
+  };
+  const auto [eager, eager_printed] = run("eager", "off");
+  const auto [rehearsed, printed] = run("rehearsed", "rehearse");
+  expect_same_bits(eager, rehearsed);
+  const auto& graphs = rehearsed.summary.at("cuda_graphs");
+  EXPECT_EQ(graphs.at("captured").get<int>(), 0) << graphs.dump();
+  EXPECT_EQ(graphs.at("replayed").get<int>(), 0) << graphs.dump();
+  const auto because = graphs.value("eager_because", "");
+  EXPECT_NE(because.find("a capture was refused"), std::string::npos) << because;
+  EXPECT_NE(because.find("read_to_host"), std::string::npos) << because;
+  // One line, naming the read and the way to skip the attempt.
+  const std::string line = "warning: CUDA graphs off for the rest of this run";
+  const auto at = printed.find(line);
+  ASSERT_NE(at, std::string::npos) << printed;
+  EXPECT_EQ(printed.find(line, at + 1), std::string::npos) << printed;
+  EXPECT_NE(printed.find("read_to_host", at), std::string::npos) << printed;
+  EXPECT_NE(printed.find("cuda_graphs = \"off\"", at), std::string::npos) << printed;
+  EXPECT_EQ(eager_printed.find(line), std::string::npos) << eager_printed;
+}
+
+TEST(HostReadsRefusedTest, ReadsAreRefusedWhileOneIsAliveAndNamedByTheInnermost) {
+  const auto values = torch::tensor({1.5, 2.5});
+  EXPECT_EQ(read_to_host(values), (std::vector<double>{1.5, 2.5}));
+  const auto reads = host_read_count();
+  {
+    HostReadsRefused outer("an outer capture");
+    {
+      HostReadsRefused inner("an inner capture");
+      try {
+        read_to_host(values);
+        ADD_FAILURE() << "a read was not refused";
+      } catch (const HostReadRefused& e) {
+        EXPECT_NE(std::string(e.what()).find("an inner capture"), std::string::npos) << e.what();
+      }
+    }
+    try {
+      read_to_host(values);
+      ADD_FAILURE() << "a read was not refused";
+    } catch (const HostReadRefused& e) {
+      EXPECT_NE(std::string(e.what()).find("an outer capture"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(host_read_count(), reads);  // a refused read is no read
+  EXPECT_EQ(read_to_host(values), (std::vector<double>{1.5, 2.5}));
 }
 
 // Graphs of an optimizer that was replaced (the switch to ASGD, finetuning) are released: no step
