@@ -32,6 +32,12 @@ for _, entry in ipairs(heads) do
     local s = run:summary()
     results[name] = ("%.17g %.17g"):format(s.valid_ppl, s.test_ppl)
     say(("%s run %s: valid and test ppl %s"):format(kind, name, results[name]))
+    -- Whether graphs ran (the numbers alone cannot tell a graphed run from one that fell back).
+    local graphs = s.cuda_graphs
+    if graphs then
+      say(("%s graphs %s: captured %d, replayed %d%s"):format(kind, name, graphs.captured or 0, graphs.replayed or 0,
+          graphs.eager_because and (", eager because " .. graphs.eager_because) or ""))
+    end
   end
   if results.a ~= results.b then differing = differing + 1 end
   say(("%s: %s"):format(kind, results.a == results.b and "bit-identical" or "DIFFER"))

@@ -28,6 +28,13 @@ call_line=$(line_of '^bash scripts/gpu/run_on_gpu\.sh ')
 if [ -z "$fetch_line" ] || [ "$fetch_line" -gt "$call_line" ]; then
   fail "the block must fetch the prefix first: 'bash scripts/gpu/fetch_debs.sh' before the run_on_gpu.sh call"
 fi
+# The code only a CUDA Torch compiles is checked on the connected machine: a compile error on the
+# node would cost the visit.
+check_line=$(line_of '^bash scripts/gpu/check_cuda_sources\.sh')
+if [ -z "$check_line" ] || [ "$check_line" -gt "$call_line" ]; then
+  fail "the block must check the CUDA-only sources first: 'bash scripts/gpu/check_cuda_sources.sh' before the run_on_gpu.sh call"
+fi
+[ -f "$root/scripts/gpu/check_cuda_sources.sh" ] || fail "the block names scripts/gpu/check_cuda_sources.sh, which is not there"
 # The archive outside the tree it packs (../NAME or an absolute path): inside it, tar reads its own
 # growing archive ("file changed as we read it") and a rerun packs the previous one.
 grep -qE '^tar -czf (\.\./|/)[^ ]*\.tar\.gz .*\.gpu-deps' <<<"$block" ||
