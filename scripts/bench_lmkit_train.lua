@@ -119,8 +119,8 @@ local graphs = summary.cuda_graphs or {}
 print(("{\"impl\": \"lmkit.train\", \"size\": %q, \"head\": %q, \"bsz\": %d, \"bptt\": %d, \"steps\": %d, \"warmup\": %d, " ..
        "\"threads\": %d, \"torch_threads\": %d, \"blas_threads\": %d, \"device\": %q, \"parameters\": %d, \"tokens_per_s\": %.1f, \"step_ms\": %.2f, \"step_ms_mean\": %.2f, " ..
        "\"peak_rss_mb\": %.0f, \"peak_host_tensor_mb\": %.0f, \"peak_device_mb\": %.0f, \"status\": %q, \"cuda_graphs\": %q, \"graphs_captured\": %d, " ..
-       "\"graphs_replayed\": %d, \"graphs_eager_because\": %q, \"torch\": %q, \"lmkit\": %q}"):format(
+       "\"graphs_replayed\": %d, \"graphs_eager_because\": %s, \"torch\": %q, \"lmkit\": %q}"):format(
   cfg.size, cfg.head, bsz, cfg.bptt, cfg.steps, cfg.warmup, cfg.threads, lmkit.get_threads(), select(2, lmkit.get_threads()), cfg.device,
   model:parameter_count().total, timed_tokens / seconds, 1000 * median, 1000 * seconds / n, peak_kib / 1024, peak_host_tensor_mb, peak_device_mb, summary.status,
-  cfg.cuda_graphs, graphs.captured or 0, graphs.replayed or 0, graphs.eager_because or "", tostring(v.torch), tostring(v.lmkit)))
+  cfg.cuda_graphs, graphs.captured or 0, graphs.replayed or 0, lmkit.json_encode(graphs.eager_because or ""), tostring(v.torch), tostring(v.lmkit)))
 if cfg.dir == "" then os.execute(("rm -rf '%s'"):format(dir:gsub("'", "'\\''"))) end

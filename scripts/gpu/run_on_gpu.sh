@@ -531,7 +531,12 @@ PY
 def ratio(a, b, what):
     try:
         eager, graph = json.loads(a), json.loads(b)
-        return "%s eager %.2f ms, graph %.2f ms per step: %.2fx" % (what, eager["step_ms"], graph["step_ms"], eager["step_ms"] / graph["step_ms"])
+        text = "%s eager %.2f ms, graph %.2f ms per step: %.2fx" % (what, eager["step_ms"], graph["step_ms"], eager["step_ms"] / graph["step_ms"])
+        # lmkit.train says whether its graphs ran: a run that fell back to eager steps is no graph.
+        if "graphs_replayed" in graph:
+            text += " (graphs captured %d, replayed %d%s)" % (graph["graphs_captured"], graph["graphs_replayed"],
+                ", eager because: " + graph["graphs_eager_because"][:300] if graph.get("graphs_eager_because") else "")
+        return text
     except Exception:
         return "%s: no ratio (%s)" % (what, b[:200])
 texts = sys.argv[1:] + [""] * 4
