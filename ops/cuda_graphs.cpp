@@ -4,6 +4,7 @@
 #include <mutex>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "ops/graph_stream.h"
 
@@ -16,6 +17,9 @@
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#if __has_include(<ATen/core/CachingHostAllocator.h>)
+#include <ATen/core/CachingHostAllocator.h>
+#endif
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -50,21 +54,82 @@ std::string cuda_graphs_unsupported(const torch::Device& device) {
 
 namespace {
 
+// Torch's pinned host memory allocator, where this Torch has one that routes a capture's pinned
+// allocations into the graph's pool too (recent versions: CUDAGraph::capture_begin calls its
+// begin_allocate_to_pool with a filter that points at the CUDAGraph). Older versions have no
+// at::getHostAllocator, or one without pools: the fallbacks below are chosen then, by overload
+// resolution (a non-template at::getHostAllocator wins over the template) and SFINAE.
+namespace host_allocator_probe {
+struct NoHostAllocator {};
+template <typename... Args>
+NoHostAllocator* getHostAllocator(Args&&...) {
+  return nullptr;
+}
+}  // namespace host_allocator_probe
+
+namespace host_allocator_lookup {
+using namespace host_allocator_probe;
+using namespace at;
+inline auto cuda_host_allocator() { return getHostAllocator(c10::DeviceType::CUDA); }
+}  // namespace host_allocator_lookup
+
+template <typename Allocator>
+auto end_host_routing(Allocator* allocator, const at::cuda::MempoolId_t& pool, int)
+    -> decltype(allocator->end_allocate_to_pool(pool), allocator->release_pool(pool), bool()) {
+  if (allocator == nullptr) return false;
+  try {
+    allocator->end_allocate_to_pool(pool);
+  } catch (const std::exception&) {
+    return false;  // Torch had ended it (its capture_end got that far)
+  }
+  try {
+    allocator->release_pool(pool);
+  } catch (const std::exception&) {
+  }
+  return true;
+}
+template <typename Allocator>
+bool end_host_routing(Allocator*, const at::cuda::MempoolId_t&, long) {
+  return false;  // this Torch routes no pinned memory into a graph's pool
+}
+
+// Failed captures' CUDAGraph objects, never destroyed: a Torch that had not ended an allocator's
+// routing keeps a filter pointing at its graph, and destroying one half-captured runs reset() on
+// states this file cannot see. A few hundred bytes per failure, at most one per run.
+void keep_failed_graph(std::unique_ptr<at::cuda::CUDAGraph> graph) {
+  static std::mutex mutex;
+  static auto* kept = new std::vector<std::unique_ptr<at::cuda::CUDAGraph>>;
+  std::lock_guard<std::mutex> lock(mutex);
+  kept->push_back(std::move(graph));
+}
+
+// What a failed capture left that could not be put back (empty: nothing).
+struct Unwound {
+  std::string left;       // in words: a state in which no CUDA work may go on (the stream capturing, the generator)
+  bool pool_kept = false;  // Torch had ended the routing itself: the capture's reference to the pool is left
+};
+
 // Puts back what a failed capture changed, as far as Torch lets it be known: the stream out of
-// capture mode (work that threw leaves it capturing, or invalidated), the caching allocator's
+// capture mode (work that threw leaves it capturing, or invalidated), the caching allocators'
 // routing of new memory into the graphs' pool ended and the reference the capture took to that pool
-// given back — both only when Torch had not ended the routing itself (then how far its capture_end
-// got differs between its versions, and the reference is left rather than given back twice) —, and
-// the default generator's state as it stood before the capture (Torch 2.6 leaves it in capture
-// mode, where every eager draw fails an assertion). True when all of it was put back.
-bool unwind_failed_capture(cudaStream_t stream, c10::DeviceIndex device, at::cuda::MempoolId_t pool,
-                           at::Generator& generator, const at::Generator& before) {
+// given back — each only when Torch had not ended the routing itself (how far its capture_end got
+// differs between its versions; the reference is then left rather than risked being given back
+// twice) —, and the default generator's state as it stood before the capture (Torch 2.6 leaves it
+// in capture mode, where every eager draw fails an assertion).
+Unwound unwind_failed_capture(cudaStream_t stream, c10::DeviceIndex device, const at::cuda::MempoolId_t& pool,
+                              at::Generator& generator, const at::Generator& before) {
+  Unwound out;
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(stream, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
     cudaGraph_t partial = nullptr;
     if (cudaStreamEndCapture(stream, &partial) == cudaSuccess && partial != nullptr) (void)cudaGraphDestroy(partial);
   }
   // A capture's errors are not sticky; the last one must not be taken for the next kernel's.
+  (void)cudaGetLastError();
+  status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess || status != cudaStreamCaptureStatusNone) {
+    out.left = "the stream is still capturing";
+  }
   (void)cudaGetLastError();
   bool routed = false;
   try {
@@ -79,14 +144,15 @@ bool unwind_failed_capture(cudaStream_t stream, c10::DeviceIndex device, at::cud
     } catch (const std::exception&) {
     }
   }
-  bool generator_back = true;
+  out.pool_kept = !routed;
+  (void)end_host_routing(host_allocator_lookup::cuda_host_allocator(), pool, 0);
   try {
     std::lock_guard<std::mutex> lock(generator.mutex());
     generator.graphsafe_set_state(before);
-  } catch (const std::exception&) {
-    generator_back = false;
+  } catch (const std::exception& e) {
+    out.left += std::string(out.left.empty() ? "" : "; ") + "the random generator could not be put back (" + e.what() + ")";
   }
-  return routed && generator_back;
+  return out;
 }
 
 // One side stream per device for the whole process: the caching allocator reuses a block only on
@@ -166,15 +232,22 @@ void CudaGraphs::capture(const std::string& key, const torch::Device& device, co
       }
       graph->capture_end();
     } catch (const std::exception&) {
-      const auto why = describe_exception(std::current_exception());
-      const bool unwound = unwind_failed_capture(stream, index, graphs_->pool, generator, before);
-      graph.reset();
-      // A pool no graph holds may have been given back: the next capture names a new one.
-      if (graphs_->by_key.empty()) graphs_->has_pool = false;
-      if (!unwound) {
+      // The first line: CUDA's error texts go on with advice on debugging kernels.
+      auto why = describe_exception(std::current_exception());
+      why = why.substr(0, why.find('\n'));
+      const auto unwound = unwind_failed_capture(stream, index, graphs_->pool, generator, before);
+      keep_failed_graph(std::move(graph));
+      // The earlier graphs draw from the generator's state before it was put back: none of them
+      // may be replayed now that eager steps draw again. Their pool goes back with them.
+      graphs_ = std::make_unique<Graphs>();
+      if (!unwound.left.empty() || unwound.pool_kept) {
         // What this Torch left behind is not known to be undone: no other capture in this process.
         std::lock_guard<std::mutex> lock(refusal_mutex);
         if (refusal_in_process().empty()) refusal_in_process() = why;
+      }
+      if (!unwound.left.empty()) {
+        throw EnvironmentError("CUDA graph capture failed: " + why + "; and after it " + unwound.left +
+                               ", so no CUDA work can go on in this process");
       }
       throw CaptureRefused("CUDA graph capture failed: " + why);
     }

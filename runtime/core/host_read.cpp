@@ -5,6 +5,7 @@
 #include <optional>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -18,26 +19,35 @@ namespace {
 
 std::atomic<std::int64_t> reads{0};
 
-// What refuses host reads now (empty: nothing). The flag spares the lock on every read.
+// The scopes alive now, in the order they began (each may end in any order, on any thread); a
+// refused read names the latest. The flag spares the lock on every read.
 std::atomic<bool> refusing{false};
 std::mutex refusal_mutex;
-std::string& refusal() {
-  static auto* during = new std::string;  // never destroyed: a read may come during the process's exit
-  return *during;
+std::vector<std::pair<const HostReadsRefused*, std::string>>& refusals() {
+  // Never destroyed: a read may come during the process's exit.
+  static auto* alive = new std::vector<std::pair<const HostReadsRefused*, std::string>>;
+  return *alive;
 }
 
 }  // namespace
 
 HostReadsRefused::HostReadsRefused(std::string during) {
+  if (during.empty()) throw std::logic_error("HostReadsRefused: say during what reads are refused");
   std::lock_guard<std::mutex> lock(refusal_mutex);
-  previous_ = std::exchange(refusal(), std::move(during));
-  refusing = !refusal().empty();
+  refusals().emplace_back(this, std::move(during));
+  refusing = true;
 }
 
 HostReadsRefused::~HostReadsRefused() {
   std::lock_guard<std::mutex> lock(refusal_mutex);
-  refusal() = std::move(previous_);
-  refusing = !refusal().empty();
+  auto& alive = refusals();
+  for (auto it = alive.begin(); it != alive.end(); ++it) {
+    if (it->first == this) {
+      alive.erase(it);
+      break;
+    }
+  }
+  refusing = !alive.empty();
 }
 
 std::vector<double> read_to_host(const torch::Tensor& values) {
@@ -45,7 +55,7 @@ std::vector<double> read_to_host(const torch::Tensor& values) {
     std::string during;
     {
       std::lock_guard<std::mutex> lock(refusal_mutex);
-      during = refusal();
+      if (!refusals().empty()) during = refusals().back().second;
     }
     if (!during.empty()) {
       const auto n = values.numel();

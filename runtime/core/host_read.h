@@ -30,16 +30,15 @@ class HostReadRefused : public EnvironmentError {
 // `during`: set around a CUDA graph's capture (and its rehearsal on the CPU, step_graphs.h). A
 // capture records device work to replay later, so a read of values in it has nothing to read —
 // CUDA ends the capture with an error of its own; this says which read it was, before any of the
-// step's work is recorded past it. Process-wide, as CUDA's capture mode is; scopes nest.
+// step's work is recorded past it. Process-wide, as CUDA's capture mode is; scopes nest, and may
+// end in any order (a refused read names the latest still alive).
 class HostReadsRefused {
  public:
+  // during: not empty (std::logic_error).
   explicit HostReadsRefused(std::string during);
   ~HostReadsRefused();
   HostReadsRefused(const HostReadsRefused&) = delete;
   HostReadsRefused& operator=(const HostReadsRefused&) = delete;
-
- private:
-  std::string previous_;
 };
 
 // Values on their way to the host without waiting for them. start() queues the copy behind the

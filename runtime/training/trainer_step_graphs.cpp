@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/core/host_read.h"
 #include "runtime/core/number_text.h"
 #include "runtime/training/trainer_state.h"
 
@@ -97,7 +98,19 @@ torch::Tensor Trainer::State::graphed_step(const std::string& key, const data::B
       // gives other bits than the eager run.
       std::vector<double> rates;
       for (const auto& group : optimizer->groups()) rates.push_back(group.lr);
-      work = [this, work, rates, at_capture = before_step, captured_with = optimizer->id(), gate = proceed] {
+      // The version counters of what a step writes in place: the weights, the carried state, the gate.
+      const auto write_versions = [this] {
+        std::vector<std::int64_t> versions;
+        for (const auto& p : params) versions.push_back(p._version());
+        for (const auto& chunk : hidden) {
+          for (const auto& part : chunk) {
+            for (const auto& t : part) versions.push_back(t.defined() ? t._version() : -1);
+          }
+        }
+        versions.push_back(proceed.defined() ? proceed._version() : -1);
+        return versions;
+      };
+      work = [this, work, rates, write_versions, at_capture = before_step, captured_with = optimizer->id(), gate = proceed] {
         if (optimizer->id() != captured_with || !proceed.is_same(gate)) {
           throw std::logic_error("rehearsed step: the optimizer or the gate tensor was replaced since its capture");
         }
@@ -116,7 +129,18 @@ torch::Tensor Trainer::State::graphed_step(const std::string& key, const data::B
             for (std::size_t i = 0; i < lrs.size(); ++i) optimizer.groups()[i].lr = lrs[i];
           }
         } restore{*optimizer, now, scalars_now};
-        work();
+        // A rehearsal takes back a refused step's draws, not its writes (StepGraphs::replay): a
+        // read after the step wrote its carried state, the gate or a weight cannot be rehearsed.
+        const auto written = write_versions();
+        try {
+          work();
+        } catch (const HostReadRefused& e) {
+          if (write_versions() == written) throw;
+          throw EnvironmentError(std::string("cuda_graphs = \"rehearse\": ") + e.what() +
+                                 ", and the step had already written its carried state or weights, which a rehearsal "
+                                 "cannot take back as a refused capture on a GPU does (there, \"auto\" launches the step "
+                                 "eagerly). Use cuda_graphs = \"off\" for this run");
+        }
       };
     }
   }
@@ -129,7 +153,7 @@ torch::Tensor Trainer::State::graphed_step(const std::string& key, const data::B
     // None of the step ran, and what the capture changed is put back (ops/cuda_graphs.h).
     optimizer->set_host_scalars(before_step);
     if (g.mode() == "on") {
-      throw EnvironmentError(std::string(e.what()) + ". This step cannot be a CUDA graph in this Torch and CUDA, and " +
+      throw EnvironmentError(std::string(e.what()) + ". This step cannot be captured as a CUDA graph, and " +
                              "cuda_graphs = \"on\" requires it; " + kept_checkpoints() +
                              " Run it again with cuda_graphs = \"auto\" or \"off\" (it resumes from there)");
     }
@@ -137,6 +161,13 @@ torch::Tensor Trainer::State::graphed_step(const std::string& key, const data::B
     log("warning: CUDA graphs off for the rest of this run, each step launched on its own: " + std::string(e.what()) +
         " (cuda_graphs = \"off\" skips the attempt)");
     return launch_step(window.input, window.target, /*state_in_place=*/false);
+  } catch (const EnvironmentError& e) {
+    if (!capturing) throw;
+    // A failed capture whose CUDA state could not be put back (ops/cuda_graphs.h): no CUDA work
+    // can go on in this process. The last epoch's files are kept.
+    optimizer->set_host_scalars(before_step);
+    throw EnvironmentError(std::string(e.what()) + ". " + kept_checkpoints() +
+                           " Run it again with cuda_graphs = \"off\" (it resumes from there)");
   }
   optimizer->set_host_scalars(before_step);
   optimizer->count_replayed_step();

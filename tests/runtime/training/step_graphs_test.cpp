@@ -15,6 +15,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -219,17 +220,32 @@ TEST_F(StepGraphsTest, OnIsRefusedWhereNoGraphCanBeCaptured) {
 
 // A Softmax head that reads its largest logit back to the host in every loss, as a head with a
 // data-dependent size would: a CUDA graph cannot hold the read, so every capture is refused.
+// every_other: only at every second call — in a step of two chunks, the second chunk's, after the
+// first chunk's backward wrote the carried state.
 class HostReadingSoftmaxImpl : public HeadImpl {
  public:
+  explicit HostReadingSoftmaxImpl(bool every_other = false) : every_other_(every_other) {}
   std::string kind() const override { return "test_host_reading_softmax"; }
   nlohmann::json config() const override { return {{"kind", kind()}}; }
   torch::Tensor log_probs(const torch::Tensor& h, const Decoder& decoder) override {
     const auto logits = decoder.logits(rows_of(h));
-    largest = read_to_host(logits.detach().max()).at(0);
+    if (!every_other_ || calls_++ % 2 == 1) largest = read_to_host(logits.detach().max()).at(0);
     return torch::log_softmax(logits, 1);
   }
   double largest = 0;
+
+ private:
+  bool every_other_;
+  std::int64_t calls_ = 0;
 };
+
+LanguageModel host_reading_model(bool every_other = false) {
+  seed_torch(3);
+  LanguageModelOptions o;
+  o.encoder(AwdLstmOptions().vocab_size(30).emb(8).nhid(16).nhidlast(8).nlayers(2)
+                .dropout(0.1).dropouth(0.1).dropouti(0.1).dropoute(0.05).wdrop(0.2));
+  return LanguageModel(o, make_head_of<HostReadingSoftmaxImpl>(every_other));
+}
 
 // With "auto" ("rehearse" on the CPU), a refused capture launches its step eagerly and the rest of
 // the run too, with one line saying so: the same bits as the run without graphs. The rehearsal
@@ -237,11 +253,7 @@ class HostReadingSoftmaxImpl : public HeadImpl {
 // dropout draws the step had made — as a refused capture on a GPU makes none.
 TEST_F(StepGraphsTest, ARefusedCaptureLaunchesTheStepAndTheRestOfTheRunEagerly) {
   const auto run = [&](const std::string& name, const std::string& graphs) {
-    seed_torch(3);
-    LanguageModelOptions mo;
-    mo.encoder(AwdLstmOptions().vocab_size(30).emb(8).nhid(16).nhidlast(8).nlayers(2)
-                   .dropout(0.1).dropouth(0.1).dropouti(0.1).dropoute(0.05).wdrop(0.2));
-    LanguageModel model(mo, make_head_of<HostReadingSoftmaxImpl>());
+    auto model = host_reading_model();
     auto o = options(graphs);
     o.epochs = 2;
     o.switch_policy = "none";
@@ -274,6 +286,25 @@ TEST_F(StepGraphsTest, ARefusedCaptureLaunchesTheStepAndTheRestOfTheRunEagerly) 
   EXPECT_EQ(eager_printed.find(line), std::string::npos) << eager_printed;
 }
 
+// A rehearsal takes back a refused step's draws, not its writes: a read after the step wrote its
+// carried state (the second of two chunks) stops the run, saying so, rather than go on from a state
+// a refused capture on a GPU would not have left.
+TEST_F(StepGraphsTest, ARehearsalRefusesToGoOnFromAStepThatWroteBeforeItsRead) {
+  auto model = host_reading_model(/*every_other=*/true);
+  auto o = options("rehearse");
+  ASSERT_EQ(o.batch_size / o.small_batch_size, 2);
+  Trainer trainer(model, small_corpus(), o, dir("rehearsed"));
+  try {
+    trainer.run();
+    FAIL() << "the rehearsal went on";
+  } catch (const EnvironmentError& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("cannot take back"), std::string::npos) << text;
+    EXPECT_NE(text.find("read_to_host"), std::string::npos) << text;
+    EXPECT_NE(text.find("cuda_graphs = \"off\""), std::string::npos) << text;
+  }
+}
+
 TEST(HostReadsRefusedTest, ReadsAreRefusedWhileOneIsAliveAndNamedByTheInnermost) {
   const auto values = torch::tensor({1.5, 2.5});
   EXPECT_EQ(read_to_host(values), (std::vector<double>{1.5, 2.5}));
@@ -298,6 +329,14 @@ TEST(HostReadsRefusedTest, ReadsAreRefusedWhileOneIsAliveAndNamedByTheInnermost)
   }
   EXPECT_EQ(host_read_count(), reads);  // a refused read is no read
   EXPECT_EQ(read_to_host(values), (std::vector<double>{1.5, 2.5}));
+  // Scopes ending out of order (two threads' captures): the one still alive refuses alone.
+  auto first = std::make_unique<HostReadsRefused>("a first capture");
+  auto second = std::make_unique<HostReadsRefused>("a second capture");
+  first.reset();
+  EXPECT_THROW(read_to_host(values), HostReadRefused);
+  second.reset();
+  EXPECT_EQ(read_to_host(values), (std::vector<double>{1.5, 2.5}));
+  EXPECT_THROW(HostReadsRefused(""), std::logic_error);
 }
 
 // Graphs of an optimizer that was replaced (the switch to ASGD, finetuning) are released: no step
