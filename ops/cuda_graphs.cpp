@@ -26,6 +26,29 @@
 #include <cuda_runtime_api.h>
 #endif
 
+#ifdef LMKIT_OPS_CUDA
+// Torch's pinned host memory allocator, where this Torch has one that routes a capture's pinned
+// allocations into the graph's pool too (recent versions: CUDAGraph::capture_begin calls its
+// begin_allocate_to_pool with a filter that points at the CUDAGraph). Older versions have no
+// at::getHostAllocator, or one without pools: the fallbacks are chosen then, by overload resolution
+// (a non-template at::getHostAllocator wins over the template) and SFINAE (end_host_routing). Both
+// namespaces are at file scope: a using-directive makes names visible as if declared in the nearest
+// namespace enclosing both it and the one it names, so only here do at's and the probe's meet.
+namespace lmkit_host_allocator_probe {
+struct NoHostAllocator {};
+template <typename... Args>
+NoHostAllocator* getHostAllocator(Args&&...) {
+  return nullptr;
+}
+}  // namespace lmkit_host_allocator_probe
+
+namespace lmkit_host_allocator_lookup {
+using namespace ::lmkit_host_allocator_probe;
+using namespace ::at;
+inline auto cuda_host_allocator() { return getHostAllocator(c10::DeviceType::CUDA); }
+}  // namespace lmkit_host_allocator_lookup
+#endif
+
 namespace lmkit::ops {
 
 #ifdef LMKIT_OPS_CUDA
@@ -54,25 +77,6 @@ std::string cuda_graphs_unsupported(const torch::Device& device) {
 
 namespace {
 
-// Torch's pinned host memory allocator, where this Torch has one that routes a capture's pinned
-// allocations into the graph's pool too (recent versions: CUDAGraph::capture_begin calls its
-// begin_allocate_to_pool with a filter that points at the CUDAGraph). Older versions have no
-// at::getHostAllocator, or one without pools: the fallbacks below are chosen then, by overload
-// resolution (a non-template at::getHostAllocator wins over the template) and SFINAE.
-namespace host_allocator_probe {
-struct NoHostAllocator {};
-template <typename... Args>
-NoHostAllocator* getHostAllocator(Args&&...) {
-  return nullptr;
-}
-}  // namespace host_allocator_probe
-
-namespace host_allocator_lookup {
-using namespace host_allocator_probe;
-using namespace at;
-inline auto cuda_host_allocator() { return getHostAllocator(c10::DeviceType::CUDA); }
-}  // namespace host_allocator_lookup
-
 template <typename Allocator>
 auto end_host_routing(Allocator* allocator, const at::cuda::MempoolId_t& pool, int)
     -> decltype(allocator->end_allocate_to_pool(pool), allocator->release_pool(pool), bool()) {
@@ -92,6 +96,16 @@ template <typename Allocator>
 bool end_host_routing(Allocator*, const at::cuda::MempoolId_t&, long) {
   return false;  // this Torch routes no pinned memory into a graph's pool
 }
+// Whether this Torch's pinned host allocator takes part in captures (for the record of an unwind).
+template <typename Allocator>
+constexpr auto host_allocator_has_pools(Allocator* allocator, int)
+    -> decltype(allocator->end_allocate_to_pool(std::declval<const at::cuda::MempoolId_t&>()), bool()) {
+  return true;
+}
+template <typename Allocator>
+constexpr bool host_allocator_has_pools(Allocator*, long) {
+  return false;
+}
 
 // Failed captures' CUDAGraph objects, never destroyed: a Torch that had not ended an allocator's
 // routing keeps a filter pointing at its graph, and destroying one half-captured runs reset() on
@@ -107,6 +121,7 @@ void keep_failed_graph(std::unique_ptr<at::cuda::CUDAGraph> graph) {
 struct Unwound {
   std::string left;       // in words: a state in which no CUDA work may go on (the stream capturing, the generator)
   bool pool_kept = false;  // Torch had ended the routing itself: the capture's reference to the pool is left
+  std::string host;       // the pinned host pool: "released", "left" (Torch had ended its routing) or "none"
 };
 
 // Puts back what a failed capture changed, as far as Torch lets it be known: the stream out of
@@ -145,7 +160,15 @@ Unwound unwind_failed_capture(cudaStream_t stream, c10::DeviceIndex device, cons
     }
   }
   out.pool_kept = !routed;
-  (void)end_host_routing(host_allocator_lookup::cuda_host_allocator(), pool, 0);
+  out.host = "none";
+  try {
+    auto* host_allocator = ::lmkit_host_allocator_lookup::cuda_host_allocator();
+    if (host_allocator_has_pools(host_allocator, 0)) {
+      out.host = end_host_routing(host_allocator, pool, 0) ? "released" : "left";
+    }
+  } catch (const std::exception&) {
+    out.host = "left";  // no allocator to ask (Torch's lookup refused)
+  }
   try {
     std::lock_guard<std::mutex> lock(generator.mutex());
     generator.graphsafe_set_state(before);
@@ -249,7 +272,9 @@ void CudaGraphs::capture(const std::string& key, const torch::Device& device, co
         throw EnvironmentError("CUDA graph capture failed: " + why + "; and after it " + unwound.left +
                                ", so no CUDA work can go on in this process");
       }
-      throw CaptureRefused("CUDA graph capture failed: " + why);
+      // What was put back, for a bug report (a line of the run's log).
+      throw CaptureRefused("CUDA graph capture failed: " + why + " (unwound: the stream, the generator, the device pool " +
+                           (unwound.pool_kept ? "left" : "released") + ", the pinned host pool " + unwound.host + ")");
     }
   }
   graphs_->by_key[key] = std::move(graph);

@@ -41,11 +41,14 @@ class CudaGraphs {
   // may only launch device work — no read to the host (read_to_host refuses one while it runs), no
   // synchronisation, no host-to-device copy from pageable memory. When the capture fails, nothing
   // is kept and CaptureRefused says why. Torch leaves behind a failed capture what differs between
-  // its versions (the allocator's routing into the graphs' pool and a reference to it, the
-  // generator's capture state); lmkit puts back the stream's mode, the routing, the reference and
-  // the generator. Where Torch had already ended the routing, the reference is left rather than
-  // risked being given back twice, and the process tries no other capture (cuda_graphs_unsupported
-  // says why).
+  // its versions (the allocators' routing into the graphs' pool and a reference to it, the
+  // generator's capture state); lmkit puts back the stream's mode, the device and (where Torch has
+  // it) pinned host routing, the references and the generator, releases every earlier graph (they
+  // drew from the generator's state before it was put back), and keeps the failed CUDAGraph object
+  // alive for good (a Torch may still point at it). Where Torch had already ended the device
+  // routing, the reference is left rather than risked being given back twice, and the process tries
+  // no other capture (cuda_graphs_unsupported says why). Where the stream stays capturing or the
+  // generator cannot be put back, EnvironmentError says so: no CUDA work may go on in the process.
   void capture(const std::string& key, const torch::Device& device, const std::function<void()>& work);
   // Launches the captured work on the current stream (the random draws continue the default
   // generator's sequence, as the same work launched eagerly would).

@@ -28,7 +28,8 @@ void StepGraphs::capture(const std::string& key, const torch::Device& device, co
     try {
       cuda_.capture(key, device, work);
     } catch (const ops::CaptureRefused& e) {
-      graphs_.erase(key);
+      // The earlier graphs went with the failed capture (ops::CudaGraphs::capture): none is kept.
+      release();
       throw ops::CaptureRefused(step_name(key) + ": " + e.what());
     } catch (...) {
       graphs_.erase(key);
@@ -45,9 +46,10 @@ void StepGraphs::replay(const std::string& key) {
     if (rehearsal.tried) {
       rehearsal.work();
     } else {
-      // The capture's trial. A read to the host is refused, as a capture refuses it, before the
-      // step changes any weight; the draws the step made so far are taken back, as a refused
-      // capture makes none (ops/cuda_graphs.h).
+      // The capture's trial. A read to the host is refused, as a capture refuses it; the draws the
+      // step made so far are taken back, as a refused capture makes none (ops/cuda_graphs.h). A
+      // step that wrote its state or weights before the read is stopped by the trainer's rehearsal
+      // (trainer_step_graphs.cpp): that a rehearsal cannot take back.
       auto generator = at::globalContext().defaultGenerator(rehearsal.device);
       torch::Tensor generator_state;
       {

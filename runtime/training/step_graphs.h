@@ -15,8 +15,9 @@
 // numbers a graph bakes in held at their capture values: a check, on a CPU, that a step reads
 // nothing but its static buffers and the device's scalars. A rehearsal's first run of a step is
 // where a capture would have been refused: a read of values to the host there (read_to_host) fails
-// the "capture" as it fails a real one, before the step changed a weight, and the generator is put
-// back as a refused capture leaves it.
+// the "capture" as it fails a real one, and the generator is put back as a refused capture leaves
+// it; a read after the step wrote its carried state, gate or weights stops the run instead (a
+// rehearsal cannot take writes back).
 //
 // A refused capture: with "on" the run stops; with "auto" (and "rehearse") the step is launched
 // eagerly, every graph is released, and the rest of the run launches its steps one by one (refused()
@@ -57,7 +58,8 @@ class StepGraphs {
   StepGraph& graph(const std::string& key) { return graphs_[key]; }
 
   // Captures `work` (device work only, on the graph's buffers) under `key`; ops::CaptureRefused
-  // when the capture fails (then nothing is kept under it, and none of the work ran).
+  // when the capture fails (then none of the work ran, and no graph is kept: the earlier ones are
+  // released too), EnvironmentError when CUDA's state could not be put back after it.
   void capture(const std::string& key, const torch::Device& device, const std::function<void()>& work);
   // Launches the graph. A rehearsal's first replay of a key is its capture's trial: ops::CaptureRefused
   // when the work read values to the host, with the work stopped there and nothing kept under it.

@@ -98,19 +98,27 @@ torch::Tensor Trainer::State::graphed_step(const std::string& key, const data::B
       // gives other bits than the eager run.
       std::vector<double> rates;
       for (const auto& group : optimizer->groups()) rates.push_back(group.lr);
-      // The version counters of what a step writes in place: the weights, the carried state, the gate.
-      const auto write_versions = [this] {
-        std::vector<std::int64_t> versions;
-        for (const auto& p : params) versions.push_back(p._version());
+      // What a step writes in place — the weights, the carried state, the gate —, as the tensors
+      // they are before it (a step may put other tensors in `hidden`), and their version counters.
+      const auto written_tensors = [this] {
+        std::vector<torch::Tensor> tensors(params.begin(), params.end());
         for (const auto& chunk : hidden) {
           for (const auto& part : chunk) {
-            for (const auto& t : part) versions.push_back(t.defined() ? t._version() : -1);
+            for (const auto& t : part) {
+              if (t.defined()) tensors.push_back(t);
+            }
           }
         }
-        versions.push_back(proceed.defined() ? proceed._version() : -1);
+        if (proceed.defined()) tensors.push_back(proceed);
+        return tensors;
+      };
+      const auto versions_of = [](const std::vector<torch::Tensor>& tensors) {
+        std::vector<std::int64_t> versions;
+        for (const auto& t : tensors) versions.push_back(t._version());
         return versions;
       };
-      work = [this, work, rates, write_versions, at_capture = before_step, captured_with = optimizer->id(), gate = proceed] {
+      work = [this, work, rates, written_tensors, versions_of, at_capture = before_step, captured_with = optimizer->id(),
+              gate = proceed] {
         if (optimizer->id() != captured_with || !proceed.is_same(gate)) {
           throw std::logic_error("rehearsed step: the optimizer or the gate tensor was replaced since its capture");
         }
@@ -131,15 +139,16 @@ torch::Tensor Trainer::State::graphed_step(const std::string& key, const data::B
         } restore{*optimizer, now, scalars_now};
         // A rehearsal takes back a refused step's draws, not its writes (StepGraphs::replay): a
         // read after the step wrote its carried state, the gate or a weight cannot be rehearsed.
-        const auto written = write_versions();
+        const auto tensors = written_tensors();
+        const auto versions = versions_of(tensors);
         try {
           work();
         } catch (const HostReadRefused& e) {
-          if (write_versions() == written) throw;
+          if (versions_of(tensors) == versions) throw;
           throw EnvironmentError(std::string("cuda_graphs = \"rehearse\": ") + e.what() +
                                  ", and the step had already written its carried state or weights, which a rehearsal "
                                  "cannot take back as a refused capture on a GPU does (there, \"auto\" launches the step "
-                                 "eagerly). Use cuda_graphs = \"off\" for this run");
+                                 "eagerly)");
         }
       };
     }

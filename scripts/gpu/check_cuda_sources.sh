@@ -44,7 +44,8 @@ if [ -z "$headers" ]; then
   if [ -r /etc/apt/sources.list.d/debian.sources ]; then
     mirror=$(awk '/^URIs:/ && !found {print $2; found = 1}' /etc/apt/sources.list.d/debian.sources)
   elif [ -r /etc/apt/sources.list ]; then
-    mirror=$(awk '$1 == "deb" && $2 !~ /security/ && !found {print ($2 ~ /^\[/ ? $3 : $2); found = 1}' /etc/apt/sources.list)
+    # "deb [options] URL suite ...": the options may hold spaces.
+    mirror=$(sed -nE 's/^deb +(\[[^]]*\] +)?([^ ]+).*/\2/p' /etc/apt/sources.list | grep -v security | head -1 || true)
   fi
   mirror=${mirror:-http://deb.debian.org/debian}
   if [ ! -f "$cache/$suite/usr/include/ATen/cuda/CUDAGraph.h" ]; then
