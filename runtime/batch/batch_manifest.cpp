@@ -18,23 +18,11 @@ namespace {
 
 using nlohmann::json;
 
+// A record without a batch part (an `lmkit run`'s) gives the batch part's defaults.
 BatchManifest manifest_of(const RecipeRecord& record) {
   BatchManifest manifest;
-  manifest.out = record.out;
-  manifest.recipe = record.recipe;
-  manifest.name = record.name;
-  manifest.description = record.description;
-  manifest.sets = record.sets;
-  manifest.cells = record.cells;
-  manifest.settings = record.settings;
-  if (record.batch) {
-    manifest.backend = record.batch->backend;
-    manifest.created = record.batch->created;
-    manifest.lmkit = record.batch->lmkit;
-    manifest.slurm_jobs = record.batch->slurm_jobs;
-  } else {
-    manifest.backend = "local";
-  }
+  static_cast<RecipeSection&>(manifest) = record;
+  static_cast<BatchSection&>(manifest) = record.batch.value_or(BatchSection{});
   return manifest;
 }
 
@@ -137,14 +125,8 @@ std::vector<std::string> task_arguments(const BatchManifest& manifest, std::opti
 
 void write_batch_manifest(const BatchManifest& m) {
   RecipeRecord record;
-  record.out = m.out;
-  record.recipe = m.recipe;
-  record.name = m.name;
-  record.description = m.description;
-  record.settings = m.settings;
-  record.sets = m.sets;
-  record.cells = m.cells;
-  record.batch = BatchSection{m.backend, m.created, m.lmkit, m.slurm_jobs};
+  static_cast<RecipeSection&>(record) = m;
+  record.batch = static_cast<const BatchSection&>(m);
   write_recipe_record(record);
 }
 

@@ -30,14 +30,9 @@ struct BatchPaths {
   std::string result(const std::string& cell) const;  // cells/<id>/result.json
 };
 
-struct BatchManifest {
-  std::string out;  // the folder it was read from or is written to (not written into the file)
-  std::string recipe, name, description, created, backend, lmkit;
-  std::vector<std::string> sets;   // the batch's --set settings, without out=
-  std::vector<std::string> cells;  // task i's cell id is cells[i - 1]
-  std::vector<SlurmSubmission> slurm_jobs;
-  std::optional<nlohmann::json> settings;  // the recipe's resolved settings (none in an older batch's folder)
-};
+// A folder's record with its batch part present (recipe_record.h): sets are the batch's --set
+// settings, without out=; task i's cell id is cells[i - 1].
+struct BatchManifest : RecipeSection, BatchSection {};
 
 // The batch of the folder `dir`, from its record. UsageError naming the file when there is none (and
 // how to make one), when it is not JSON, or when an entry a person may have edited is not what lmkit

@@ -38,7 +38,8 @@ struct BatchSection {
   std::vector<SlurmSubmission> slurm_jobs;
 };
 
-struct RecipeRecord {
+// The record's part every recipe folder has (a batch's own part is BatchSection).
+struct RecipeSection {
   std::string out;  // the folder it was read from or is written to (not written into the file)
   std::string recipe, name, description;  // recipe: its file ("" when not recorded)
   // The resolved settings, an object; none in a folder an lmkit before the one record made with
@@ -46,6 +47,9 @@ struct RecipeRecord {
   std::optional<nlohmann::json> settings;
   std::vector<std::string> sets;  // a batch's --set settings (its tasks' command lines)
   std::vector<std::string> cells;
+};
+
+struct RecipeRecord : RecipeSection {
   std::optional<BatchSection> batch;
 };
 

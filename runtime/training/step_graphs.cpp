@@ -64,10 +64,9 @@ void StepGraphs::replay(const std::string& key) {
           std::lock_guard<std::mutex> lock(generator.mutex());
           generator.set_state(generator_state);
         }
-        rehearsed_.erase(key);
-        graphs_.erase(key);
-        captured_.erase(key);
+        // As a failed capture on a GPU: nothing kept (ops::CudaGraphs::capture).
         --captures_;
+        release();
         throw ops::CaptureRefused(step_name(key) + ": CUDA graph capture failed (rehearsed): " + e.what());
       }
       rehearsal.tried = true;

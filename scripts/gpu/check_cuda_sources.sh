@@ -14,6 +14,7 @@
 # allocator changes between versions, so passing here narrows the risk, it does not remove it.
 # The CUDA runtime's headers come from $CUDA_HOME or /usr/local/cuda (nvcc's toolkit). The C++
 # standard is the one the Torch headers require (their "#error C++NN or later" line), at least 17.
+# shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 script=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
 root=$(cd "$(dirname "$script")/../.." && pwd)
@@ -68,12 +69,12 @@ if [ -z "$headers" ]; then
 fi
 [ -f "$headers/ATen/cuda/CUDAGraph.h" ] || { echo "check_cuda_sources.sh: $headers holds no CUDA Torch (no ATen/cuda/CUDAGraph.h)" >&2; exit 1; }
 command -v g++ >/dev/null || { echo "check_cuda_sources.sh: needs g++" >&2; exit 1; }
+# shellcheck source=torch_headers.sh
+source "$root/scripts/gpu/torch_headers.sh"
 standard=17
-for header in ATen/ATen.h torch/csrc/api/include/torch/all.h c10/macros/Macros.h; do
-  [ -f "$headers/$header" ] || continue
-  required=$(sed -nE 's/^ *# *error *C\+\+([0-9]+) or later compatible compiler is required.*/\1/p' "$headers/$header" | sort -n | tail -1 || true)
-  if [ -n "$required" ] && [ "$required" -gt "$standard" ]; then standard=$required; fi
-done
+if read -r required _ < <(torch_header_standard "$headers") && [ "$required" -gt "$standard" ]; then
+  standard=$required
+fi
 echo "check_cuda_sources.sh: C++$standard, CUDA headers of $cuda_include"
 
 # Every source of lmkit's own that reaches Torch's CUDA API or lmkit's CUDA-only code.

@@ -25,6 +25,8 @@ build_dir=$1; shift
 machine_ld_library_path=${LD_LIBRARY_PATH:-}
 # shellcheck source=carried_deps.sh
 source "$lmkit_root/scripts/gpu/carried_deps.sh"
+# shellcheck source=torch_headers.sh
+source "$lmkit_root/scripts/gpu/torch_headers.sh"
 
 usr=$LMKIT_DEPS_PREFIX
 lib=$usr/lib/$LMKIT_DEPS_MULTIARCH
@@ -97,16 +99,12 @@ else
   [ -z "$torch_config" ] || torch_include=$(torch_include_dir "$torch_config")
   if [ -n "$torch_include" ]; then
     why="lmkit's own; what the headers in $torch_include require is not more"
-    for header in ATen/ATen.h torch/csrc/api/include/torch/all.h c10/macros/Macros.h; do
-      [ -f "$torch_include/$header" ] || continue
-      # (|| true here and below: a header or config that cannot be read names no standard; under
-      # set -e and pipefail it would otherwise end this script without a word.)
-      header_standard=$(sed -nE 's/^ *# *error *C\+\+([0-9]+) or later compatible compiler is required.*/\1/p' "$torch_include/$header" |
-        sort -n | tail -1 || true)
-      if [ -n "$header_standard" ] && [ "$header_standard" -gt "$cxx_standard" ]; then
-        cxx_standard=$header_standard why="required by $torch_include/$header"
-      fi
-    done
+    if read -r header_standard header_path < <(torch_header_standard "$torch_include") &&
+       [ "$header_standard" -gt "$cxx_standard" ]; then
+      cxx_standard=$header_standard why="required by $header_path"
+    fi
+    # (|| true: a config that cannot be read names no standard; under set -e and pipefail it would
+    # otherwise end this script without a word.)
     named=$(sed -nE 's/.*CXX_STANDARD +([0-9]+).*/\1/p' "$torch_config/TorchConfig.cmake" 2>/dev/null | sort -n | tail -1 || true)
     if [ -n "$named" ] && [ "$named" -gt "$cxx_standard" ]; then
       cxx_standard=$named why="named by $torch_config/TorchConfig.cmake"

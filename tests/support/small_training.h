@@ -19,14 +19,15 @@ inline data::Corpus small_corpus() {
   return data::SyntheticLanguage(o).corpus(4000, 800, 800);
 }
 
-// The weights come from seed 3, drawn on the CPU.
-inline LanguageModel small_model(const nlohmann::json& head) {
+// The weights come from seed 3, drawn on the CPU. built: a head a test defines (`head` is then
+// only the options' entry); nullptr builds `head`.
+inline LanguageModel small_model(const nlohmann::json& head, Head built = nullptr) {
   seed_torch(3);
   LanguageModelOptions o;
   o.encoder(AwdLstmOptions().vocab_size(30).emb(8).nhid(16).nhidlast(8).nlayers(2)
                 .dropout(0.1).dropouth(0.1).dropouti(0.1).dropoute(0.05).wdrop(0.2));
   o.head(head);
-  return LanguageModel(o);
+  return LanguageModel(o, built);
 }
 
 }  // namespace lmkit::testing

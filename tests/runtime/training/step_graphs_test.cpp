@@ -20,12 +20,10 @@
 #include <vector>
 
 #include "runtime/core/determinism.h"
-#include "runtime/core/device.h"
 #include "runtime/core/error.h"
 #include "runtime/core/host_read.h"
 #include "runtime/core/preemption.h"
 #include "runtime/heads/head.h"
-#include "runtime/models/awd_lstm.h"
 #include "runtime/models/language_model.h"
 #include "runtime/training/step_graphs.h"
 #include "runtime/training/trainer.h"
@@ -240,11 +238,7 @@ class HostReadingSoftmaxImpl : public HeadImpl {
 };
 
 LanguageModel host_reading_model(bool every_other = false) {
-  seed_torch(3);
-  LanguageModelOptions o;
-  o.encoder(AwdLstmOptions().vocab_size(30).emb(8).nhid(16).nhidlast(8).nlayers(2)
-                .dropout(0.1).dropouth(0.1).dropouti(0.1).dropoute(0.05).wdrop(0.2));
-  return LanguageModel(o, make_head_of<HostReadingSoftmaxImpl>(every_other));
+  return small_model({{"kind", "softmax"}}, make_head_of<HostReadingSoftmaxImpl>(every_other));
 }
 
 // With "auto" ("rehearse" on the CPU), a refused capture launches its step eagerly and the rest of
